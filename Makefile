@@ -1,0 +1,147 @@
+# muster: top-level build. Targets a newcomer can guess:
+#   make            build every binary into bin/
+#   make test       every test that exists (lint, unit, binary, sanitizers, brief fuzz)
+#   make check      unit and binary tests under ASan+UBSan, failing on any report or leak
+#   make fuzz       run each fuzz target for FUZZ_SECONDS
+#   make bench      benchmarks; figures go to docs/benchmarks.md by hand
+#   make lint       compiler warnings as errors, banned calls, formatting
+#   make deps       install the Debian packages the build and tests need
+# CFLAGS and LDFLAGS from the command line add to the project's flags.
+
+CC       ?= cc
+MUSL_CC  ?= musl-gcc
+CLANG    ?= clang
+CLANG_FORMAT ?= clang-format
+
+VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+FUZZ_SECONDS ?= 20
+
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
+	-Wmissing-prototypes -Wpointer-arith -Wcast-align -Wvla -Wwrite-strings \
+	-Wundef
+BASE_CFLAGS := -std=c11 $(WARNINGS) -Ilib -MMD -MP -DMUSTER_VERSION='"$(VERSION)"'
+OPT_CFLAGS  := -O2 -g
+SAN_CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+
+# The barrier: static, musl, size-optimised (see initbarrier/README section in README.md).
+BARRIER_SRCS := initbarrier/main.c initbarrier/barrier_core.c initbarrier/barrier_volume.c \
+	initbarrier/barrier_push.c initbarrier/barrier_run.c lib/mlog.c
+BARRIER_MUSL_OBJS := $(BARRIER_SRCS:%.c=build/musl/%.o)
+BARRIER_ASAN_OBJS := $(BARRIER_SRCS:%.c=build/asan/%.o)
+MUSL_CFLAGS := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
+	-fno-unwind-tables -fno-stack-protector
+MUSL_LDFLAGS := -static -s -Wl,--gc-sections -Wl,--build-id=none
+
+# Unit tests (cmocka): name -> sources under test.
+UNIT_TESTS := initbarrier/barrier_core_test
+initbarrier/barrier_core_test_SRCS := initbarrier/barrier_core_test.c initbarrier/barrier_core.c
+
+# Tests that drive a real binary (cmocka too).
+BINARY_TESTS := initbarrier/barrier_binary_test
+initbarrier/barrier_binary_test_SRCS := initbarrier/barrier_binary_test.c initbarrier/atomic_writer.c \
+	initbarrier/barrier_testproc.c
+
+BENCHES := initbarrier/barrier_bench
+initbarrier/barrier_bench_SRCS := initbarrier/barrier_bench.c initbarrier/atomic_writer.c \
+	initbarrier/barrier_testproc.c
+
+FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz
+initbarrier/barrier_push_fuzz_SRCS := initbarrier/barrier_push_fuzz.c initbarrier/barrier_core.c
+initbarrier/barrier_attempt_fuzz_SRCS := initbarrier/barrier_attempt_fuzz.c initbarrier/barrier_core.c
+
+BINARIES := bin/muster-barrier
+
+.PHONY: all test check unit binary-test fuzz bench lint deps clean format size-check
+.DEFAULT_GOAL := all
+
+all: $(BINARIES)
+
+bin/muster-barrier: $(BARRIER_MUSL_OBJS)
+	@mkdir -p $(@D)
+	$(MUSL_CC) $(MUSL_LDFLAGS) $(LDFLAGS) -o $@ $^
+
+build/musl/%.o: %.c
+	@mkdir -p $(@D)
+	$(MUSL_CC) $(BASE_CFLAGS) $(MUSL_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+build/host/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+build/asan/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(SAN_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+build/fuzz/%.o: %.c
+	@mkdir -p $(@D)
+	$(CLANG) $(BASE_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all $(CFLAGS) -c -o $@ $<
+
+# One link rule per flavour; each program lists its sources in NAME_SRCS.
+define program
+build/host/$(1): $$($(1)_SRCS:%.c=build/host/%.o)
+	$$(CC) $$(OPT_CFLAGS) $$(LDFLAGS) -o $$@ $$^ -lcmocka
+build/asan/$(1): $$($(1)_SRCS:%.c=build/asan/%.o)
+	$$(CC) $$(SAN_CFLAGS) $$(LDFLAGS) -o $$@ $$^ -lcmocka
+endef
+$(foreach p,$(UNIT_TESTS) $(BINARY_TESTS) $(BENCHES),$(eval $(call program,$(p))))
+
+define fuzzer
+build/fuzz/$(1): $$($(1)_SRCS:%.c=build/fuzz/%.o)
+	$$(CLANG) -fsanitize=fuzzer,address,undefined $$(LDFLAGS) -o $$@ $$^
+endef
+$(foreach p,$(FUZZERS),$(eval $(call fuzzer,$(p))))
+
+# A sanitized, dynamically linked barrier: the binary tests also run against it.
+build/asan/bin/muster-barrier: $(BARRIER_ASAN_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(SAN_CFLAGS) $(LDFLAGS) -o $@ $^
+
+unit: $(UNIT_TESTS:%=build/host/%)
+	scripts/run-tests unit $^
+
+# The binary tests run once per watch kind.
+binary-test: bin/muster-barrier $(BINARY_TESTS:%=build/host/%)
+	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier MUSTER_BARRIER_WATCH=dnotify \
+		scripts/run-tests binary-dnotify $(BINARY_TESTS:%=build/host/%)
+	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier MUSTER_BARRIER_WATCH=inotify \
+		scripts/run-tests binary-inotify $(BINARY_TESTS:%=build/host/%)
+
+check: build/asan/bin/muster-barrier $(UNIT_TESTS:%=build/asan/%) $(BINARY_TESTS:%=build/asan/%)
+	ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	MUSTER_BARRIER_BIN=$(CURDIR)/build/asan/bin/muster-barrier MUSTER_BARRIER_SANITIZED=1 \
+		scripts/run-tests check $(UNIT_TESTS:%=build/asan/%) $(BINARY_TESTS:%=build/asan/%)
+
+fuzz: $(FUZZERS:%=build/fuzz/%)
+	scripts/run-fuzz $(FUZZ_SECONDS) $^
+
+bench: bin/muster-barrier $(BENCHES:%=build/host/%)
+	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/initbarrier/barrier_bench
+
+# Everything that exists, with one summary line at the end.
+test: lint
+	@rm -f build/test-summary
+	@$(MAKE) --no-print-directory -k unit binary-test check fuzz; status=$$?; \
+		scripts/run-tests --summary && exit $$status
+
+BANNED := sprintf|vsprintf|strcpy|strcat|strncat|strtok|atoi|atol|gets|system|tmpnam|mktemp
+LINT_SRCS = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null || \
+	find . -name '*.[ch]' -not -path './build/*')
+
+lint: all
+	@echo "lint: banned calls"
+	@! grep -nE '\b($(BANNED))[[:space:]]*\(' $(LINT_SRCS) || { echo "lint: banned call above"; exit 1; }
+	@echo "lint: formatting"
+	@$(CLANG_FORMAT) --dry-run -Werror $(LINT_SRCS)
+	@echo "lint: ok"
+
+format:
+	$(CLANG_FORMAT) -i $(LINT_SRCS)
+
+deps:
+	scripts/deps
+
+clean:
+	rm -rf build bin
+
+-include $(shell find build -name '*.d' 2>/dev/null)

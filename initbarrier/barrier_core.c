@@ -1,0 +1,232 @@
+/*
+ * barrier_core: parsing and judging the two release paths. See barrier_core.h.
+ *
+ * Nothing here allocates, reads a clock or touches a descriptor.
+ */
+#include "barrier_core.h"
+
+#include <string.h>
+
+const struct barrier_exit_info barrier_exit_table[] = {
+	{ BARRIER_EXIT_RELEASED, "released",
+	  "the group was released for this attempt; the main containers may start" },
+	{ BARRIER_EXIT_USAGE, "usage",
+	  "bad flags or configuration (unknown flag, bad attempt, token or address, missing directory)" },
+	{ BARRIER_EXIT_TIMEOUT, "timeout",
+	  "no release arrived within --timeout seconds: not every pod of the group started in time" },
+	{ BARRIER_EXIT_FAILURE, "failure",
+	  "a system call the barrier depends on failed (inotify, poll, the watched directory vanished)" },
+	{ BARRIER_EXIT_SIGINT, "sigint", "stopped by SIGINT" },
+	{ BARRIER_EXIT_SIGTERM, "sigterm", "stopped by SIGTERM (e.g. the pod was deleted)" },
+	{ 0, NULL, NULL },
+};
+
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+int barrier_parse_attempt(const char *text, size_t len, uint32_t *attempt)
+{
+	size_t start = 0, end = len;
+	uint64_t value = 0;
+
+	while (start < end && is_space(text[start]))
+		start++;
+	while (end > start && is_space(text[end - 1]))
+		end--;
+	if (start == end || end - start > 10)
+		return -1;
+	for (size_t i = start; i < end; i++) {
+		if (text[i] < '0' || text[i] > '9')
+			return -1;
+		value = value * 10 + (uint64_t)(text[i] - '0');
+	}
+	if (value > BARRIER_ATTEMPT_MAX)
+		return -1;
+	*attempt = (uint32_t)value;
+	return 0;
+}
+
+enum barrier_volume_verdict barrier_judge_volume(int present, const char *content, size_t len,
+						 uint32_t own_attempt, uint32_t *released)
+{
+	uint32_t attempt;
+
+	if (!present)
+		return BARRIER_VOLUME_EMPTY;
+	if (barrier_parse_attempt(content, len, &attempt) != 0)
+		return BARRIER_VOLUME_INVALID;
+	*released = attempt;
+	return attempt >= own_attempt ? BARRIER_VOLUME_RELEASED : BARRIER_VOLUME_STALE;
+}
+
+const char *barrier_volume_verdict_name(enum barrier_volume_verdict verdict)
+{
+	static const char *const names[] = {
+		[BARRIER_VOLUME_EMPTY] = "empty",
+		[BARRIER_VOLUME_INVALID] = "invalid",
+		[BARRIER_VOLUME_STALE] = "stale",
+		[BARRIER_VOLUME_RELEASED] = "released",
+	};
+	return names[verdict];
+}
+
+static const struct {
+	const char *name;
+	const char *reply;
+} push_verdicts[] = {
+	[BARRIER_PUSH_RELEASE] = { "release", "OK\n" },
+	[BARRIER_PUSH_MALFORMED] = { "malformed", "ERR malformed\n" },
+	[BARRIER_PUSH_TOO_LONG] = { "too-long", "ERR too-long\n" },
+	[BARRIER_PUSH_BAD_TOKEN] = { "bad-token", "ERR bad-token\n" },
+	[BARRIER_PUSH_STALE] = { "stale-attempt", "ERR stale-attempt\n" },
+	[BARRIER_PUSH_TIMEOUT] = { "timeout", "ERR timeout\n" },
+};
+
+const char *barrier_push_reply(enum barrier_push_verdict verdict)
+{
+	return push_verdicts[verdict].reply;
+}
+
+const char *barrier_push_verdict_name(enum barrier_push_verdict verdict)
+{
+	return push_verdicts[verdict].name;
+}
+
+static int is_token_byte(char c)
+{
+	return c > 0x20 && c < 0x7f;
+}
+
+int barrier_token_check(const char *token, size_t len, const char **cause)
+{
+	if (len < BARRIER_TOKEN_MIN) {
+		*cause = "token is shorter than 16 bytes";
+		return -1;
+	}
+	if (len > BARRIER_TOKEN_MAX) {
+		*cause = "token is longer than 256 bytes";
+		return -1;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (!is_token_byte(token[i])) {
+			*cause = "token holds a byte that is not printable ASCII or is a space";
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Splits the next space-separated field of line[*pos..len). Exactly one
+ * space separates fields; anything else is malformed. */
+static int next_field(const char *line, size_t len, size_t *pos, const char **field, size_t *field_len)
+{
+	size_t start = *pos, end = start;
+
+	while (end < len && line[end] != ' ')
+		end++;
+	if (end == start)
+		return -1;
+	*field = line + start;
+	*field_len = end - start;
+	*pos = end < len ? end + 1 : end;
+	/* A trailing space would leave an empty last field: refuse it. */
+	if (end < len && end + 1 == len)
+		return -1;
+	return 0;
+}
+
+/* The attempt on the wire is bare digits: unlike the ConfigMap value, no
+ * white space is tolerated inside a field. */
+static int all_digits(const char *field, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (field[i] < '0' || field[i] > '9')
+			return 0;
+	}
+	return 1;
+}
+
+static int field_is(const char *field, size_t len, const char *word)
+{
+	size_t n = strlen(word);
+
+	return len == n && memcmp(field, word, n) == 0;
+}
+
+int barrier_push_parse(const char *line, size_t len, struct barrier_push_msg *msg, const char **cause)
+{
+	const char *field = NULL;
+	size_t field_len = 0, pos = 0;
+	uint32_t attempt;
+
+	/* A CR before the newline is tolerated, as line protocols usually do. */
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	if (len + 1 > BARRIER_PUSH_MAX) {
+		*cause = "line longer than 512 bytes";
+		return -1;
+	}
+	if (next_field(line, len, &pos, &field, &field_len) != 0 || !field_is(field, field_len, "MUSTER1")) {
+		*cause = "line does not start with MUSTER1";
+		return -1;
+	}
+	if (next_field(line, len, &pos, &field, &field_len) != 0 || !field_is(field, field_len, "RELEASE")) {
+		*cause = "verb is not RELEASE";
+		return -1;
+	}
+	if (next_field(line, len, &pos, &field, &field_len) != 0 || !all_digits(field, field_len) ||
+	    barrier_parse_attempt(field, field_len, &attempt) != 0) {
+		*cause = "attempt is not a decimal number up to 2147483647";
+		return -1;
+	}
+	if (next_field(line, len, &pos, &field, &field_len) != 0) {
+		*cause = "token is missing";
+		return -1;
+	}
+	if (pos != len) {
+		*cause = "unexpected data after the token";
+		return -1;
+	}
+	if (field_len > BARRIER_TOKEN_MAX) {
+		*cause = "token is longer than 256 bytes";
+		return -1;
+	}
+	for (size_t i = 0; i < field_len; i++) {
+		if (!is_token_byte(field[i])) {
+			*cause = "token holds a byte that is not printable ASCII";
+			return -1;
+		}
+	}
+	msg->attempt = attempt;
+	msg->token = field;
+	msg->token_len = field_len;
+	return 0;
+}
+
+int barrier_token_equal(const char *a, size_t a_len, const char *b, size_t b_len)
+{
+	/* Walk the longer length, folding every difference into one accumulator
+	 * so that timing reveals neither the position nor the prefix matched. */
+	size_t n = a_len > b_len ? a_len : b_len;
+	unsigned char diff = (unsigned char)(a_len != b_len);
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char x = i < a_len ? (unsigned char)a[i] : 0;
+		unsigned char y = i < b_len ? (unsigned char)b[i] : 0;
+
+		diff |= (unsigned char)(x ^ y);
+	}
+	return diff == 0;
+}
+
+enum barrier_push_verdict barrier_judge_push(const struct barrier_push_msg *msg, const char *token,
+					     size_t token_len, uint32_t own_attempt)
+{
+	if (!barrier_token_equal(msg->token, msg->token_len, token, token_len))
+		return BARRIER_PUSH_BAD_TOKEN;
+	if (msg->attempt < own_attempt)
+		return BARRIER_PUSH_STALE;
+	return BARRIER_PUSH_RELEASE;
+}
