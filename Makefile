@@ -6,6 +6,7 @@
 #   make bench      benchmarks; figures go to docs/benchmarks.md by hand
 #   make lint       compiler warnings as errors, banned calls, formatting
 #   make deps       install the Debian packages the build and tests need
+#   make demo       install, build, and show the barrier holding and releasing a group
 # CFLAGS and LDFLAGS from the command line add to the project's flags.
 
 CC       ?= cc
@@ -41,6 +42,9 @@ BINARY_TESTS := initbarrier/barrier_binary_test
 initbarrier/barrier_binary_test_SRCS := initbarrier/barrier_binary_test.c initbarrier/atomic_writer.c \
 	initbarrier/barrier_testproc.c
 
+TOOLS := initbarrier/atomic_write_tool
+initbarrier/atomic_write_tool_SRCS := initbarrier/atomic_write_tool.c initbarrier/atomic_writer.c
+
 BENCHES := initbarrier/barrier_bench
 initbarrier/barrier_bench_SRCS := initbarrier/barrier_bench.c initbarrier/atomic_writer.c \
 	initbarrier/barrier_testproc.c
@@ -51,7 +55,7 @@ initbarrier/barrier_attempt_fuzz_SRCS := initbarrier/barrier_attempt_fuzz.c init
 
 BINARIES := bin/muster-barrier
 
-.PHONY: all test check unit binary-test fuzz bench lint deps clean format size-check
+.PHONY: all test check unit binary-test fuzz bench lint deps clean format demo
 .DEFAULT_GOAL := all
 
 all: $(BINARIES)
@@ -83,7 +87,7 @@ build/host/$(1): $$($(1)_SRCS:%.c=build/host/%.o)
 build/asan/$(1): $$($(1)_SRCS:%.c=build/asan/%.o)
 	$$(CC) $$(SAN_CFLAGS) $$(LDFLAGS) -o $$@ $$^ -lcmocka
 endef
-$(foreach p,$(UNIT_TESTS) $(BINARY_TESTS) $(BENCHES),$(eval $(call program,$(p))))
+$(foreach p,$(UNIT_TESTS) $(BINARY_TESTS) $(BENCHES) $(TOOLS),$(eval $(call program,$(p))))
 
 define fuzzer
 build/fuzz/$(1): $$($(1)_SRCS:%.c=build/fuzz/%.o)
@@ -119,7 +123,8 @@ bench: bin/muster-barrier $(BENCHES:%=build/host/%)
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/initbarrier/barrier_bench
 
 # Everything that exists, with one summary line at the end.
-test: lint
+test: deps
+	@$(MAKE) --no-print-directory lint
 	@rm -f build/test-summary
 	@$(MAKE) --no-print-directory -k unit binary-test check fuzz; status=$$?; \
 		scripts/run-tests --summary && exit $$status
@@ -140,6 +145,12 @@ format:
 
 deps:
 	scripts/deps
+
+# The README's first command: until the control plane exists, a local demo of
+# the barrier playing four pods of one group.
+demo: deps
+	@$(MAKE) --no-print-directory all build/host/initbarrier/atomic_write_tool
+	scripts/barrier-demo
 
 clean:
 	rm -rf build bin
