@@ -29,14 +29,17 @@
 
 #define TOKEN "bench-token-0123456789abcdef"
 
-static long status_field(pid_t pid, const char *field);
-
 /* Peak resident set of the barrier's own image (VmHWM, after exec). The
  * child's ru_maxrss would also count the benchmark's pages it inherited
  * before exec, so it is not used. */
 static long vm_hwm_kb(pid_t pid)
 {
-	return status_field(pid, "VmHWM:");
+	return testproc_status_field(pid, "VmHWM:");
+}
+
+static long context_switches(pid_t pid)
+{
+	return testproc_status_field(pid, "ctxt_switches:");
 }
 
 static int env_int(const char *name, int fallback)
@@ -205,57 +208,6 @@ static double bash_loop_once(const char *root)
 	return latency;
 }
 
-/* utime+stime (+ children's, for the bash loop's `sleep`), in clock ticks. */
-static long cpu_ticks(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long utime = 0, stime = 0;
-	long cutime = 0, cstime = 0;
-	int fd;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %ld %ld", &utime, &stime,
-			 &cutime, &cstime) != 4)
-		return -1;
-	return (long)(utime + stime) + cutime + cstime;
-}
-
-/* Sum of every /proc/PID/status line whose name ends in `field`
- * ("ctxt_switches:" adds the voluntary and involuntary counts). */
-static long status_field(pid_t pid, const char *field)
-{
-	char path[64], buf[4096];
-	long total = 0;
-	int fd;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	for (const char *p = buf; (p = strstr(p, field)) != NULL; p++)
-		total += strtol(p + strlen(field), NULL, 10);
-	return total;
-}
-
-static long context_switches(pid_t pid)
-{
-	return status_field(pid, "ctxt_switches:");
-}
-
 static void blocked_cost(const char *what, const char *root, char *const argv[], char *const env[],
 			 int seconds, int goal_zero)
 {
@@ -266,10 +218,10 @@ static void blocked_cost(const char *what, const char *root, char *const argv[],
 	fresh_dir(root, volume, sizeof(volume));
 	start_or_die(proc, argv, env);
 	usleep(200 * 1000);
-	ticks = cpu_ticks(proc->pid);
+	ticks = testproc_cpu_ticks(proc->pid);
 	switches = context_switches(proc->pid);
 	sleep((unsigned)seconds);
-	ticks = cpu_ticks(proc->pid) - ticks;
+	ticks = testproc_cpu_ticks(proc->pid) - ticks;
 	switches = context_switches(proc->pid) - switches;
 	printf("%-34s blocked %d s: cpu=%ld ticks (%ld ms)  wake-ups (context switches)=%ld  VmHWM=%ld KB",
 	       what, seconds, ticks, ticks * 1000 / sysconf(_SC_CLK_TCK), switches, vm_hwm_kb(proc->pid));

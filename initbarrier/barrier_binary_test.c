@@ -590,21 +590,10 @@ static void log_lines_carry_the_pod(void **state)
 
 static long context_switches(pid_t pid)
 {
-	char path[64], buf[4096];
-	long total = 0;
-	int fd;
-	ssize_t n;
+	long switches = testproc_status_field(pid, "ctxt_switches:");
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	assert_true(n > 0);
-	buf[n] = '\0';
-	for (const char *p = buf; (p = strstr(p, "ctxt_switches:")) != NULL; p++)
-		total += strtol(p + strlen("ctxt_switches:"), NULL, 10);
-	return total;
+	assert_true(switches >= 0);
+	return switches;
 }
 
 static void no_wakeups_while_blocked(void **state)

@@ -99,12 +99,10 @@ static int is_token_byte(char c)
 	return c > 0x20 && c < 0x7f;
 }
 
-int barrier_token_check(const char *token, size_t len, const char **cause)
+/* The rules a token obeys on the wire and in the configuration, but its
+ * minimum length: a short token on the wire is simply a wrong one. */
+static int check_token_shape(const char *token, size_t len, const char **cause)
 {
-	if (len < BARRIER_TOKEN_MIN) {
-		*cause = "token is shorter than 16 bytes";
-		return -1;
-	}
 	if (len > BARRIER_TOKEN_MAX) {
 		*cause = "token is longer than 256 bytes";
 		return -1;
@@ -116,6 +114,15 @@ int barrier_token_check(const char *token, size_t len, const char **cause)
 		}
 	}
 	return 0;
+}
+
+int barrier_token_check(const char *token, size_t len, const char **cause)
+{
+	if (len < BARRIER_TOKEN_MIN) {
+		*cause = "token is shorter than 16 bytes";
+		return -1;
+	}
+	return check_token_shape(token, len, cause);
 }
 
 /* Splits the next space-separated field of line[*pos..len). Exactly one
@@ -189,16 +196,8 @@ int barrier_push_parse(const char *line, size_t len, struct barrier_push_msg *ms
 		*cause = "unexpected data after the token";
 		return -1;
 	}
-	if (field_len > BARRIER_TOKEN_MAX) {
-		*cause = "token is longer than 256 bytes";
+	if (check_token_shape(field, field_len, cause) != 0)
 		return -1;
-	}
-	for (size_t i = 0; i < field_len; i++) {
-		if (!is_token_byte(field[i])) {
-			*cause = "token holds a byte that is not printable ASCII";
-			return -1;
-		}
-	}
 	msg->attempt = attempt;
 	msg->token = field;
 	msg->token_len = field_len;

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -148,4 +149,51 @@ void testproc_finish(struct testproc *proc)
 	if (proc->out_fd >= 0)
 		close(proc->out_fd);
 	proc->out_fd = -1;
+}
+
+/* Reads /proc/PID/NAME into buf (NUL-terminated). Returns 0, or -1. */
+static int read_proc(pid_t pid, const char *name, char *buf, size_t size)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+long testproc_status_field(pid_t pid, const char *field)
+{
+	char buf[4096];
+	long total = 0;
+
+	if (read_proc(pid, "status", buf, sizeof(buf)) != 0)
+		return -1;
+	for (const char *p = buf; (p = strstr(p, field)) != NULL; p++)
+		total += strtol(p + strlen(field), NULL, 10);
+	return total;
+}
+
+long testproc_cpu_ticks(pid_t pid)
+{
+	char buf[1024], *p;
+	unsigned long utime = 0, stime = 0;
+	long cutime = 0, cstime = 0;
+
+	if (read_proc(pid, "stat", buf, sizeof(buf)) != 0)
+		return -1;
+	/* The command name may hold spaces: fields are counted after its ')'. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %ld %ld", &utime, &stime,
+			 &cutime, &cstime) != 4)
+		return -1;
+	return (long)(utime + stime) + cutime + cstime;
 }

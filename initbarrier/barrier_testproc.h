@@ -52,4 +52,12 @@ void testproc_finish(struct testproc *proc);
 /* Milliseconds of CLOCK_MONOTONIC. */
 double testproc_now_ms(void);
 
+/* Sum of the numbers after every occurrence of `field` in /proc/PID/status
+ * ("ctxt_switches:" adds the voluntary and involuntary counts, "VmHWM:" is
+ * the peak resident set in KB). Returns -1 when the file cannot be read. */
+long testproc_status_field(pid_t pid, const char *field);
+
+/* utime + stime + cutime + cstime of /proc/PID/stat, in clock ticks, or -1. */
+long testproc_cpu_ticks(pid_t pid);
+
 #endif

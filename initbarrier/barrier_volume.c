@@ -180,10 +180,8 @@ int barrier_volume_drain(struct barrier_volume *volume, char *err, size_t err_si
 						     : drain_inotify(volume, err, err_size);
 }
 
-/* Reads at most buf_size - 1 bytes of `path`. Returns 1 if read, 0 if it does
- * not exist, -1 on another error. */
-static int read_small_file(const char *path, char *buf, size_t buf_size, size_t *len, char *err,
-			   size_t err_size)
+int barrier_read_small_file(const char *path, char *buf, size_t buf_size, size_t *len, char *err,
+			    size_t err_size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	size_t used = 0;
@@ -232,7 +230,7 @@ int barrier_volume_read(const struct barrier_volume *volume, char *buf, size_t b
 			snprintf(err, err_size, "path of the key under %s is too long", volume->dir);
 			return -1;
 		}
-		found = read_small_file(path, buf, buf_size, len, err, err_size);
+		found = barrier_read_small_file(path, buf, buf_size, len, err, err_size);
 		if (found < 0)
 			return -1;
 		if (found) {

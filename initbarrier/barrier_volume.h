@@ -81,6 +81,13 @@ int barrier_volume_drain(struct barrier_volume *volume, char *err, size_t err_si
 int barrier_volume_read(const struct barrier_volume *volume, char *buf, size_t buf_size, size_t *len,
 			int *present, char *err, size_t err_size);
 
+/* Reads at most buf_size - 1 bytes of the file at `path` (following links,
+ * never blocking on a FIFO) and NUL-terminates them. Returns 1 when read,
+ * 0 when the path does not exist, -1 with err set on another error. Also
+ * used for the token file. */
+int barrier_read_small_file(const char *path, char *buf, size_t buf_size, size_t *len, char *err,
+			    size_t err_size);
+
 /* Stops the watch and closes the descriptor. Safe on a closed volume. */
 void barrier_volume_close(struct barrier_volume *volume);
 

@@ -97,36 +97,22 @@ static int parse_u32(const char *text, uint32_t max, uint32_t *out)
 
 /* Reads the token file into config->token, dropping trailing white space
  * (a file written by `echo` ends in a newline). */
-static int read_token_file(const char *path, struct barrier_config *config, const char **cause)
+static int read_token_file(const char *path, struct barrier_config *config, char *err, size_t err_size)
 {
-	char buf[BARRIER_TOKEN_MAX + 2];
+	char buf[BARRIER_TOKEN_MAX + 3];
 	size_t used = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int found = barrier_read_small_file(path, buf, sizeof(buf), &used, err, err_size);
 
-	if (fd < 0) {
-		*cause = strerror(errno);
+	if (found <= 0) {
+		if (found == 0)
+			snprintf(err, err_size, "no such file");
 		return -1;
 	}
-	while (used < sizeof(buf)) {
-		ssize_t n = read(fd, buf + used, sizeof(buf) - used);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			*cause = strerror(errno);
-			close(fd);
-			return -1;
-		}
-		if (n == 0)
-			break;
-		used += (size_t)n;
-	}
-	close(fd);
 	while (used > 0 && (buf[used - 1] == '\n' || buf[used - 1] == '\r' || buf[used - 1] == ' ' ||
 			    buf[used - 1] == '\t'))
 		used--;
 	if (used > BARRIER_TOKEN_MAX) {
-		*cause = "token is longer than 256 bytes";
+		snprintf(err, err_size, "token is longer than 256 bytes");
 		return -1;
 	}
 	memcpy(config->token, buf, used);
@@ -221,9 +207,11 @@ int main(int argc, char **argv)
 		return usage_error(config.termination_log, "unexpected argument '%.100s'", argv[optind]);
 
 	if (token_file) {
-		if (read_token_file(token_file, &config, &cause) != 0)
+		char err[256];
+
+		if (read_token_file(token_file, &config, err, sizeof(err)) != 0)
 			return usage_error(config.termination_log, "--token-file %.200s: %s", token_file,
-					   cause);
+					   err);
 	} else if ((env_token = getenv(TOKEN_ENV)) != NULL && env_token[0]) {
 		size_t len = strnlen(env_token, BARRIER_TOKEN_MAX + 1);
 
