@@ -6,6 +6,10 @@
 #   make bench      benchmarks; figures go to docs/benchmarks.md by hand
 #   make lint       compiler warnings as errors, banned calls, formatting
 #   make deps       install the Debian packages the build and tests need
+#   make cluster    start (or reuse) the local control plane; last line: admin kubeconfig
+#   make cluster-down  stop it and remove its state (the built binaries stay cached)
+#   make e2e        end-to-end suite on the local control plane (part of make test)
+#   make bench-e2e  scale check of the stand-ins (1,000 nodes, 5,000 pods)
 #   make demo       install, build, and show the barrier holding and releasing a group
 # CFLAGS and LDFLAGS from the command line add to the project's flags.
 
@@ -15,7 +19,7 @@ CLANG    ?= clang
 CLANG_FORMAT ?= clang-format
 
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 15
 
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
 	-Wmissing-prototypes -Wpointer-arith -Wcast-align -Wvla -Wwrite-strings \
@@ -49,13 +53,15 @@ BENCHES := initbarrier/barrier_bench
 initbarrier/barrier_bench_SRCS := initbarrier/barrier_bench.c initbarrier/atomic_writer.c \
 	initbarrier/barrier_testproc.c
 
-FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz
+FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initbarrier/barrier_listen_fuzz
 initbarrier/barrier_push_fuzz_SRCS := initbarrier/barrier_push_fuzz.c initbarrier/barrier_core.c
 initbarrier/barrier_attempt_fuzz_SRCS := initbarrier/barrier_attempt_fuzz.c initbarrier/barrier_core.c
+initbarrier/barrier_listen_fuzz_SRCS := initbarrier/barrier_listen_fuzz.c initbarrier/barrier_push.c \
+	initbarrier/barrier_core.c lib/mlog.c
 
 BINARIES := bin/muster-barrier
 
-.PHONY: all test check unit binary-test fuzz bench lint deps clean format demo
+.PHONY: all test check unit binary-test fuzz bench lint deps clean format demo cluster cluster-down e2e bench-e2e
 .DEFAULT_GOAL := all
 
 all: $(BINARIES)
@@ -126,8 +132,21 @@ bench: bin/muster-barrier $(BENCHES:%=build/host/%)
 test: deps
 	@$(MAKE) --no-print-directory lint
 	@rm -f build/test-summary
-	@$(MAKE) --no-print-directory -k unit binary-test check fuzz; status=$$?; \
+	@$(MAKE) --no-print-directory -k unit binary-test check fuzz e2e; status=$$?; \
 		scripts/run-tests --summary && exit $$status
+
+cluster:
+	@bash e2e/cluster/up.sh
+
+cluster-down:
+	@bash e2e/cluster/down.sh
+
+e2e: all
+	scripts/run-e2e
+
+# Scale check of the stand-ins: 1,000 nodes, a 5,000-pod JobSet (docs/benchmarks.md).
+bench-e2e: all
+	/usr/bin/python3 e2e/bench/scale.py
 
 BANNED := sprintf|vsprintf|strcpy|strcat|strncat|strtok|atoi|atol|gets|system|tmpnam|mktemp
 LINT_SRCS = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null || \
@@ -145,6 +164,7 @@ format:
 
 deps:
 	scripts/deps
+	bash e2e/cluster/deps.sh
 
 # The README's first command: until the control plane exists, a local demo of
 # the barrier playing four pods of one group.

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the settings here are used by the scripts that source it
 #
 # common.sh - settings and helpers shared by deps.sh, build.sh, up.sh and down.sh.
 #

@@ -79,7 +79,7 @@ has_source_index() {
 
 # add_deb_src: writes a deb-src entry with the mirror of the existing bookworm deb entry.
 add_deb_src() {
-	local uris= signed_by=
+	local uris='' signed_by=''
 	if [[ -r $DEBIAN_SOURCES ]]; then
 		local stanza
 		stanza=$(deb822_stanzas "$DEBIAN_SOURCES" |

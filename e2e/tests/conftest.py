@@ -1,0 +1,112 @@
+"""Shared fixtures of the end-to-end suite.
+
+The suite runs against a real kube-apiserver, etcd, kube-scheduler and
+kube-controller-manager (e2e/cluster/up.sh). Set MUSTER_KUBECONFIG to use a
+running cluster; otherwise the first test brings one up (idempotent) and the
+cluster is left running for the next run (`make cluster-down` stops it).
+"""
+
+import os
+import pathlib
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "e2e" / "standins"))
+
+from kube import ApiError, Kube  # noqa: E402
+
+
+def _cluster_kubeconfig():
+    path = os.environ.get("MUSTER_KUBECONFIG")
+    if path:
+        return path
+    out = subprocess.run(["bash", str(ROOT / "e2e" / "cluster" / "up.sh")], check=True,
+                         stdout=subprocess.PIPE, text=True).stdout
+    return out.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="session")
+def kubeconfig():
+    return _cluster_kubeconfig()
+
+
+@pytest.fixture(scope="session")
+def kube(kubeconfig):
+    return Kube(kubeconfig)
+
+
+@pytest.fixture
+def namespace(kube):
+    """A fresh namespace per test, deleted afterwards (its objects with it)."""
+    name = "e2e-" + uuid.uuid4().hex[:8]
+    kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
+
+    # The ServiceAccount admission plugin refuses pods until the controllers
+    # have made the default service account and its token.
+    def token_ready():
+        try:
+            return kube.get(f"/api/v1/namespaces/{name}/serviceaccounts/default").get("secrets")
+        except ApiError:
+            return None
+
+    wait_for(token_ready, timeout=30, what=f"the default service account of {name}")
+    yield name
+    kube.delete(f"/api/v1/namespaces/{name}")
+
+
+class Standin:
+    """A stand-in process (node agent, JobSet controller) run for one test."""
+
+    def __init__(self, args, log_path):
+        self.log_path = log_path
+        self.log = open(log_path, "w")
+        self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+
+    def stop(self, timeout=10):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+    def output(self):
+        self.log.flush()
+        return pathlib.Path(self.log_path).read_text()
+
+
+@pytest.fixture
+def run_standin(kubeconfig, tmp_path):
+    """run_standin(script, *args) starts e2e/standins/<script> with --kubeconfig."""
+    started = []
+
+    def start(script, *args):
+        log = tmp_path / f"{script}.{len(started)}.log"
+        proc = Standin(["/usr/bin/python3", str(ROOT / "e2e" / "standins" / script),
+                        "--kubeconfig", kubeconfig, *map(str, args)], log)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
+
+
+def wait_for(predicate, timeout=30.0, interval=0.1, what="condition"):
+    """Polls predicate() until it returns a truthy value; returns that value."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")

@@ -1,0 +1,220 @@
+"""End-to-end tests of the node agent (the kubelet stand-in) on the real
+control plane: nodes, scheduling through the real kube-scheduler, pod
+lifecycle, and the real muster-barrier run as an init container.
+"""
+
+import json
+import pathlib
+import socket
+import time
+
+import pytest
+
+from conftest import ROOT, wait_for
+from kube import ApiError
+
+SHAPES = ROOT / "e2e" / "shapes"
+TOKEN = "e2e-token-0123456789abcdef"
+BARRIER_ARGS = ["--dir", "/mnt/group-scheduling", "--attempt", "$(RESTART_ATTEMPT)",
+                "--listen", "$(POD_IP):9443", "--timeout", "$(TIMEOUT)"]
+
+
+@pytest.fixture
+def agent(run_standin, kube, tmp_path):
+    """Starts the node agent on small.yaml (4 nodes) with a 2 s sync period."""
+    events = tmp_path / "events.jsonl"
+
+    def start(shape="small.yaml", sync_period=2, *extra):
+        proc = run_standin("node_agent.py", "--shape", SHAPES / shape, "--work-dir", tmp_path / "agent",
+                           "--sync-period", sync_period, "--events", events, "--delete-nodes",
+                           "--max-run-seconds", 30, *extra)
+        proc.events = events
+        return proc
+
+    yield start
+
+
+def node_ready(kube, name):
+    try:
+        node = kube.get(f"/api/v1/nodes/{name}")
+    except ApiError as error:
+        if error.status == 404:
+            return None
+        raise
+    ready = [c for c in node["status"].get("conditions", []) if c["type"] == "Ready"]
+    taints = [t["key"] for t in node["spec"].get("taints") or []]
+    return ready and ready[0]["status"] == "True" and "node.kubernetes.io/not-ready" not in taints and node
+
+
+def pod_body(name, **spec):
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": {}},
+            "spec": {"restartPolicy": "Never", "containers": [
+                {"name": "main", "image": "busybox", "command": ["sleep", "1"]}]}}
+    body["spec"].update(spec)
+    return body
+
+
+def barrier_pod(name, attempt="0", timeout="60", token=TOKEN, restart_policy="Never"):
+    """A pod as the muster webhook will shape it (KEP-498's example, with the
+    real barrier instead of the bash loop)."""
+    body = pod_body(name, restartPolicy=restart_policy)
+    body["metadata"]["labels"] = {"jobset.sigs.k8s.io/restart-attempt": attempt}
+    body["spec"]["initContainers"] = [{
+        "name": "group-scheduling-init",
+        "image": "muster-barrier:dev",
+        "args": BARRIER_ARGS,
+        "env": [
+            {"name": "RESTART_ATTEMPT", "valueFrom": {"fieldRef": {
+                "fieldPath": "metadata.labels['jobset.sigs.k8s.io/restart-attempt']"}}},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "TIMEOUT", "value": timeout},
+            {"name": "MUSTER_BARRIER_TOKEN", "value": token},
+        ],
+        "volumeMounts": [{"name": "group-scheduling", "mountPath": "/mnt/group-scheduling", "readOnly": True}],
+    }]
+    body["spec"]["volumes"] = [{"name": "group-scheduling",
+                                "configMap": {"name": "group-scheduling", "optional": True}}]
+    return body
+
+
+def get_pod(kube, namespace, name):
+    return kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+
+def phase(kube, namespace, name, want):
+    pod = get_pod(kube, namespace, name)
+    return pod if pod["status"].get("phase") == want else None
+
+
+def init_running(kube, namespace, name):
+    pod = get_pod(kube, namespace, name)
+    statuses = pod["status"].get("initContainerStatuses") or []
+    return pod if statuses and "running" in statuses[0]["state"] else None
+
+
+def test_nodes_are_ready_with_topology_and_leases(kube, agent):
+    agent()
+    for i in range(4):
+        wait_for(lambda: node_ready(kube, f"node-{i}"), timeout=30, what=f"node-{i} Ready")
+    labels = {i: kube.get(f"/api/v1/nodes/node-{i}")["metadata"]["labels"] for i in range(4)}
+    pairs = [(labels[i]["cloud.provider.com/topology-block"], labels[i]["cloud.provider.com/topology-rack"])
+             for i in range(4)]
+    assert pairs == [("block-1", "rack-1"), ("block-1", "rack-2"), ("block-2", "rack-1"), ("block-2", "rack-2")]
+    lease = kube.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-0")
+    assert lease["spec"]["holderIdentity"] == "node-0"
+
+
+def test_scheduler_honours_node_selector_and_pod_runs(kube, namespace, agent):
+    agent()
+    wait_for(lambda: all(node_ready(kube, f"node-{i}") for i in range(4)), what="nodes Ready")
+    selector = {"cloud.provider.com/topology-block": "block-2", "cloud.provider.com/topology-rack": "rack-1"}
+    kube.create(f"/api/v1/namespaces/{namespace}/pods", pod_body("picky", nodeSelector=selector))
+    pod = wait_for(lambda: phase(kube, namespace, "picky", "Succeeded"), timeout=30, what="picky Succeeded")
+    assert pod["spec"]["nodeName"] == "node-2"
+    assert pod["status"]["podIP"].startswith("127.")
+    status = pod["status"]["containerStatuses"][0]
+    assert status["state"]["terminated"]["exitCode"] == 0
+    assert pod["status"]["startTime"]
+
+
+def test_failing_container_fails_the_pod(kube, namespace, agent):
+    agent()
+    body = pod_body("failing")
+    body["metadata"]["annotations"] = {"e2e.muster.dev/exit-code": "3", "e2e.muster.dev/run-seconds": "0.5"}
+    kube.create(f"/api/v1/namespaces/{namespace}/pods", body)
+    pod = wait_for(lambda: phase(kube, namespace, "failing", "Failed"), timeout=30, what="failing Failed")
+    assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
+
+
+def test_barrier_holds_until_configmap_release_reaches_the_volume(kube, namespace, agent, tmp_path):
+    agent()
+    kube.create(f"/api/v1/namespaces/{namespace}/pods", barrier_pod("gated", attempt="1"))
+    wait_for(lambda: init_running(kube, namespace, "gated"), timeout=30, what="barrier running")
+    # A release of an earlier attempt reaches the volume at the next sync
+    # (2 s + jitter) and must not let the pod through.
+    kube.create(f"/api/v1/namespaces/{namespace}/configmaps",
+                {"metadata": {"name": "group-scheduling"}, "data": {"started": "0"}})
+    time.sleep(5)
+    assert init_running(kube, namespace, "gated"), "a stale release let the pod through"
+    kube.patch(f"/api/v1/namespaces/{namespace}/configmaps/group-scheduling", {"data": {"started": "1"}})
+    pod = wait_for(lambda: phase(kube, namespace, "gated", "Succeeded"), timeout=30, what="gated Succeeded")
+    init = pod["status"]["initContainerStatuses"][0]["state"]["terminated"]
+    assert init["exitCode"] == 0
+    events = [json.loads(line) for line in pathlib.Path(agent_events(tmp_path)).read_text().splitlines()]
+    mine = [e for e in events if e["pod"] == f"{namespace}/gated"]
+    order = [(e["container"], e["event"]) for e in mine]
+    assert order[:3] == [("group-scheduling-init", "started"), ("group-scheduling-init", "exited"),
+                         ("main", "started")]
+
+
+def agent_events(tmp_path):
+    return tmp_path / "events.jsonl"
+
+
+def push(ip, line):
+    with socket.create_connection((ip, 9443), timeout=5) as conn:
+        conn.sendall(line.encode())
+        return conn.recv(64).decode()
+
+
+def test_barrier_released_by_push_at_once(kube, namespace, agent):
+    # A sync period of an hour: only the push can release it in time.
+    agent("small.yaml", 3600)
+    kube.create(f"/api/v1/namespaces/{namespace}/pods", barrier_pod("pushed", attempt="2"))
+    pod = wait_for(lambda: init_running(kube, namespace, "pushed"), timeout=30, what="barrier running")
+    ip = pod["status"]["podIP"]
+
+    def listening():
+        try:
+            return push(ip, "MUSTER1 RELEASE 2 wrong-token-0123456789\n") == "ERR bad-token\n"
+        except OSError:
+            return False
+
+    wait_for(listening, timeout=10, what="barrier listening on the pod IP")
+    assert push(ip, f"MUSTER1 RELEASE 1 {TOKEN}\n") == "ERR stale-attempt\n"
+    begun = time.monotonic()
+    assert push(ip, f"MUSTER1 RELEASE 2 {TOKEN}\n") == "OK\n"
+    wait_for(lambda: phase(kube, namespace, "pushed", "Running") or phase(kube, namespace, "pushed", "Succeeded"),
+             timeout=10, what="main container running")
+    assert time.monotonic() - begun < 5
+
+
+def test_barrier_timeout_fails_pod_with_reason(kube, namespace, agent):
+    agent()
+    kube.create(f"/api/v1/namespaces/{namespace}/pods", barrier_pod("late", timeout="2"))
+    pod = wait_for(lambda: phase(kube, namespace, "late", "Failed"), timeout=30, what="late Failed")
+    terminated = pod["status"]["initContainerStatuses"][0]["state"]["terminated"]
+    assert terminated["exitCode"] == 3
+    assert "timed out after 2 s" in terminated["message"]
+    assert "not every pod of the group started in time" in terminated["message"]
+
+
+def test_deleted_pod_stops_its_barrier(kube, namespace, agent):
+    proc = agent()
+    kube.create(f"/api/v1/namespaces/{namespace}/pods", barrier_pod("doomed"))
+    wait_for(lambda: init_running(kube, namespace, "doomed"), timeout=30, what="barrier running")
+    kube.delete(f"/api/v1/namespaces/{namespace}/pods/doomed")
+
+    def gone():
+        try:
+            get_pod(kube, namespace, "doomed")
+            return False
+        except ApiError as error:
+            return error.status == 404
+
+    wait_for(gone, timeout=20, what="pod deleted")
+    wait_for(lambda: "event=pod-removed" in proc.output(), timeout=10, what="agent forgot the pod")
+
+
+def test_slow_node_pool_gets_pods_only_when_ready(kube, namespace, agent):
+    agent("slow-pool.yaml")
+    wait_for(lambda: node_ready(kube, "fast-0"), what="fast pool Ready")
+    assert not node_ready(kube, "slow-0")
+    kube.create(f"/api/v1/namespaces/{namespace}/pods", pod_body("waits", nodeSelector={"pool": "slow"}))
+    time.sleep(2)
+    assert not get_pod(kube, namespace, "waits")["spec"].get("nodeName")
+    wait_for(lambda: node_ready(kube, "slow-0"), timeout=30, what="slow pool Ready")
+    pod = wait_for(lambda: phase(kube, namespace, "waits", "Succeeded"), timeout=60, what="waits Succeeded")
+    assert pod["spec"]["nodeName"].startswith("slow-")
