@@ -123,11 +123,16 @@ def main():
         }
         started = time.monotonic()
         kube.create(f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets", jobset)
+        last_report = started
         while "running" not in marks:
+            with lock:
+                counts = (len(seen), sum(b for b, _ in seen.values()), sum(r for _, r in seen.values()))
             if time.monotonic() - started > args.timeout:
-                with lock:
-                    counts = (len(seen), sum(b for b, _ in seen.values()), sum(r for _, r in seen.values()))
                 raise SystemExit(f"not all pods Running in time: created/bound/running = {counts}")
+            if time.monotonic() - last_report >= 10:
+                last_report = time.monotonic()
+                print(f"  t={last_report - started:5.0f} s  created {counts[0]}  bound {counts[1]}  "
+                      f"running {counts[2]}", flush=True)
             time.sleep(0.5)
         agent_mb, agent_cpu = proc_figures(agent.pid)
         controller_mb, controller_cpu = proc_figures(controller.pid)

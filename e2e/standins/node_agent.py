@@ -263,7 +263,8 @@ class Agent:
         self.configmaps_lock = threading.Lock()
         self.next_ip = 1
         self.writer = concurrent.futures.ThreadPoolExecutor(max_workers=args.workers)
-        self.pending_status = {}
+        self.pending_status = {}  # uid -> (key, status) waiting to be written
+        self.inflight = set()     # uids whose writer is running
         self.pending_lock = threading.Lock()
         self.events_file = open(args.events, "a") if args.events else None
         self.events_lock = threading.Lock()
@@ -550,38 +551,55 @@ class Agent:
         return ok
 
     def publish(self, run):
-        """Queues the pod's current status; only the latest is sent."""
+        """Queues the pod's current status. Writes of one pod never overlap
+        (a later status could otherwise land before an earlier one), and
+        only the latest queued status is sent."""
         status = run.status()
         with self.pending_lock:
-            queued = run.uid in self.pending_status
             self.pending_status[run.uid] = (run.key, status)
-        if not queued:
-            self.writer.submit(self._safe, self.write_status, run.uid)
+            if run.uid in self.inflight:
+                return
+            self.inflight.add(run.uid)
+        self.writer.submit(self.write_status, run.uid)
 
     def write_status(self, uid):
-        """Writer thread: sends the latest queued status of one pod. On a
-        failure the status goes back in the queue (unless a newer one came)
-        and _safe retries."""
-        with self.pending_lock:
-            key, status = self.pending_status.pop(uid, (None, None))
-        if key is None:
-            return
-        namespace, name = key.split("/", 1)
-        try:
-            self.kube.patch(f"/api/v1/namespaces/{namespace}/pods/{name}/status",
-                            {"metadata": {"uid": uid}, "status": status}, kind="strategic")
-        except ApiError as error:
-            if error.status in (404, 409, 422):
-                return  # the pod is gone or was replaced: nothing to report
-            self.requeue(uid, key, status)
-            raise
-        except Exception:
-            self.requeue(uid, key, status)
-            raise
+        """Writer thread: sends the queued statuses of one pod until none is left."""
+        while True:
+            with self.pending_lock:
+                item = self.pending_status.pop(uid, None)
+                if item is None:
+                    self.inflight.discard(uid)
+                    return
+            self.send_status(uid, *item)
 
-    def requeue(self, uid, key, status):
-        with self.pending_lock:
-            self.pending_status.setdefault(uid, (key, status))
+    def send_status(self, uid, key, status):
+        """One status write, retried while the apiserver is unreachable or
+        returns a server error or a conflict; given up when a newer status
+        is queued (the caller sends that one) or after a minute."""
+        namespace, name = key.split("/", 1)
+        delay, deadline = 0.1, time.monotonic() + 60
+        while True:
+            try:
+                self.kube.patch(f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+                                {"metadata": {"uid": uid}, "status": status}, kind="strategic")
+                return
+            except ApiError as error:
+                gone = error.status in (404, 422) or (
+                    error.status == 409 and "Precondition failed" in str(error))
+                if gone:
+                    return  # the pod was deleted or replaced: nothing to report
+                retry = error.status >= 500 or error.status in (409, 429)
+                failure = str(error)
+            except Exception as error:  # noqa: BLE001 - connection refused or reset
+                retry, failure = True, repr(error)
+            with self.pending_lock:
+                newer = uid in self.pending_status
+            if not retry or newer or time.monotonic() > deadline or self.stop.is_set():
+                if not newer:
+                    log("status-write-failed", pod=key, error=failure)
+                return
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
 
     # --- containers
 

@@ -1,0 +1,72 @@
+"""The local control plane's own scripts: a second cluster (its own state
+directory and ports) comes up, is reused, and goes down leaving no process
+behind, also when its start is interrupted."""
+
+import os
+import pathlib
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import ROOT, wait_for
+
+UP = ROOT / "e2e" / "cluster" / "up.sh"
+DOWN = ROOT / "e2e" / "cluster" / "down.sh"
+
+
+COMPONENTS = {"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"}
+
+
+def processes_naming(text):
+    """Pids of control-plane components whose command line mentions `text`."""
+    found = []
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if os.path.basename(argv[0].decode(errors="replace")) in COMPONENTS and \
+                any(text.encode() in arg for arg in argv[1:]):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture
+def second_cluster(tmp_path):
+    env = dict(os.environ, MUSTER_CLUSTER_DIR=str(tmp_path / "cluster"), MUSTER_APISERVER_PORT="19443",
+               MUSTER_ETCD_PORT="15379", MUSTER_ETCD_PEER_PORT="15380")
+    yield env, str(tmp_path / "cluster")
+    subprocess.run(["bash", str(DOWN)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_up_reuse_down_leaves_nothing(second_cluster):
+    env, state = second_cluster
+    out = subprocess.run(["bash", str(UP)], env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
+    kubeconfig = out.strip().splitlines()[-1]
+    assert kubeconfig == f"{state}/admin.kubeconfig" and os.path.isfile(kubeconfig)
+    running = processes_naming(state + "/")
+    assert len(running) == 4, running  # etcd, apiserver, scheduler, controller-manager
+    begun = time.monotonic()
+    again = subprocess.run(["bash", str(UP)], env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
+    assert again.strip().splitlines()[-1] == kubeconfig
+    assert time.monotonic() - begun < 5
+    assert sorted(processes_naming(state + "/")) == sorted(running)  # reused, nothing new
+    subprocess.run(["bash", str(DOWN)], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert processes_naming(state + "/") == []
+    assert not os.path.exists(state)
+
+
+def test_interrupted_start_leaves_nothing(second_cluster):
+    env, state = second_cluster
+    up = subprocess.Popen(["bash", str(UP)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          start_new_session=True)
+    # Interrupt once the apiserver process exists, in the middle of the start.
+    wait_for(lambda: any("kube-apiserver" in pathlib.Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+                         for pid in processes_naming(state + "/")), timeout=60, what="apiserver starting")
+    os.killpg(up.pid, signal.SIGINT)
+    assert up.wait(60) != 0
+    wait_for(lambda: processes_naming(state + "/") == [], timeout=30, what="no process left")
