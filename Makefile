@@ -30,7 +30,7 @@ SAN_CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-
 
 # The barrier: static, musl, size-optimised (see initbarrier/README section in README.md).
 BARRIER_SRCS := initbarrier/main.c initbarrier/barrier_core.c initbarrier/barrier_volume.c \
-	initbarrier/barrier_push.c initbarrier/barrier_run.c lib/mlog.c
+	initbarrier/barrier_push.c initbarrier/barrier_run.c lib/mlog.c lib/release_line.c
 BARRIER_MUSL_OBJS := $(BARRIER_SRCS:%.c=build/musl/%.o)
 BARRIER_ASAN_OBJS := $(BARRIER_SRCS:%.c=build/asan/%.o)
 MUSL_CFLAGS := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
@@ -38,8 +38,11 @@ MUSL_CFLAGS := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-
 MUSL_LDFLAGS := -static -s -Wl,--gc-sections -Wl,--build-id=none
 
 # Unit tests (cmocka): name -> sources under test.
-UNIT_TESTS := initbarrier/barrier_core_test
-initbarrier/barrier_core_test_SRCS := initbarrier/barrier_core_test.c initbarrier/barrier_core.c
+UNIT_TESTS := initbarrier/barrier_core_test controller/push_fanout_test
+initbarrier/barrier_core_test_SRCS := initbarrier/barrier_core_test.c initbarrier/barrier_core.c lib/release_line.c
+# push_fanout's tests release real barriers (bin/muster-barrier or $$MUSTER_BARRIER_BIN).
+controller/push_fanout_test_SRCS := controller/push_fanout_test.c controller/push_fanout.c lib/release_line.c \
+	initbarrier/barrier_testproc.c
 
 # Tests that drive a real binary (cmocka too).
 BINARY_TESTS := initbarrier/barrier_binary_test
@@ -49,15 +52,19 @@ initbarrier/barrier_binary_test_SRCS := initbarrier/barrier_binary_test.c initba
 TOOLS := initbarrier/atomic_write_tool
 initbarrier/atomic_write_tool_SRCS := initbarrier/atomic_write_tool.c initbarrier/atomic_writer.c
 
-BENCHES := initbarrier/barrier_bench
+BENCHES := initbarrier/barrier_bench controller/push_fanout_bench
+controller/push_fanout_bench_SRCS := controller/push_fanout_bench.c controller/push_fanout.c lib/release_line.c \
+	initbarrier/barrier_testproc.c
 initbarrier/barrier_bench_SRCS := initbarrier/barrier_bench.c initbarrier/atomic_writer.c \
 	initbarrier/barrier_testproc.c
 
 FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initbarrier/barrier_listen_fuzz
-initbarrier/barrier_push_fuzz_SRCS := initbarrier/barrier_push_fuzz.c initbarrier/barrier_core.c
-initbarrier/barrier_attempt_fuzz_SRCS := initbarrier/barrier_attempt_fuzz.c initbarrier/barrier_core.c
+initbarrier/barrier_push_fuzz_SRCS := initbarrier/barrier_push_fuzz.c initbarrier/barrier_core.c \
+	lib/release_line.c
+initbarrier/barrier_attempt_fuzz_SRCS := initbarrier/barrier_attempt_fuzz.c initbarrier/barrier_core.c \
+	lib/release_line.c
 initbarrier/barrier_listen_fuzz_SRCS := initbarrier/barrier_listen_fuzz.c initbarrier/barrier_push.c \
-	initbarrier/barrier_core.c lib/mlog.c
+	initbarrier/barrier_core.c lib/mlog.c lib/release_line.c
 
 BINARIES := bin/muster-barrier
 
@@ -106,8 +113,8 @@ build/asan/bin/muster-barrier: $(BARRIER_ASAN_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(SAN_CFLAGS) $(LDFLAGS) -o $@ $^
 
-unit: $(UNIT_TESTS:%=build/host/%)
-	scripts/run-tests unit $^
+unit: bin/muster-barrier $(UNIT_TESTS:%=build/host/%)
+	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier scripts/run-tests unit $(UNIT_TESTS:%=build/host/%)
 
 # The binary tests run once per watch kind.
 binary-test: bin/muster-barrier $(BINARY_TESTS:%=build/host/%)
@@ -127,6 +134,7 @@ fuzz: $(FUZZERS:%=build/fuzz/%)
 
 bench: bin/muster-barrier $(BENCHES:%=build/host/%)
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/initbarrier/barrier_bench
+	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/controller/push_fanout_bench
 
 # Everything that exists, with one summary line at the end.
 test: deps

@@ -118,11 +118,7 @@ static int check_token_shape(const char *token, size_t len, const char **cause)
 
 int barrier_token_check(const char *token, size_t len, const char **cause)
 {
-	if (len < BARRIER_TOKEN_MIN) {
-		*cause = "token is shorter than 16 bytes";
-		return -1;
-	}
-	return check_token_shape(token, len, cause);
+	return release_token_check(token, len, cause);
 }
 
 /* Splits the next space-separated field of line[*pos..len). Exactly one

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "release_line.h"
+
 /* Exit codes of muster-barrier. Signals follow the shell's 128+signal rule so
  * that kubelet and `kubectl describe` read them the usual way. */
 enum barrier_exit {
@@ -39,17 +41,19 @@ struct barrier_exit_info {
 extern const struct barrier_exit_info barrier_exit_table[];
 
 /* The attempt is JobSet status.restarts, an int32 upstream. */
-#define BARRIER_ATTEMPT_MAX 2147483647u
+#define BARRIER_ATTEMPT_MAX RELEASE_ATTEMPT_MAX
 
 /* Longest content of the `started` key that is read at all. */
 #define BARRIER_KEY_MAX 64
 
-/* Longest push line, newline included; a longer one is refused unread. */
-#define BARRIER_PUSH_MAX 512
+/* Longest push line, newline included; a longer one is refused unread.
+ * The wire format and its limits live in lib/release_line.h, shared with the
+ * controller that sends the line. */
+#define BARRIER_PUSH_MAX RELEASE_LINE_MAX
 
 /* Bounds on the shared token: printable ASCII without spaces. */
-#define BARRIER_TOKEN_MIN 16
-#define BARRIER_TOKEN_MAX 256
+#define BARRIER_TOKEN_MIN RELEASE_TOKEN_MIN
+#define BARRIER_TOKEN_MAX RELEASE_TOKEN_MAX
 
 /* Parses a decimal attempt: ASCII digits (at most 10, value at most
  * BARRIER_ATTEMPT_MAX), optionally surrounded by ASCII white space (a

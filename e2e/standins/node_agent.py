@@ -527,6 +527,8 @@ class Agent:
     def periodic_sync(self, run, due):
         if run.sync_due != due or run.uid not in self.pods or run.stopping:
             return  # superseded by a sync on an event
+        if run.phase in ("Succeeded", "Failed"):
+            return  # kubelet stops refreshing the volumes of a finished pod
         self.sync(run)
 
     def project_volumes(self, run):
