@@ -66,6 +66,40 @@ initbarrier/barrier_attempt_fuzz_SRCS := initbarrier/barrier_attempt_fuzz.c init
 initbarrier/barrier_listen_fuzz_SRCS := initbarrier/barrier_listen_fuzz.c initbarrier/barrier_push.c \
 	initbarrier/barrier_core.c lib/mlog.c lib/release_line.c
 
+# The Kubernetes API client (lib/kube_client.md).
+KUBE_SRCS := lib/kube_client.c lib/kube_curl.c lib/kube_config.c lib/kube_ratelimit.c lib/kube_error.c
+KUBE_LIBS := -lcurl -lcjson -lyaml
+UNIT_TESTS += lib/kube_client_test lib/kube_config_test
+lib/kube_client_test_SRCS := lib/kube_client_test.c lib/kube_client.c lib/kube_config.c \
+	lib/kube_ratelimit.c lib/kube_error.c
+lib/kube_client_test_LIBS := $(KUBE_LIBS)
+lib/kube_config_test_SRCS := lib/kube_config_test.c lib/kube_config.c lib/kube_error.c
+lib/kube_config_test_LIBS := -lyaml
+FUZZERS += lib/kube_watch_fuzz lib/kube_config_fuzz
+lib/kube_watch_fuzz_SRCS := lib/kube_watch_fuzz.c lib/kube_client.c lib/kube_ratelimit.c lib/kube_error.c
+lib/kube_watch_fuzz_LIBS := -lcjson
+lib/kube_config_fuzz_SRCS := lib/kube_config_fuzz.c lib/kube_config.c lib/kube_error.c
+lib/kube_config_fuzz_LIBS := -lyaml
+# C tests against the real control plane, run by `make e2e`.
+E2E_C_TESTS := lib/kube_client_e2e_test
+lib/kube_client_e2e_test_SRCS := lib/kube_client_e2e_test.c $(KUBE_SRCS)
+lib/kube_client_e2e_test_LIBS := $(KUBE_LIBS) -pthread
+
+# Group-start core of the controller: decode, expected count, tracker (controller/group_core.md).
+GROUP_CORE_SRCS := controller/group_decode.c controller/group_expect.c controller/group_tracker.c
+GROUP_CORE_LIBS := -lcjson -lm
+UNIT_TESTS += controller/group_decode_test controller/group_tracker_test
+controller/group_decode_test_SRCS := controller/group_decode_test.c $(GROUP_CORE_SRCS)
+controller/group_decode_test_LIBS := $(GROUP_CORE_LIBS)
+controller/group_tracker_test_SRCS := controller/group_tracker_test.c $(GROUP_CORE_SRCS)
+controller/group_tracker_test_LIBS := $(GROUP_CORE_LIBS)
+BENCHES += controller/group_bench
+controller/group_bench_SRCS := controller/group_bench.c $(GROUP_CORE_SRCS)
+controller/group_bench_LIBS := $(GROUP_CORE_LIBS)
+FUZZERS += controller/group_decode_fuzz
+controller/group_decode_fuzz_SRCS := controller/group_decode_fuzz.c $(GROUP_CORE_SRCS)
+controller/group_decode_fuzz_LIBS := $(GROUP_CORE_LIBS)
+
 BINARIES := bin/muster-barrier
 
 .PHONY: all test check unit binary-test fuzz bench lint deps clean format demo cluster cluster-down e2e bench-e2e
@@ -93,18 +127,19 @@ build/fuzz/%.o: %.c
 	@mkdir -p $(@D)
 	$(CLANG) $(BASE_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all $(CFLAGS) -c -o $@ $<
 
-# One link rule per flavour; each program lists its sources in NAME_SRCS.
+# One link rule per flavour; each program lists its sources in NAME_SRCS and
+# its libraries in NAME_LIBS.
 define program
 build/host/$(1): $$($(1)_SRCS:%.c=build/host/%.o)
-	$$(CC) $$(OPT_CFLAGS) $$(LDFLAGS) -o $$@ $$^ -lcmocka
+	$$(CC) $$(OPT_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$($(1)_LIBS) -lcmocka
 build/asan/$(1): $$($(1)_SRCS:%.c=build/asan/%.o)
-	$$(CC) $$(SAN_CFLAGS) $$(LDFLAGS) -o $$@ $$^ -lcmocka
+	$$(CC) $$(SAN_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$($(1)_LIBS) -lcmocka
 endef
-$(foreach p,$(UNIT_TESTS) $(BINARY_TESTS) $(BENCHES) $(TOOLS),$(eval $(call program,$(p))))
+$(foreach p,$(UNIT_TESTS) $(BINARY_TESTS) $(BENCHES) $(TOOLS) $(E2E_C_TESTS),$(eval $(call program,$(p))))
 
 define fuzzer
 build/fuzz/$(1): $$($(1)_SRCS:%.c=build/fuzz/%.o)
-	$$(CLANG) -fsanitize=fuzzer,address,undefined $$(LDFLAGS) -o $$@ $$^
+	$$(CLANG) -fsanitize=fuzzer,address,undefined $$(LDFLAGS) -o $$@ $$^ $$($(1)_LIBS)
 endef
 $(foreach p,$(FUZZERS),$(eval $(call fuzzer,$(p))))
 
@@ -135,6 +170,7 @@ fuzz: $(FUZZERS:%=build/fuzz/%)
 bench: bin/muster-barrier $(BENCHES:%=build/host/%)
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/initbarrier/barrier_bench
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/controller/push_fanout_bench
+	build/host/controller/group_bench
 
 # Everything that exists, with one summary line at the end.
 test: deps
@@ -149,8 +185,8 @@ cluster:
 cluster-down:
 	@bash e2e/cluster/down.sh
 
-e2e: all
-	scripts/run-e2e
+e2e: all $(E2E_C_TESTS:%=build/host/%)
+	E2E_C_TESTS="$(E2E_C_TESTS:%=build/host/%)" scripts/run-e2e
 
 # Scale check of the stand-ins: 1,000 nodes, a 5,000-pod JobSet (docs/benchmarks.md).
 bench-e2e: all

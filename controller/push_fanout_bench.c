@@ -55,11 +55,23 @@ int main(void)
 
 	if (!procs || !targets || !elapsed || !mkdtemp(dir))
 		return 1;
-	/* Every barrier holds a pipe to us: make room for them. */
-	if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < count + 512 &&
-	    limit.rlim_max >= count + 512) {
-		limit.rlim_cur = count + 512;
+	/* Every barrier holds a pipe to us: make room for them, or measure as
+	 * many as the hard limit allows and say so. */
+	if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+	    limit.rlim_cur < count + 512) {
+		if (limit.rlim_max == RLIM_INFINITY || limit.rlim_max >= count + 512)
+			limit.rlim_cur = count + 512;
+		else
+			limit.rlim_cur = limit.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &limit);
+		getrlimit(RLIMIT_NOFILE, &limit);
+		if (limit.rlim_cur < count + 512) {
+			size_t fits = limit.rlim_cur > 576 ? (size_t)limit.rlim_cur - 512 : 64;
+
+			fprintf(stderr, "open-file limit %lu: measuring %zu barriers instead of %zu\n",
+				(unsigned long)limit.rlim_cur, fits, count);
+			count = fits;
+		}
 	}
 	begun = testproc_now_ms();
 	for (size_t i = 0; i < count; i++) {
@@ -78,12 +90,17 @@ int main(void)
 		snprintf(listen, sizeof(listen), "%s:9443", targets[i].ip);
 		if (testproc_start(&procs[i], argv, env, NULL) != 0) {
 			fprintf(stderr, "cannot start barrier %zu\n", i);
+			while (i-- > 0)
+				testproc_finish(&procs[i]);
 			return 1;
 		}
 	}
 	for (size_t i = 0; i < count; i++) {
-		if (testproc_wait_for(&procs[i], "event=waiting", 30000) != 0) {
-			fprintf(stderr, "barrier %zu did not start:\n%s\n", i, procs[i].out);
+		if (testproc_wait_for(&procs[i], "event=waiting", 30000) != 0 ||
+		    strstr(procs[i].out, "listen-failed")) {
+			fprintf(stderr, "barrier %zu did not start listening:\n%s\n", i, procs[i].out);
+			for (size_t k = 0; k < count; k++)
+				testproc_finish(&procs[k]);
 			return 1;
 		}
 	}

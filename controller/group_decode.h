@@ -1,0 +1,144 @@
+/*
+ * group_decode: JobSets and pods from the API, as JSON, turned into the plain
+ * structs the group-start accounting works on.
+ *
+ * This is the only module of the group-start core that sees JSON. cJSON trees
+ * are built and freed here and never handed out: callers get fixed-size
+ * structs with every string bounded and every number range-checked, so the
+ * accounting (group_expect, group_tracker) cannot be fed a tree it has to
+ * defend against. The module does no I/O and keeps no state.
+ *
+ * Failure: every decoder returns 0, or -1 and sets *cause to a malloc'ed
+ * sentence naming the field that is wrong, which the caller frees with free().
+ * *cause is NULL only when memory for the sentence itself ran out. On failure
+ * the output struct holds no meaning (it owns nothing, so nothing leaks).
+ */
+#ifndef MUSTER_GROUP_DECODE_H
+#define MUSTER_GROUP_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A label value, a DNS label (namespace, replicated job name, JobSet name:
+ * JobSet copies the name into a label, so it cannot be longer). */
+#define GROUP_LABEL_MAX 63
+/* A DNS subdomain: metadata.name of a pod. */
+#define GROUP_OBJECT_NAME_MAX 253
+/* metadata.uid is a UUID (36 characters); anything up to 64 is accepted so
+ * that another apiserver's format still works, longer is refused. */
+#define GROUP_UID_MAX 64
+/* Replicated jobs in one JobSet, and names in targetReplicatedJobs. Upstream
+ * sets no limit; real JobSets have a handful, 128 leaves ample room and keeps
+ * struct group_jobset at a fixed, modest size. */
+#define GROUP_REPLICATED_JOBS_MAX 128
+/* Longest JSON document decoded at all: etcd refuses objects over 1.5 MiB. */
+#define GROUP_JSON_MAX (2u * 1024u * 1024u)
+/* JobSet status.restarts and the restart-attempt label are int32 upstream. */
+#define GROUP_ATTEMPT_MAX 2147483647u
+
+/* The init container the webhook injects: the barrier. */
+#define GROUP_BARRIER_CONTAINER "group-scheduling-init"
+
+struct group_replicated_job {
+	char name[GROUP_LABEL_MAX + 1];
+	uint32_t replicas; /* spec.replicatedJobs[].replicas, default 1 */
+	uint32_t parallelism; /* template.spec.parallelism, default 1 */
+	uint32_t completions; /* template.spec.completions, default parallelism */
+	int targeted; /* named by targetReplicatedJobs, or that list is empty */
+};
+
+struct group_jobset {
+	char namespace[GROUP_LABEL_MAX + 1];
+	char name[GROUP_LABEL_MAX + 1];
+	char uid[GROUP_UID_MAX + 1];
+	uint32_t restarts; /* status.restarts: the current attempt, 0 when absent */
+	int has_config; /* spec.groupSchedulingConfig present (an object) */
+	int has_timeout;
+	uint32_t timeout_seconds; /* groupSchedulingConfig.timeoutAfterSeconds */
+	/* targetReplicatedJobs as written, duplicates removed; names that match no
+	 * replicated job are kept here (the webhook reports them) and ignored by
+	 * the count. */
+	size_t target_count;
+	char targets[GROUP_REPLICATED_JOBS_MAX][GROUP_LABEL_MAX + 1];
+	size_t replicated_job_count;
+	struct group_replicated_job replicated_jobs[GROUP_REPLICATED_JOBS_MAX];
+};
+
+/* State of the barrier init container, from status.initContainerStatuses. */
+enum group_barrier_state {
+	GROUP_BARRIER_ABSENT, /* no status for it (yet), or no state in it */
+	GROUP_BARRIER_WAITING, /* created, not started: image pull, ContainerCreating */
+	GROUP_BARRIER_RUNNING, /* the barrier process is up and holding */
+	GROUP_BARRIER_PASSED, /* terminated with exit code 0: released */
+	GROUP_BARRIER_FAILED, /* terminated with another code: timeout or error */
+};
+
+enum group_pod_phase {
+	GROUP_PHASE_UNKNOWN, /* absent, "Unknown", or a value this code does not know */
+	GROUP_PHASE_PENDING,
+	GROUP_PHASE_RUNNING,
+	GROUP_PHASE_SUCCEEDED,
+	GROUP_PHASE_FAILED,
+};
+
+/* A pod, reduced to what the group-start accounting needs. It is a transient
+ * value (about 500 bytes); the tracker keeps a far smaller record per pod. */
+struct group_pod {
+	char uid[GROUP_UID_MAX + 1];
+	char namespace[GROUP_LABEL_MAX + 1];
+	char name[GROUP_OBJECT_NAME_MAX + 1];
+	char jobset_name[GROUP_LABEL_MAX + 1]; /* label jobset.sigs.k8s.io/jobset-name, "" if absent */
+	char replicated_job[GROUP_LABEL_MAX + 1]; /* label jobset.sigs.k8s.io/replicatedjob-name */
+	int has_attempt; /* label jobset.sigs.k8s.io/restart-attempt holds a valid number */
+	uint32_t attempt;
+	int bound; /* spec.nodeName is set */
+	int deleting; /* metadata.deletionTimestamp is set */
+	enum group_barrier_state barrier;
+	enum group_pod_phase phase;
+	int ip_family; /* 0 (no status.podIP), 4 or 6 */
+	uint8_t ip[16]; /* network byte order; the first 4 bytes for IPv4 */
+	int has_resource_version; /* metadata.resourceVersion is a decimal integer */
+	uint64_t resource_version;
+};
+
+/* What a watch event says happened to its object. */
+enum group_event {
+	GROUP_EVENT_ADDED,
+	GROUP_EVENT_MODIFIED,
+	GROUP_EVENT_DELETED,
+};
+
+struct cJSON;
+
+/* Decodes a JobSet (jobset.x-k8s.io/v1alpha2) from `len` bytes of JSON (no
+ * terminating NUL needed). Requires metadata.name, metadata.namespace,
+ * metadata.uid and spec.replicatedJobs (at most GROUP_REPLICATED_JOBS_MAX, each
+ * with a name); applies the upstream defaults; numbers must be integers in
+ * 0..2^31-1. */
+int group_jobset_decode(const char *json, size_t len, struct group_jobset *out, char **cause);
+
+/* The same, from an object the caller already parsed (the `object` of a
+ * watch event). The tree stays the caller's; nothing points into it after. */
+int group_jobset_from_json(const struct cJSON *object, struct group_jobset *out, char **cause);
+
+/* Decodes a pod from `len` bytes of JSON. Requires metadata.uid,
+ * metadata.name and metadata.namespace; everything else is optional and read
+ * as described at struct group_pod. A restart-attempt label that is not a
+ * decimal number in 0..GROUP_ATTEMPT_MAX leaves has_attempt 0 (such a pod
+ * never counts) rather than failing, since the pod still exists. */
+int group_pod_decode(const char *json, size_t len, struct group_pod *out, char **cause);
+
+/* The same, from an object the caller already parsed. */
+int group_pod_from_json(const struct cJSON *object, struct group_pod *out, char **cause);
+
+/* Decodes one line of a pod watch stream, {"type": ..., "object": {...}}.
+ * type ADDED, MODIFIED or DELETED sets *event and decodes the pod; BOOKMARK
+ * and ERROR are refused with a cause (the caller's stream code handles them
+ * before this point). */
+int group_watch_pod_decode(const char *json, size_t len, enum group_event *event, struct group_pod *out,
+			   char **cause);
+
+/* Name of an event, "ADDED"... for logs and tests. */
+const char *group_event_name(enum group_event event);
+
+#endif

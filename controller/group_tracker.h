@@ -1,0 +1,183 @@
+/*
+ * group_tracker: the started-pod accounting of one group-scheduled JobSet and
+ * the decision to release its barrier, with no I/O.
+ *
+ * The caller (the controller's watch loop) feeds it the JobSet, the pods of
+ * the JobSet as decoded watch events or LIST items, and the released attempt
+ * read back from the ConfigMap `<jobset>-group-scheduling` (key `started`).
+ * group_tracker_decide() then says whether to write a release now. Time is
+ * whatever integer the caller passes as `seq`; the tracker reads no clock.
+ *
+ * STARTED. A pod counts as started for attempt A when all of these hold:
+ *   - its label jobset.sigs.k8s.io/restart-attempt is A, the JobSet's current
+ *     attempt (status.restarts): pods of an older attempt are being deleted
+ *     and a release of A must not be earned by them;
+ *   - its replicated job is targeted (the others have no barrier and are not
+ *     part of the expected count);
+ *   - it is bound to a node (spec.nodeName): before that it holds no node and
+ *     proves nothing about capacity;
+ *   - the barrier init container is running, or has passed (terminated with
+ *     exit code 0), or the pod phase is Running or Succeeded (the barrier is
+ *     behind it). Running is the point of the whole feature: the node exists,
+ *     images are pulled, the pod has its IP and waits only for the release. A
+ *     waiting barrier (image pull, ContainerCreating) is not there yet. A pod
+ *     past its barrier must count too, or a group whose release was written
+ *     but not recorded (crash in between) could never be complete again;
+ *   - the barrier did not fail (terminated with a non-zero code: timed out or
+ *     broke), its phase is not Failed, it is not being deleted
+ *     (deletionTimestamp) and no DELETED event was seen for it: such a pod
+ *     will not run the workload, and the Job controller makes a replacement
+ *     which must be waited for.
+ *
+ * RELEASE. decide() answers RELEASE(A) exactly when the tracker has a full
+ * picture (one LIST applied since creation, none in progress, the released
+ * attempt read back), the JobSet has a group config, the expected count is
+ * above zero, started == expected for the current attempt A, A is not
+ * released (released attempt < A, or none) and no release of A is pending.
+ * It then marks A pending, so a second decide() does not answer RELEASE
+ * again; the caller reports the write with release_done() or
+ * release_failed(). More started than expected is an ANOMALY (a bug or a
+ * changed spec), never a release.
+ *
+ * IDEMPOTENCE. The record of a pod is a function of the events for its uid:
+ * the one with the highest resourceVersion wins, and a DELETED is final (uids
+ * are never reused) and kept as a tombstone. Applying an event twice, or
+ * events of a uid in any order, ends in the same record whenever
+ * resourceVersions are numeric, which they are from every apiserver today.
+ * A re-list (relist_begin, the LIST items as ADDED, relist_end) forgets every
+ * pod, tombstones included, that the LIST did not contain.
+ *
+ * Ownership: the tracker copies what it needs from every argument and keeps
+ * no pointer to them. It is not thread-safe: one thread per tracker.
+ */
+#ifndef MUSTER_GROUP_TRACKER_H
+#define MUSTER_GROUP_TRACKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "group_decode.h"
+
+struct group_tracker;
+
+/* Largest expected count and pod capacity a tracker accepts. */
+#define GROUP_TRACKER_PODS_MAX 1000000u
+
+/* Builds a tracker for `jobset` holding at most `max_pods` pod records
+ * (tombstones included; 0 means twice the expected count plus 64, at least
+ * 1024). Returns NULL and sets *cause (malloc'ed, the caller frees; NULL if
+ * memory ran out) when the JobSet cannot be tracked: expected count above
+ * GROUP_TRACKER_PODS_MAX or above max_pods, or no memory. cause must not be
+ * NULL. On failure nothing is left allocated. */
+struct group_tracker *group_tracker_new(const struct group_jobset *jobset, size_t max_pods, char **cause);
+
+/* Frees the tracker and all its records. NULL is accepted. */
+void group_tracker_free(struct group_tracker *tracker);
+
+/* Applies a newer version of the JobSet. The uid, the replicated job names
+ * and the targeted set must be those given to group_tracker_new (the spec is
+ * immutable there; a JobSet deleted and made again has a new uid and needs a
+ * new tracker): else -1 with *cause set (cause must not be NULL). A restarts
+ * value above the current attempt makes it current: records of older
+ * attempts are dropped and the first/last start marks start over, at `seq`
+ * for pods of the new attempt already started. A lower value is a stale
+ * JobSet event and leaves the attempt alone. The expected count is
+ * recomputed (replicas may change); a count the tracker cannot hold is an
+ * error. Returns 0. */
+int group_tracker_set_jobset(struct group_tracker *tracker, const struct group_jobset *jobset, uint64_t seq,
+			     char **cause);
+
+/* Records that attempts up to `attempt` are released, as read back from the
+ * ConfigMap at start or after a write. Released only grows: a lower value
+ * is ignored, as a barrier passes for any release >= its own attempt. */
+void group_tracker_set_released(struct group_tracker *tracker, uint32_t attempt);
+
+/* Records that the ConfigMap (or its key) does not exist: nothing released
+ * yet. Until this or set_released() is called, decide() never releases. */
+void group_tracker_set_none_released(struct group_tracker *tracker);
+
+/* What apply_pod() did. */
+enum group_apply_result {
+	GROUP_APPLY_CHANGED, /* the pod's record was created, updated or tombstoned */
+	GROUP_APPLY_UNCHANGED, /* duplicate, stale (older resourceVersion) or after DELETED */
+	GROUP_APPLY_IGNORED, /* not a pod of this JobSet, older attempt, untargeted job */
+	GROUP_APPLY_FULL, /* a new record would exceed max_pods, or no memory: dropped
+			   * (a dropped pod can only hold the count lower, never release early) */
+};
+
+/* Applies one pod event. `seq` is the caller's notion of now (e.g. ms since
+ * start); it is recorded when the pod becomes started. ADDED and MODIFIED
+ * are treated alike (an ADDED for a known uid is an update, a MODIFIED for an
+ * unknown one creates it). A DELETED of an unknown uid leaves a tombstone so
+ * that an older event arriving after it cannot bring the pod back. */
+enum group_apply_result group_tracker_apply_pod(struct group_tracker *tracker, const struct group_pod *pod,
+						enum group_event event, uint64_t seq);
+
+/* Starts a re-list: every record becomes unconfirmed until the LIST's items
+ * (applied as GROUP_EVENT_ADDED) confirm it. decide() does not release
+ * while a re-list is in progress, since unconfirmed records may be pods
+ * deleted during the gap. */
+void group_tracker_relist_begin(struct group_tracker *tracker);
+
+/* Ends a re-list: forgets every record the LIST did not confirm. The watch
+ * that follows must resume from the LIST's resourceVersion (as every
+ * informer does): an event older than the LIST for a uid it forgot would
+ * bring that pod back. */
+void group_tracker_relist_end(struct group_tracker *tracker);
+
+enum group_action {
+	GROUP_ACTION_IDLE, /* no group config, or nothing to wait for */
+	GROUP_ACTION_UNKNOWN, /* no LIST yet, a re-list in progress, or released attempt not read back */
+	GROUP_ACTION_WAIT, /* fewer started than expected */
+	GROUP_ACTION_RELEASE, /* write the release of `attempt` now */
+	GROUP_ACTION_PENDING, /* the release of `attempt` was handed out and not yet reported */
+	GROUP_ACTION_RELEASED, /* `attempt` is released: nothing to do */
+	GROUP_ACTION_ANOMALY, /* more started than expected: hold and report */
+};
+
+struct group_decision {
+	enum group_action action;
+	uint32_t attempt; /* the current attempt */
+	uint64_t expected;
+	uint64_t started; /* started pods of the current attempt */
+	uint64_t tracked; /* live records (not tombstones) of the current attempt */
+	int has_starts; /* first_start/last_start are set */
+	uint64_t first_start; /* seq of the first pod of this attempt to become started */
+	uint64_t last_start; /* seq of the latest one */
+};
+
+/* Fills *decision from the current state; on RELEASE marks the attempt
+ * pending as described at the top. */
+void group_tracker_decide(struct group_tracker *tracker, struct group_decision *decision);
+
+/* The write of the release of `attempt` succeeded: same as set_released(). */
+void group_tracker_release_done(struct group_tracker *tracker, uint32_t attempt);
+
+/* The write of the release of `attempt` failed: the next decide() may answer
+ * RELEASE again (the write never happened, so this is not a second release). */
+void group_tracker_release_failed(struct group_tracker *tracker, uint32_t attempt);
+
+/* A started pod of the current attempt, for pushing the release to it. */
+struct group_started_pod {
+	const char *name; /* valid until the next call that changes the tracker */
+	int ip_family; /* 0, 4 or 6 */
+	const uint8_t *ip;
+};
+
+/* Calls `fn` once for every started pod of the current attempt, in no
+ * particular order, until fn returns non-zero (which is then returned). */
+int group_tracker_foreach_started(const struct group_tracker *tracker,
+				  int (*fn)(const struct group_started_pod *pod, void *context),
+				  void *context);
+
+/* Bytes the tracker has allocated now (records, table, itself), as requested
+ * from malloc; allocator overhead comes on top (see group_core.md). */
+size_t group_tracker_memory(const struct group_tracker *tracker);
+
+/* Records held now, tombstones included. */
+size_t group_tracker_records(const struct group_tracker *tracker);
+
+/* Name of an action for logs and tests ("release", ...). */
+const char *group_action_name(enum group_action action);
+
+#endif

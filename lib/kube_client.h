@@ -1,0 +1,180 @@
+/*
+ * kube_client: typed-free access to the Kubernetes API over a kube_transport.
+ *
+ * What it does: GET, LIST (paginated with limit/continue, items handed to a
+ * callback one at a time), CREATE, PATCH (merge, JSON and strategic merge),
+ * UPDATE with retry on 409 Conflict, DELETE, label and field selectors, and
+ * WATCH (list, then stream with bookmarks, resume from the last
+ * resourceVersion, re-list on 410 Gone). Before every request it takes a
+ * token from the client-side rate limiter (the config's QPS and burst);
+ * connection errors, timeouts, 429 and 5xx are retried a bounded number of
+ * times with exponential backoff and jitter.
+ *
+ * What it does not do: it does not know any resource kind. Responses arrive
+ * as cJSON trees that the caller decodes into its own typed structs at once
+ * (callbacks get a borrowed tree that dies when they return). Paths are
+ * built by the caller, e.g. "/api/v1/namespaces/ns/configmaps/name".
+ *
+ * Errors: negative kube_err codes (kube_error.h); HTTP failures carry a cause
+ * "METHOD path: HTTP 409: <the Status message>". Causes are malloc'd and
+ * freed by the caller; `cause` may be NULL.
+ *
+ * Lifecycle: if kube_client_new fails there is nothing to free; after
+ * success call kube_client_free (accepts NULL). The client borrows the
+ * transport (ops and ctx), which must outlive it. A client is used by one
+ * thread at a time: a controller gives its watch thread its own client.
+ */
+#ifndef MUSTER_KUBE_CLIENT_H
+#define MUSTER_KUBE_CLIENT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "kube_config.h"
+#include "kube_error.h"
+#include "kube_transport.h"
+
+/* Longest request path with its query string. */
+#define KUBE_PATH_MAX 8192
+/* Longest resourceVersion kept (they are opaque strings to clients). */
+#define KUBE_RESOURCE_VERSION_MAX 128
+/* Most pages one LIST follows; a server that keeps sending continue tokens
+ * past this is treated as broken. */
+#define KUBE_LIST_MAX_PAGES 100000
+/* Backoff between retries: base doubled per attempt, capped, jittered down
+ * to half. */
+#define KUBE_BACKOFF_BASE_MS 200
+#define KUBE_BACKOFF_MAX_MS 10000
+/* Watch re-connections back off up to this instead. */
+#define KUBE_WATCH_BACKOFF_MAX_MS 30000
+
+/* Time, injectable so that tests run instantly. NULL functions (or a NULL
+ * struct) mean CLOCK_MONOTONIC and nanosleep. */
+struct kube_clock {
+	uint64_t (*now_ns)(void *arg);
+	void (*sleep_ns)(void *arg, uint64_t ns);
+	void *arg;
+};
+
+/* Selectors in Kubernetes syntax ("app=x,tier!=db", "metadata.name=y");
+ * NULL or "" for none. They are URL-encoded by the client. */
+struct kube_selectors {
+	const char *label;
+	const char *field;
+};
+
+enum kube_patch_type { KUBE_PATCH_MERGE, KUBE_PATCH_JSON, KUBE_PATCH_STRATEGIC };
+
+struct kube_client;
+
+/* Copies what it needs from cfg (rate limit, timeouts, limits, retries).
+ * Returns 0 or KUBE_EINVAL / KUBE_ENOMEM. */
+int kube_client_new(const struct kube_config *cfg, const struct kube_transport *ops, void *ctx,
+		    const struct kube_clock *clock, struct kube_client **out, char **cause);
+
+void kube_client_free(struct kube_client *client);
+
+/* GET path; on success *out is the parsed object, owned by the caller. */
+int kube_get(struct kube_client *client, const char *path, cJSON **out, char **cause);
+
+/* Called for each item of a list with a borrowed tree; returns 0 to go on or
+ * a negative kube_err to abort the list, which then returns that value. */
+typedef int (*kube_item_fn)(void *arg, const cJSON *item);
+
+/* LISTs path (a collection) page by page with limit=page_size (0: no limit)
+ * and the selectors, calling on_item for every item in order. On success
+ * *resource_version (if not NULL) is a malloc'd copy of the list's
+ * resourceVersion, to start a watch from. An expired continue token gives
+ * KUBE_EGONE; the caller starts over. */
+int kube_list(struct kube_client *client, const char *path, const struct kube_selectors *selectors,
+	      unsigned page_size, kube_item_fn on_item, void *arg, char **resource_version, char **cause);
+
+/* POSTs object to the collection path; *out (if not NULL) is the created
+ * object. An existing name gives KUBE_ECONFLICT. */
+int kube_create(struct kube_client *client, const char *path, const cJSON *object, cJSON **out, char **cause);
+
+/* PATCHes path with the patch document (JSON text); *out (if not NULL) is the
+ * patched object. */
+int kube_patch(struct kube_client *client, const char *path, enum kube_patch_type type, const char *patch,
+	       cJSON **out, char **cause);
+
+/* PUTs object to path (it must carry metadata.resourceVersion for an
+ * optimistic update). */
+int kube_update(struct kube_client *client, const char *path, const cJSON *object, cJSON **out, char **cause);
+
+/* Changes the fetched object in place. Returns 0 to PUT it, 1 when nothing
+ * needs changing (kube_update_retry then succeeds without a PUT), or a
+ * negative kube_err to give up. */
+typedef int (*kube_mutate_fn)(void *arg, cJSON *object);
+
+/* GET, mutate, PUT; on 409 Conflict the whole cycle is repeated, at most
+ * max_attempts times in all (0 counts as 1). Gives KUBE_ECONFLICT when the
+ * attempts run out. *out (if not NULL) is the object as stored. */
+int kube_update_retry(struct kube_client *client, const char *path, unsigned max_attempts,
+		      kube_mutate_fn mutate, void *arg, cJSON **out, char **cause);
+
+/* DELETEs path. A missing object gives KUBE_ENOTFOUND. */
+int kube_delete(struct kube_client *client, const char *path, char **cause);
+
+/* ---- watch ---- */
+
+enum kube_watch_type {
+	KUBE_WATCH_ADDED,
+	KUBE_WATCH_MODIFIED,
+	KUBE_WATCH_DELETED,
+	KUBE_WATCH_BOOKMARK,
+	KUBE_WATCH_ERROR,
+};
+
+/* "ADDED", "MODIFIED", ... */
+const char *kube_watch_type_name(enum kube_watch_type type);
+
+struct kube_watch_event {
+	enum kube_watch_type type;
+	/* metadata.resourceVersion of the object; "" for ERROR. */
+	char resource_version[KUBE_RESOURCE_VERSION_MAX];
+	long code; /* ERROR: the Status code (410 for Gone), else 0 */
+	cJSON *object; /* owned by the event; see kube_watch_event_clear */
+};
+
+/* Parses one watch line {"type": T, "object": {...}} of len bytes (need not
+ * be NUL-terminated). For every type but ERROR the object must have a
+ * non-empty metadata.resourceVersion shorter than KUBE_RESOURCE_VERSION_MAX.
+ * Returns 0 and fills *out (free with kube_watch_event_clear), or KUBE_EPARSE
+ * / KUBE_ENOMEM with a cause and *out holding nothing. */
+int kube_watch_parse_event(const char *line, size_t len, struct kube_watch_event *out, char **cause);
+
+/* Frees the event's object and zeroes it. Accepts NULL. */
+void kube_watch_event_clear(struct kube_watch_event *event);
+
+/* What kube_watch_run tells its caller. Any function may be NULL. Each
+ * returns 0 to go on; non-zero ends kube_watch_run, which returns that value
+ * if it is negative and KUBE_OK otherwise. Objects are borrowed. */
+struct kube_watch_callbacks {
+	/* A (re-)list starts: mark all known objects as unseen. May be called
+	 * again without on_relist_end if a list fails midway. */
+	int (*on_relist_begin)(void *arg);
+	int (*on_item)(void *arg, const cJSON *object);
+	/* The list completed: forget the objects not seen since begin. */
+	int (*on_relist_end)(void *arg, const char *resource_version);
+	/* ADDED, MODIFIED or DELETED from the stream, in order. */
+	int (*on_event)(void *arg, enum kube_watch_type type, const cJSON *object);
+	void *arg;
+};
+
+/* Keeps a collection in view until *stop becomes non-zero: lists it
+ * (page_size items a page), then watches from the list's resourceVersion with
+ * bookmarks. Every event (bookmarks too) advances the resourceVersion; a
+ * stream the server ends, or one idle for the watch timeout, is resumed from
+ * it. 410 Gone (as a status or an ERROR event), any other ERROR event, an
+ * unparsable or over-long line lead to a re-list. Connection errors, 429 and
+ * 5xx are retried forever with capped backoff; other errors (401/403, 404,
+ * bad request) end the call with that error. Returns KUBE_OK when stopped. */
+int kube_watch_run(struct kube_client *client, const char *path, const struct kube_selectors *selectors,
+		   unsigned page_size, const struct kube_watch_callbacks *callbacks, const atomic_int *stop,
+		   char **cause);
+
+#endif
