@@ -23,13 +23,6 @@
 
 #define TOKEN "bench-fanout-token-0123456789"
 
-static int env_int(const char *name, int fallback)
-{
-	const char *value = getenv(name);
-
-	return value && value[0] ? (int)strtol(value, NULL, 10) : fallback;
-}
-
 static int compare_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -39,8 +32,8 @@ static int compare_u32(const void *a, const void *b)
 
 int main(void)
 {
-	size_t count = (size_t)env_int("BENCH_PUSH_TARGETS", 5000);
-	struct push_fanout_options options = { .parallelism = (size_t)env_int("BENCH_PUSH_PARALLELISM", 256),
+	size_t count = (size_t)testproc_env_int("BENCH_PUSH_TARGETS", 5000);
+	struct push_fanout_options options = { .parallelism = (size_t)testproc_env_int("BENCH_PUSH_PARALLELISM", 256),
 					       .target_timeout_ms = 2000,
 					       .total_timeout_ms = 30000 };
 	struct testproc *procs = calloc(count, sizeof(*procs));

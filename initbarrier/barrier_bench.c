@@ -42,13 +42,6 @@ static long context_switches(pid_t pid)
 	return testproc_status_field(pid, "ctxt_switches:");
 }
 
-static int env_int(const char *name, int fallback)
-{
-	const char *value = getenv(name);
-
-	return value && value[0] ? (int)strtol(value, NULL, 10) : fallback;
-}
-
 static int compare_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -235,9 +228,9 @@ static void blocked_cost(const char *what, const char *root, char *const argv[],
 
 int main(void)
 {
-	int runs = env_int("BENCH_RUNS", 1000);
-	int baseline_runs = env_int("BENCH_BASELINE_RUNS", 20);
-	int block_seconds = env_int("BENCH_BLOCK_SECONDS", 10);
+	int runs = testproc_env_int("BENCH_RUNS", 1000);
+	int baseline_runs = testproc_env_int("BENCH_BASELINE_RUNS", 20);
+	int block_seconds = testproc_env_int("BENCH_BLOCK_SECONDS", 10);
 	double *samples = calloc((size_t)(runs > baseline_runs ? runs : baseline_runs), sizeof(double));
 	char root[] = "/tmp/muster-barrier-bench-XXXXXX";
 	char volume[128];

@@ -23,6 +23,13 @@ double testproc_now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+int testproc_env_int(const char *name, int fallback)
+{
+	const char *value = getenv(name);
+
+	return value && value[0] ? (int)strtol(value, NULL, 10) : fallback;
+}
+
 const char *testproc_barrier_path(void)
 {
 	const char *path = getenv("MUSTER_BARRIER_BIN");

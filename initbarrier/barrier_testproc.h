@@ -49,6 +49,10 @@ int testproc_wait_exit_blocking(struct testproc *proc);
 /* Kills the child if running, reaps it and closes the pipe. */
 void testproc_finish(struct testproc *proc);
 
+/* The integer in environment variable `name`, or `fallback` when unset or
+ * empty (benchmark knobs). */
+int testproc_env_int(const char *name, int fallback);
+
 /* Milliseconds of CLOCK_MONOTONIC. */
 double testproc_now_ms(void);
 
