@@ -33,7 +33,8 @@ static int compare_u32(const void *a, const void *b)
 int main(void)
 {
 	size_t count = (size_t)testproc_env_int("BENCH_PUSH_TARGETS", 5000);
-	struct push_fanout_options options = { .parallelism = (size_t)testproc_env_int("BENCH_PUSH_PARALLELISM", 256),
+	struct push_fanout_options options = { .parallelism = (size_t)testproc_env_int(
+						       "BENCH_PUSH_PARALLELISM", 256),
 					       .target_timeout_ms = 2000,
 					       .total_timeout_ms = 30000 };
 	struct testproc *procs = calloc(count, sizeof(*procs));
