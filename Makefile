@@ -100,7 +100,11 @@ FUZZERS += controller/group_decode_fuzz
 controller/group_decode_fuzz_SRCS := controller/group_decode_fuzz.c $(GROUP_CORE_SRCS)
 controller/group_decode_fuzz_LIBS := $(GROUP_CORE_LIBS)
 
-BINARIES := bin/muster-barrier
+# The controller (controller/controller.md): host libc, dynamically linked.
+CONTROLLER_SRCS := controller/main.c controller/controller_group.c $(GROUP_CORE_SRCS) \
+	controller/push_fanout.c $(KUBE_SRCS) lib/mlog.c lib/release_line.c
+
+BINARIES := bin/muster-barrier bin/muster-controller
 
 .PHONY: all test check unit binary-test fuzz bench lint deps clean format demo cluster cluster-down e2e bench-e2e
 .DEFAULT_GOAL := all
@@ -110,6 +114,10 @@ all: $(BINARIES)
 bin/muster-barrier: $(BARRIER_MUSL_OBJS)
 	@mkdir -p $(@D)
 	$(MUSL_CC) $(MUSL_LDFLAGS) $(LDFLAGS) -o $@ $^
+
+bin/muster-controller: $(CONTROLLER_SRCS:%.c=build/host/%.o)
+	@mkdir -p $(@D)
+	$(CC) $(OPT_CFLAGS) -pthread $(LDFLAGS) -o $@ $^ $(KUBE_LIBS) -lm
 
 build/musl/%.o: %.c
 	@mkdir -p $(@D)

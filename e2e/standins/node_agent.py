@@ -272,6 +272,7 @@ class Agent:
             node["ip"] = f"127.2.{index // 250}.{index % 250 + 1}"
             node["ready"] = False
             node["created"] = False
+            node["waiting"] = {}  # uid -> pod bound before the node was Ready
 
     # --- timers and the main loop
 
@@ -363,6 +364,9 @@ class Agent:
         node["ready"] = True
         self.writer.submit(self._safe, self.write_node_status, node, True)
         log("node-ready", node=node["name"])
+        waiting, node["waiting"] = node["waiting"], {}
+        for pod in waiting.values():
+            self.on_pod("MODIFIED", pod)
 
     def refresh_status(self, node):
         self.writer.submit(self._safe, self.write_node_status, node, node["ready"])
@@ -478,6 +482,7 @@ class Agent:
             return
         run = self.pods.get(meta["uid"])
         if event_type == "DELETED":
+            node["waiting"].pop(meta["uid"], None)
             if run:
                 self.forget(run)
             return
@@ -485,7 +490,10 @@ class Agent:
             if pod["status"].get("phase") in ("Succeeded", "Failed"):
                 return  # finished before this agent started
             if not node["ready"]:
-                return  # picked up when the node's status says Ready (next event or sync)
+                # Bound before this agent calls the node Ready (the scheduler
+                # saw the node untainted early): started when it turns Ready.
+                node["waiting"][meta["uid"]] = pod
+                return
             run = self.admit(pod, node)
         old = run.pod
         run.pod = pod
