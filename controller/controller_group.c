@@ -316,6 +316,55 @@ out:
 	return err;
 }
 
+/* Records the release as a Kubernetes Event on the JobSet, so `kubectl
+ * describe jobset` shows when the group was released and how long its pods
+ * took to start. Best effort: a failure is logged, the release stands. */
+static void emit_event(struct controller_group *group, const struct entry *e, const char *message)
+{
+	char path[KUBE_PATH_MAX], stamp[32], prefix[GROUP_LABEL_MAX + 2];
+	cJSON *body = cJSON_CreateObject(), *metadata, *object, *source;
+	char *cause = NULL;
+	time_t now = time(NULL);
+	struct tm tm;
+	int err;
+
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(prefix, sizeof(prefix), "%s.", e->name);
+	if (!body || !cJSON_AddStringToObject(body, "apiVersion", "v1") ||
+	    !cJSON_AddStringToObject(body, "kind", "Event") ||
+	    !(metadata = cJSON_AddObjectToObject(body, "metadata")) ||
+	    !cJSON_AddStringToObject(metadata, "generateName", prefix) ||
+	    !cJSON_AddStringToObject(metadata, "namespace", e->namespace) ||
+	    !(object = cJSON_AddObjectToObject(body, "involvedObject")) ||
+	    !cJSON_AddStringToObject(object, "apiVersion", "jobset.x-k8s.io/v1alpha2") ||
+	    !cJSON_AddStringToObject(object, "kind", "JobSet") ||
+	    !cJSON_AddStringToObject(object, "name", e->name) ||
+	    !cJSON_AddStringToObject(object, "namespace", e->namespace) ||
+	    !cJSON_AddStringToObject(object, "uid", e->uid) ||
+	    !cJSON_AddStringToObject(body, "reason", "GroupReleased") ||
+	    !cJSON_AddStringToObject(body, "message", message) ||
+	    !cJSON_AddStringToObject(body, "type", "Normal") ||
+	    !(source = cJSON_AddObjectToObject(body, "source")) ||
+	    !cJSON_AddStringToObject(source, "component", "muster-controller") ||
+	    !cJSON_AddStringToObject(body, "reportingComponent", "muster-controller") ||
+	    !cJSON_AddStringToObject(body, "firstTimestamp", stamp) ||
+	    !cJSON_AddStringToObject(body, "lastTimestamp", stamp) ||
+	    !cJSON_AddNumberToObject(body, "count", 1)) {
+		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s cause=\"out of memory\"", e->namespace,
+		     e->name);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", e->namespace);
+	err = kube_create(group->write_api.client, path, body, NULL, &cause);
+	if (err)
+		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s err=%s cause=\"%s\"", e->namespace, e->name,
+		     kube_err_name(err), cause ? cause : "");
+	free(cause);
+out:
+	cJSON_Delete(body);
+}
+
 static void release(struct controller_group *group, struct entry *e, const struct group_decision *decision)
 {
 	struct collect collect = { .port = group->options.push_port };
@@ -370,6 +419,21 @@ static void release(struct controller_group *group, struct entry *e, const struc
 	     (unsigned long long)(written - begun), (unsigned long long)(now_ms(group) - written),
 	     collect.count, counts[PUSH_OK], counts[PUSH_REFUSED], counts[PUSH_UNREACHABLE],
 	     counts[PUSH_TIMEOUT], counts[PUSH_PENDING]);
+	{
+		char message[256];
+
+		snprintf(
+			message, sizeof(message),
+			"Released restart attempt %u: %llu of %llu pods started, %llu ms from the first start "
+			"to the last; pushed to %zu, %zu answered",
+			decision->attempt, (unsigned long long)decision->started,
+			(unsigned long long)decision->expected,
+			(unsigned long long)(decision->has_starts
+						     ? decision->last_start - decision->first_start
+						     : 0),
+			collect.count, counts[PUSH_OK]);
+		emit_event(group, e, message);
+	}
 	free(collect.targets);
 }
 

@@ -48,6 +48,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -295,21 +296,28 @@ class Agent:
                 timeout = max(0.0, min(timeout, self.timers[0][0] - time.monotonic()))
             try:
                 kind, event_type, obj = self.events.get(timeout=timeout)
-                self.on_pod(event_type, obj)
+                self.guarded(self.on_pod, event_type, obj)
                 # Drain what else is queued before looking at timers.
                 while True:
                     kind, event_type, obj = self.events.get_nowait()
-                    self.on_pod(event_type, obj)
+                    self.guarded(self.on_pod, event_type, obj)
             except queue.Empty:
                 pass
-            self.reap_children()
+            self.guarded(self.reap_children)
             now = time.monotonic()
             while self.timers and self.timers[0][0] <= now:
                 _, _, callback = heapq.heappop(self.timers)
-                try:
-                    callback()
-                except Exception as error:  # noqa: BLE001 - one bad timer must not stop the agent
-                    log("timer-failed", error=repr(error))
+                self.guarded(callback)
+
+    @staticmethod
+    def guarded(function, *args):
+        """Runs one step of the main loop; a failure is logged with its
+        traceback and the agent goes on, as kubelet does for one bad pod."""
+        try:
+            function(*args)
+        except Exception as error:  # noqa: BLE001 - one bad pod or timer must not stop the agent
+            log("step-failed", step=getattr(function, "__name__", "callback"), error=repr(error),
+                where=traceback.format_exc().strip().splitlines()[-3].strip())
 
     def shutdown(self):
         self.stop.set()
@@ -319,7 +327,9 @@ class Agent:
                     os.killpg(run.process[0].pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-        self.writer.shutdown(wait=True, cancel_futures=True)
+        # Queued writes are dropped; nodes are deleted before waiting for the
+        # writes in flight, so a slow apiserver cannot leave them behind.
+        self.writer.shutdown(wait=False, cancel_futures=True)
         if self.args.delete_nodes:
             def delete(name):
                 try:
@@ -331,6 +341,7 @@ class Agent:
             created = [name for name, node in self.nodes.items() if node["created"]]
             with concurrent.futures.ThreadPoolExecutor(max_workers=self.args.workers) as pool:
                 list(pool.map(delete, created))
+        self.writer.shutdown(wait=True)
         log("stopped")
 
     def record(self, run, container, what, **extra):
@@ -373,21 +384,36 @@ class Agent:
         self.at(time.monotonic() + self.args.node_status_seconds, lambda: self.refresh_status(node))
 
     def create_node(self, node, ready):
-        """Writer thread: the Node, its Lease and its first status."""
+        """Writer thread: the Node (with its status, as kubelet registers it),
+        its Lease, and when Ready the removal of the not-ready taint.
+
+        The Node is created with its Ready condition and the not-ready taint
+        in one request (Nodes accept status on create). Created bare and given
+        a status a moment later, the node lifecycle controller may see a node
+        without conditions, drop the taint, and let the scheduler bind pods to
+        a node that is not Ready yet."""
+        taints = list(node["taints"]) + [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
         body = {"apiVersion": "v1", "kind": "Node",
                 "metadata": {"name": node["name"], "labels": node["labels"],
                              "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
-                "spec": {"taints": node["taints"]} if node["taints"] else {}}
+                "spec": {"taints": taints},
+                "status": self.node_status(node, ready)}
         try:
             self.kube.create("/api/v1/nodes", body)
         except ApiError as error:
             if error.status != 409:
                 raise
+            # Left by an earlier agent: take it over as it is now.
+            self.kube.patch(f"/api/v1/nodes/{node['name']}/status",
+                            {"status": self.node_status(node, ready)}, kind="strategic")
+            if not ready:
+                self.kube.patch(f"/api/v1/nodes/{node['name']}", {"spec": {"taints": taints}})
         self.write_lease(node)
-        self.write_node_status(node, ready)
+        if ready:
+            self.clear_not_ready_taint(node)
 
-    def write_node_status(self, node, ready):
-        """Writer thread: posts the node's status; when Ready, clears the taint."""
+    @staticmethod
+    def node_status(node, ready):
         now = now_rfc3339()
         alloc = node["allocatable"]
         conditions = [{"type": t, "status": "False", "reason": f"Kubelet Has No {t}",
@@ -397,15 +423,19 @@ class Agent:
                            "reason": "KubeletReady" if ready else "KubeletNotReady",
                            "message": "kubelet is posting ready status" if ready else "node is provisioning",
                            "lastHeartbeatTime": now, "lastTransitionTime": now})
-        status = {"capacity": alloc, "allocatable": alloc, "conditions": conditions,
-                  "addresses": [{"type": "InternalIP", "address": node["ip"]},
-                                {"type": "Hostname", "address": node["name"]}],
-                  "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-                  "nodeInfo": {"kubeletVersion": "v1.20.2", "kubeProxyVersion": "v1.20.2",
-                               "operatingSystem": "linux", "architecture": "amd64",
-                               "containerRuntimeVersion": "muster-node-agent://1", "osImage": "fake",
-                               "kernelVersion": "fake", "machineID": "", "systemUUID": "", "bootID": ""}}
-        self.kube.patch(f"/api/v1/nodes/{node['name']}/status", {"status": status}, kind="strategic")
+        return {"capacity": alloc, "allocatable": alloc, "conditions": conditions,
+                "addresses": [{"type": "InternalIP", "address": node["ip"]},
+                              {"type": "Hostname", "address": node["name"]}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "nodeInfo": {"kubeletVersion": "v1.20.2", "kubeProxyVersion": "v1.20.2",
+                             "operatingSystem": "linux", "architecture": "amd64",
+                             "containerRuntimeVersion": "muster-node-agent://1", "osImage": "fake",
+                             "kernelVersion": "fake", "machineID": "", "systemUUID": "", "bootID": ""}}
+
+    def write_node_status(self, node, ready):
+        """Writer thread: posts the node's status; when Ready, clears the taint."""
+        self.kube.patch(f"/api/v1/nodes/{node['name']}/status", {"status": self.node_status(node, ready)},
+                        kind="strategic")
         if ready:
             self.clear_not_ready_taint(node)
 
@@ -489,6 +519,14 @@ class Agent:
         if run is None:
             if pod["status"].get("phase") in ("Succeeded", "Failed"):
                 return  # finished before this agent started
+            if meta.get("deletionTimestamp"):
+                # Never started here: nothing to stop, confirm the deletion.
+                self.gone.add(meta["uid"])
+                path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
+                body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
+                        "preconditions": {"uid": meta["uid"]}}
+                self.writer.submit(self._safe, self.delete_pod, path, body)
+                return
             if not node["ready"]:
                 # Bound before this agent calls the node Ready (the scheduler
                 # saw the node untainted early): started when it turns Ready.
@@ -724,7 +762,7 @@ class Agent:
             if pid == 0:
                 return
             run = self.children.pop(pid, None)
-            if run is None:
+            if run is None or run.process is None or run.process[0].pid != pid:
                 continue
             code = os.waitstatus_to_exitcode(status)
             code = 128 - code if code < 0 else code
@@ -732,8 +770,13 @@ class Agent:
             run.process[0].returncode = code
             termination = run.process[1]
             run.process = None
-            with open(termination) as handle:
-                message = handle.read(4096).strip()
+            if run.uid not in self.pods:
+                continue  # the pod is gone (and its directory with it)
+            try:
+                with open(termination) as handle:
+                    message = handle.read(4096).strip()
+            except OSError:
+                message = ""
             self.init_exited(run, code, message)
 
     def init_exited(self, run, code, message):

@@ -68,7 +68,7 @@ class Standin:
         self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
 
-    def stop(self, timeout=10):
+    def stop(self, timeout=30):
         if self.process.poll() is None:
             self.process.terminate()
             try:

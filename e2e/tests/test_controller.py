@@ -193,6 +193,16 @@ def test_group_released_at_once_when_the_last_pod_starts(kube, kubeconfig, names
     assert len(releases) == 1, releases
     assert "attempt=0" in releases[0] and "started=4" in releases[0] and "push_ok=4" in releases[0], releases[0]
 
+    # The release is an Event on the JobSet, for `kubectl describe jobset`.
+    def released_events():
+        items, _ = kube.list(f"/api/v1/namespaces/{namespace}/events")
+        return [e for e in items if e.get("reason") == "GroupReleased"
+                and e["involvedObject"].get("uid") == jobset["metadata"]["uid"]]
+
+    events = wait_for(released_events, timeout=10, what="GroupReleased event")
+    assert len(events) == 1, events
+    assert events[0]["message"].startswith("Released restart attempt 0: 4 of 4 pods started"), events[0]
+
     # A restarted controller reads the release back and does not release again.
     controller.stop()
     again = Controller(kubeconfig, namespace, tmp_path / "controller-again.log")

@@ -211,7 +211,7 @@ def test_deleted_pod_stops_its_barrier(kube, namespace, agent):
 def test_slow_node_pool_gets_pods_only_when_ready(kube, namespace, agent):
     agent("slow-pool.yaml")
     wait_for(lambda: node_ready(kube, "fast-0"), what="fast pool Ready")
-    assert not node_ready(kube, "slow-0")
+    wait_for(lambda: not node_ready(kube, "slow-0"), timeout=5, what="slow pool not Ready yet")
     kube.create(f"/api/v1/namespaces/{namespace}/pods", pod_body("waits", nodeSelector={"pool": "slow"}))
     time.sleep(2)
     assert not get_pod(kube, namespace, "waits")["spec"].get("nodeName")
