@@ -110,3 +110,30 @@ def wait_for(predicate, timeout=30.0, interval=0.1, what="condition"):
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def barrier_init_container(token, timeout="60"):
+    """muster's barrier as an init container, shaped as the webhook will inject
+    it (docs/barrier.md, "How a pod runs it"): attempt from the restart-attempt
+    label and the listen address from the pod IP, both through the downward
+    API, the ConfigMap volume `group-scheduling` mounted read-only."""
+    return {
+        "name": "group-scheduling-init",
+        "image": "muster-barrier:dev",
+        "args": ["--dir", "/mnt/group-scheduling", "--attempt", "$(RESTART_ATTEMPT)",
+                 "--listen", "$(POD_IP):9443", "--timeout", str(timeout)],
+        "env": [
+            {"name": "RESTART_ATTEMPT", "valueFrom": {"fieldRef": {
+                "fieldPath": "metadata.labels['jobset.sigs.k8s.io/restart-attempt']"}}},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "MUSTER_BARRIER_TOKEN", "value": token},
+        ],
+        "volumeMounts": [{"name": "group-scheduling", "mountPath": "/mnt/group-scheduling", "readOnly": True}],
+    }
+
+
+def group_scheduling_volume(configmap):
+    """The optional ConfigMap volume the barrier watches."""
+    return {"name": "group-scheduling", "configMap": {"name": configmap, "optional": True}}

@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from conftest import ROOT, wait_for
+from conftest import ROOT, barrier_init_container, group_scheduling_volume, wait_for
 from kube import ApiError
 
 SHAPES = ROOT / "e2e" / "shapes"
@@ -88,25 +88,9 @@ def pod_template(jobset, pool, annotations=None):
         "spec": {
             "restartPolicy": "Never",
             "nodeSelector": {"pool": pool},
-            "initContainers": [{
-                "name": BARRIER,
-                "image": "muster-barrier:dev",
-                "args": ["--dir", "/mnt/group-scheduling", "--attempt", "$(RESTART_ATTEMPT)",
-                         "--listen", "$(POD_IP):9443", "--timeout", "120"],
-                "env": [
-                    {"name": "RESTART_ATTEMPT", "valueFrom": {"fieldRef": {
-                        "fieldPath": "metadata.labels['jobset.sigs.k8s.io/restart-attempt']"}}},
-                    {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-                    {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-                    {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-                    {"name": "MUSTER_BARRIER_TOKEN", "value": TOKEN},
-                ],
-                "volumeMounts": [{"name": "group-scheduling", "mountPath": "/mnt/group-scheduling",
-                                  "readOnly": True}],
-            }],
+            "initContainers": [barrier_init_container(TOKEN, "120")],
             "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3"]}],
-            "volumes": [{"name": "group-scheduling",
-                         "configMap": {"name": f"{jobset}-group-scheduling", "optional": True}}],
+            "volumes": [group_scheduling_volume(f"{jobset}-group-scheduling")],
         },
     }
 

@@ -10,13 +10,11 @@ import time
 
 import pytest
 
-from conftest import ROOT, wait_for
+from conftest import ROOT, barrier_init_container, group_scheduling_volume, wait_for
 from kube import ApiError
 
 SHAPES = ROOT / "e2e" / "shapes"
 TOKEN = "e2e-token-0123456789abcdef"
-BARRIER_ARGS = ["--dir", "/mnt/group-scheduling", "--attempt", "$(RESTART_ATTEMPT)",
-                "--listen", "$(POD_IP):9443", "--timeout", "$(TIMEOUT)"]
 
 
 @pytest.fixture
@@ -59,23 +57,8 @@ def barrier_pod(name, attempt="0", timeout="60", token=TOKEN, restart_policy="Ne
     real barrier instead of the bash loop)."""
     body = pod_body(name, restartPolicy=restart_policy)
     body["metadata"]["labels"] = {"jobset.sigs.k8s.io/restart-attempt": attempt}
-    body["spec"]["initContainers"] = [{
-        "name": "group-scheduling-init",
-        "image": "muster-barrier:dev",
-        "args": BARRIER_ARGS,
-        "env": [
-            {"name": "RESTART_ATTEMPT", "valueFrom": {"fieldRef": {
-                "fieldPath": "metadata.labels['jobset.sigs.k8s.io/restart-attempt']"}}},
-            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-            {"name": "TIMEOUT", "value": timeout},
-            {"name": "MUSTER_BARRIER_TOKEN", "value": token},
-        ],
-        "volumeMounts": [{"name": "group-scheduling", "mountPath": "/mnt/group-scheduling", "readOnly": True}],
-    }]
-    body["spec"]["volumes"] = [{"name": "group-scheduling",
-                                "configMap": {"name": "group-scheduling", "optional": True}}]
+    body["spec"]["initContainers"] = [barrier_init_container(token, timeout)]
+    body["spec"]["volumes"] = [group_scheduling_volume("group-scheduling")]
     return body
 
 
