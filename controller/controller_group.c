@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,8 @@
 
 /* One group-scheduled JobSet. */
 struct entry {
-	struct entry *next;
+	struct entry *next; /* in its registry bucket */
+	uint64_t hash;
 	char namespace[GROUP_LABEL_MAX + 1];
 	char name[GROUP_LABEL_MAX + 1];
 	char uid[GROUP_UID_MAX + 1];
@@ -42,6 +44,18 @@ struct entry {
 	int needs_read; /* reading the ConfigMap or listing the pods failed: retried every tick */
 	enum group_action last_action;
 	int has_last_action;
+	uint64_t retry_at_ms; /* no release write before this (a foreign ConfigMap is in the way) */
+	int conflict_reported; /* the ConfigMapConflict Event was sent */
+	uint32_t timeout_reported; /* attempt + 1 whose GroupTimedOut Event was sent, 0: none */
+};
+
+/* The group-scheduled JobSets by namespace/name: a chained hash table that
+ * doubles when it holds as many entries as buckets, so that a pod event finds
+ * its JobSet in constant time however many JobSets there are. */
+struct registry {
+	struct entry **buckets;
+	size_t bucket_count; /* a power of two */
+	size_t count;
 };
 
 /* An API client with its transport; one per thread. */
@@ -50,15 +64,63 @@ struct api {
 	struct kube_client *client;
 };
 
+/* Work for the side thread: the push of a release, or an Event. Copies
+ * everything it needs, so the JobSet may be forgotten meanwhile. */
+enum job_kind { JOB_PUSH, JOB_EVENT };
+
+struct job {
+	struct job *next;
+	enum job_kind kind;
+	char namespace[GROUP_LABEL_MAX + 1];
+	char name[GROUP_LABEL_MAX + 1];
+	char uid[GROUP_UID_MAX + 1];
+	/* JOB_PUSH */
+	uint32_t attempt;
+	char token[RELEASE_TOKEN_MAX + 1];
+	struct push_target *targets; /* malloc'd, may be NULL */
+	size_t count;
+	uint64_t expected, started, spread_ms, last_start_ms;
+	/* JOB_EVENT */
+	const char *reason; /* static text */
+	int warning;
+	char message[512];
+};
+
+/* Jobs waiting at most; beyond, Events are dropped (logged) and pushes too
+ * (the ConfigMap still releases those barriers). */
+#define JOBS_MAX 4096u
+
 struct controller_group {
-	pthread_mutex_t lock;
-	struct entry *entries;
-	size_t entry_count;
+	pthread_mutex_t lock; /* the registry and every tracker */
+	struct registry registry;
 	char namespace[GROUP_LABEL_MAX + 1];
 	struct controller_group_options options;
-	struct api jobset_api, pod_api, write_api;
+	struct api jobset_api, pod_api, write_api, side_api;
 	struct timespec start;
+	atomic_int jobsets_listed, pods_listed; /* each watch completed a LIST once */
+
+	pthread_mutex_t jobs_lock; /* the job queue */
+	pthread_cond_t jobs_cond;
+	struct job *jobs_head, *jobs_tail;
+	size_t jobs_count;
+	int jobs_stop;
+
+	struct {
+		_Atomic uint64_t releases, release_failures, configmap_conflicts, barrier_timeouts;
+		_Atomic uint64_t push_results[PUSH_TIMEOUT + 1], push_skipped, jobs_dropped;
+	} stats;
+	const struct controller_group_observer *observer;
 };
+
+static void stat_add(_Atomic uint64_t *counter, uint64_t n)
+{
+	atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
+}
+
+static uint64_t stat_get(const _Atomic uint64_t *counter)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)counter, memory_order_relaxed);
+}
 
 static uint64_t now_ms(const struct controller_group *group)
 {
@@ -136,23 +198,100 @@ static int jobset_decode(const cJSON *object, struct group_jobset *jobset, char 
 
 /* ---- the registry ---- */
 
+#define REGISTRY_BUCKETS_MIN 64u
+
+static uint64_t key_hash(const char *namespace, const char *name)
+{
+	uint64_t h = 1469598103934665603u; /* FNV-1a */
+
+	for (const char *p = namespace; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211u;
+	h = (h ^ '/') * 1099511628211u;
+	for (const char *p = name; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211u;
+	return h;
+}
+
 static struct entry *entry_find(struct controller_group *group, const char *namespace, const char *name)
 {
-	for (struct entry *e = group->entries; e; e = e->next)
-		if (strcmp(e->namespace, namespace) == 0 && strcmp(e->name, name) == 0)
+	struct registry *r = &group->registry;
+	uint64_t h = key_hash(namespace, name);
+
+	if (!r->bucket_count)
+		return NULL;
+	for (struct entry *e = r->buckets[h & (r->bucket_count - 1)]; e; e = e->next)
+		if (e->hash == h && strcmp(e->namespace, namespace) == 0 && strcmp(e->name, name) == 0)
 			return e;
 	return NULL;
 }
 
+/* Doubles the table (or makes the first one). On no memory the table stays
+ * as it is: chains only get longer. */
+static void registry_grow(struct registry *r)
+{
+	size_t count = r->bucket_count ? r->bucket_count * 2 : REGISTRY_BUCKETS_MIN;
+	struct entry **buckets = calloc(count, sizeof(*buckets));
+
+	if (!buckets)
+		return;
+	for (size_t b = 0; b < r->bucket_count; b++) {
+		struct entry *e = r->buckets[b], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			e->next = buckets[e->hash & (count - 1)];
+			buckets[e->hash & (count - 1)] = e;
+		}
+	}
+	free(r->buckets);
+	r->buckets = buckets;
+	r->bucket_count = count;
+}
+
+/* Adds e (its namespace and name set); 0, or -1 when there is no table. */
+static int entry_insert(struct controller_group *group, struct entry *e)
+{
+	struct registry *r = &group->registry;
+
+	if (r->count >= r->bucket_count)
+		registry_grow(r);
+	if (!r->bucket_count)
+		return -1;
+	e->hash = key_hash(e->namespace, e->name);
+	e->next = r->buckets[e->hash & (r->bucket_count - 1)];
+	r->buckets[e->hash & (r->bucket_count - 1)] = e;
+	r->count++;
+	return 0;
+}
+
 static void entry_remove(struct controller_group *group, struct entry *victim)
 {
-	for (struct entry **link = &group->entries; *link; link = &(*link)->next) {
+	struct registry *r = &group->registry;
+
+	for (struct entry **link = &r->buckets[victim->hash & (r->bucket_count - 1)]; *link;
+	     link = &(*link)->next) {
 		if (*link == victim) {
 			*link = victim->next;
 			group_tracker_free(victim->tracker);
 			free(victim);
-			group->entry_count--;
+			r->count--;
 			return;
+		}
+	}
+}
+
+/* Calls fn for every entry; fn may remove the entry it is given. */
+static void registry_each(struct controller_group *group,
+			  void (*fn)(struct controller_group *, struct entry *))
+{
+	struct registry *r = &group->registry;
+
+	for (size_t b = 0; b < r->bucket_count; b++) {
+		struct entry *e = r->buckets[b], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			fn(group, e);
 		}
 	}
 }
@@ -166,7 +305,95 @@ static void configmap_path(char *out, size_t size, const struct entry *e, int co
 			 e->namespace, e->name);
 }
 
-/* Reads the released attempt back from the ConfigMap into the tracker. */
+/* Whose the ConfigMap `<jobset>-group-scheduling` found in the namespace is. */
+enum configmap_owner {
+	CONFIGMAP_OURS, /* owned by this JobSet (its uid) */
+	CONFIGMAP_PREDECESSOR, /* controlled by a JobSet of the same name, now gone: a leftover
+				* the garbage collector has not removed yet */
+	CONFIGMAP_FOREIGN, /* anything else: somebody else's, never touched */
+};
+
+static enum configmap_owner configmap_owner(const cJSON *configmap, const struct entry *e)
+{
+	const cJSON *refs = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(configmap, "metadata"), "ownerReferences");
+	const cJSON *ref;
+	enum configmap_owner owner = CONFIGMAP_FOREIGN;
+
+	if (!cJSON_IsArray(refs))
+		return owner;
+	cJSON_ArrayForEach(ref, refs)
+	{
+		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(ref, "kind");
+		const cJSON *api = cJSON_GetObjectItemCaseSensitive(ref, "apiVersion");
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(ref, "name");
+		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(ref, "uid");
+
+		if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "JobSet") != 0 ||
+		    !cJSON_IsString(api) || strncmp(api->valuestring, "jobset.x-k8s.io/", 16) != 0 ||
+		    !cJSON_IsString(name) || strcmp(name->valuestring, e->name) != 0 || !cJSON_IsString(uid))
+			continue;
+		if (strcmp(uid->valuestring, e->uid) == 0)
+			return CONFIGMAP_OURS;
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")))
+			owner = CONFIGMAP_PREDECESSOR;
+	}
+	return owner;
+}
+
+static void enqueue(struct controller_group *group, struct job *job);
+
+/* Queues an Event on the JobSet (sent by the side thread). */
+static void event_later(struct controller_group *group, const struct entry *e, const char *reason,
+			int warning, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void event_later(struct controller_group *group, const struct entry *e, const char *reason,
+			int warning, const char *fmt, ...)
+{
+	struct job *job = calloc(1, sizeof(*job));
+	va_list ap;
+
+	if (!job) {
+		stat_add(&group->stats.jobs_dropped, 1);
+		return;
+	}
+	job->kind = JOB_EVENT;
+	memcpy(job->namespace, e->namespace, sizeof(job->namespace));
+	memcpy(job->name, e->name, sizeof(job->name));
+	memcpy(job->uid, e->uid, sizeof(job->uid));
+	job->reason = reason;
+	job->warning = warning;
+	va_start(ap, fmt);
+	vsnprintf(job->message, sizeof(job->message), fmt, ap);
+	va_end(ap);
+	enqueue(group, job);
+}
+
+/* A ConfigMap of that name that is not ours: never written, reported once
+ * with a Warning Event, and looked at again every CONFLICT_RETRY_MS (it may
+ * be deleted by whoever made it). */
+#define CONFLICT_RETRY_MS 30000u
+
+static void report_conflict(struct controller_group *group, struct entry *e)
+{
+	stat_add(&group->stats.configmap_conflicts, 1);
+	e->retry_at_ms = now_ms(group) + CONFLICT_RETRY_MS;
+	if (e->conflict_reported)
+		return;
+	e->conflict_reported = 1;
+	mlog(MLOG_WARN, "configmap-conflict",
+	     "jobset=%s/%s configmap=%s" CONTROLLER_CONFIGMAP_SUFFIX
+	     " reason=\"exists and is not owned by this JobSet; left alone\"",
+	     e->namespace, e->name, e->name);
+	event_later(group, e, "ConfigMapConflict", 1,
+		    "ConfigMap %s" CONTROLLER_CONFIGMAP_SUFFIX
+		    " exists and is not owned by this JobSet. muster does not overwrite it, so the group "
+		    "cannot be released until that ConfigMap is deleted.",
+		    e->name);
+}
+
+/* Reads the released attempt back from the ConfigMap into the tracker. A
+ * ConfigMap that is not this JobSet's releases nothing. */
 static int read_released(struct controller_group *group, struct entry *e, char **cause)
 {
 	char path[KUBE_PATH_MAX];
@@ -182,6 +409,20 @@ static int read_released(struct controller_group *group, struct entry *e, char *
 	}
 	if (err)
 		return err;
+	switch (configmap_owner(configmap, e)) {
+	case CONFIGMAP_OURS:
+		break;
+	case CONFIGMAP_PREDECESSOR:
+		mlog(MLOG_INFO, "configmap-stale",
+		     "jobset=%s/%s reason=\"owned by an earlier JobSet of this name\"", e->namespace,
+		     e->name);
+		group_tracker_set_none_released(e->tracker);
+		goto out;
+	case CONFIGMAP_FOREIGN:
+		report_conflict(group, e);
+		group_tracker_set_none_released(e->tracker);
+		goto out;
+	}
 	started = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(configmap, "data"),
 						   "started");
 	if (cJSON_IsString(started)) {
@@ -272,15 +513,10 @@ static int collect_started(const struct group_started_pod *pod, void *arg)
 	return 0;
 }
 
-/* Creates the ConfigMap with data.started, or merge-patches an existing one.
- * *how says which. */
-static int write_configmap(struct controller_group *group, const struct entry *e, uint32_t attempt,
-			   const char **how, char **cause)
+static cJSON *configmap_body(const struct entry *e, uint32_t attempt)
 {
-	char path[KUBE_PATH_MAX], name[GROUP_LABEL_MAX + sizeof(CONTROLLER_CONFIGMAP_SUFFIX)], value[16];
-	char patch[64];
+	char name[GROUP_LABEL_MAX + sizeof(CONTROLLER_CONFIGMAP_SUFFIX)], value[16];
 	cJSON *body = cJSON_CreateObject(), *metadata, *owners, *owner, *data;
-	int err = KUBE_ENOMEM;
 
 	snprintf(name, sizeof(name), "%s" CONTROLLER_CONFIGMAP_SUFFIX, e->name);
 	snprintf(value, sizeof(value), "%u", attempt);
@@ -297,144 +533,143 @@ static int write_configmap(struct controller_group *group, const struct entry *e
 	    !cJSON_AddStringToObject(owner, "uid", e->uid) ||
 	    !cJSON_AddBoolToObject(owner, "controller", 1) ||
 	    !(data = cJSON_AddObjectToObject(body, "data")) ||
-	    !cJSON_AddStringToObject(data, "started", value))
-		goto out;
+	    !cJSON_AddStringToObject(data, "started", value)) {
+		cJSON_Delete(body);
+		return NULL;
+	}
+	return body;
+}
+
+/* Writes data.started = attempt: creates the ConfigMap owned by the JobSet,
+ * or, when it exists, merge-patches it if it is ours, replaces it if it is a
+ * predecessor's leftover, and refuses (KUBE_ECONFLICT) if it is anyone
+ * else's. *how says what was done. */
+static int write_configmap(struct controller_group *group, struct entry *e, uint32_t attempt,
+			   const char **how, char **cause)
+{
+	char path[KUBE_PATH_MAX], patch[64];
+	cJSON *body = configmap_body(e, attempt), *existing = NULL;
+	int err;
+
+	if (!body)
+		return kube_cause(cause, KUBE_ENOMEM, "no memory for the ConfigMap");
 	configmap_path(path, sizeof(path), e, 1);
 	*how = "created";
 	err = kube_create(group->write_api.client, path, body, NULL, cause);
 	if (err != KUBE_ECONFLICT)
 		goto out;
-	/* It exists (an earlier attempt's release, or our own retried POST). */
+	/* It exists: an earlier attempt's release, our own retried POST, a
+	 * leftover of a deleted JobSet of this name, or somebody else's. */
 	free(*cause);
 	*cause = NULL;
-	*how = "patched";
 	configmap_path(path, sizeof(path), e, 0);
-	snprintf(patch, sizeof(patch), "{\"data\":{\"started\":\"%u\"}}", attempt);
-	err = kube_patch(group->write_api.client, path, KUBE_PATCH_MERGE, patch, NULL, cause);
+	err = kube_get(group->write_api.client, path, &existing, cause);
+	if (err)
+		goto out;
+	switch (configmap_owner(existing, e)) {
+	case CONFIGMAP_OURS:
+		*how = "patched";
+		snprintf(patch, sizeof(patch), "{\"data\":{\"started\":\"%u\"}}", attempt);
+		err = kube_patch(group->write_api.client, path, KUBE_PATCH_MERGE, patch, NULL, cause);
+		break;
+	case CONFIGMAP_PREDECESSOR:
+		*how = "replaced";
+		mlog(MLOG_INFO, "configmap-replaced",
+		     "jobset=%s/%s reason=\"owned by an earlier JobSet of this name\"", e->namespace,
+		     e->name);
+		err = kube_delete(group->write_api.client, path, cause);
+		if (err && err != KUBE_ENOTFOUND)
+			break;
+		free(*cause);
+		*cause = NULL;
+		configmap_path(path, sizeof(path), e, 1);
+		err = kube_create(group->write_api.client, path, body, NULL, cause);
+		break;
+	case CONFIGMAP_FOREIGN:
+		report_conflict(group, e);
+		err = kube_cause(cause, KUBE_ECONFLICT,
+				 "ConfigMap %s/%s" CONTROLLER_CONFIGMAP_SUFFIX
+				 " exists and is not owned by this JobSet",
+				 e->namespace, e->name);
+		break;
+	}
 out:
+	cJSON_Delete(existing);
 	cJSON_Delete(body);
 	return err;
 }
 
-/* Records the release as a Kubernetes Event on the JobSet, so `kubectl
- * describe jobset` shows when the group was released and how long its pods
- * took to start. Best effort: a failure is logged, the release stands. */
-static void emit_event(struct controller_group *group, const struct entry *e, const char *message)
-{
-	char path[KUBE_PATH_MAX], stamp[32], prefix[GROUP_LABEL_MAX + 2];
-	cJSON *body = cJSON_CreateObject(), *metadata, *object, *source;
-	char *cause = NULL;
-	time_t now = time(NULL);
-	struct tm tm;
-	int err;
-
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(prefix, sizeof(prefix), "%s.", e->name);
-	if (!body || !cJSON_AddStringToObject(body, "apiVersion", "v1") ||
-	    !cJSON_AddStringToObject(body, "kind", "Event") ||
-	    !(metadata = cJSON_AddObjectToObject(body, "metadata")) ||
-	    !cJSON_AddStringToObject(metadata, "generateName", prefix) ||
-	    !cJSON_AddStringToObject(metadata, "namespace", e->namespace) ||
-	    !(object = cJSON_AddObjectToObject(body, "involvedObject")) ||
-	    !cJSON_AddStringToObject(object, "apiVersion", "jobset.x-k8s.io/v1alpha2") ||
-	    !cJSON_AddStringToObject(object, "kind", "JobSet") ||
-	    !cJSON_AddStringToObject(object, "name", e->name) ||
-	    !cJSON_AddStringToObject(object, "namespace", e->namespace) ||
-	    !cJSON_AddStringToObject(object, "uid", e->uid) ||
-	    !cJSON_AddStringToObject(body, "reason", "GroupReleased") ||
-	    !cJSON_AddStringToObject(body, "message", message) ||
-	    !cJSON_AddStringToObject(body, "type", "Normal") ||
-	    !(source = cJSON_AddObjectToObject(body, "source")) ||
-	    !cJSON_AddStringToObject(source, "component", "muster-controller") ||
-	    !cJSON_AddStringToObject(body, "reportingComponent", "muster-controller") ||
-	    !cJSON_AddStringToObject(body, "firstTimestamp", stamp) ||
-	    !cJSON_AddStringToObject(body, "lastTimestamp", stamp) ||
-	    !cJSON_AddNumberToObject(body, "count", 1)) {
-		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s cause=\"out of memory\"", e->namespace,
-		     e->name);
-		goto out;
-	}
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", e->namespace);
-	err = kube_create(group->write_api.client, path, body, NULL, &cause);
-	if (err)
-		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s err=%s cause=\"%s\"", e->namespace, e->name,
-		     kube_err_name(err), cause ? cause : "");
-	free(cause);
-out:
-	cJSON_Delete(body);
-}
-
+/* Writes the release of record (the ConfigMap), then hands the push and the
+ * Event to the side thread: the lock is held only for the write. */
 static void release(struct controller_group *group, struct entry *e, const struct group_decision *decision)
 {
-	struct collect collect = { .port = group->options.push_port };
-	struct push_fanout_options push = {
-		.parallelism = group->options.push_parallelism,
-		.target_timeout_ms = group->options.push_target_timeout_ms,
-		.total_timeout_ms = group->options.push_total_timeout_ms,
-	};
-	const char *how = "", *push_cause = NULL, *token_cause = NULL;
+	const char *how = "", *token_cause = NULL;
 	char *cause = NULL;
 	uint64_t begun = now_ms(group), written;
-	int err, ok = 0;
-	size_t counts[PUSH_TIMEOUT + 1] = { 0 };
+	struct job *job;
+	struct collect collect = { .port = group->options.push_port };
+	int err;
 
+	if (begun < e->retry_at_ms) {
+		group_tracker_release_failed(e->tracker, decision->attempt);
+		return;
+	}
 	err = write_configmap(group, e, decision->attempt, &how, &cause);
 	if (err) {
 		group_tracker_release_failed(e->tracker, decision->attempt);
-		mlog(MLOG_ERROR, "release-failed", "jobset=%s/%s attempt=%u err=%s cause=\"%s\"",
-		     e->namespace, e->name, decision->attempt, kube_err_name(err), cause ? cause : "");
+		stat_add(&group->stats.release_failures, 1);
+		if (err != KUBE_ECONFLICT || !e->conflict_reported) /* a conflict is logged once */
+			mlog(MLOG_ERROR, "release-failed", "jobset=%s/%s attempt=%u err=%s cause=\"%s\"",
+			     e->namespace, e->name, decision->attempt, kube_err_name(err),
+			     cause ? cause : "");
 		free(cause);
 		return;
 	}
 	written = now_ms(group);
 	/* The ConfigMap is the release of record; from here on it happened. */
 	group_tracker_release_done(e->tracker, decision->attempt);
+	e->retry_at_ms = 0;
+	stat_add(&group->stats.releases, 1);
+	mlog(MLOG_INFO, "release",
+	     "jobset=%s/%s attempt=%u expected=%llu started=%llu configmap=%s spread_ms=%llu write_ms=%llu "
+	     "since_last_start_ms=%llu",
+	     e->namespace, e->name, decision->attempt, (unsigned long long)decision->expected,
+	     (unsigned long long)decision->started, how,
+	     (unsigned long long)(decision->has_starts ? decision->last_start - decision->first_start : 0),
+	     (unsigned long long)(written - begun),
+	     (unsigned long long)(decision->has_starts ? written - decision->last_start : 0));
+	if (group->observer && group->observer->released && decision->has_starts)
+		group->observer->released(group->observer->arg,
+					  (double)(written - decision->last_start) / 1e3);
 
+	job = calloc(1, sizeof(*job));
+	if (!job) {
+		stat_add(&group->stats.jobs_dropped, 1);
+		return;
+	}
+	job->kind = JOB_PUSH;
+	memcpy(job->namespace, e->namespace, sizeof(job->namespace));
+	memcpy(job->name, e->name, sizeof(job->name));
+	memcpy(job->uid, e->uid, sizeof(job->uid));
+	job->attempt = decision->attempt;
+	job->expected = decision->expected;
+	job->started = decision->started;
+	job->spread_ms = decision->has_starts ? decision->last_start - decision->first_start : 0;
+	job->last_start_ms = decision->has_starts ? decision->last_start : written;
 	if (release_token_check(e->token, strlen(e->token), &token_cause)) {
+		stat_add(&group->stats.push_skipped, 1);
 		mlog(MLOG_WARN, "push-skipped", "jobset=%s/%s attempt=%u reason=\"no usable token: %s\"",
 		     e->namespace, e->name, decision->attempt, token_cause);
 	} else if (decision->started > 0) {
+		memcpy(job->token, e->token, sizeof(job->token));
 		collect.capacity = (size_t)decision->started;
 		collect.targets = calloc(collect.capacity, sizeof(*collect.targets));
 		if (collect.targets)
 			group_tracker_foreach_started(e->tracker, collect_started, &collect);
-		if (collect.count) {
-			ok = push_fanout(collect.targets, collect.count, decision->attempt, e->token, &push,
-					 &push_cause);
-			if (ok < 0)
-				mlog(MLOG_WARN, "push-failed", "jobset=%s/%s attempt=%u cause=\"%s\"",
-				     e->namespace, e->name, decision->attempt, push_cause);
-			for (size_t i = 0; i < collect.count; i++)
-				counts[collect.targets[i].result]++;
-		}
+		job->targets = collect.targets;
+		job->count = collect.count;
 	}
-	mlog(MLOG_INFO, "release",
-	     "jobset=%s/%s attempt=%u expected=%llu started=%llu configmap=%s spread_ms=%llu write_ms=%llu "
-	     "push_ms=%llu pushed=%zu push_ok=%zu push_refused=%zu push_unreachable=%zu push_timeout=%zu "
-	     "push_pending=%zu",
-	     e->namespace, e->name, decision->attempt, (unsigned long long)decision->expected,
-	     (unsigned long long)decision->started, how,
-	     (unsigned long long)(decision->has_starts ? decision->last_start - decision->first_start : 0),
-	     (unsigned long long)(written - begun), (unsigned long long)(now_ms(group) - written),
-	     collect.count, counts[PUSH_OK], counts[PUSH_REFUSED], counts[PUSH_UNREACHABLE],
-	     counts[PUSH_TIMEOUT], counts[PUSH_PENDING]);
-	{
-		char message[256];
-
-		snprintf(
-			message, sizeof(message),
-			"Released restart attempt %u: %llu of %llu pods started, %llu ms from the first start "
-			"to the last; pushed to %zu, %zu answered",
-			decision->attempt, (unsigned long long)decision->started,
-			(unsigned long long)decision->expected,
-			(unsigned long long)(decision->has_starts
-						     ? decision->last_start - decision->first_start
-						     : 0),
-			collect.count, counts[PUSH_OK]);
-		emit_event(group, e, message);
-	}
-	free(collect.targets);
+	enqueue(group, job);
 }
 
 /* Asks the tracker and acts on the answer. Called under the lock after every
@@ -442,6 +677,7 @@ static void release(struct controller_group *group, struct entry *e, const struc
 static void decide(struct controller_group *group, struct entry *e)
 {
 	struct group_decision decision;
+	uint64_t timeouts;
 
 	group_tracker_decide(e->tracker, &decision);
 	if (!e->has_last_action || e->last_action != decision.action) {
@@ -453,8 +689,181 @@ static void decide(struct controller_group *group, struct entry *e)
 		e->last_action = decision.action;
 		e->has_last_action = 1;
 	}
+	timeouts = group_tracker_take_timeouts(e->tracker);
+	if (timeouts) {
+		stat_add(&group->stats.barrier_timeouts, timeouts);
+		mlog(MLOG_WARN, "barrier-timeout",
+		     "jobset=%s/%s attempt=%u timed_out=%llu started=%llu expected=%llu", e->namespace,
+		     e->name, decision.attempt, (unsigned long long)decision.timeouts,
+		     (unsigned long long)decision.started, (unsigned long long)decision.expected);
+		if (decision.timeouts && e->timeout_reported != decision.attempt + 1u) {
+			e->timeout_reported = decision.attempt + 1u;
+			event_later(
+				group, e, "GroupTimedOut", 1,
+				"The barrier of %llu pod(s) of restart attempt %u timed out before the group "
+				"was complete (%llu of %llu pods started). Check why the missing pods did not "
+				"start, or raise the group scheduling timeout.",
+				(unsigned long long)decision.timeouts, decision.attempt,
+				(unsigned long long)decision.started, (unsigned long long)decision.expected);
+		}
+	}
 	if (decision.action == GROUP_ACTION_RELEASE)
 		release(group, e, &decision);
+}
+
+/* ---- the side thread: pushes and Events, off the lock ---- */
+
+static void job_free(struct job *job)
+{
+	if (!job)
+		return;
+	free(job->targets);
+	free(job);
+}
+
+static void enqueue(struct controller_group *group, struct job *job)
+{
+	pthread_mutex_lock(&group->jobs_lock);
+	if (group->jobs_count >= JOBS_MAX || group->jobs_stop) {
+		pthread_mutex_unlock(&group->jobs_lock);
+		stat_add(&group->stats.jobs_dropped, 1);
+		mlog(MLOG_WARN, "job-dropped", "jobset=%s/%s kind=%s reason=\"%s\"", job->namespace,
+		     job->name, job->kind == JOB_PUSH ? "push" : "event",
+		     group->jobs_stop ? "stopping" : "queue full; the ConfigMap still releases");
+		job_free(job);
+		return;
+	}
+	job->next = NULL;
+	if (group->jobs_tail)
+		group->jobs_tail->next = job;
+	else
+		group->jobs_head = job;
+	group->jobs_tail = job;
+	group->jobs_count++;
+	pthread_cond_signal(&group->jobs_cond);
+	pthread_mutex_unlock(&group->jobs_lock);
+}
+
+/* Creates an Event on the JobSet, so `kubectl describe jobset` shows what
+ * happened to its group. Best effort: a failure is logged. */
+static void send_event(struct controller_group *group, const struct job *job)
+{
+	char path[KUBE_PATH_MAX], stamp[32], prefix[GROUP_LABEL_MAX + 2];
+	cJSON *body = cJSON_CreateObject(), *metadata, *object, *source;
+	char *cause = NULL;
+	time_t now = time(NULL);
+	struct tm tm;
+	int err;
+
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(prefix, sizeof(prefix), "%s.", job->name);
+	if (!body || !cJSON_AddStringToObject(body, "apiVersion", "v1") ||
+	    !cJSON_AddStringToObject(body, "kind", "Event") ||
+	    !(metadata = cJSON_AddObjectToObject(body, "metadata")) ||
+	    !cJSON_AddStringToObject(metadata, "generateName", prefix) ||
+	    !cJSON_AddStringToObject(metadata, "namespace", job->namespace) ||
+	    !(object = cJSON_AddObjectToObject(body, "involvedObject")) ||
+	    !cJSON_AddStringToObject(object, "apiVersion", "jobset.x-k8s.io/v1alpha2") ||
+	    !cJSON_AddStringToObject(object, "kind", "JobSet") ||
+	    !cJSON_AddStringToObject(object, "name", job->name) ||
+	    !cJSON_AddStringToObject(object, "namespace", job->namespace) ||
+	    !cJSON_AddStringToObject(object, "uid", job->uid) ||
+	    !cJSON_AddStringToObject(body, "reason", job->reason) ||
+	    !cJSON_AddStringToObject(body, "message", job->message) ||
+	    !cJSON_AddStringToObject(body, "type", job->warning ? "Warning" : "Normal") ||
+	    !(source = cJSON_AddObjectToObject(body, "source")) ||
+	    !cJSON_AddStringToObject(source, "component", "muster-controller") ||
+	    !cJSON_AddStringToObject(body, "reportingComponent", "muster-controller") ||
+	    !cJSON_AddStringToObject(body, "firstTimestamp", stamp) ||
+	    !cJSON_AddStringToObject(body, "lastTimestamp", stamp) ||
+	    !cJSON_AddNumberToObject(body, "count", 1)) {
+		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s cause=\"out of memory\"",
+		     job->namespace, job->name, job->reason);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", job->namespace);
+	err = kube_create(group->side_api.client, path, body, NULL, &cause);
+	if (err)
+		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s err=%s cause=\"%s\"", job->namespace,
+		     job->name, job->reason, kube_err_name(err), cause ? cause : "");
+	free(cause);
+out:
+	cJSON_Delete(body);
+}
+
+/* Pushes the release to every started pod's barrier, logs the outcome and
+ * records the GroupReleased Event. */
+static void push_job(struct controller_group *group, struct job *job)
+{
+	struct push_fanout_options push = {
+		.parallelism = group->options.push_parallelism,
+		.target_timeout_ms = group->options.push_target_timeout_ms,
+		.total_timeout_ms = group->options.push_total_timeout_ms,
+	};
+	const char *push_cause = NULL;
+	uint64_t begun = now_ms(group), done;
+	uint64_t counts[PUSH_TIMEOUT + 1] = { 0 };
+
+	if (job->count) {
+		if (push_fanout(job->targets, job->count, job->attempt, job->token, &push, &push_cause) < 0)
+			mlog(MLOG_WARN, "push-failed", "jobset=%s/%s attempt=%u cause=\"%s\"", job->namespace,
+			     job->name, job->attempt, push_cause);
+		for (size_t i = 0; i < job->count; i++)
+			counts[job->targets[i].result]++;
+		for (int r = 0; r <= PUSH_TIMEOUT; r++)
+			stat_add(&group->stats.push_results[r], counts[r]);
+	}
+	done = now_ms(group);
+	if (job->count) {
+		mlog(MLOG_INFO, "pushed",
+		     "jobset=%s/%s attempt=%u pushed=%zu push_ms=%llu since_last_start_ms=%llu ok=%llu refused=%llu "
+		     "unreachable=%llu timeout=%llu pending=%llu",
+		     job->namespace, job->name, job->attempt, job->count, (unsigned long long)(done - begun),
+		     (unsigned long long)(done - job->last_start_ms), (unsigned long long)counts[PUSH_OK],
+		     (unsigned long long)counts[PUSH_REFUSED], (unsigned long long)counts[PUSH_UNREACHABLE],
+		     (unsigned long long)counts[PUSH_TIMEOUT], (unsigned long long)counts[PUSH_PENDING]);
+		if (group->observer && group->observer->pushed)
+			group->observer->pushed(group->observer->arg,
+						(double)(done - job->last_start_ms) / 1e3);
+	}
+	job->reason = "GroupReleased";
+	job->warning = 0;
+	snprintf(
+		job->message, sizeof(job->message),
+		"Released restart attempt %u: %llu of %llu pods started, %llu ms from the first start to the "
+		"last; pushed to %zu, %llu answered",
+		job->attempt, (unsigned long long)job->started, (unsigned long long)job->expected,
+		(unsigned long long)job->spread_ms, job->count, (unsigned long long)counts[PUSH_OK]);
+	send_event(group, job);
+}
+
+static void *side_main(void *arg)
+{
+	struct controller_group *group = arg;
+
+	for (;;) {
+		struct job *job;
+
+		pthread_mutex_lock(&group->jobs_lock);
+		while (!group->jobs_head && !group->jobs_stop)
+			pthread_cond_wait(&group->jobs_cond, &group->jobs_lock);
+		job = group->jobs_head;
+		if (!job) { /* stopping, and nothing left */
+			pthread_mutex_unlock(&group->jobs_lock);
+			return NULL;
+		}
+		group->jobs_head = job->next;
+		if (!group->jobs_head)
+			group->jobs_tail = NULL;
+		group->jobs_count--;
+		pthread_mutex_unlock(&group->jobs_lock);
+		if (job->kind == JOB_PUSH)
+			push_job(group, job);
+		else
+			send_event(group, job);
+		job_free(job);
+	}
 }
 
 /* ---- JobSet events ---- */
@@ -484,7 +893,7 @@ static void jobset_add(struct controller_group *group, const struct group_jobset
 	struct entry *e;
 	char *cause = NULL;
 
-	if (group->entry_count >= CONTROLLER_JOBSETS_MAX) {
+	if (group->registry.count >= CONTROLLER_JOBSETS_MAX) {
 		mlog(MLOG_WARN, "jobset-ignored", "jobset=%s/%s reason=\"more than %u JobSets\"",
 		     jobset->namespace, jobset->name, CONTROLLER_JOBSETS_MAX);
 		return;
@@ -505,9 +914,12 @@ static void jobset_add(struct controller_group *group, const struct group_jobset
 	memcpy(e->uid, jobset->uid, sizeof(e->uid));
 	memcpy(e->token, token, sizeof(e->token));
 	e->seen = 1;
-	e->next = group->entries;
-	group->entries = e;
-	group->entry_count++;
+	if (entry_insert(group, e)) {
+		mlog(MLOG_WARN, "jobset-ignored", "jobset=%s/%s cause=\"no memory\"", e->namespace, e->name);
+		group_tracker_free(e->tracker);
+		free(e);
+		return;
+	}
 	mlog(MLOG_INFO, "jobset-tracked", "jobset=%s/%s attempt=%u", e->namespace, e->name, jobset->restarts);
 	entry_read(group, e);
 }
@@ -554,13 +966,18 @@ out:
 	free(jobset);
 }
 
+static void mark_unseen(struct controller_group *group, struct entry *e)
+{
+	(void)group;
+	e->seen = 0;
+}
+
 static int jobset_relist_begin(void *arg)
 {
 	struct controller_group *group = arg;
 
 	pthread_mutex_lock(&group->lock);
-	for (struct entry *e = group->entries; e; e = e->next)
-		e->seen = 0;
+	registry_each(group, mark_unseen);
 	pthread_mutex_unlock(&group->lock);
 	return 0;
 }
@@ -575,22 +992,23 @@ static int jobset_item(void *arg, const cJSON *object)
 	return 0;
 }
 
+static void forget_unseen(struct controller_group *group, struct entry *e)
+{
+	if (e->seen)
+		return;
+	mlog(MLOG_INFO, "jobset-forgotten", "jobset=%s/%s reason=\"not in the LIST\"", e->namespace, e->name);
+	entry_remove(group, e);
+}
+
 static int jobset_relist_end(void *arg, const char *resource_version)
 {
 	struct controller_group *group = arg;
-	struct entry *e, *next;
 
 	(void)resource_version;
 	pthread_mutex_lock(&group->lock);
-	for (e = group->entries; e; e = next) {
-		next = e->next;
-		if (!e->seen) {
-			mlog(MLOG_INFO, "jobset-forgotten", "jobset=%s/%s reason=\"not in the LIST\"",
-			     e->namespace, e->name);
-			entry_remove(group, e);
-		}
-	}
+	registry_each(group, forget_unseen);
 	pthread_mutex_unlock(&group->lock);
+	atomic_store(&group->jobsets_listed, 1);
 	return 0;
 }
 
@@ -624,15 +1042,19 @@ static void pod_changed(struct controller_group *group, const cJSON *object, enu
 		decide(group, e);
 }
 
+static void pod_relist_begin_one(struct controller_group *group, struct entry *e)
+{
+	(void)group;
+	group_tracker_relist_begin(e->tracker);
+	e->in_pod_relist = 1;
+}
+
 static int pod_relist_begin(void *arg)
 {
 	struct controller_group *group = arg;
 
 	pthread_mutex_lock(&group->lock);
-	for (struct entry *e = group->entries; e; e = e->next) {
-		group_tracker_relist_begin(e->tracker);
-		e->in_pod_relist = 1;
-	}
+	registry_each(group, pod_relist_begin_one);
 	pthread_mutex_unlock(&group->lock);
 	return 0;
 }
@@ -647,21 +1069,25 @@ static int pod_item(void *arg, const cJSON *object)
 	return 0;
 }
 
+static void pod_relist_end_one(struct controller_group *group, struct entry *e)
+{
+	/* A tracker made during this LIST listed its own pods already. */
+	if (!e->in_pod_relist)
+		return;
+	e->in_pod_relist = 0;
+	group_tracker_relist_end(e->tracker);
+	decide(group, e);
+}
+
 static int pod_relist_end(void *arg, const char *resource_version)
 {
 	struct controller_group *group = arg;
 
 	(void)resource_version;
 	pthread_mutex_lock(&group->lock);
-	for (struct entry *e = group->entries; e; e = e->next) {
-		/* A tracker made during this LIST listed its own pods already. */
-		if (!e->in_pod_relist)
-			continue;
-		e->in_pod_relist = 0;
-		group_tracker_relist_end(e->tracker);
-		decide(group, e);
-	}
+	registry_each(group, pod_relist_end_one);
 	pthread_mutex_unlock(&group->lock);
+	atomic_store(&group->pods_listed, 1);
 	return 0;
 }
 
@@ -683,14 +1109,17 @@ static int pod_event(void *arg, enum kube_watch_type type, const cJSON *object)
 /* Once a second: retries failed reads and asks every tracker again, so that
  * a release whose ConfigMap write failed is retried without waiting for the
  * next pod event. */
+static void tick_one(struct controller_group *group, struct entry *e)
+{
+	if (e->needs_read)
+		entry_read(group, e);
+	decide(group, e);
+}
+
 static void tick(struct controller_group *group)
 {
 	pthread_mutex_lock(&group->lock);
-	for (struct entry *e = group->entries; e; e = e->next) {
-		if (e->needs_read)
-			entry_read(group, e);
-		decide(group, e);
-	}
+	registry_each(group, tick_one);
 	pthread_mutex_unlock(&group->lock);
 }
 
@@ -722,9 +1151,12 @@ static void *watch_main(void *arg)
 int controller_group_run(struct controller_group *group, atomic_int *stop, char **cause)
 {
 	struct watch_thread watches[2];
+	pthread_t side;
 	int started = 0, err = 0;
 
 	memset(watches, 0, sizeof(watches));
+	if (pthread_create(&side, NULL, side_main, group) != 0)
+		return kube_cause(cause, KUBE_ENOMEM, "cannot start the push thread");
 	for (int i = 0; i < 2; i++) {
 		struct watch_thread *w = &watches[i];
 
@@ -774,6 +1206,15 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 		}
 		free(watches[i].cause);
 	}
+	/* The watches and the tick are done: nothing enqueues any more. The
+	 * side thread finishes what is queued (pushes are bounded in time). */
+	pthread_mutex_lock(&group->jobs_lock);
+	group->jobs_stop = 1;
+	if (group->jobs_count)
+		mlog(MLOG_INFO, "draining", "jobs=%zu", group->jobs_count);
+	pthread_cond_signal(&group->jobs_cond);
+	pthread_mutex_unlock(&group->jobs_lock);
+	pthread_join(side, NULL);
 	return err;
 }
 
@@ -795,12 +1236,24 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 	group->options = *options;
 	group->options.namespace = NULL; /* the copy above is what is used */
 	clock_gettime(CLOCK_MONOTONIC, &group->start);
+	group->observer = options->observer;
 	if (pthread_mutex_init(&group->lock, NULL) != 0) {
 		free(group);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot make a mutex");
 	}
+	if (pthread_mutex_init(&group->jobs_lock, NULL) != 0) {
+		pthread_mutex_destroy(&group->lock);
+		free(group);
+		return kube_cause(cause, KUBE_ENOMEM, "cannot make a mutex");
+	}
+	if (pthread_cond_init(&group->jobs_cond, NULL) != 0) {
+		pthread_mutex_destroy(&group->jobs_lock);
+		pthread_mutex_destroy(&group->lock);
+		free(group);
+		return kube_cause(cause, KUBE_ENOMEM, "cannot make a condition variable");
+	}
 	if ((err = api_new(cfg, &group->jobset_api, cause)) || (err = api_new(cfg, &group->pod_api, cause)) ||
-	    (err = api_new(cfg, &group->write_api, cause))) {
+	    (err = api_new(cfg, &group->write_api, cause)) || (err = api_new(cfg, &group->side_api, cause))) {
 		controller_group_free(group);
 		return err;
 	}
@@ -812,11 +1265,75 @@ void controller_group_free(struct controller_group *group)
 {
 	if (!group)
 		return;
-	while (group->entries)
-		entry_remove(group, group->entries);
+	for (size_t b = 0; b < group->registry.bucket_count; b++)
+		while (group->registry.buckets[b])
+			entry_remove(group, group->registry.buckets[b]);
+	free(group->registry.buckets);
+	while (group->jobs_head) {
+		struct job *next = group->jobs_head->next;
+
+		job_free(group->jobs_head);
+		group->jobs_head = next;
+	}
 	api_free(&group->jobset_api);
 	api_free(&group->pod_api);
 	api_free(&group->write_api);
+	api_free(&group->side_api);
+	pthread_cond_destroy(&group->jobs_cond);
+	pthread_mutex_destroy(&group->jobs_lock);
 	pthread_mutex_destroy(&group->lock);
 	free(group);
+}
+
+/* ---- what the metrics and health endpoints read ---- */
+
+int controller_group_ready(struct controller_group *group, char *reason, size_t size)
+{
+	if (!atomic_load(&group->jobsets_listed)) {
+		snprintf(reason, size, "the JobSet watch has not completed its first LIST");
+		return 0;
+	}
+	if (!atomic_load(&group->pods_listed)) {
+		snprintf(reason, size, "the pod watch has not completed its first LIST");
+		return 0;
+	}
+	return 1;
+}
+
+void controller_group_stats(struct controller_group *group, struct controller_group_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->releases = stat_get(&group->stats.releases);
+	out->release_failures = stat_get(&group->stats.release_failures);
+	out->configmap_conflicts = stat_get(&group->stats.configmap_conflicts);
+	out->barrier_timeouts = stat_get(&group->stats.barrier_timeouts);
+	out->push_ok = stat_get(&group->stats.push_results[PUSH_OK]);
+	out->push_refused = stat_get(&group->stats.push_results[PUSH_REFUSED]);
+	out->push_unreachable = stat_get(&group->stats.push_results[PUSH_UNREACHABLE]);
+	out->push_timeout = stat_get(&group->stats.push_results[PUSH_TIMEOUT]);
+	out->push_pending = stat_get(&group->stats.push_results[PUSH_PENDING]);
+	out->push_skipped = stat_get(&group->stats.push_skipped);
+	out->jobs_dropped = stat_get(&group->stats.jobs_dropped);
+	kube_client_stats(group->jobset_api.client, &out->api[CONTROLLER_API_JOBSETS]);
+	kube_client_stats(group->pod_api.client, &out->api[CONTROLLER_API_PODS]);
+	kube_client_stats(group->write_api.client, &out->api[CONTROLLER_API_WRITES]);
+	kube_client_stats(group->side_api.client, &out->api[CONTROLLER_API_EVENTS]);
+}
+
+void controller_group_foreach(struct controller_group *group,
+			      void (*fn)(void *arg, const struct controller_jobset_view *view), void *arg)
+{
+	pthread_mutex_lock(&group->lock);
+	for (size_t b = 0; b < group->registry.bucket_count; b++)
+		for (struct entry *e = group->registry.buckets[b]; e; e = e->next) {
+			struct controller_jobset_view view;
+
+			group_tracker_peek(e->tracker, &view.decision);
+			view.namespace = e->namespace;
+			view.name = e->name;
+			view.pod_bytes = group_tracker_memory(e->tracker);
+			view.pod_records = group_tracker_records(e->tracker);
+			fn(arg, &view);
+		}
+	pthread_mutex_unlock(&group->lock);
 }

@@ -8,10 +8,21 @@
  * by the JobSet), pushes the release line to every started pod's barrier
  * (push_fanout), and records the release in the tracker.
  *
- * This first version has no leader election and no metrics. All trackers
- * live behind one mutex; each watch runs in its own thread with its own API
- * client, and the writes (ConfigMap, per-JobSet pod LIST) use a third client
- * that is only touched under the mutex.
+ * Threads: each watch runs in its own thread with its own API client; all
+ * trackers live behind one mutex, under which the release of record (the
+ * ConfigMap write) and the per-JobSet pod LIST are made with a third client.
+ * The push to the barriers and the Events are queued to a side thread with
+ * a fourth client, so a 5,000-pod push never holds the watches up. A
+ * once-a-second tick retries failed reads and writes. JobSets are found by
+ * namespace/name in a hash table. Leader election and the HTTP endpoints
+ * are main.c's; this module offers what they read (ready, stats, foreach).
+ *
+ * The ConfigMap is written only when it is absent or owned by the JobSet
+ * (its uid). One controlled by an earlier JobSet of the same name (not yet
+ * garbage-collected) is replaced; any other is left alone, reported once
+ * with a Warning Event `ConfigMapConflict`, and the group is not released
+ * until it is gone. A barrier that timed out (exit code 3) is logged and
+ * reported once per attempt with a Warning Event `GroupTimedOut`.
  *
  * A JobSet is group-scheduled when it has spec.groupSchedulingConfig or,
  * because the JobSet CRD installed on Kubernetes 1.20 prunes that field, the
@@ -31,6 +42,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "group_tracker.h"
+#include "kube_client.h"
 #include "kube_config.h"
 
 /* Annotations read from a JobSet (see the top of this file). */
@@ -41,12 +54,23 @@
 /* Most JobSets tracked at once; more are logged and ignored. */
 #define CONTROLLER_JOBSETS_MAX 100000u
 
+/* Optional callbacks for metrics, called from the controller's threads. */
+struct controller_group_observer {
+	/* The ConfigMap of a release was written, `seconds` after the group's
+	 * last pod was seen starting. */
+	void (*released)(void *arg, double seconds);
+	/* The push of a release finished, `seconds` after the last start. */
+	void (*pushed)(void *arg, double seconds);
+	void *arg;
+};
+
 struct controller_group_options {
 	const char *namespace; /* NULL or "": every namespace */
 	uint16_t push_port; /* the barrier's port, 9443 */
 	size_t push_parallelism; /* connections in flight, 1..4096 */
 	int push_target_timeout_ms;
 	int push_total_timeout_ms;
+	const struct controller_group_observer *observer; /* NULL: none; must outlive the group */
 };
 
 struct controller_group;
@@ -63,5 +87,44 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 int controller_group_run(struct controller_group *group, atomic_int *stop, char **cause);
 
 void controller_group_free(struct controller_group *group);
+
+/* 1 when both watches have completed their first LIST (the controller knows
+ * the cluster), else 0 with a sentence in reason. Any thread. */
+int controller_group_ready(struct controller_group *group, char *reason, size_t size);
+
+enum controller_api {
+	CONTROLLER_API_JOBSETS,
+	CONTROLLER_API_PODS,
+	CONTROLLER_API_WRITES,
+	CONTROLLER_API_EVENTS
+};
+#define CONTROLLER_API_COUNT 4
+
+/* Counters since start. Any thread. */
+struct controller_group_stats {
+	uint64_t releases; /* ConfigMap writes of a release */
+	uint64_t release_failures; /* release writes that failed (retried) */
+	uint64_t configmap_conflicts; /* release blocked by a ConfigMap that is not ours */
+	uint64_t barrier_timeouts; /* pods whose barrier timed out */
+	uint64_t push_ok, push_refused, push_unreachable, push_timeout, push_pending;
+	uint64_t push_skipped; /* releases with no usable token: no push */
+	uint64_t jobs_dropped; /* pushes or Events not made (queue full, no memory) */
+	struct kube_client_stats api[CONTROLLER_API_COUNT]; /* per API client */
+};
+
+void controller_group_stats(struct controller_group *group, struct controller_group_stats *out);
+
+/* One tracked JobSet, as seen by controller_group_foreach. */
+struct controller_jobset_view {
+	const char *namespace, *name;
+	struct group_decision decision; /* attempt, expected, started, timeouts... */
+	size_t pod_records; /* pod records held (tombstones included) */
+	size_t pod_bytes; /* bytes they and the tracker take */
+};
+
+/* Calls fn for every tracked JobSet, under the controller's lock: fn must be
+ * quick and must not call back into the controller. */
+void controller_group_foreach(struct controller_group *group,
+			      void (*fn)(void *arg, const struct controller_jobset_view *view), void *arg);
 
 #endif

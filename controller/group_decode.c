@@ -308,7 +308,9 @@ static int decode_barrier(const cJSON *statuses, enum group_barrier_state *barri
 
 		if (!cJSON_IsNumber(code))
 			return fail(cause, "barrier container terminated without an exitCode");
-		*barrier = code->valuedouble == 0 ? GROUP_BARRIER_PASSED : GROUP_BARRIER_FAILED;
+		*barrier = code->valuedouble == 0			     ? GROUP_BARRIER_PASSED
+			   : code->valuedouble == GROUP_BARRIER_EXIT_TIMEOUT ? GROUP_BARRIER_TIMED_OUT
+									     : GROUP_BARRIER_FAILED;
 	} else if (cJSON_IsObject(member(state, "running"))) {
 		*barrier = GROUP_BARRIER_RUNNING;
 	} else if (cJSON_IsObject(member(state, "waiting"))) {

@@ -70,8 +70,12 @@ enum group_barrier_state {
 	GROUP_BARRIER_WAITING, /* created, not started: image pull, ContainerCreating */
 	GROUP_BARRIER_RUNNING, /* the barrier process is up and holding */
 	GROUP_BARRIER_PASSED, /* terminated with exit code 0: released */
-	GROUP_BARRIER_FAILED, /* terminated with another code: timeout or error */
+	GROUP_BARRIER_FAILED, /* terminated with another code: an error */
+	GROUP_BARRIER_TIMED_OUT, /* terminated with GROUP_BARRIER_EXIT_TIMEOUT: its own timeout */
 };
+
+/* The barrier's exit code when its timeout passed (initbarrier's exit table). */
+#define GROUP_BARRIER_EXIT_TIMEOUT 3
 
 enum group_pod_phase {
 	GROUP_PHASE_UNKNOWN, /* absent, "Unknown", or a value this code does not know */

@@ -356,6 +356,9 @@ static void pod_barrier_states(void **state)
 		  GROUP_BARRIER_PASSED, GROUP_PHASE_RUNNING },
 		{ "{\"phase\":\"Failed\",\"initContainerStatuses\":[{\"name\":\"group-scheduling-init\","
 		  "\"state\":{\"terminated\":{\"exitCode\":3}}}]}",
+		  GROUP_BARRIER_TIMED_OUT, GROUP_PHASE_FAILED },
+		{ "{\"phase\":\"Failed\",\"initContainerStatuses\":[{\"name\":\"group-scheduling-init\","
+		  "\"state\":{\"terminated\":{\"exitCode\":2}}}]}",
 		  GROUP_BARRIER_FAILED, GROUP_PHASE_FAILED },
 		{ "{\"phase\":\"Succeeded\"}", GROUP_BARRIER_ABSENT, GROUP_PHASE_SUCCEEDED },
 		{ "{\"phase\":\"Weird\"}", GROUP_BARRIER_ABSENT, GROUP_PHASE_UNKNOWN },

@@ -28,6 +28,7 @@ enum record_flag {
 	REC_SEEN = 1u << 4, /* confirmed by the re-list in progress */
 	REC_STARTED = 1u << 5, /* counted in tracker->started */
 	REC_TRACKED = 1u << 6, /* counted in tracker->tracked */
+	REC_TIMED_OUT = 1u << 7, /* its barrier's timeout was counted */
 };
 
 struct record {
@@ -66,6 +67,8 @@ struct group_tracker {
 
 	uint64_t started;
 	uint64_t tracked;
+	uint64_t timeouts; /* pods of the current attempt whose barrier timed out */
+	uint64_t timeouts_untaken; /* every attempt's, since the last take_timeouts() */
 	int has_starts;
 	uint64_t first_start;
 	uint64_t last_start;
@@ -126,7 +129,8 @@ static int record_counts_started(const struct group_tracker *t, const struct rec
 
 	if (f & (REC_GONE | REC_DELETING) || !(f & REC_BOUND) || r->attempt != t->attempt)
 		return 0;
-	if (r->phase == GROUP_PHASE_FAILED || r->barrier == GROUP_BARRIER_FAILED)
+	if (r->phase == GROUP_PHASE_FAILED || r->barrier == GROUP_BARRIER_FAILED ||
+	    r->barrier == GROUP_BARRIER_TIMED_OUT)
 		return 0;
 	return r->barrier == GROUP_BARRIER_RUNNING || r->barrier == GROUP_BARRIER_PASSED ||
 	       r->phase == GROUP_PHASE_RUNNING || r->phase == GROUP_PHASE_SUCCEEDED;
@@ -143,6 +147,13 @@ static void uncount(struct group_tracker *t, struct record *r)
 
 static void count(struct group_tracker *t, struct record *r, uint64_t seq, int stamp)
 {
+	/* A timeout is counted once per pod, whatever happens to it after. */
+	if (r->barrier == GROUP_BARRIER_TIMED_OUT && !(r->flags & REC_TIMED_OUT) &&
+	    r->attempt == t->attempt) {
+		r->flags |= REC_TIMED_OUT;
+		t->timeouts++;
+		t->timeouts_untaken++;
+	}
 	if (!(r->flags & REC_GONE) && r->attempt == t->attempt) {
 		r->flags |= REC_TRACKED;
 		t->tracked++;
@@ -349,6 +360,7 @@ int group_tracker_set_jobset(struct group_tracker *tracker, const struct group_j
 		tracker->attempt = jobset->restarts;
 		tracker->has_starts = 0;
 		tracker->first_start = tracker->last_start = 0;
+		tracker->timeouts = 0;
 		/* A release in flight for an older attempt is harmless once written
 		 * (a barrier ignores a release below its own attempt), and it must
 		 * not hold back the new attempt's decision. */
@@ -406,7 +418,7 @@ static int targeted_job(const struct group_tracker *t, const struct group_pod *p
 
 static void fill_record(struct record *r, const struct group_pod *pod)
 {
-	uint8_t keep = r->flags & (REC_SEEN | REC_STARTED | REC_TRACKED);
+	uint8_t keep = r->flags & (REC_SEEN | REC_STARTED | REC_TRACKED | REC_TIMED_OUT);
 
 	r->flags = keep;
 	if (pod->has_resource_version)
@@ -524,9 +536,9 @@ void group_tracker_relist_end(struct group_tracker *tracker)
 	recount(tracker, 0, 0);
 }
 
-void group_tracker_decide(struct group_tracker *tracker, struct group_decision *decision)
+void group_tracker_peek(const struct group_tracker *tracker, struct group_decision *decision)
 {
-	struct group_tracker *t = tracker;
+	const struct group_tracker *t = tracker;
 
 	memset(decision, 0, sizeof(*decision));
 	decision->attempt = t->attempt;
@@ -536,6 +548,7 @@ void group_tracker_decide(struct group_tracker *tracker, struct group_decision *
 	decision->has_starts = t->has_starts;
 	decision->first_start = t->first_start;
 	decision->last_start = t->last_start;
+	decision->timeouts = t->timeouts;
 	if (!t->has_config || t->expected == 0)
 		decision->action = GROUP_ACTION_IDLE;
 	else if (!t->listed || t->relisting || !t->release_known)
@@ -548,10 +561,16 @@ void group_tracker_decide(struct group_tracker *tracker, struct group_decision *
 		decision->action = GROUP_ACTION_ANOMALY;
 	else if (t->started < t->expected)
 		decision->action = GROUP_ACTION_WAIT;
-	else {
+	else
 		decision->action = GROUP_ACTION_RELEASE;
-		t->pending = 1;
-		t->pending_attempt = t->attempt;
+}
+
+void group_tracker_decide(struct group_tracker *tracker, struct group_decision *decision)
+{
+	group_tracker_peek(tracker, decision);
+	if (decision->action == GROUP_ACTION_RELEASE) {
+		tracker->pending = 1;
+		tracker->pending_attempt = tracker->attempt;
 	}
 }
 
@@ -574,6 +593,14 @@ int group_tracker_foreach_started(const struct group_tracker *tracker,
 				return rc;
 		}
 	return 0;
+}
+
+uint64_t group_tracker_take_timeouts(struct group_tracker *tracker)
+{
+	uint64_t taken = tracker->timeouts_untaken;
+
+	tracker->timeouts_untaken = 0;
+	return taken;
 }
 
 size_t group_tracker_memory(const struct group_tracker *tracker)

@@ -144,11 +144,16 @@ struct group_decision {
 	int has_starts; /* first_start/last_start are set */
 	uint64_t first_start; /* seq of the first pod of this attempt to become started */
 	uint64_t last_start; /* seq of the latest one */
+	uint64_t timeouts; /* pods of the current attempt whose barrier timed out (exit code 3) */
 };
 
 /* Fills *decision from the current state; on RELEASE marks the attempt
  * pending as described at the top. */
 void group_tracker_decide(struct group_tracker *tracker, struct group_decision *decision);
+
+/* The same answer as decide() would give, without marking anything: for
+ * reports (metrics) that must not change what the controller does. */
+void group_tracker_peek(const struct group_tracker *tracker, struct group_decision *decision);
 
 /* The write of the release of `attempt` succeeded: same as set_released(). */
 void group_tracker_release_done(struct group_tracker *tracker, uint32_t attempt);
@@ -169,6 +174,12 @@ struct group_started_pod {
 int group_tracker_foreach_started(const struct group_tracker *tracker,
 				  int (*fn)(const struct group_started_pod *pod, void *context),
 				  void *context);
+
+/* Pods whose barrier was first seen timed out (GROUP_BARRIER_TIMED_OUT)
+ * since the previous call, of any attempt; each pod is counted once in the
+ * tracker's life. Lets the caller report timeouts exactly once. A new
+ * tracker (after a controller restart) counts the pods it finds again. */
+uint64_t group_tracker_take_timeouts(struct group_tracker *tracker);
 
 /* Bytes the tracker has allocated now (records, table, itself), as requested
  * from malloc; allocator overhead comes on top (see group_core.md). */

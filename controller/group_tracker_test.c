@@ -46,7 +46,18 @@ static void make_jobset(struct group_jobset *js, uint32_t replicas, uint32_t par
 }
 
 /* Lifecycle stages of a worker pod, in the order the watch reports them. */
-enum stage { PENDING, BOUND, WAITING, RUNNING, PASSED, MAIN_RUNNING, FAILED_BARRIER, POD_FAILED, DELETING };
+enum stage {
+	PENDING,
+	BOUND,
+	WAITING,
+	RUNNING,
+	PASSED,
+	MAIN_RUNNING,
+	FAILED_BARRIER,
+	TIMED_OUT,
+	POD_FAILED,
+	DELETING
+};
 
 static void make_pod(struct group_pod *p, int index, uint32_t attempt, enum stage stage, uint64_t rv)
 {
@@ -84,6 +95,10 @@ static void make_pod(struct group_pod *p, int index, uint32_t attempt, enum stag
 		break;
 	case FAILED_BARRIER:
 		p->barrier = GROUP_BARRIER_FAILED;
+		break;
+	case TIMED_OUT:
+		p->barrier = GROUP_BARRIER_TIMED_OUT;
+		p->phase = GROUP_PHASE_FAILED;
 		break;
 	case POD_FAILED:
 		p->barrier = GROUP_BARRIER_RUNNING;
@@ -148,7 +163,8 @@ static void started_semantics(void **state)
 		{ RUNNING, 1 }, /* at the barrier */
 		{ PASSED, 1 }, /* past it */
 		{ MAIN_RUNNING, 1 }, /* past it, main container running */
-		{ FAILED_BARRIER, 0 }, /* timed out or broke */
+		{ FAILED_BARRIER, 0 }, /* broke */
+		{ TIMED_OUT, 0 }, /* timed out */
 		{ POD_FAILED, 0 }, /* phase Failed */
 		{ DELETING, 0 }, /* deletionTimestamp set */
 	};
@@ -788,6 +804,52 @@ static void foreach_started_pods(void **state)
 	group_tracker_free(t);
 }
 
+/* Each pod whose barrier timed out is reported once, however often its
+ * status is seen again (updates, duplicates, a re-list); a new attempt
+ * starts its own count. */
+static void timeouts_are_counted_once(void **state)
+{
+	struct group_jobset js;
+	struct group_tracker *t;
+	struct group_decision d;
+
+	(void)state;
+	make_jobset(&js, 1, 4, 1, 0);
+	t = ready_tracker(&js);
+	apply(t, 1, 0, RUNNING, 10, GROUP_EVENT_ADDED);
+	apply(t, 2, 0, RUNNING, 11, GROUP_EVENT_ADDED);
+	assert_int_equal(group_tracker_take_timeouts(t), 0);
+	apply(t, 1, 0, TIMED_OUT, 20, GROUP_EVENT_MODIFIED);
+	apply(t, 1, 0, TIMED_OUT, 20, GROUP_EVENT_MODIFIED); /* duplicate */
+	apply(t, 1, 0, TIMED_OUT, 21, GROUP_EVENT_MODIFIED); /* a later update, same state */
+	apply(t, 2, 0, FAILED_BARRIER, 22, GROUP_EVENT_MODIFIED); /* failed, not timed out */
+	decide(t, &d);
+	assert_int_equal(d.timeouts, 1);
+	assert_int_equal(d.started, 0);
+	assert_int_equal(group_tracker_take_timeouts(t), 1);
+	assert_int_equal(group_tracker_take_timeouts(t), 0);
+	/* A re-list that still holds the pod does not count it again. */
+	group_tracker_relist_begin(t);
+	apply(t, 1, 0, TIMED_OUT, 21, GROUP_EVENT_ADDED);
+	group_tracker_relist_end(t);
+	assert_int_equal(group_tracker_take_timeouts(t), 0);
+	/* Its deletion does not undo it either. */
+	apply(t, 1, 0, TIMED_OUT, 30, GROUP_EVENT_DELETED);
+	decide(t, &d);
+	assert_int_equal(d.timeouts, 1);
+	/* The next attempt counts its own. */
+	make_jobset(&js, 1, 4, 1, 1);
+	assert_int_equal(group_tracker_set_jobset(t, &js, 40, &(char *){ NULL }), 0);
+	decide(t, &d);
+	assert_int_equal(d.timeouts, 0);
+	apply(t, 5, 1, TIMED_OUT, 41, GROUP_EVENT_ADDED);
+	apply(t, 6, 0, TIMED_OUT, 42, GROUP_EVENT_ADDED); /* the old attempt's: ignored */
+	decide(t, &d);
+	assert_int_equal(d.timeouts, 1);
+	assert_int_equal(group_tracker_take_timeouts(t), 1);
+	group_tracker_free(t);
+}
+
 static void memory_per_pod_is_small(void **state)
 {
 	struct group_jobset js;
@@ -843,6 +905,7 @@ int main(void)
 		cmocka_unit_test(jobset_changes),
 		cmocka_unit_test(capacity_is_bounded),
 		cmocka_unit_test(foreach_started_pods),
+		cmocka_unit_test(timeouts_are_counted_once),
 		cmocka_unit_test(memory_per_pod_is_small),
 		cmocka_unit_test(names_of_actions),
 	};

@@ -27,7 +27,35 @@ struct kube_client {
 	size_t max_watch_line;
 	unsigned max_retries;
 	uint64_t jitter_state;
+	struct {
+		_Atomic uint64_t requests, retries, watch_streams, relists, watch_events;
+		_Atomic uint64_t errors[KUBE_STATS_ERROR_SLOTS];
+	} stats;
 };
+
+static void stat_add(_Atomic uint64_t *counter)
+{
+	atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+}
+
+static void stat_error(struct kube_client *c, int err)
+{
+	if (err < 0 && -err < KUBE_STATS_ERROR_SLOTS)
+		stat_add(&c->stats.errors[-err]);
+}
+
+void kube_client_stats(const struct kube_client *client, struct kube_client_stats *out)
+{
+	struct kube_client *c = (struct kube_client *)client; /* atomic loads need a non-const object */
+
+	out->requests = atomic_load_explicit(&c->stats.requests, memory_order_relaxed);
+	out->retries = atomic_load_explicit(&c->stats.retries, memory_order_relaxed);
+	out->watch_streams = atomic_load_explicit(&c->stats.watch_streams, memory_order_relaxed);
+	out->relists = atomic_load_explicit(&c->stats.relists, memory_order_relaxed);
+	out->watch_events = atomic_load_explicit(&c->stats.watch_events, memory_order_relaxed);
+	for (int i = 0; i < KUBE_STATS_ERROR_SLOTS; i++)
+		out->errors[i] = atomic_load_explicit(&c->stats.errors[i], memory_order_relaxed);
+}
 
 static uint64_t real_now_ns(void *arg)
 {
@@ -233,6 +261,7 @@ static int request(struct kube_client *c, enum kube_method method, const char *p
 		free(attempt_cause);
 		attempt_cause = NULL;
 		throttle(c, NULL);
+		stat_add(&c->stats.requests);
 		err = c->ops->send(c->ctx, &req, &resp, &attempt_cause);
 		if (err == KUBE_OK) {
 			err = kube_err_from_http(resp.status);
@@ -240,8 +269,10 @@ static int request(struct kube_client *c, enum kube_method method, const char *p
 				http_failure(err, method, path, resp.status, resp.body, resp.body_len,
 					     &attempt_cause);
 		}
+		stat_error(c, err);
 		if (!kube_err_is_transient(err) || attempt >= c->max_retries)
 			break;
+		stat_add(&c->stats.retries);
 		free(resp.body);
 		resp.body = NULL;
 		pause_ns(c, backoff_ns(c, attempt, KUBE_BACKOFF_MAX_MS), NULL);
@@ -541,6 +572,7 @@ out:
 
 struct watch_state {
 	const struct kube_watch_callbacks *cb;
+	struct kube_client *client;
 	char rv[KUBE_RESOURCE_VERSION_MAX];
 	int relist; /* the stream showed the watch cannot go on: list again */
 	int finished; /* a callback asked to end kube_watch_run */
@@ -568,8 +600,11 @@ static int on_watch_line(void *arg, const char *line, size_t len)
 	}
 	memcpy(ws->rv, ev.resource_version, sizeof(ws->rv));
 	r = 0;
-	if (ev.type != KUBE_WATCH_BOOKMARK && ws->cb->on_event)
-		r = ws->cb->on_event(ws->cb->arg, ev.type, ev.object);
+	if (ev.type != KUBE_WATCH_BOOKMARK) {
+		stat_add(&ws->client->stats.watch_events);
+		if (ws->cb->on_event)
+			r = ws->cb->on_event(ws->cb->arg, ev.type, ev.object);
+	}
 	kube_watch_event_clear(&ev);
 	if (r) {
 		ws->finished = 1;
@@ -609,6 +644,7 @@ static int relist(struct kube_client *c, const char *path, const struct kube_sel
 	char *rv = NULL;
 	int r, err;
 
+	stat_add(&c->stats.relists);
 	if (cb->on_relist_begin && (r = cb->on_relist_begin(cb->arg))) {
 		ws->finished = 1;
 		ws->result = r < 0 ? r : KUBE_OK;
@@ -637,7 +673,7 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 		   unsigned page_size, const struct kube_watch_callbacks *callbacks, const atomic_int *stop,
 		   char **cause)
 {
-	struct watch_state ws = { .cb = callbacks };
+	struct watch_state ws = { .cb = callbacks, .client = client };
 	struct path_buf *pb = NULL;
 	unsigned failures = 0;
 	int need_list = 1, err = KUBE_OK;
@@ -693,6 +729,8 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 		free(ws.cause);
 		ws.cause = NULL;
 		ws.relist = 0;
+		stat_add(&client->stats.requests);
+		stat_add(&client->stats.watch_streams);
 		/* The server closes the watch after timeoutSeconds; a connection
 		 * silent well past that is dead. */
 		err = client->ops->stream(client->ctx, &req, client->max_watch_line,
@@ -708,6 +746,8 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 			err = http_failure(kube_err_from_http(status), KUBE_METHOD_GET, req.path, status,
 					   error_body, error_body ? strlen(error_body) : 0, &step_cause);
 		}
+		if (err != KUBE_OK && err != KUBE_ETIMEOUT)
+			stat_error(client, err);
 		free(error_body);
 		if (ws.relist || err == KUBE_EGONE || err == KUBE_ETOOBIG) {
 			/* Consecutive re-lists back off too: a server that keeps

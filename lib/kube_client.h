@@ -77,6 +77,24 @@ int kube_client_new(const struct kube_config *cfg, const struct kube_transport *
 
 void kube_client_free(struct kube_client *client);
 
+/* What a client has done since it was made, for metrics. Counters only
+ * grow; another thread may read them at any time (kube_client_stats). */
+#define KUBE_STATS_ERROR_SLOTS 32
+struct kube_client_stats {
+	uint64_t requests; /* requests sent, each retry and each watch stream included */
+	uint64_t retries; /* requests repeated after a transient failure */
+	/* Failed requests by code: errors[-err] for a kube_err err (KUBE_ENOTFOUND,
+	 * KUBE_ECONFLICT... are counted too: the caller decides what they mean). */
+	uint64_t errors[KUBE_STATS_ERROR_SLOTS];
+	uint64_t watch_streams; /* watch connections opened */
+	uint64_t relists; /* LISTs begun by kube_watch_run, the first one included */
+	uint64_t watch_events; /* ADDED, MODIFIED and DELETED events delivered */
+};
+
+/* Copies the client's counters into *out. Safe from any thread while the
+ * client is in use by its own (each counter is read atomically). */
+void kube_client_stats(const struct kube_client *client, struct kube_client_stats *out);
+
 /* GET path; on success *out is the parsed object, owned by the caller. */
 int kube_get(struct kube_client *client, const char *path, cJSON **out, char **cause);
 

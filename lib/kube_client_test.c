@@ -336,6 +336,18 @@ static void server_errors_are_retried_with_backoff(void **state)
 	/* The cause is the last attempt's. */
 	assert_non_null(strstr(cause, "HTTP 502: boom 4"));
 	free(cause);
+	{
+		struct kube_client_stats stats;
+
+		kube_client_stats(c, &stats);
+		assert_int_equal(stats.requests, 8);
+		assert_int_equal(stats.retries, 6);
+		assert_int_equal(stats.errors[-KUBE_ESERVER], 5);
+		assert_int_equal(stats.errors[-KUBE_ETRANSPORT], 1);
+		assert_int_equal(stats.errors[-KUBE_ETHROTTLED], 1);
+		assert_int_equal(stats.errors[0], 0);
+		assert_int_equal(stats.watch_streams, 0);
+	}
 	kube_client_free(c);
 	fake_free(&f);
 }
@@ -761,6 +773,18 @@ static void watch_full_story(void **state)
 	assert_non_null(strstr(f.paths[10], "resourceVersion=401&"));
 	assert_string_equal(f.paths[11], "/api/v1/configmaps?limit=50&labelSelector=app%3Dx");
 	assert_non_null(strstr(f.paths[12], "resourceVersion=500&"));
+	{
+		struct kube_client_stats stats;
+
+		kube_client_stats(c, &stats);
+		assert_int_equal(stats.relists, 5);
+		assert_int_equal(stats.watch_streams, 8);
+		assert_int_equal(stats.requests, 13);
+		assert_int_equal(stats.watch_events, 4);
+		assert_int_equal(stats.errors[-KUBE_EGONE], 1);
+		assert_int_equal(stats.errors[-KUBE_ETRANSPORT], 1);
+		assert_int_equal(stats.errors[-KUBE_ETOOBIG], 1);
+	}
 	kube_client_free(c);
 	fake_free(&f);
 }
