@@ -67,17 +67,21 @@ initbarrier/barrier_listen_fuzz_SRCS := initbarrier/barrier_listen_fuzz.c initba
 	initbarrier/barrier_core.c lib/mlog.c lib/release_line.c
 
 # The Kubernetes API client (lib/kube_client.md).
-KUBE_SRCS := lib/kube_client.c lib/kube_curl.c lib/kube_config.c lib/kube_ratelimit.c lib/kube_error.c
+KUBE_SRCS := lib/kube_client.c lib/kube_curl.c lib/kube_config.c lib/kube_ratelimit.c lib/kube_error.c \
+	lib/json_arena.c
 KUBE_LIBS := -lcurl -lcjson -lyaml
-UNIT_TESTS += lib/kube_client_test lib/kube_config_test
+UNIT_TESTS += lib/kube_client_test lib/kube_config_test lib/json_arena_test
 lib/kube_client_test_SRCS := lib/kube_client_test.c lib/kube_client.c lib/kube_config.c \
-	lib/kube_ratelimit.c lib/kube_error.c
-lib/kube_client_test_LIBS := $(KUBE_LIBS)
+	lib/kube_ratelimit.c lib/kube_error.c lib/json_arena.c
+lib/kube_client_test_LIBS := $(KUBE_LIBS) -pthread
+lib/json_arena_test_SRCS := lib/json_arena_test.c lib/json_arena.c
+lib/json_arena_test_LIBS := -lcjson -pthread
 lib/kube_config_test_SRCS := lib/kube_config_test.c lib/kube_config.c lib/kube_error.c
 lib/kube_config_test_LIBS := -lyaml
 FUZZERS += lib/kube_watch_fuzz lib/kube_config_fuzz
-lib/kube_watch_fuzz_SRCS := lib/kube_watch_fuzz.c lib/kube_client.c lib/kube_ratelimit.c lib/kube_error.c
-lib/kube_watch_fuzz_LIBS := -lcjson
+lib/kube_watch_fuzz_SRCS := lib/kube_watch_fuzz.c lib/kube_client.c lib/kube_ratelimit.c lib/kube_error.c \
+	lib/json_arena.c
+lib/kube_watch_fuzz_LIBS := -lcjson -pthread
 lib/kube_config_fuzz_SRCS := lib/kube_config_fuzz.c lib/kube_config.c lib/kube_error.c
 lib/kube_config_fuzz_LIBS := -lyaml
 # C tests against the real control plane, run by `make e2e`.
@@ -103,6 +107,12 @@ controller/group_decode_fuzz_LIBS := $(GROUP_CORE_LIBS)
 # The controller (controller/controller.md): host libc, dynamically linked.
 CONTROLLER_SRCS := controller/main.c controller/controller_group.c $(GROUP_CORE_SRCS) \
 	controller/push_fanout.c $(KUBE_SRCS) lib/mlog.c lib/release_line.c
+
+# The controller's event rate, replaying a watch stream recorded by e2e/bench/release_latency.py.
+BENCHES += controller/replay_bench
+controller/replay_bench_SRCS := controller/replay_bench.c controller/controller_group.c $(GROUP_CORE_SRCS) \
+	controller/push_fanout.c $(KUBE_SRCS) lib/mlog.c lib/release_line.c
+controller/replay_bench_LIBS := $(KUBE_LIBS) -lm -pthread
 
 BINARIES := bin/muster-barrier bin/muster-controller
 

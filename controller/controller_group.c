@@ -139,10 +139,15 @@ static void api_free(struct api *api)
 	api->curl = NULL;
 }
 
-static int api_new(const struct kube_config *cfg, struct api *api, char **cause)
+static int api_new(const struct kube_config *cfg, const struct controller_group_options *options, struct api *api,
+		   char **cause)
 {
-	int err = kube_curl_new(cfg, &api->curl, cause);
+	int err;
 
+	if (options->transport)
+		return kube_client_new(cfg, options->transport, options->transport_ctx, NULL, &api->client,
+				       cause);
+	err = kube_curl_new(cfg, &api->curl, cause);
 	if (!err)
 		err = kube_client_new(cfg, &kube_curl_transport, api->curl, NULL, &api->client, cause);
 	if (err)
@@ -1252,8 +1257,10 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 		free(group);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot make a condition variable");
 	}
-	if ((err = api_new(cfg, &group->jobset_api, cause)) || (err = api_new(cfg, &group->pod_api, cause)) ||
-	    (err = api_new(cfg, &group->write_api, cause)) || (err = api_new(cfg, &group->side_api, cause))) {
+	if ((err = api_new(cfg, options, &group->jobset_api, cause)) ||
+	    (err = api_new(cfg, options, &group->pod_api, cause)) ||
+	    (err = api_new(cfg, options, &group->write_api, cause)) ||
+	    (err = api_new(cfg, options, &group->side_api, cause))) {
 		controller_group_free(group);
 		return err;
 	}

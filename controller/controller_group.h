@@ -71,6 +71,11 @@ struct controller_group_options {
 	int push_target_timeout_ms;
 	int push_total_timeout_ms;
 	const struct controller_group_observer *observer; /* NULL: none; must outlive the group */
+	/* NULL: libcurl to the configured server. Benchmarks and tests put a
+	 * fake here; it is shared by the four clients, so it must be
+	 * thread-safe. */
+	const struct kube_transport *transport;
+	void *transport_ctx;
 };
 
 struct controller_group;

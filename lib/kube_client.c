@@ -9,6 +9,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kube_client.h"
+
+#include "json_arena.h"
 #include "kube_ratelimit.h"
 
 #include <stdio.h>
@@ -83,6 +85,7 @@ int kube_client_new(const struct kube_config *cfg, const struct kube_transport *
 	*out = NULL;
 	if (!cfg || !ops || !ops->send || !ops->stream)
 		return kube_cause(cause, KUBE_EINVAL, "kube_client_new needs a config and a transport");
+	json_arena_install();
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return KUBE_ENOMEM;
@@ -584,9 +587,15 @@ static int on_watch_line(void *arg, const char *line, size_t len)
 {
 	struct watch_state *ws = arg;
 	struct kube_watch_event ev;
-	int r;
+	int r, err;
 
-	if (kube_watch_parse_event(line, len, &ev, &ws->cause) != KUBE_OK) {
+	/* The event's tree lives until kube_watch_event_clear below: it can
+	 * come from the thread's arena (json_arena.h), which is reset after. */
+	json_arena_begin();
+	err = kube_watch_parse_event(line, len, &ev, &ws->cause);
+	json_arena_end();
+	if (err != KUBE_OK) {
+		json_arena_reset();
 		ws->relist = 1;
 		return 1;
 	}
@@ -596,6 +605,7 @@ static int on_watch_line(void *arg, const char *line, size_t len)
 		kube_cause(&ws->cause, KUBE_EGONE, "watch ERROR event with code %ld", ev.code);
 		ws->relist = 1;
 		kube_watch_event_clear(&ev);
+		json_arena_reset();
 		return 1;
 	}
 	memcpy(ws->rv, ev.resource_version, sizeof(ws->rv));
@@ -606,6 +616,7 @@ static int on_watch_line(void *arg, const char *line, size_t len)
 			r = ws->cb->on_event(ws->cb->arg, ev.type, ev.object);
 	}
 	kube_watch_event_clear(&ev);
+	json_arena_reset();
 	if (r) {
 		ws->finished = 1;
 		ws->result = r < 0 ? r : KUBE_OK;
