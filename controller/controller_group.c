@@ -139,8 +139,8 @@ static void api_free(struct api *api)
 	api->curl = NULL;
 }
 
-static int api_new(const struct kube_config *cfg, const struct controller_group_options *options, struct api *api,
-		   char **cause)
+static int api_new(const struct kube_config *cfg, const struct controller_group_options *options,
+		   struct api *api, char **cause)
 {
 	int err;
 
