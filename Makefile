@@ -88,6 +88,14 @@ lib/kube_config_fuzz_LIBS := -lyaml
 E2E_C_TESTS := lib/kube_client_e2e_test
 lib/kube_client_e2e_test_SRCS := lib/kube_client_e2e_test.c $(KUBE_SRCS)
 lib/kube_client_e2e_test_LIBS := $(KUBE_LIBS) -pthread
+# Leader election on a Lease (lib/kube_lease.h).
+UNIT_TESTS += lib/kube_lease_test
+lib/kube_lease_test_SRCS := lib/kube_lease_test.c lib/kube_lease.c lib/kube_client.c lib/kube_config.c \
+	lib/kube_ratelimit.c lib/kube_error.c lib/json_arena.c lib/mlog.c
+lib/kube_lease_test_LIBS := $(KUBE_LIBS) -pthread
+E2E_C_TESTS += lib/kube_lease_e2e_test
+lib/kube_lease_e2e_test_SRCS := lib/kube_lease_e2e_test.c lib/kube_lease.c lib/mlog.c $(KUBE_SRCS)
+lib/kube_lease_e2e_test_LIBS := $(KUBE_LIBS) -pthread
 
 # Group-start core of the controller: decode, expected count, tracker (controller/group_core.md).
 GROUP_CORE_SRCS := controller/group_decode.c controller/group_expect.c controller/group_tracker.c

@@ -32,7 +32,8 @@
 	X(KUBE_ETHROTTLED, -14, "too many requests (HTTP 429)")                                              \
 	X(KUBE_ESERVER, -15, "API server error (HTTP 5xx)")                                                  \
 	X(KUBE_ESTOPPED, -16, "stopped on request")                                                          \
-	X(KUBE_EIO, -17, "local file could not be read")
+	X(KUBE_EIO, -17, "local file could not be read")                                                     \
+	X(KUBE_ELOST, -18, "leadership lost: the lease was taken or not renewed in time")
 
 enum kube_err {
 #define KUBE_ERR_ENUM(name, value, message) name = value,
