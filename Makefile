@@ -97,6 +97,18 @@ E2E_C_TESTS += lib/kube_lease_e2e_test
 lib/kube_lease_e2e_test_SRCS := lib/kube_lease_e2e_test.c lib/kube_lease.c lib/mlog.c $(KUBE_SRCS)
 lib/kube_lease_e2e_test_LIBS := $(KUBE_LIBS) -pthread
 
+# Metrics registry and the /metrics, /healthz, /readyz server (lib/metrics.h, lib/http_serve.h).
+HTTP_SERVE_SRCS := lib/http_serve.c lib/metrics.c lib/mlog.c
+HTTP_SERVE_LIBS := -lmicrohttpd -pthread -lm
+UNIT_TESTS += lib/metrics_test lib/http_serve_test
+lib/metrics_test_SRCS := lib/metrics_test.c lib/metrics.c
+lib/metrics_test_LIBS := -pthread -lm
+lib/http_serve_test_SRCS := lib/http_serve_test.c $(HTTP_SERVE_SRCS)
+lib/http_serve_test_LIBS := $(HTTP_SERVE_LIBS) -lcurl
+FUZZERS += lib/http_listen_fuzz
+lib/http_listen_fuzz_SRCS := lib/http_listen_fuzz.c $(HTTP_SERVE_SRCS)
+lib/http_listen_fuzz_LIBS := $(HTTP_SERVE_LIBS)
+
 # Group-start core of the controller: decode, expected count, tracker (controller/group_core.md).
 GROUP_CORE_SRCS := controller/group_decode.c controller/group_expect.c controller/group_tracker.c
 GROUP_CORE_LIBS := -lcjson -lm
