@@ -126,7 +126,8 @@ controller/group_decode_fuzz_LIBS := $(GROUP_CORE_LIBS)
 
 # The controller (controller/controller.md): host libc, dynamically linked.
 CONTROLLER_SRCS := controller/main.c controller/controller_group.c $(GROUP_CORE_SRCS) \
-	controller/push_fanout.c $(KUBE_SRCS) lib/mlog.c lib/release_line.c
+	controller/push_fanout.c $(KUBE_SRCS) lib/kube_lease.c lib/http_serve.c lib/metrics.c lib/mlog.c \
+	lib/release_line.c
 
 # The controller's event rate, replaying a watch stream recorded by e2e/bench/release_latency.py.
 BENCHES += controller/replay_bench
@@ -147,7 +148,7 @@ bin/muster-barrier: $(BARRIER_MUSL_OBJS)
 
 bin/muster-controller: $(CONTROLLER_SRCS:%.c=build/host/%.o)
 	@mkdir -p $(@D)
-	$(CC) $(OPT_CFLAGS) -pthread $(LDFLAGS) -o $@ $^ $(KUBE_LIBS) -lm
+	$(CC) $(OPT_CFLAGS) -pthread $(LDFLAGS) -o $@ $^ $(KUBE_LIBS) -lmicrohttpd -lm
 
 build/musl/%.o: %.c
 	@mkdir -p $(@D)

@@ -1,20 +1,29 @@
 /*
  * muster-controller: gives a group-scheduled JobSet a gang start. Parses the
- * flags, loads the API configuration, and runs the group-start loop
- * (controller_group) until SIGTERM or SIGINT. See controller/controller.md.
+ * flags, loads the API configuration, serves /metrics, /healthz and /readyz,
+ * takes the leader Lease (unless --leader-elect=false) and runs the
+ * group-start loop (controller_group) until SIGTERM or SIGINT, or until the
+ * Lease is lost. See controller/controller.md.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "controller_group.h"
+#include "http_serve.h"
 #include "kube_config.h"
+#include "kube_curl.h"
 #include "kube_error.h"
+#include "kube_lease.h"
+#include "metrics.h"
 #include "mlog.h"
 
 static atomic_int stop_requested;
@@ -27,19 +36,36 @@ static void on_signal(int signal_number)
 
 static void usage(FILE *out)
 {
-	fputs("usage: muster-controller [--kubeconfig PATH] [--namespace NS] [--push-port 9443]\n"
-	      "                         [--push-parallelism 256] [--push-timeout-ms 2000]\n"
+	fputs("usage: muster-controller [flags]\n"
 	      "\n"
 	      "Releases the barrier of every group-scheduled JobSet once all its pods have started:\n"
 	      "writes the ConfigMap <jobset>-group-scheduling (data.started) and pushes the release\n"
 	      "to each pod's barrier at POD_IP:push-port.\n"
 	      "\n"
-	      "  --kubeconfig PATH      kubeconfig to use (default: in-cluster service account)\n"
-	      "  --namespace NS         watch only this namespace (default: all)\n"
-	      "  --push-port N          the barrier's port (default 9443)\n"
-	      "  --push-parallelism N   push connections in flight, 1..4096 (default 256)\n"
-	      "  --push-timeout-ms N    time per pushed pod (default 2000; the whole push gets 5x)\n"
-	      "  --help                 this text\n",
+	      "API server\n"
+	      "  --kubeconfig PATH        kubeconfig to use (default: in-cluster service account,\n"
+	      "                           from KUBERNETES_SERVICE_HOST/PORT and the mounted token)\n"
+	      "  --namespace NS           watch only this namespace (default: all)\n"
+	      "  --kube-qps N             client-side requests per second per client (default 50; 0: no limit)\n"
+	      "  --kube-burst N           burst above that rate (default 100)\n"
+	      "Release\n"
+	      "  --push-port N            the barrier's port (default 9443)\n"
+	      "  --push-parallelism N     push connections in flight, 1..4096 (default 256)\n"
+	      "  --push-timeout-ms N      time per pushed pod (default 2000; the whole push gets 5x)\n"
+	      "Leader election (a coordination.k8s.io/v1 Lease; one replica acts, the others wait)\n"
+	      "  --leader-elect BOOL      true (default) or false: act at once, alone\n"
+	      "  --lease-name NAME        default muster-controller\n"
+	      "  --lease-namespace NS     default $POD_NAMESPACE, else the --namespace value, else default\n"
+	      "  --lease-duration S       seconds a standby waits before taking an unrenewed lease (default 15)\n"
+	      "  --renew-deadline S       seconds the leader keeps trying to renew before it stops (default 10)\n"
+	      "  --retry-period S         seconds between tries (default 2)\n"
+	      "Endpoints\n"
+	      "  --metrics-addr [A:]PORT  serve /metrics, /healthz, /readyz over HTTP (default :8080; 0: off)\n"
+	      "  --help                   this text\n"
+	      "\n"
+	      "Environment: POD_NAME (the leader identity; default hostname_pid), POD_NAMESPACE.\n"
+	      "Exit codes: 0 stopped by SIGTERM/SIGINT; 1 configuration, a watch that failed for good\n"
+	      "(401/403, 404: is the JobSet CRD installed?), or the Lease lost; 2 bad flags.\n",
 	      out);
 }
 
@@ -52,6 +78,205 @@ static int parse_number(const char *text, unsigned long min, unsigned long max, 
 	return errno || end == text || *end || *out < min || *out > max || text[0] == '-' ? -1 : 0;
 }
 
+static int parse_bool(const char *text, int *out)
+{
+	if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0)
+		*out = 1;
+	else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0)
+		*out = 0;
+	else
+		return -1;
+	return 0;
+}
+
+/* ---- metrics ---- */
+
+struct app {
+	struct controller_group *group;
+	struct kube_lease *lease; /* NULL without leader election */
+	struct metrics_histogram *release_written, *release_pushed;
+};
+
+static void observe_released(void *arg, double seconds)
+{
+	struct app *app = arg;
+
+	metrics_histogram_observe(app->release_written, seconds);
+}
+
+static void observe_pushed(void *arg, double seconds)
+{
+	struct app *app = arg;
+
+	metrics_histogram_observe(app->release_pushed, seconds);
+}
+
+struct collect_jobsets {
+	struct metrics_writer *writer;
+	size_t jobsets;
+	uint64_t records, bytes;
+};
+
+static void collect_jobset(void *arg, const struct controller_jobset_view *view)
+{
+	struct collect_jobsets *c = arg;
+	struct metrics_label labels[] = { { "namespace", view->namespace }, { "jobset", view->name } };
+	const struct group_decision *d = &view->decision;
+
+	c->jobsets++;
+	c->records += view->pod_records;
+	c->bytes += view->pod_bytes;
+	metrics_write_gauge(c->writer, "muster_group_pods_started",
+			    "Pods of the current restart attempt counted as started", labels, 2,
+			    (double)d->started);
+	metrics_write_gauge(c->writer, "muster_group_pods_expected",
+			    "Pods the group waits for (the target replicated jobs' count)", labels, 2,
+			    (double)d->expected);
+	metrics_write_gauge(c->writer, "muster_group_attempt", "The JobSet's current restart attempt", labels,
+			    2, (double)d->attempt);
+	metrics_write_gauge(c->writer, "muster_group_released", "1 when the current attempt is released",
+			    labels, 2, d->action == GROUP_ACTION_RELEASED ? 1.0 : 0.0);
+	metrics_write_gauge(c->writer, "muster_group_barrier_timeouts",
+			    "Pods of the current attempt whose barrier timed out", labels, 2,
+			    (double)d->timeouts);
+}
+
+static int collect(void *arg, struct metrics_writer *w)
+{
+	static const char *const api_names[CONTROLLER_API_COUNT] = { "jobsets", "pods", "writes", "events" };
+	struct app *app = arg;
+	struct controller_group_stats stats;
+	struct collect_jobsets jobsets = { .writer = w };
+	struct metrics_label result[1] = { { "result", NULL } };
+	const char *const results[] = { "ok", "refused", "unreachable", "timeout", "pending" };
+
+	controller_group_stats(app->group, &stats);
+	metrics_write_counter(w, "muster_releases_total", "Releases written (ConfigMap data.started)", NULL,
+			      0, (double)stats.releases);
+	metrics_write_counter(w, "muster_release_failures_total",
+			      "Release writes that failed and were retried", NULL, 0,
+			      (double)stats.release_failures);
+	metrics_write_counter(w, "muster_configmap_conflicts_total",
+			      "Releases held back by a ConfigMap this JobSet does not own", NULL, 0,
+			      (double)stats.configmap_conflicts);
+	metrics_write_counter(w, "muster_barrier_timeouts_total",
+			      "Pods whose barrier timed out (exit code 3)", NULL, 0,
+			      (double)stats.barrier_timeouts);
+	{
+		const uint64_t values[] = { stats.push_ok, stats.push_refused, stats.push_unreachable,
+					    stats.push_timeout, stats.push_pending };
+
+		for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+			result[0].value = results[i];
+			metrics_write_counter(w, "muster_push_results_total", "Barriers pushed, by outcome",
+					      result, 1, (double)values[i]);
+		}
+	}
+	metrics_write_counter(w, "muster_push_skipped_total", "Releases without a usable token (no push)",
+			      NULL, 0, (double)stats.push_skipped);
+	metrics_write_counter(w, "muster_side_jobs_dropped_total", "Pushes or Events not made (queue full)",
+			      NULL, 0, (double)stats.jobs_dropped);
+	for (int a = 0; a < CONTROLLER_API_COUNT; a++) {
+		const struct kube_client_stats *s = &stats.api[a];
+		struct metrics_label client[2] = { { "client", api_names[a] }, { "code", NULL } };
+
+		metrics_write_counter(w, "muster_api_requests_total", "API requests sent, retries included",
+				      client, 1, (double)s->requests);
+		metrics_write_counter(w, "muster_api_retries_total",
+				      "API requests repeated after a transient failure", client, 1,
+				      (double)s->retries);
+		for (int code = 1; code < KUBE_STATS_ERROR_SLOTS; code++) {
+			if (!s->errors[code])
+				continue;
+			client[1].value = kube_err_name(-code);
+			metrics_write_counter(w, "muster_api_errors_total", "Failed API requests by error",
+					      client, 2, (double)s->errors[code]);
+		}
+		if (a == CONTROLLER_API_JOBSETS || a == CONTROLLER_API_PODS) {
+			struct metrics_label watch[2] = { { "watch", api_names[a] },
+							  { "kind", "reconnect" } };
+
+			metrics_write_counter(
+				w, "muster_watch_restarts_total",
+				"Watch streams re-opened (reconnect) and re-lists after the first", watch, 2,
+				s->watch_streams > 1 ? (double)(s->watch_streams - 1) : 0.0);
+			watch[1].value = "relist";
+			metrics_write_counter(
+				w, "muster_watch_restarts_total",
+				"Watch streams re-opened (reconnect) and re-lists after the first", watch, 2,
+				s->relists > 1 ? (double)(s->relists - 1) : 0.0);
+			metrics_write_counter(w, "muster_watch_events_total", "Watch events received", watch,
+					      1, (double)s->watch_events);
+		}
+	}
+	metrics_write_gauge(w, "muster_leader", "1 while this replica holds the leader Lease (or runs alone)",
+			    NULL, 0, !app->lease || kube_lease_is_leader(app->lease) ? 1.0 : 0.0);
+	controller_group_foreach(app->group, collect_jobset, &jobsets);
+	metrics_write_gauge(w, "muster_jobsets_tracked", "Group-scheduled JobSets tracked", NULL, 0,
+			    (double)jobsets.jobsets);
+	metrics_write_gauge(w, "muster_tracked_pod_records", "Pod records held, tombstones included", NULL, 0,
+			    (double)jobsets.records);
+	return metrics_write_gauge(w, "muster_tracker_bytes", "Bytes the trackers hold", NULL, 0,
+				   (double)jobsets.bytes);
+}
+
+static int register_metrics(struct app *app, struct metrics_registry *registry, char **cause)
+{
+	static const double bounds[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+					 0.5,	1,	2.5,   5,    10,    30,	  60,  120 };
+	static const char help[] =
+		"Seconds from the group's last pod start to the release, by path: configmap "
+		"(written) or push (every barrier answered or gave up)";
+	struct metrics_label path = { "path", "configmap" };
+	int err;
+
+	err = metrics_histogram_register(registry, "muster_release_latency_seconds", help, &path, 1, bounds,
+					 sizeof(bounds) / sizeof(bounds[0]), &app->release_written, cause);
+	path.value = "push";
+	if (!err)
+		err = metrics_histogram_register(registry, "muster_release_latency_seconds", help, &path, 1,
+						 bounds, sizeof(bounds) / sizeof(bounds[0]),
+						 &app->release_pushed, cause);
+	if (!err)
+		err = metrics_collector_register(registry, collect, app, cause);
+	return err;
+}
+
+/* /readyz: the leader is ready once both watches have listed. A standby is
+ * ready: waiting for the Lease is its job (nothing routes traffic to it;
+ * readiness only gates rollouts). */
+static int check_ready(void *arg, char *reason, size_t size)
+{
+	struct app *app = arg;
+
+	if (app->lease && !kube_lease_is_leader(app->lease))
+		return 0;
+	return controller_group_ready(app->group, reason, size) ? 0 : -1;
+}
+
+/* ---- leader election ---- */
+
+struct holder {
+	pthread_t thread;
+	struct kube_lease *lease;
+	atomic_int stop; /* set after the controller stopped: release the Lease */
+	atomic_int lost;
+	int err;
+	char *cause;
+};
+
+static void *hold_main(void *arg)
+{
+	struct holder *h = arg;
+
+	h->err = kube_lease_hold(h->lease, &h->stop, &h->cause);
+	if (h->err == KUBE_ELOST) {
+		atomic_store(&h->lost, 1);
+		atomic_store(&stop_requested, 1); /* stop acting at once */
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	struct controller_group_options options = {
@@ -61,32 +286,55 @@ int main(int argc, char **argv)
 		.push_target_timeout_ms = 2000,
 		.push_total_timeout_ms = 10000,
 	};
-	const char *kubeconfig = NULL;
-	struct kube_config cfg;
-	struct controller_group *group = NULL;
+	struct controller_group_observer observer = { observe_released, observe_pushed, NULL };
+	struct app app = { 0 };
+	struct kube_lease_options lease_options = { .name = "muster-controller" };
+	const char *kubeconfig = NULL, *metrics_addr = ":8080";
+	unsigned long qps = 50, burst = 100, lease_s = 15, renew_s = 10, retry_s = 2;
+	int leader_elect = 1, err, exit_code = 0;
+	char identity[KUBE_LEASE_IDENTITY_MAX + 1];
+	struct kube_config cfg, lease_cfg;
+	struct kube_curl *lease_curl = NULL;
+	struct kube_client *lease_client = NULL;
+	struct metrics_registry *registry = NULL;
+	struct http_serve *server = NULL;
+	struct holder holder = { 0 };
+	int holding = 0;
 	struct sigaction action;
 	char *cause = NULL;
-	int err;
 
 	kube_config_defaults(&cfg);
 	for (int i = 1; i < argc; i++) {
 		const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
+		char *equals = strchr(flag, '=');
+		char name[64];
 		unsigned long number;
 
 		if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
 			usage(stdout);
 			return 0;
 		}
-		if (!value) {
+		/* --flag=value and --flag value */
+		if (equals && (size_t)(equals - flag) < sizeof(name)) {
+			memcpy(name, flag, (size_t)(equals - flag));
+			name[equals - flag] = '\0';
+			flag = name;
+			value = equals + 1;
+		} else if (!value) {
 			fprintf(stderr, "muster-controller: %s needs a value\n", flag);
 			usage(stderr);
 			return 2;
+		} else {
+			i++;
 		}
-		i++;
 		if (strcmp(flag, "--kubeconfig") == 0) {
 			kubeconfig = value;
 		} else if (strcmp(flag, "--namespace") == 0) {
 			options.namespace = value;
+		} else if (strcmp(flag, "--kube-qps") == 0 && !parse_number(value, 0, 100000, &number)) {
+			qps = number;
+		} else if (strcmp(flag, "--kube-burst") == 0 && !parse_number(value, 1, 100000, &number)) {
+			burst = number;
 		} else if (strcmp(flag, "--push-port") == 0 && !parse_number(value, 1, 65535, &number)) {
 			options.push_port = (uint16_t)number;
 		} else if (strcmp(flag, "--push-parallelism") == 0 &&
@@ -96,11 +344,29 @@ int main(int argc, char **argv)
 			   !parse_number(value, 1, 600000, &number)) {
 			options.push_target_timeout_ms = (int)number;
 			options.push_total_timeout_ms = (int)number * 5;
+		} else if (strcmp(flag, "--leader-elect") == 0 && !parse_bool(value, &leader_elect)) {
+		} else if (strcmp(flag, "--lease-name") == 0) {
+			lease_options.name = value;
+		} else if (strcmp(flag, "--lease-namespace") == 0) {
+			lease_options.namespace = value;
+		} else if (strcmp(flag, "--lease-duration") == 0 && !parse_number(value, 2, 86400, &number)) {
+			lease_s = number;
+		} else if (strcmp(flag, "--renew-deadline") == 0 && !parse_number(value, 1, 86400, &number)) {
+			renew_s = number;
+		} else if (strcmp(flag, "--retry-period") == 0 && !parse_number(value, 1, 86400, &number)) {
+			retry_s = number;
+		} else if (strcmp(flag, "--metrics-addr") == 0) {
+			metrics_addr = value;
 		} else {
 			fprintf(stderr, "muster-controller: bad flag or value: %s %s\n", flag, value);
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (leader_elect && !(retry_s < renew_s && renew_s < lease_s)) {
+		fprintf(stderr,
+			"muster-controller: need --retry-period < --renew-deadline < --lease-duration\n");
+		return 2;
 	}
 
 	mlog_init("controller", NULL, NULL);
@@ -115,19 +381,104 @@ int main(int argc, char **argv)
 			 : kube_config_in_cluster(NULL, &cfg, &cause);
 	if (err)
 		goto out;
-	err = controller_group_new(&cfg, &options, &group, &cause);
+	cfg.qps = (double)qps;
+	cfg.burst = (unsigned)burst;
+
+	observer.arg = &app;
+	options.observer = &observer;
+	err = controller_group_new(&cfg, &options, &app.group, &cause);
 	if (err)
 		goto out;
-	mlog(MLOG_INFO, "started", "namespace=%s push_port=%u push_parallelism=%zu",
-	     options.namespace ? options.namespace : "*", options.push_port, options.push_parallelism);
-	err = controller_group_run(group, &stop_requested, &cause);
+	if (metrics_registry_new(0, &registry) != 0 || register_metrics(&app, registry, &cause) != 0) {
+		err = kube_cause(&cause, KUBE_ENOMEM, "cannot set up the metrics");
+		goto out;
+	}
+	if (strcmp(metrics_addr, "0") != 0) {
+		struct http_serve_routes routes = { registry, NULL, check_ready, &app };
+
+		if (http_serve_start(metrics_addr, &routes, &server, &cause) != 0) {
+			err = KUBE_EINVAL;
+			goto out;
+		}
+	}
+
+	if (leader_elect) {
+		const char *pod = getenv("POD_NAME"), *pod_namespace = getenv("POD_NAMESPACE");
+		char host[64] = "muster";
+
+		if (pod && *pod) {
+			snprintf(identity, sizeof(identity), "%s", pod);
+		} else {
+			gethostname(host, sizeof(host) - 1);
+			snprintf(identity, sizeof(identity), "%s_%ld", host, (long)getpid());
+		}
+		if (!lease_options.namespace)
+			lease_options.namespace = pod_namespace && *pod_namespace ? pod_namespace
+						  : options.namespace		  ? options.namespace
+										  : "default";
+		lease_options.identity = identity;
+		lease_options.lease_duration_s = (unsigned)lease_s;
+		lease_options.renew_deadline_ms = (unsigned)renew_s * 1000u;
+		lease_options.retry_period_ms = (unsigned)retry_s * 1000u;
+		/* Its own client with short requests and no retries: a renewal
+		 * must not outlive the renew deadline inside one request. */
+		lease_cfg = cfg;
+		lease_cfg.request_timeout_ms = (long)(retry_s * 1000u);
+		lease_cfg.max_retries = 0;
+		if ((err = kube_curl_new(&lease_cfg, &lease_curl, &cause)) ||
+		    (err = kube_client_new(&lease_cfg, &kube_curl_transport, lease_curl, NULL, &lease_client,
+					   &cause)) ||
+		    (err = kube_lease_new(lease_client, &lease_options, NULL, &app.lease, &cause)))
+			goto out;
+		mlog(MLOG_INFO, "waiting-for-lease", "lease=%s/%s identity=%s", lease_options.namespace,
+		     lease_options.name, identity);
+		err = kube_lease_acquire(app.lease, &stop_requested, &cause);
+		if (err < 0)
+			goto out;
+		if (err == 0) { /* stopped while waiting */
+			err = 0;
+			goto out;
+		}
+		err = 0;
+		holder.lease = app.lease;
+		if (pthread_create(&holder.thread, NULL, hold_main, &holder) != 0) {
+			err = kube_cause(&cause, KUBE_ENOMEM, "cannot start the lease thread");
+			goto out;
+		}
+		holding = 1;
+	}
+
+	mlog(MLOG_INFO, "started",
+	     "namespace=%s push_port=%u push_parallelism=%zu leader_elect=%s metrics=%s",
+	     options.namespace ? options.namespace : "*", options.push_port, options.push_parallelism,
+	     leader_elect ? "true" : "false", strcmp(metrics_addr, "0") ? metrics_addr : "off");
+	err = controller_group_run(app.group, &stop_requested, &cause);
+	if (holding) {
+		/* The loop has stopped acting: only now may another replica lead. */
+		atomic_store(&holder.stop, 1);
+		pthread_join(holder.thread, NULL);
+		if (atomic_load(&holder.lost)) {
+			mlog(MLOG_ERROR, "leadership-lost",
+			     "cause=\"%s\" action=\"exiting; a restart rebuilds from the API\"",
+			     holder.cause ? holder.cause : "");
+			exit_code = 1;
+		}
+		free(holder.cause);
+	}
 out:
-	if (err)
+	if (err) {
 		mlog(MLOG_ERROR, "exit", "err=%s cause=\"%s\"", kube_err_name(err), cause ? cause : "");
-	else
+		exit_code = 1;
+	} else if (!exit_code) {
 		mlog(MLOG_INFO, "stopped", NULL);
+	}
 	free(cause);
-	controller_group_free(group);
+	http_serve_stop(server);
+	controller_group_free(app.group);
+	metrics_registry_free(registry);
+	kube_lease_free(app.lease);
+	kube_client_free(lease_client);
+	kube_curl_free(lease_curl);
 	kube_config_free(&cfg);
-	return err ? 1 : 0;
+	return exit_code;
 }
