@@ -129,6 +129,12 @@ CONTROLLER_SRCS := controller/main.c controller/controller_group.c $(GROUP_CORE_
 	controller/push_fanout.c $(KUBE_SRCS) lib/kube_lease.c lib/http_serve.c lib/metrics.c lib/mlog.c \
 	lib/release_line.c
 
+# The whole loop against a fake transport.
+UNIT_TESTS += controller/controller_group_test
+controller/controller_group_test_SRCS := controller/controller_group_test.c controller/controller_group.c \
+	$(GROUP_CORE_SRCS) controller/push_fanout.c $(KUBE_SRCS) lib/mlog.c lib/release_line.c
+controller/controller_group_test_LIBS := $(KUBE_LIBS) -lm -pthread
+
 # The controller's event rate, replaying a watch stream recorded by e2e/bench/release_latency.py.
 BENCHES += controller/replay_bench
 controller/replay_bench_SRCS := controller/replay_bench.c controller/controller_group.c $(GROUP_CORE_SRCS) \
