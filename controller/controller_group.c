@@ -47,6 +47,7 @@ struct entry {
 	uint64_t retry_at_ms; /* no release write before this (a foreign ConfigMap is in the way) */
 	int conflict_reported; /* the ConfigMapConflict Event was sent */
 	uint32_t timeout_reported; /* attempt + 1 whose GroupTimedOut Event was sent, 0: none */
+	int repush; /* released before this tracker was made: push again to the pods still waiting */
 };
 
 /* The group-scheduled JobSets by namespace/name: a chained hash table that
@@ -80,6 +81,7 @@ struct job {
 	struct push_target *targets; /* malloc'd, may be NULL */
 	size_t count;
 	uint64_t expected, started, spread_ms, last_start_ms;
+	int repush; /* a push again after a restart: logged, no Event */
 	/* JOB_EVENT */
 	const char *reason; /* static text */
 	int warning;
@@ -98,6 +100,7 @@ struct controller_group {
 	struct api jobset_api, pod_api, write_api, side_api;
 	struct timespec start;
 	atomic_int jobsets_listed, pods_listed; /* each watch completed a LIST once */
+	unsigned jobset_lists, pod_lists; /* LISTs begun, for the re-list log line */
 
 	pthread_mutex_t jobs_lock; /* the job queue */
 	pthread_cond_t jobs_cond;
@@ -442,6 +445,10 @@ static int read_released(struct controller_group *group, struct entry *e, char *
 			goto out;
 		}
 		group_tracker_set_released(e->tracker, (uint32_t)attempt);
+		/* A controller that stopped between the write and the push left
+		 * barriers to the volume sync (up to 90 s): push again to those
+		 * still waiting, once the pods are listed. */
+		e->repush = 1;
 		mlog(MLOG_INFO, "released-read", "jobset=%s/%s attempt=%lu", e->namespace, e->name, attempt);
 	} else {
 		group_tracker_set_none_released(e->tracker);
@@ -498,6 +505,7 @@ struct collect {
 	struct push_target *targets;
 	size_t count, capacity;
 	uint16_t port;
+	int only_at_barrier;
 };
 
 static int collect_started(const struct group_started_pod *pod, void *arg)
@@ -506,6 +514,8 @@ static int collect_started(const struct group_started_pod *pod, void *arg)
 	struct push_target *target;
 
 	if (pod->ip_family != 4 && pod->ip_family != 6)
+		return 0;
+	if (collect->only_at_barrier && !pod->at_barrier)
 		return 0;
 	if (collect->count == collect->capacity)
 		return 0;
@@ -633,6 +643,7 @@ static void release(struct controller_group *group, struct entry *e, const struc
 	written = now_ms(group);
 	/* The ConfigMap is the release of record; from here on it happened. */
 	group_tracker_release_done(e->tracker, decision->attempt);
+	e->repush = 0; /* this release is pushed below */
 	e->retry_at_ms = 0;
 	stat_add(&group->stats.releases, 1);
 	mlog(MLOG_INFO, "release",
@@ -677,6 +688,45 @@ static void release(struct controller_group *group, struct entry *e, const struc
 	enqueue(group, job);
 }
 
+/* The release was read back (a restart): push it again to the pods whose
+ * barrier still waits, which a controller stopped between its write and its
+ * push left to the volume sync. A barrier accepts any release at or above
+ * its attempt, so this is never early and never harmful. */
+static void repush(struct controller_group *group, struct entry *e, const struct group_decision *decision)
+{
+	struct collect collect = { .port = group->options.push_port, .only_at_barrier = 1 };
+	const char *token_cause = NULL;
+	struct job *job;
+
+	if (decision->started < decision->expected)
+		return; /* the pods are not all known (yet) */
+	e->repush = 0;
+	if (release_token_check(e->token, strlen(e->token), &token_cause))
+		return;
+	collect.capacity = (size_t)decision->started;
+	collect.targets = calloc(collect.capacity, sizeof(*collect.targets));
+	if (!collect.targets)
+		return;
+	group_tracker_foreach_started(e->tracker, collect_started, &collect);
+	if (!collect.count || !(job = calloc(1, sizeof(*job)))) {
+		free(collect.targets);
+		return;
+	}
+	job->kind = JOB_PUSH;
+	job->repush = 1;
+	memcpy(job->namespace, e->namespace, sizeof(job->namespace));
+	memcpy(job->name, e->name, sizeof(job->name));
+	memcpy(job->uid, e->uid, sizeof(job->uid));
+	memcpy(job->token, e->token, sizeof(job->token));
+	job->attempt = decision->attempt;
+	job->last_start_ms = now_ms(group);
+	job->targets = collect.targets;
+	job->count = collect.count;
+	mlog(MLOG_INFO, "repush", "jobset=%s/%s attempt=%u waiting=%zu", e->namespace, e->name,
+	     decision->attempt, collect.count);
+	enqueue(group, job);
+}
+
 /* Asks the tracker and acts on the answer. Called under the lock after every
  * change to the entry. */
 static void decide(struct controller_group *group, struct entry *e)
@@ -714,6 +764,8 @@ static void decide(struct controller_group *group, struct entry *e)
 	}
 	if (decision.action == GROUP_ACTION_RELEASE)
 		release(group, e, &decision);
+	else if (decision.action == GROUP_ACTION_RELEASED && e->repush)
+		repush(group, e, &decision);
 }
 
 /* ---- the side thread: pushes and Events, off the lock ---- */
@@ -822,16 +874,19 @@ static void push_job(struct controller_group *group, struct job *job)
 	done = now_ms(group);
 	if (job->count) {
 		mlog(MLOG_INFO, "pushed",
-		     "jobset=%s/%s attempt=%u pushed=%zu push_ms=%llu since_last_start_ms=%llu ok=%llu refused=%llu "
-		     "unreachable=%llu timeout=%llu pending=%llu",
-		     job->namespace, job->name, job->attempt, job->count, (unsigned long long)(done - begun),
-		     (unsigned long long)(done - job->last_start_ms), (unsigned long long)counts[PUSH_OK],
-		     (unsigned long long)counts[PUSH_REFUSED], (unsigned long long)counts[PUSH_UNREACHABLE],
-		     (unsigned long long)counts[PUSH_TIMEOUT], (unsigned long long)counts[PUSH_PENDING]);
-		if (group->observer && group->observer->pushed)
+		     "jobset=%s/%s attempt=%u repush=%d pushed=%zu push_ms=%llu since_last_start_ms=%llu ok=%llu "
+		     "refused=%llu unreachable=%llu timeout=%llu pending=%llu",
+		     job->namespace, job->name, job->attempt, job->repush, job->count,
+		     (unsigned long long)(done - begun), (unsigned long long)(done - job->last_start_ms),
+		     (unsigned long long)counts[PUSH_OK], (unsigned long long)counts[PUSH_REFUSED],
+		     (unsigned long long)counts[PUSH_UNREACHABLE], (unsigned long long)counts[PUSH_TIMEOUT],
+		     (unsigned long long)counts[PUSH_PENDING]);
+		if (group->observer && group->observer->pushed && !job->repush)
 			group->observer->pushed(group->observer->arg,
 						(double)(done - job->last_start_ms) / 1e3);
 	}
+	if (job->repush)
+		return;
 	job->reason = "GroupReleased";
 	job->warning = 0;
 	snprintf(
@@ -981,6 +1036,8 @@ static int jobset_relist_begin(void *arg)
 {
 	struct controller_group *group = arg;
 
+	if (group->jobset_lists++)
+		mlog(MLOG_WARN, "watch-relisted", "watch=jobsets lists=%u", group->jobset_lists);
 	pthread_mutex_lock(&group->lock);
 	registry_each(group, mark_unseen);
 	pthread_mutex_unlock(&group->lock);
@@ -1058,6 +1115,8 @@ static int pod_relist_begin(void *arg)
 {
 	struct controller_group *group = arg;
 
+	if (group->pod_lists++)
+		mlog(MLOG_WARN, "watch-relisted", "watch=pods lists=%u", group->pod_lists);
 	pthread_mutex_lock(&group->lock);
 	registry_each(group, pod_relist_begin_one);
 	pthread_mutex_unlock(&group->lock);

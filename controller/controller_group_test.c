@@ -38,6 +38,7 @@ struct fake {
 	const char *lines[MAX_LINES];
 	size_t line_count;
 	int jobsets_streaming;
+	const char *jobset_list; /* NULL: JOBSET_LIST */
 	char log[MAX_LOG][160]; /* "POST /api/v1/namespaces/ns/configmaps" ... */
 	char bodies[MAX_LOG][1024];
 	size_t log_count;
@@ -47,6 +48,15 @@ static const char JOBSET_LIST[] =
 	"{\"kind\":\"JobSetList\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[{"
 	"\"metadata\":{\"name\":\"js\",\"namespace\":\"ns\",\"uid\":\"js-uid\",\"resourceVersion\":\"1\","
 	"\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"60\"}},"
+	"\"spec\":{\"replicatedJobs\":[{\"name\":\"w\",\"replicas\":2,\"template\":{\"spec\":{\"parallelism\":2,"
+	"\"completions\":2}}}]},\"status\":{}}]}";
+
+/* The same JobSet with a push token. */
+static const char JOBSET_LIST_TOKEN[] =
+	"{\"kind\":\"JobSetList\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[{"
+	"\"metadata\":{\"name\":\"js\",\"namespace\":\"ns\",\"uid\":\"js-uid\",\"resourceVersion\":\"1\","
+	"\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"60\","
+	"\"muster.dev/barrier-token\":\"unit-test-token-0123456789\"}},"
 	"\"spec\":{\"replicatedJobs\":[{\"name\":\"w\",\"replicas\":2,\"template\":{\"spec\":{\"parallelism\":2,"
 	"\"completions\":2}}}]},\"status\":{}}]}";
 
@@ -109,7 +119,7 @@ static int fake_send(void *ctx, const struct kube_request *req, struct kube_resp
 	created = f->configmap_created;
 	pthread_mutex_unlock(&f->lock);
 	if (strncmp(req->path, "/apis/jobset.x-k8s.io/", 22) == 0)
-		return respond(resp, 200, JOBSET_LIST);
+		return respond(resp, 200, f->jobset_list ? f->jobset_list : JOBSET_LIST);
 	if (is_configmap && req->method == KUBE_METHOD_GET) {
 		if (created)
 			return respond(resp, 200, configmap_body(CM_OURS_RELEASED_0));
@@ -197,7 +207,7 @@ static char *pod_line(const char *type, int index, unsigned rv, const char *stat
 		 "\"uid\":\"pod-uid-%d\",\"resourceVersion\":\"%u\",\"labels\":{"
 		 "\"jobset.sigs.k8s.io/jobset-name\":\"js\",\"jobset.sigs.k8s.io/replicatedjob-name\":\"w\","
 		 "\"jobset.sigs.k8s.io/restart-attempt\":\"0\"}},\"spec\":{\"nodeName\":\"node-%d\"},"
-		 "\"status\":{\"phase\":\"%s\",\"podIP\":\"10.0.0.%d\",\"initContainerStatuses\":[{\"name\":"
+		 "\"status\":{\"phase\":\"%s\",\"podIP\":\"127.0.0.%d\",\"initContainerStatuses\":[{\"name\":"
 		 "\"group-scheduling-init\",\"state\":%s}]}}}",
 		 type, index, index, rv, index, strcmp(state, "terminated") == 0 ? "Failed" : "Pending",
 		 index + 1, barrier);
@@ -359,6 +369,56 @@ static void does_not_release_again_after_a_restart(void **state)
 	free(r);
 }
 
+/* Restarted between its write and its push: the release is read back and
+ * pushed again, only to the pods whose barrier still runs (2 of 4 here; the
+ * others have passed), with no second Event and no write. */
+static void pushes_again_to_barriers_still_waiting(void **state)
+{
+	struct run *r = new_run(CM_OURS_RELEASED_0);
+	char *passed[2];
+
+	(void)state;
+	r->fake.jobset_list = JOBSET_LIST_TOKEN;
+	for (int i = 0; i < 2; i++)
+		add_line(r, pod_line("ADDED", i, 10 + (unsigned)i, "running"));
+	/* Pods 2 and 3 are past their barrier (terminated 0, phase Running). */
+	for (int i = 0; i < 2; i++) {
+		char *line = pod_line("ADDED", 2 + i, 20 + (unsigned)i, "running");
+		char *at = strstr(line, "{\"running\":{}}");
+		char *phase = strstr(line, "\"Pending\"");
+
+		assert_non_null(at);
+		assert_non_null(phase);
+		passed[i] = malloc(1200);
+		snprintf(passed[i], 1200, "%.*s\"Running\"%.*s{\"terminated\":{\"exitCode\":0}}%s",
+			 (int)(phase - line), line, (int)(at - phase - 9), phase + 9, at + 14);
+		free(line);
+		add_line(r, passed[i]);
+	}
+	start(r);
+	for (int i = 0; i < 300; i++) {
+		struct controller_group_stats stats;
+
+		controller_group_stats(r->group, &stats);
+		if (stats.push_unreachable + stats.push_refused + stats.push_ok >= 2)
+			break;
+		pause_ms(10);
+	}
+	pause_ms(1200);
+	{
+		struct controller_group_stats stats;
+
+		controller_group_stats(r->group, &stats);
+		/* Nothing listens on 127.0.0.x:1: the two waiting pods were tried. */
+		assert_int_equal(stats.push_unreachable + stats.push_refused + stats.push_ok, 2);
+		assert_int_equal(stats.releases, 0);
+	}
+	assert_int_equal(count_requests(&r->fake, CM_POST, NULL), 0);
+	assert_int_equal(count_requests(&r->fake, EVENT_POST, NULL), 0);
+	finish(r);
+	free(r);
+}
+
 /* Somebody else's ConfigMap of that name (data.started "9" must not count
  * as a release): never written, reported once. */
 static void leaves_a_foreign_configmap_alone(void **state)
@@ -434,6 +494,7 @@ int main(void)
 		cmocka_unit_test(releases_once_whatever_the_order),
 		cmocka_unit_test(holds_while_one_is_missing),
 		cmocka_unit_test(does_not_release_again_after_a_restart),
+		cmocka_unit_test(pushes_again_to_barriers_still_waiting),
 		cmocka_unit_test(leaves_a_foreign_configmap_alone),
 		cmocka_unit_test(replaces_a_predecessors_leftover),
 		cmocka_unit_test(reports_a_timeout_once),

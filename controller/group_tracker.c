@@ -588,6 +588,8 @@ int group_tracker_foreach_started(const struct group_tracker *tracker,
 			pod.name = record_name(r);
 			pod.ip_family = r->ip_family;
 			pod.ip = r->ip;
+			pod.at_barrier = r->barrier == GROUP_BARRIER_RUNNING &&
+					 r->phase != GROUP_PHASE_RUNNING && r->phase != GROUP_PHASE_SUCCEEDED;
 			rc = fn(&pod, context);
 			if (rc)
 				return rc;

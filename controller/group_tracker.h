@@ -167,6 +167,7 @@ struct group_started_pod {
 	const char *name; /* valid until the next call that changes the tracker */
 	int ip_family; /* 0, 4 or 6 */
 	const uint8_t *ip;
+	int at_barrier; /* its barrier is running: it still waits for a release */
 };
 
 /* Calls `fn` once for every started pod of the current attempt, in no
