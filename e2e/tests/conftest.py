@@ -20,6 +20,11 @@ sys.path.insert(0, str(ROOT / "e2e" / "standins"))
 
 from kube import ApiError, Kube  # noqa: E402
 
+# MUSTER_CONTROLLER / MUSTER_BARRIER point the tests at other builds (e.g. one
+# with ASan, or a copy taken while the tree is being edited).
+CONTROLLER = pathlib.Path(os.environ.get("MUSTER_CONTROLLER", ROOT / "bin" / "muster-controller"))
+BARRIER_BINARY = pathlib.Path(os.environ.get("MUSTER_BARRIER", ROOT / "bin" / "muster-barrier"))
+
 
 def _cluster_kubeconfig():
     path = os.environ.get("MUSTER_KUBECONFIG")
@@ -81,6 +86,65 @@ class Standin:
     def output(self):
         self.log.flush()
         return pathlib.Path(self.log_path).read_text()
+
+
+class Controller:
+    """bin/muster-controller (or $MUSTER_CONTROLLER) as a subprocess, its
+    output to log_path; stopped with SIGTERM by stop(), or SIGKILLed by kill()
+    to play a crash."""
+
+    # The Lease (in the test's namespace, the default for --namespace) is
+    # short, so that a replica started after a SIGKILLed one takes over in
+    # seconds; the metrics server listens on an ephemeral loopback port.
+    LEASE_FLAGS = ["--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "1"]
+
+    def __init__(self, kubeconfig, namespace, log_path, binary=None, extra=()):
+        self.log_path = log_path
+        self.log = open(log_path, "w")
+        self.started_at = time.time()
+        self.killed_at = None
+        self.process = subprocess.Popen([str(binary or CONTROLLER), "--kubeconfig", kubeconfig,
+                                         "--namespace", namespace, "--metrics-addr", "127.0.0.1:0",
+                                         *self.LEASE_FLAGS, *extra],
+                                        stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def metrics_port(self):
+        """The port of /metrics, from the server's start line (None until then)."""
+        import re
+        found = re.search(r"event=http-started listen=\S*:(\d+)", self.output())
+        return int(found.group(1)) if found else None
+
+    def leading(self):
+        return "event=lease-acquired" in self.output()
+
+    def output(self):
+        if not self.log.closed:
+            self.log.flush()
+        return pathlib.Path(self.log_path).read_text()
+
+    def releases(self):
+        return [line for line in self.output().splitlines() if " event=release " in line]
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def kill(self):
+        """SIGKILL, as a crash or an OOM kill would: no chance to finish anything."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.killed_at = time.time()
+        self.process.wait()
+        self.log.close()
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
 
 
 @pytest.fixture

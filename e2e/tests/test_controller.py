@@ -12,53 +12,19 @@ group-scheduled by the annotation muster.dev/group-scheduling-timeout too.
 """
 
 import json
-import os
-import pathlib
 import re
 
 import pytest
 
-from conftest import ROOT, barrier_init_container, group_scheduling_volume, wait_for
+from conftest import CONTROLLER, ROOT, Controller, barrier_init_container, group_scheduling_volume, wait_for
 from kube import ApiError
 
 SHAPES = ROOT / "e2e" / "shapes"
-# MUSTER_CONTROLLER points the test at another build (e.g. one with ASan).
-CONTROLLER = pathlib.Path(os.environ.get("MUSTER_CONTROLLER", ROOT / "bin" / "muster-controller"))
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
 TOKEN = "e2e-controller-token-0123456789"
 BARRIER = "group-scheduling-init"
 
 pytestmark = pytest.mark.skipif(not CONTROLLER.exists(), reason=f"{CONTROLLER} is not built (make)")
-
-
-class Controller:
-    """bin/muster-controller as a subprocess, stopped with the test."""
-
-    def __init__(self, kubeconfig, namespace, log_path):
-        import subprocess
-        self.log_path = log_path
-        self.log = open(log_path, "w")
-        self.process = subprocess.Popen([str(CONTROLLER), "--kubeconfig", kubeconfig, "--namespace", namespace],
-                                        stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def output(self):
-        if not self.log.closed:
-            self.log.flush()
-        return pathlib.Path(self.log_path).read_text()
-
-    def releases(self):
-        return [line for line in self.output().splitlines() if " event=release " in line]
-
-    def stop(self):
-        import subprocess
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
 
 
 @pytest.fixture
@@ -175,7 +141,11 @@ def test_group_released_at_once_when_the_last_pod_starts(kube, kubeconfig, names
 
     releases = wait_for(controller.releases, timeout=5, what="release line")
     assert len(releases) == 1, releases
-    assert "attempt=0" in releases[0] and "started=4" in releases[0] and "push_ok=4" in releases[0], releases[0]
+    assert "attempt=0" in releases[0] and "started=4" in releases[0], releases[0]
+    # The push runs after the write, off the controller's lock, and logs its own line.
+    pushed = wait_for(lambda: [line for line in controller.output().splitlines() if " event=pushed " in line],
+                      timeout=5, what="pushed line")
+    assert len(pushed) == 1 and "attempt=0" in pushed[0] and " ok=4 " in pushed[0], pushed
 
     # The release is an Event on the JobSet, for `kubectl describe jobset`.
     def released_events():
