@@ -3,7 +3,8 @@
 #   make test       every test that exists (lint, unit, binary, sanitizers, brief fuzz)
 #   make check      unit and binary tests under ASan+UBSan, failing on any report or leak
 #   make fuzz       run each fuzz target for FUZZ_SECONDS
-#   make bench      benchmarks; figures go to docs/benchmarks.md by hand
+#   make bench      benchmarks (micro, then 5,000 pods on the local control plane); figures
+#                   go to docs/benchmarks.md by hand
 #   make lint       compiler warnings as errors, banned calls, formatting
 #   make deps       install the Debian packages the build and tests need
 #   make cluster    start (or reuse) the local control plane; last line: admin kubeconfig
@@ -143,7 +144,7 @@ controller/replay_bench_LIBS := $(KUBE_LIBS) -lm -pthread
 
 BINARIES := bin/muster-barrier bin/muster-controller
 
-.PHONY: all test check unit binary-test fuzz bench lint deps clean format demo cluster cluster-down e2e bench-e2e
+.PHONY: all test check unit binary-test fuzz bench bench-micro bench-release lint deps clean format demo cluster cluster-down e2e bench-e2e
 .DEFAULT_GOAL := all
 
 all: $(BINARIES)
@@ -212,10 +213,22 @@ check: build/asan/bin/muster-barrier $(UNIT_TESTS:%=build/asan/%) $(BINARY_TESTS
 fuzz: $(FUZZERS:%=build/fuzz/%)
 	scripts/run-fuzz $(FUZZ_SECONDS) $^
 
-bench: bin/muster-barrier $(BENCHES:%=build/host/%)
+# The micro benchmarks, then the 5,000-pod release latency on the local control
+# plane (which records the controller's input), then the controller's event
+# rate replaying that recording. `make bench-micro` runs the first part only.
+bench: bench-micro bench-release
+	build/host/controller/replay_bench
+
+bench-micro: bin/muster-barrier $(BENCHES:%=build/host/%)
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/initbarrier/barrier_bench
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/controller/push_fanout_bench
 	build/host/controller/group_bench
+
+# Release latency, push versus volume only, 5,000 pods on 1,000 fake nodes
+# (e2e/bench/release_latency.py; --pods etc. through RELEASE_BENCH_ARGS).
+bench-release: all
+	/usr/bin/python3 e2e/bench/release_latency.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
+		$(RELEASE_BENCH_ARGS)
 
 # Everything that exists, with one summary line at the end.
 test: deps

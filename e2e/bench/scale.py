@@ -10,33 +10,14 @@ limits a 5,000-pod gang start. Cleans up after itself.
 """
 
 import argparse
-import os
-import pathlib
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 import uuid
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "e2e" / "standins"))
-
-from kube import ApiError, Kube, start_watch  # noqa: E402
-from node_agent import load_shape  # noqa: E402
-
-
-def proc_figures(pid):
-    """(VmHWM in MB, CPU seconds) of a running process."""
-    hwm = 0
-    with open(f"/proc/{pid}/status") as handle:
-        for line in handle:
-            if line.startswith("VmHWM:"):
-                hwm = int(line.split()[1]) / 1024
-    with open(f"/proc/{pid}/stat") as handle:
-        fields = handle.read().rsplit(")", 1)[1].split()
-    ticks = int(fields[11]) + int(fields[12])
-    return hwm, ticks / os.sysconf("SC_CLK_TCK")
+from benchlib import (JOBSETS, ROOT, Kube, cluster_kubeconfig, create_namespace, delete_namespace, jobset_body,
+                      load_shape, proc_figures, start_standin, stop_all, wait_nodes_ready, wait_pods_gone)
+from kube import start_watch
 
 
 def main():
@@ -47,41 +28,23 @@ def main():
     parser.add_argument("--parallelism", type=int, default=100, help="pods per child Job")
     parser.add_argument("--timeout", type=float, default=1800)
     args = parser.parse_args()
-    kubeconfig = args.kubeconfig or subprocess.run(
-        ["bash", str(ROOT / "e2e" / "cluster" / "up.sh")], check=True, stdout=subprocess.PIPE,
-        text=True).stdout.strip().splitlines()[-1]
+    kubeconfig = cluster_kubeconfig(args.kubeconfig)
     kube = Kube(kubeconfig)
     pods_wanted = args.replicas * args.parallelism
     work = tempfile.mkdtemp(prefix="muster-bench-e2e-")
     namespace = "bench-" + uuid.uuid4().hex[:6]
-    python = "/usr/bin/python3"
-    standins = ROOT / "e2e" / "standins"
-    agent = subprocess.Popen([python, str(standins / "node_agent.py"), "--kubeconfig", kubeconfig,
-                              "--shape", args.shape, "--work-dir", f"{work}/agent", "--delete-nodes",
-                              "--lease-seconds", "20"],
-                             stdout=open(f"{work}/agent.log", "w"), stderr=subprocess.STDOUT)
-    controller = subprocess.Popen([python, str(standins / "jobset_controller.py"), "--kubeconfig", kubeconfig,
-                                   "--namespace", namespace],
-                                  stdout=open(f"{work}/controller.log", "w"), stderr=subprocess.STDOUT)
+    agent = start_standin("node_agent.py", kubeconfig, "--shape", args.shape, "--work-dir", f"{work}/agent",
+                          "--delete-nodes", "--lease-seconds", "20", log_path=f"{work}/agent.log")
+    controller = start_standin("jobset_controller.py", kubeconfig, "--namespace", namespace,
+                               log_path=f"{work}/controller.log")
     stop = threading.Event()
+    namespace_created = False
     try:
-        nodes_expected = len(load_shape(args.shape))
-        begun = time.monotonic()
-        while True:
-            nodes, _ = kube.list("/api/v1/nodes", labelSelector="type=muster-fake-node")
-            ready = sum(1 for n in nodes if any(c["type"] == "Ready" and c["status"] == "True"
-                                                for c in n["status"].get("conditions", []))
-                        and not any(t["key"] == "node.kubernetes.io/not-ready"
-                                    for t in n["spec"].get("taints") or []))
-            if ready == nodes_expected:
-                break
-            if time.monotonic() - begun > args.timeout:
-                raise SystemExit(f"nodes not Ready in time: {ready}/{len(nodes)}")
-            time.sleep(1)
-        nodes_seconds = time.monotonic() - begun
+        nodes, nodes_seconds = wait_nodes_ready(kube, len(load_shape(args.shape)), args.timeout)
         print(f"nodes: {len(nodes)} Ready in {nodes_seconds:.1f} s", flush=True)
 
-        kube.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+        namespace_created = True
+        create_namespace(kube, namespace)
         seen = {}  # pod name -> (bound, running)
         lock = threading.Lock()
         marks = {}
@@ -101,28 +64,13 @@ def main():
                 if "running" not in marks and sum(r for _, r in seen.values()) >= pods_wanted:
                     marks["running"] = now
 
-        def wait_service_account():
-            while True:
-                try:
-                    if kube.get(f"/api/v1/namespaces/{namespace}/serviceaccounts/default").get("secrets"):
-                        return
-                except ApiError:
-                    pass
-                time.sleep(0.2)
-
-        wait_service_account()
         start_watch(kube, f"/api/v1/namespaces/{namespace}/pods", on_pod, stop)
-        jobset = {
-            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "metadata": {"name": "scale", "namespace": namespace},
-            "spec": {"replicatedJobs": [{"name": "workers", "replicas": args.replicas, "template": {"spec": {
-                "parallelism": args.parallelism, "completions": args.parallelism, "backoffLimit": 0,
-                "template": {"metadata": {"annotations": {"e2e.muster.dev/run-seconds": "3600"}},
-                             "spec": {"restartPolicy": "Never", "containers": [
-                                 {"name": "worker", "image": "busybox", "command": ["sleep", "3600"]}]}}}}}]},
-        }
+        jobset = jobset_body("scale", args.replicas, args.parallelism, {
+            "metadata": {"annotations": {"e2e.muster.dev/run-seconds": "3600"}},
+            "spec": {"restartPolicy": "Never", "containers": [
+                {"name": "worker", "image": "busybox", "command": ["sleep", "3600"]}]}})
         started = time.monotonic()
-        kube.create(f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets", jobset)
+        kube.create(JOBSETS.format(namespace), jobset)
         last_report = started
         while "running" not in marks:
             with lock:
@@ -146,17 +94,14 @@ def main():
         print(f"logs: {work}")
     finally:
         stop.set()
-        try:
-            kube.delete(f"/api/v1/namespaces/{namespace}")
-        except Exception as error:  # noqa: BLE001
-            print(f"cleanup: {error}")
-        for proc in (controller, agent):
-            proc.terminate()
-        for proc in (controller, agent):
+        stop_all([controller], timeout=120)
+        if namespace_created:
+            delete_namespace(kube, namespace)
             try:
-                proc.wait(120)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+                wait_pods_gone(kube, namespace, 300)  # the agent confirms the deletions
+            except (KeyboardInterrupt, Exception) as error:  # noqa: BLE001 - go on stopping the agent
+                print(f"cleanup: {error!r}")
+        stop_all([agent], timeout=120)
 
 
 if __name__ == "__main__":

@@ -172,6 +172,52 @@ class Kube:
             response.release_conn()
 
 
+    def watch_raw(self, path, version, on_line, stop, query=None, read_timeout=75.0):
+        """One watch request on `path` from resourceVersion `version`, for
+        recording a stream: every line is handed to on_line(bytes) exactly as
+        the apiserver sent it, newline included (bookmarks and errors too).
+
+        Returns the resourceVersion of the last event when the stream ends,
+        when `stop` is set, or when nothing arrives for read_timeout seconds:
+        call again with it to go on without loss. Returns None on 410 Gone."""
+        import urllib3
+        params = dict(query or {})
+        params.update({"watch": "1", "allowWatchBookmarks": "true"})
+        if version:
+            params["resourceVersion"] = version
+        url = self._host + path + "?" + urllib.parse.urlencode(params)
+        response = self._pool.request("GET", url, headers=self._headers, preload_content=False,
+                                      timeout=urllib3_timeout(read_timeout), retries=False)
+        try:
+            if response.status == 410:
+                return None
+            if response.status != 200:
+                raise ApiError(response.status, "WATCH", path, response.data)
+            buffer = b""
+            try:
+                for chunk in response.stream(65536, decode_content=True):
+                    buffer += chunk
+                    while b"\n" in buffer:
+                        line, buffer = buffer.split(b"\n", 1)
+                        on_line(line + b"\n")
+                        if not line.strip():
+                            continue
+                        event = json.loads(line)
+                        obj = event.get("object", {})
+                        if event.get("type") == "ERROR":
+                            if obj.get("code") == 410:
+                                return None
+                            raise ApiError(obj.get("code", 500), "WATCH", path, obj)
+                        version = obj.get("metadata", {}).get("resourceVersion", version)
+                    if stop.is_set():
+                        return version
+            except urllib3.exceptions.ReadTimeoutError:
+                pass  # quiet: the caller checks `stop` and resumes from `version`
+            return version
+        finally:
+            response.release_conn()
+
+
 def urllib3_timeout(read_seconds):
     import urllib3
     return urllib3.Timeout(connect=10.0, read=read_seconds)

@@ -30,7 +30,10 @@ It talks to the apiserver only through its API. What it does, as kubelet does:
 
 Every container start and exit is also appended as one JSON line to --events
 (wall-clock seconds with microseconds), because pod status times have only
-second precision and the tests compare starts to within a second.
+second precision and the tests compare starts to within a second. A barrier's
+exit also carries `exit_t`, the moment its process ended (seen on a pidfd by a
+thread of its own), which can precede `t` (when the agent's loop reaped it) by
+a lot when thousands of barriers exit at once.
 """
 
 import argparse
@@ -42,6 +45,7 @@ import os
 import queue
 import random
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -164,6 +168,81 @@ def expand(text, env):
     return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)", replace, text)
 
 
+class ExitClock:
+    """Notes when each watched child process exits, to the microsecond.
+
+    The agent's main loop reaps barriers between other work, so with thousands
+    exiting at once its reap time lags their real exit by up to seconds. This
+    thread waits on a pidfd per process (readable once it has exited, before
+    and after reaping) and stamps the time; it never reaps. Without pidfds
+    (old kernel, no fd left) a process is simply not stamped."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.fds = {}    # pidfd -> pid, while waiting
+        self.pids = {}   # pid -> pidfd, while waiting
+        self.times = {}  # pid -> exit time, until taken
+        try:
+            self.epoll = select.epoll()
+        except (AttributeError, OSError):
+            self.epoll = None
+            return
+        threading.Thread(target=self.run, name="exit-clock", daemon=True).start()
+
+    def watch(self, pid):
+        """Call before the child can be reaped (a zombie is fine)."""
+        if self.epoll is None or not hasattr(os, "pidfd_open"):
+            return
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            return
+        with self.lock:
+            self.fds[fd] = pid
+            self.pids[pid] = fd
+            self.epoll.register(fd, select.EPOLLIN)
+
+    def _drop(self, fd):
+        """Under the lock: stop waiting on fd."""
+        pid = self.fds.pop(fd)
+        self.pids.pop(pid, None)
+        self.epoll.unregister(fd)
+        os.close(fd)
+        return pid
+
+    def run(self):
+        while True:
+            try:
+                ready = self.epoll.poll(1.0)
+            except InterruptedError:
+                continue
+            with self.lock:
+                # Stamped under the lock, so never earlier than a process whose
+                # pidfd took a closed number meanwhile (checked below).
+                now = time.time()
+                for fd, _ in ready:
+                    if fd not in self.fds:
+                        continue  # taken meanwhile
+                    # The number may have been closed and reused for a newer
+                    # child since poll() returned: only a readable pidfd counts.
+                    probe = select.poll()
+                    probe.register(fd, select.POLLIN)
+                    if not probe.poll(0):
+                        continue
+                    self.times[self._drop(fd)] = now
+
+    def take(self, pid):
+        """Right after reaping pid: its exit time; the current time if this
+        thread has not stamped it yet (it exited no later than its reaping);
+        None if it was never watched."""
+        with self.lock:
+            fd = self.pids.get(pid)
+            if fd is not None:
+                self._drop(fd)
+                return time.time()
+            return self.times.pop(pid, None)
+
+
 class ContainerState:
     """What kubelet reports for one container."""
 
@@ -249,7 +328,7 @@ class PodRun:
 class Agent:
     def __init__(self, args):
         self.args = args
-        self.kube = Kube(args.kubeconfig, pool_size=args.workers + 8)
+        self.kube = Kube(args.kubeconfig, pool_size=args.workers + args.heartbeat_workers + 8)
         self.nodes = {node["name"]: node for node in load_shape(args.shape)}
         self.work_dir = os.path.abspath(args.work_dir)
         os.makedirs(os.path.join(self.work_dir, "pods"), exist_ok=True)
@@ -264,11 +343,18 @@ class Agent:
         self.configmaps_lock = threading.Lock()
         self.next_ip = 1
         self.writer = concurrent.futures.ThreadPoolExecutor(max_workers=args.workers)
+        # Lease renewals and periodic node statuses (kubelet's heartbeats, a
+        # loop of each node's own) go through a pool of their own: queued with
+        # the pod status writes, a renewal of 1,000 leases held every pod
+        # status back for seconds.
+        self.heartbeats = (concurrent.futures.ThreadPoolExecutor(max_workers=args.heartbeat_workers)
+                           if args.heartbeat_workers > 0 else self.writer)
         self.pending_status = {}  # uid -> (key, status) waiting to be written
         self.inflight = set()     # uids whose writer is running
         self.pending_lock = threading.Lock()
         self.events_file = open(args.events, "a") if args.events else None
         self.events_lock = threading.Lock()
+        self.exit_clock = ExitClock() if args.events else None
         for index, node in enumerate(self.nodes.values()):
             node["ip"] = f"127.2.{index // 250}.{index % 250 + 1}"
             node["ready"] = False
@@ -330,6 +416,7 @@ class Agent:
         # Queued writes are dropped; nodes are deleted before waiting for the
         # writes in flight, so a slow apiserver cannot leave them behind.
         self.writer.shutdown(wait=False, cancel_futures=True)
+        self.heartbeats.shutdown(wait=False, cancel_futures=True)
         if self.args.delete_nodes:
             def delete(name):
                 try:
@@ -342,6 +429,7 @@ class Agent:
             with concurrent.futures.ThreadPoolExecutor(max_workers=self.args.workers) as pool:
                 list(pool.map(delete, created))
         self.writer.shutdown(wait=True)
+        self.heartbeats.shutdown(wait=True)
         log("stopped")
 
     def record(self, run, container, what, **extra):
@@ -380,7 +468,7 @@ class Agent:
             self.on_pod("MODIFIED", pod)
 
     def refresh_status(self, node):
-        self.writer.submit(self._safe, self.write_node_status, node, node["ready"])
+        self.heartbeats.submit(self._safe, self.write_node_status, node, node["ready"])
         self.at(time.monotonic() + self.args.node_status_seconds, lambda: self.refresh_status(node))
 
     def create_node(self, node, ready):
@@ -470,7 +558,7 @@ class Agent:
     def renew_leases(self):
         for node in self.nodes.values():
             if node["created"]:
-                self.writer.submit(self._safe, self.write_lease, node)
+                self.heartbeats.submit(self._safe, self.write_lease, node)
         self.at(time.monotonic() + self.args.lease_seconds, self.renew_leases)
 
     def _safe(self, function, *args):
@@ -751,6 +839,8 @@ class Agent:
             output.close()
         run.process = (process, termination)
         self.children[process.pid] = run
+        if self.exit_clock:
+            self.exit_clock.watch(process.pid)
         log("barrier-started", pod=run.key, pid=process.pid, argv=" ".join(argv[1:]))
 
     def reap_children(self):
@@ -762,6 +852,7 @@ class Agent:
             if pid == 0:
                 return
             run = self.children.pop(pid, None)
+            exit_t = self.exit_clock.take(pid) if self.exit_clock else None
             if run is None or run.process is None or run.process[0].pid != pid:
                 continue
             code = os.waitstatus_to_exitcode(status)
@@ -777,9 +868,9 @@ class Agent:
                     message = handle.read(4096).strip()
             except OSError:
                 message = ""
-            self.init_exited(run, code, message)
+            self.init_exited(run, code, message, exit_t=exit_t)
 
-    def init_exited(self, run, code, message):
+    def init_exited(self, run, code, message, exit_t=None):
         if run.stopping or run.uid not in self.pods:
             return
         spec = run.init_specs[run.init_index]
@@ -790,7 +881,9 @@ class Agent:
         if message:
             terminated["message"] = message
         state.state = {"terminated": terminated}
-        self.record(run, spec["name"], "exited", init=True, code=code)
+        # exit_t: when the barrier process really ended (ExitClock), if known.
+        self.record(run, spec["name"], "exited", init=True, code=code,
+                    **({"exit_t": exit_t} if exit_t is not None else {}))
         log("init-exited", pod=run.key, container=spec["name"], code=code)
         if code == 0:
             run.init_index += 1
@@ -914,6 +1007,9 @@ def main():
     parser.add_argument("--max-run-seconds", type=float, default=0.0, help="cap simulated runs (0: none)")
     parser.add_argument("--backoff-scale", type=float, default=1.0, help="scales crash-loop back-off")
     parser.add_argument("--workers", type=int, default=16, help="parallel API writes")
+    parser.add_argument("--heartbeat-workers", type=int, default=4,
+                        help="parallel lease renewals and node status refreshes, apart from the pod "
+                             "status writes (0: share --workers)")
     parser.add_argument("--events", help="append container start/exit events as JSON lines here")
     parser.add_argument("--delete-nodes", action="store_true", help="delete the nodes on exit")
     args = parser.parse_args()

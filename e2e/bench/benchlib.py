@@ -1,0 +1,269 @@
+"""Pieces shared by the end-to-end benchmarks (scale.py, release_latency.py):
+the cluster's kubeconfig, subprocesses with their logs, the fake nodes coming
+Ready, namespaces, the JobSet body, raw watch recording and small statistics.
+Run under /usr/bin/python3 (Debian's python3-kubernetes and python3-yaml).
+"""
+
+import json
+import math
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+STANDINS = ROOT / "e2e" / "standins"
+PYTHON = "/usr/bin/python3"
+sys.path.insert(0, str(STANDINS))
+
+from kube import ApiError, Kube  # noqa: E402 - re-exported for the benchmarks
+from node_agent import load_shape  # noqa: E402
+
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
+
+__all__ = ["ROOT", "STANDINS", "PYTHON", "JOBSETS", "ApiError", "Kube", "load_shape", "cluster_kubeconfig",
+           "proc_figures", "Proc", "stop_all", "start_standin", "wait_nodes_ready", "create_namespace",
+           "delete_namespace", "wait_pods_gone", "jobset_body", "percentile", "logfmt", "EventsTail",
+           "WatchRecorder"]
+
+
+def cluster_kubeconfig(given=None):
+    """`given`, else the kubeconfig of the local control plane (e2e/cluster/up.sh
+    starts it or reuses it; its last line on stdout is the path)."""
+    if given:
+        return given
+    out = subprocess.run(["bash", str(ROOT / "e2e" / "cluster" / "up.sh")], check=True,
+                         stdout=subprocess.PIPE, text=True).stdout
+    return out.strip().splitlines()[-1]
+
+
+def proc_figures(pid):
+    """(VmHWM in MB, CPU seconds) of a running process."""
+    hwm = 0
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                hwm = int(line.split()[1]) / 1024
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])
+    return hwm, ticks / os.sysconf("SC_CLK_TCK")
+
+
+class Proc:
+    """A subprocess with its output in a log file, in a session of its own (a
+    Ctrl-C reaches the benchmark only, which then stops it in order)."""
+
+    def __init__(self, argv, log_path, name=None):
+        self.name = name or pathlib.Path(str(argv[0])).name
+        self.log_path = pathlib.Path(log_path)
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen([str(a) for a in argv], stdout=self.log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+        self.pid = self.process.pid
+
+    def output(self):
+        if not self.log.closed:
+            self.log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def terminate(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+
+    def wait(self, timeout):
+        """After terminate(): waits, then SIGKILL. Returns the exit code."""
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            print(f"{self.name} (pid {self.pid}) did not stop in {timeout:.0f} s: killed", flush=True)
+            self.process.kill()
+            self.process.wait()
+        if not self.log.closed:
+            self.log.close()
+        return self.process.returncode
+
+    def stop(self, timeout=30):
+        self.terminate()
+        return self.wait(timeout)
+
+
+def stop_all(procs, timeout=120):
+    """Stops several Procs at once (SIGTERM to all, then waits for each)."""
+    procs = [p for p in procs if p is not None]
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        proc.wait(timeout)
+
+
+def start_standin(script, kubeconfig, *args, log_path, name=None):
+    return Proc([PYTHON, STANDINS / script, "--kubeconfig", kubeconfig, *args], log_path, name=name or script)
+
+
+def wait_nodes_ready(kube, expected, timeout, check=None):
+    """Waits until `expected` fake nodes are Ready with the not-ready taint gone.
+    Returns (nodes, seconds). check() is called every poll (e.g. to fail when a
+    stand-in died)."""
+    begun = time.monotonic()
+    while True:
+        nodes, _ = kube.list("/api/v1/nodes", labelSelector="type=muster-fake-node")
+        ready = sum(1 for n in nodes if any(c["type"] == "Ready" and c["status"] == "True"
+                                            for c in n["status"].get("conditions", []))
+                    and not any(t["key"] == "node.kubernetes.io/not-ready"
+                                for t in n["spec"].get("taints") or []))
+        if ready >= expected:
+            return nodes, time.monotonic() - begun
+        if time.monotonic() - begun > timeout:
+            raise SystemExit(f"nodes not Ready in time: {ready}/{len(nodes)}")
+        if check:
+            check()
+        time.sleep(1)
+
+
+def create_namespace(kube, name, timeout=60):
+    """Creates the namespace and waits for its default service account's token
+    (the ServiceAccount admission plugin refuses pods before)."""
+    kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if kube.get(f"/api/v1/namespaces/{name}/serviceaccounts/default").get("secrets"):
+                return
+        except ApiError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"namespace {name}: no default service account token after {timeout} s")
+
+
+def delete_namespace(kube, name):
+    """Best effort; never raises (used in cleanup)."""
+    try:
+        kube.delete(f"/api/v1/namespaces/{name}")
+    except Exception as error:  # noqa: BLE001
+        print(f"cleanup: namespace {name}: {error}", flush=True)
+
+
+def wait_pods_gone(kube, namespace, timeout):
+    """Waits until the namespace holds no pod: the node agent has confirmed
+    every deletion (stop it before, and they stay Terminating for good: this
+    control plane runs no pod garbage collector) and their nodes are free."""
+    deadline = time.monotonic() + timeout
+    left = None
+    while time.monotonic() < deadline:
+        page = kube.get(f"/api/v1/namespaces/{namespace}/pods", limit=500)
+        left = len(page.get("items", [])) + int(page.get("metadata", {}).get("remainingItemCount") or 0)
+        if left == 0:
+            return True
+        time.sleep(2)
+    print(f"  {namespace}: {left} pods still there after {timeout:.0f} s", flush=True)
+    return False
+
+
+def jobset_body(name, replicas, parallelism, pod_template, annotations=None):
+    """One replicated job `workers` of `replicas` child Jobs × `parallelism` pods."""
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": name, "annotations": dict(annotations or {})},
+        "spec": {"replicatedJobs": [{"name": "workers", "replicas": replicas, "template": {"spec": {
+            "parallelism": parallelism, "completions": parallelism, "backoffLimit": 0,
+            "template": pod_template}}}]},
+    }
+
+
+def percentile(values, p):
+    """Nearest-rank percentile of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def logfmt(line):
+    """key=value fields of one log line (values may be "quoted")."""
+    return {m.group(1): (m.group(3) if m.group(3) is not None else m.group(2))
+            for m in re.finditer(r'(\w[\w.-]*)=(?:"([^"]*)"|(\S+))', line)}
+
+
+class EventsTail:
+    """Reads the node agent's --events JSONL file as it grows."""
+
+    def __init__(self, path):
+        self.path = pathlib.Path(path)
+        self.offset = 0
+        self.rest = b""
+
+    def read(self):
+        """The events appended since the last call."""
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return []
+        self.offset += len(data)
+        data = self.rest + data
+        lines = data.split(b"\n")
+        self.rest = lines.pop()
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+class WatchRecorder:
+    """Records one watch stream as the apiserver sends it (Kube.watch_raw):
+    one JSON event per line, bytes as received, into `out_path`, from
+    resourceVersion `version` until stop(). A stream that ends or goes quiet is
+    resumed from the last event's resourceVersion, so nothing is lost."""
+
+    def __init__(self, kube, path, version, out_path, query=None):
+        self.kube, self.path, self.version, self.query = kube, path, version, query
+        self.out_path = pathlib.Path(out_path)
+        self.lines = 0
+        self.bytes = 0
+        self.times = []  # wall-clock receive time of each line
+        self.last_line = time.monotonic()
+        self.connections = 0
+        self.error = None
+        self._stop = threading.Event()
+        self._out = open(self.out_path, "wb")
+        self._thread = threading.Thread(target=self._run, name=f"record {path}", daemon=True)
+        self._thread.start()
+
+    def _on_line(self, line):
+        self._out.write(line)
+        self.times.append(time.time())
+        self.lines += 1
+        self.bytes += len(line)
+        self.last_line = time.monotonic()
+
+    def _run(self):
+        version = self.version
+        try:
+            while not self._stop.is_set():
+                self.connections += 1
+                version = self.kube.watch_raw(self.path, version, self._on_line, self._stop, query=self.query,
+                                              read_timeout=3.0)
+                if version is None:
+                    self.error = "410 Gone: the recording has a gap"
+                    return
+        except Exception as error:  # noqa: BLE001 - reported by stop()
+            self.error = repr(error)
+        finally:
+            self._out.flush()
+
+    def quiet_for(self):
+        return time.monotonic() - self.last_line
+
+    def stop(self):
+        """Stops and closes the recording; also writes <name>.times beside it,
+        one receive time (wall clock, seconds) per line. Returns an error or None."""
+        self._stop.set()
+        self._thread.join(15)
+        if not self._out.closed:
+            self._out.close()
+            self.out_path.with_suffix(".times").write_text("".join(f"{t:.6f}\n" for t in self.times))
+        return self.error
