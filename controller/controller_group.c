@@ -112,7 +112,6 @@ struct controller_group {
 		_Atomic uint64_t releases, release_failures, configmap_conflicts, barrier_timeouts;
 		_Atomic uint64_t push_results[PUSH_TIMEOUT + 1], push_skipped, jobs_dropped;
 	} stats;
-	const struct controller_group_observer *observer;
 };
 
 static void stat_add(_Atomic uint64_t *counter, uint64_t n)
@@ -351,6 +350,23 @@ static enum configmap_owner configmap_owner(const cJSON *configmap, const struct
 
 static void enqueue(struct controller_group *group, struct job *job);
 
+/* A job for the JobSet of e (its identity copied), or NULL (counted as
+ * dropped) when memory ran out. */
+static struct job *job_new(struct controller_group *group, const struct entry *e, enum job_kind kind)
+{
+	struct job *job = calloc(1, sizeof(*job));
+
+	if (!job) {
+		stat_add(&group->stats.jobs_dropped, 1);
+		return NULL;
+	}
+	job->kind = kind;
+	memcpy(job->namespace, e->namespace, sizeof(job->namespace));
+	memcpy(job->name, e->name, sizeof(job->name));
+	memcpy(job->uid, e->uid, sizeof(job->uid));
+	return job;
+}
+
 /* Queues an Event on the JobSet (sent by the side thread). */
 static void event_later(struct controller_group *group, const struct entry *e, const char *reason,
 			int warning, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -358,17 +374,11 @@ static void event_later(struct controller_group *group, const struct entry *e, c
 static void event_later(struct controller_group *group, const struct entry *e, const char *reason,
 			int warning, const char *fmt, ...)
 {
-	struct job *job = calloc(1, sizeof(*job));
+	struct job *job = job_new(group, e, JOB_EVENT);
 	va_list ap;
 
-	if (!job) {
-		stat_add(&group->stats.jobs_dropped, 1);
+	if (!job)
 		return;
-	}
-	job->kind = JOB_EVENT;
-	memcpy(job->namespace, e->namespace, sizeof(job->namespace));
-	memcpy(job->name, e->name, sizeof(job->name));
-	memcpy(job->uid, e->uid, sizeof(job->uid));
 	job->reason = reason;
 	job->warning = warning;
 	va_start(ap, fmt);
@@ -528,6 +538,26 @@ static int collect_started(const struct group_started_pod *pod, void *arg)
 	return 0;
 }
 
+static void job_free(struct job *job);
+
+/* Gives a push job the token and the addresses of the started pods (at most
+ * `started`; with only_at_barrier, those whose barrier still runs). */
+static void job_targets(struct controller_group *group, const struct entry *e, struct job *job,
+			size_t started, int only_at_barrier)
+{
+	struct collect collect = { .port = group->options.push_port, .only_at_barrier = only_at_barrier };
+
+	if (!started)
+		return;
+	memcpy(job->token, e->token, sizeof(job->token));
+	collect.capacity = started;
+	collect.targets = calloc(collect.capacity, sizeof(*collect.targets));
+	if (collect.targets)
+		group_tracker_foreach_started(e->tracker, collect_started, &collect);
+	job->targets = collect.targets;
+	job->count = collect.count;
+}
+
 static cJSON *configmap_body(const struct entry *e, uint32_t attempt)
 {
 	char name[GROUP_LABEL_MAX + sizeof(CONTROLLER_CONFIGMAP_SUFFIX)], value[16];
@@ -622,7 +652,6 @@ static void release(struct controller_group *group, struct entry *e, const struc
 	char *cause = NULL;
 	uint64_t begun = now_ms(group), written;
 	struct job *job;
-	struct collect collect = { .port = group->options.push_port };
 	int err;
 
 	if (begun < e->retry_at_ms) {
@@ -654,19 +683,13 @@ static void release(struct controller_group *group, struct entry *e, const struc
 	     (unsigned long long)(decision->has_starts ? decision->last_start - decision->first_start : 0),
 	     (unsigned long long)(written - begun),
 	     (unsigned long long)(decision->has_starts ? written - decision->last_start : 0));
-	if (group->observer && group->observer->released && decision->has_starts)
-		group->observer->released(group->observer->arg,
-					  (double)(written - decision->last_start) / 1e3);
+	if (group->options.observer && group->options.observer->released && decision->has_starts)
+		group->options.observer->released(group->options.observer->arg,
+						  (double)(written - decision->last_start) / 1e3);
 
-	job = calloc(1, sizeof(*job));
-	if (!job) {
-		stat_add(&group->stats.jobs_dropped, 1);
+	job = job_new(group, e, JOB_PUSH);
+	if (!job)
 		return;
-	}
-	job->kind = JOB_PUSH;
-	memcpy(job->namespace, e->namespace, sizeof(job->namespace));
-	memcpy(job->name, e->name, sizeof(job->name));
-	memcpy(job->uid, e->uid, sizeof(job->uid));
 	job->attempt = decision->attempt;
 	job->expected = decision->expected;
 	job->started = decision->started;
@@ -676,14 +699,8 @@ static void release(struct controller_group *group, struct entry *e, const struc
 		stat_add(&group->stats.push_skipped, 1);
 		mlog(MLOG_WARN, "push-skipped", "jobset=%s/%s attempt=%u reason=\"no usable token: %s\"",
 		     e->namespace, e->name, decision->attempt, token_cause);
-	} else if (decision->started > 0) {
-		memcpy(job->token, e->token, sizeof(job->token));
-		collect.capacity = (size_t)decision->started;
-		collect.targets = calloc(collect.capacity, sizeof(*collect.targets));
-		if (collect.targets)
-			group_tracker_foreach_started(e->tracker, collect_started, &collect);
-		job->targets = collect.targets;
-		job->count = collect.count;
+	} else {
+		job_targets(group, e, job, (size_t)decision->started, 0);
 	}
 	enqueue(group, job);
 }
@@ -694,36 +711,25 @@ static void release(struct controller_group *group, struct entry *e, const struc
  * its attempt, so this is never early and never harmful. */
 static void repush(struct controller_group *group, struct entry *e, const struct group_decision *decision)
 {
-	struct collect collect = { .port = group->options.push_port, .only_at_barrier = 1 };
 	const char *token_cause = NULL;
 	struct job *job;
 
 	if (decision->started < decision->expected)
 		return; /* the pods are not all known (yet) */
 	e->repush = 0;
-	if (release_token_check(e->token, strlen(e->token), &token_cause))
+	if (release_token_check(e->token, strlen(e->token), &token_cause) ||
+	    !(job = job_new(group, e, JOB_PUSH)))
 		return;
-	collect.capacity = (size_t)decision->started;
-	collect.targets = calloc(collect.capacity, sizeof(*collect.targets));
-	if (!collect.targets)
-		return;
-	group_tracker_foreach_started(e->tracker, collect_started, &collect);
-	if (!collect.count || !(job = calloc(1, sizeof(*job)))) {
-		free(collect.targets);
-		return;
-	}
-	job->kind = JOB_PUSH;
 	job->repush = 1;
-	memcpy(job->namespace, e->namespace, sizeof(job->namespace));
-	memcpy(job->name, e->name, sizeof(job->name));
-	memcpy(job->uid, e->uid, sizeof(job->uid));
-	memcpy(job->token, e->token, sizeof(job->token));
 	job->attempt = decision->attempt;
 	job->last_start_ms = now_ms(group);
-	job->targets = collect.targets;
-	job->count = collect.count;
+	job_targets(group, e, job, (size_t)decision->started, 1);
+	if (!job->count) {
+		job_free(job);
+		return;
+	}
 	mlog(MLOG_INFO, "repush", "jobset=%s/%s attempt=%u waiting=%zu", e->namespace, e->name,
-	     decision->attempt, collect.count);
+	     decision->attempt, job->count);
 	enqueue(group, job);
 }
 
@@ -881,9 +887,9 @@ static void push_job(struct controller_group *group, struct job *job)
 		     (unsigned long long)counts[PUSH_OK], (unsigned long long)counts[PUSH_REFUSED],
 		     (unsigned long long)counts[PUSH_UNREACHABLE], (unsigned long long)counts[PUSH_TIMEOUT],
 		     (unsigned long long)counts[PUSH_PENDING]);
-		if (group->observer && group->observer->pushed && !job->repush)
-			group->observer->pushed(group->observer->arg,
-						(double)(done - job->last_start_ms) / 1e3);
+		if (group->options.observer && group->options.observer->pushed && !job->repush)
+			group->options.observer->pushed(group->options.observer->arg,
+							(double)(done - job->last_start_ms) / 1e3);
 	}
 	if (job->repush)
 		return;
@@ -1300,7 +1306,6 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 	group->options = *options;
 	group->options.namespace = NULL; /* the copy above is what is used */
 	clock_gettime(CLOCK_MONOTONIC, &group->start);
-	group->observer = options->observer;
 	if (pthread_mutex_init(&group->lock, NULL) != 0) {
 		free(group);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot make a mutex");
