@@ -11,7 +11,8 @@
 #   make cluster-down  stop it and remove its state (the built binaries stay cached)
 #   make e2e        end-to-end suite on the local control plane (part of make test)
 #   make bench-e2e  scale check of the stand-ins (1,000 nodes, 5,000 pods)
-#   make demo       install, build, and show the barrier holding and releasing a group
+#   make demo       install, build, start the local control plane and gang-start a JobSet
+#   make demo-barrier  the barrier alone holding and releasing four local "pods"
 # CFLAGS and LDFLAGS from the command line add to the project's flags.
 
 CC       ?= cc
@@ -100,7 +101,7 @@ lib/kube_lease_e2e_test_LIBS := $(KUBE_LIBS) -pthread
 
 # Metrics registry and the /metrics, /healthz, /readyz server (lib/metrics.h, lib/http_serve.h).
 HTTP_SERVE_SRCS := lib/http_serve.c lib/metrics.c lib/mlog.c
-HTTP_SERVE_LIBS := -lmicrohttpd -pthread -lm
+HTTP_SERVE_LIBS := -lmicrohttpd -lgnutls -pthread -lm
 UNIT_TESTS += lib/metrics_test lib/http_serve_test
 lib/metrics_test_SRCS := lib/metrics_test.c lib/metrics.c
 lib/metrics_test_LIBS := -pthread -lm
@@ -111,7 +112,7 @@ lib/http_listen_fuzz_SRCS := lib/http_listen_fuzz.c $(HTTP_SERVE_SRCS)
 lib/http_listen_fuzz_LIBS := $(HTTP_SERVE_LIBS)
 
 # Group-start core of the controller: decode, expected count, tracker (controller/group_core.md).
-GROUP_CORE_SRCS := controller/group_decode.c controller/group_expect.c controller/group_tracker.c
+GROUP_CORE_SRCS := controller/group_decode.c controller/group_expect.c controller/group_tracker.c lib/group_config.c
 GROUP_CORE_LIBS := -lcjson -lm
 UNIT_TESTS += controller/group_decode_test controller/group_tracker_test
 controller/group_decode_test_SRCS := controller/group_decode_test.c $(GROUP_CORE_SRCS)
@@ -124,6 +125,19 @@ controller/group_bench_LIBS := $(GROUP_CORE_LIBS)
 FUZZERS += controller/group_decode_fuzz
 controller/group_decode_fuzz_SRCS := controller/group_decode_fuzz.c $(GROUP_CORE_SRCS)
 controller/group_decode_fuzz_LIBS := $(GROUP_CORE_LIBS)
+
+# The admission webhook (webhook/webhook.md): pure modules, the routes, the binary.
+WEBHOOK_CORE_SRCS := webhook/admission.c webhook/jobset_shape.c webhook/jobset_validate.c webhook/jobset_mutate.c \
+	lib/group_config.c
+WEBHOOK_SRCS := webhook/main.c webhook/webhook.c $(WEBHOOK_CORE_SRCS) $(HTTP_SERVE_SRCS)
+UNIT_TESTS += webhook/jobset_admission_test
+webhook/jobset_admission_test_SRCS := webhook/jobset_admission_test.c $(WEBHOOK_CORE_SRCS)
+webhook/jobset_admission_test_LIBS := -lcjson -lm
+FUZZERS += webhook/admission_fuzz webhook/jobset_mutate_fuzz
+webhook/admission_fuzz_SRCS := webhook/admission_fuzz.c $(WEBHOOK_CORE_SRCS)
+webhook/admission_fuzz_LIBS := -lcjson -lm
+webhook/jobset_mutate_fuzz_SRCS := webhook/jobset_mutate_fuzz.c $(WEBHOOK_CORE_SRCS)
+webhook/jobset_mutate_fuzz_LIBS := -lcjson -lm
 
 # The controller (controller/controller.md): host libc, dynamically linked.
 CONTROLLER_SRCS := controller/main.c controller/controller_group.c $(GROUP_CORE_SRCS) \
@@ -142,9 +156,9 @@ controller/replay_bench_SRCS := controller/replay_bench.c controller/controller_
 	controller/push_fanout.c $(KUBE_SRCS) lib/mlog.c lib/release_line.c
 controller/replay_bench_LIBS := $(KUBE_LIBS) -lm -pthread
 
-BINARIES := bin/muster-barrier bin/muster-controller
+BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook
 
-.PHONY: all test check unit binary-test fuzz bench bench-micro bench-release lint deps clean format demo cluster cluster-down e2e bench-e2e
+.PHONY: all test check unit binary-test fuzz bench bench-micro bench-release lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e
 .DEFAULT_GOAL := all
 
 all: $(BINARIES)
@@ -155,7 +169,11 @@ bin/muster-barrier: $(BARRIER_MUSL_OBJS)
 
 bin/muster-controller: $(CONTROLLER_SRCS:%.c=build/host/%.o)
 	@mkdir -p $(@D)
-	$(CC) $(OPT_CFLAGS) -pthread $(LDFLAGS) -o $@ $^ $(KUBE_LIBS) -lmicrohttpd -lm
+	$(CC) $(OPT_CFLAGS) -pthread $(LDFLAGS) -o $@ $^ $(KUBE_LIBS) $(HTTP_SERVE_LIBS)
+
+bin/muster-webhook: $(WEBHOOK_SRCS:%.c=build/host/%.o)
+	@mkdir -p $(@D)
+	$(CC) $(OPT_CFLAGS) -pthread $(LDFLAGS) -o $@ $^ -lcjson $(HTTP_SERVE_LIBS)
 
 build/musl/%.o: %.c
 	@mkdir -p $(@D)
@@ -268,9 +286,14 @@ deps:
 	scripts/deps
 	bash e2e/cluster/deps.sh
 
-# The README's first command: until the control plane exists, a local demo of
-# the barrier playing four pods of one group.
+# The README's first command: a JobSet gang-started on the local control plane
+# (webhook, controller, real barrier; nodes appearing at staggered times).
 demo: deps
+	@$(MAKE) --no-print-directory all
+	/usr/bin/python3 scripts/demo.py $(DEMO_ARGS)
+
+# The barrier alone, no cluster: four "pods" of one group on local directories.
+demo-barrier: deps
 	@$(MAKE) --no-print-directory all build/host/initbarrier/atomic_write_tool
 	scripts/barrier-demo
 

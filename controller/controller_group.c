@@ -169,33 +169,16 @@ static const char *annotation(const cJSON *object, const char *key)
 	return cJSON_IsString(value) ? value->valuestring : NULL;
 }
 
-/* group_jobset_from_json, plus the annotation that marks a JobSet
- * group-scheduled where the CRD pruned spec.groupSchedulingConfig, plus the
- * token annotation (copied into token, "" when absent or too long). */
+/* group_jobset_from_json (which reads the settings from the spec field or
+ * the annotations), plus the token annotation (copied into token, "" when
+ * absent or too long). */
 static int jobset_decode(const cJSON *object, struct group_jobset *jobset, char *token, size_t token_size,
 			 char **cause)
 {
-	const char *timeout, *value;
+	const char *value;
 
 	if (group_jobset_from_json(object, jobset, cause))
 		return -1;
-	timeout = annotation(object, CONTROLLER_ANNOTATION_TIMEOUT);
-	if (!jobset->has_config && timeout) {
-		char *end = NULL;
-		unsigned long seconds;
-
-		errno = 0;
-		seconds = strtoul(timeout, &end, 10);
-		if (errno || end == timeout || *end || seconds > GROUP_ATTEMPT_MAX) {
-			*cause = strdup("annotation " CONTROLLER_ANNOTATION_TIMEOUT
-					" is not a number of seconds");
-			return -1;
-		}
-		jobset->has_config = 1;
-		jobset->has_timeout = 1;
-		jobset->timeout_seconds = (uint32_t)seconds;
-		/* No targets: group_decode already marked every job targeted. */
-	}
 	token[0] = '\0';
 	value = annotation(object, CONTROLLER_ANNOTATION_TOKEN);
 	if (value && strlen(value) < token_size)
@@ -493,13 +476,14 @@ static int list_pod_item(void *arg, const cJSON *item)
  * under the lock: no pod event is applied meanwhile. */
 static int list_pods(struct controller_group *group, struct entry *e, char **cause)
 {
-	char path[KUBE_PATH_MAX], selector[sizeof(POD_JOBSET_LABEL) + GROUP_LABEL_MAX + 2];
+	char path[KUBE_PATH_MAX],
+		selector[sizeof(CONTROLLER_POD_LABEL) + sizeof(POD_JOBSET_LABEL) + GROUP_LABEL_MAX + 2];
 	struct kube_selectors selectors = { .label = selector, .field = NULL };
 	struct list_context context = { .entry = e, .seq = now_ms(group) };
 	int err;
 
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", e->namespace);
-	snprintf(selector, sizeof(selector), "%s=%s", POD_JOBSET_LABEL, e->name);
+	snprintf(selector, sizeof(selector), "%s,%s=%s", CONTROLLER_POD_LABEL, POD_JOBSET_LABEL, e->name);
 	group_tracker_relist_begin(e->tracker);
 	err = kube_list(group->write_api.client, path, &selectors, LIST_PAGE_SIZE, list_pod_item, &context,
 			NULL, cause);
@@ -762,10 +746,11 @@ static void decide(struct controller_group *group, struct entry *e)
 			event_later(
 				group, e, "GroupTimedOut", 1,
 				"The barrier of %llu pod(s) of restart attempt %u timed out before the group "
-				"was complete (%llu of %llu pods started). Check why the missing pods did not "
-				"start, or raise the group scheduling timeout.",
+				"was complete (%llu of %llu pods reached the barrier). Check why the missing pods "
+				"did not start, or raise the group scheduling timeout.",
 				(unsigned long long)decision.timeouts, decision.attempt,
-				(unsigned long long)decision.started, (unsigned long long)decision.expected);
+				(unsigned long long)(decision.started + decision.timeouts),
+				(unsigned long long)decision.expected);
 		}
 	}
 	if (decision.action == GROUP_ACTION_RELEASE)
@@ -1249,7 +1234,7 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 					 group->namespace);
 			else
 				snprintf(w->path, sizeof(w->path), "/api/v1/pods");
-			w->selectors.label = POD_JOBSET_LABEL;
+			w->selectors.label = CONTROLLER_POD_LABEL;
 			w->callbacks = (struct kube_watch_callbacks){ pod_relist_begin, pod_item,
 								      pod_relist_end, pod_event, group };
 		}

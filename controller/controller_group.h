@@ -2,7 +2,8 @@
  * controller_group: the group-start loop of bin/muster-controller.
  *
  * It keeps one group_tracker per group-scheduled JobSet, fed by two watches
- * (JobSets, and pods carrying the label jobset.sigs.k8s.io/jobset-name), and
+ * (JobSets, and pods carrying the label muster.dev/group-scheduling, which
+ * the webhook puts on the pod template of every targeted replicated job), and
  * acts on the tracker's decision: on RELEASE(attempt) it writes the
  * ConfigMap `<jobset>-group-scheduling` (data.started = "<attempt>", owned
  * by the JobSet), pushes the release line to every started pod's barrier
@@ -25,11 +26,10 @@
  * reported once per attempt with a Warning Event `GroupTimedOut`.
  *
  * A JobSet is group-scheduled when it has spec.groupSchedulingConfig or,
- * because the JobSet CRD installed on Kubernetes 1.20 prunes that field, the
- * annotation `muster.dev/group-scheduling-timeout: "<seconds>"` (every
- * replicated job is then targeted). The per-JobSet barrier token is read
- * from the annotation `muster.dev/barrier-token` until the webhook keeps it
- * in a Secret.
+ * where the JobSet CRD is not patched and prunes that field, the annotation
+ * `muster.dev/group-scheduling-timeout: "<seconds>"` (lib/group_config). The
+ * per-JobSet barrier token is the annotation `muster.dev/barrier-token`, which
+ * the webhook writes at creation (webhook/webhook.md says why not a Secret).
  *
  * Lifecycle: controller_group_new() succeeds fully or leaves nothing;
  * controller_group_run() blocks until *stop is set (or a watch fails for
@@ -48,7 +48,8 @@
 
 /* Annotations read from a JobSet (see the top of this file). */
 #define CONTROLLER_ANNOTATION_TOKEN "muster.dev/barrier-token"
-#define CONTROLLER_ANNOTATION_TIMEOUT "muster.dev/group-scheduling-timeout"
+/* The label on the pods the controller watches (the webhook's). */
+#define CONTROLLER_POD_LABEL "muster.dev/group-scheduling"
 /* Suffix of the release ConfigMap's name. */
 #define CONTROLLER_CONFIGMAP_SUFFIX "-group-scheduling"
 /* Most JobSets tracked at once; more are logged and ignored. */

@@ -9,6 +9,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "group_decode.h"
 
+#include "group_config.h"
+
 #include <arpa/inet.h>
 #include <math.h>
 #include <stdarg.h>
@@ -167,41 +169,25 @@ static int decode_replicated_job(const cJSON *item, size_t index, struct group_r
 	return 0;
 }
 
-static int decode_config(const cJSON *config, struct group_jobset *out, char **cause)
+/* The settings, from the spec field or the annotations (lib/group_config). */
+static int decode_config(const cJSON *object, struct group_jobset *out, char **cause)
 {
-	const cJSON *targets, *item;
-	int present;
+	struct group_config *config = malloc(sizeof(*config));
+	int err;
 
-	if (!config || cJSON_IsNull(config))
-		return 0;
-	if (!cJSON_IsObject(config))
-		return fail(cause, "spec.groupSchedulingConfig is not an object");
-	out->has_config = 1;
-	if (take_count(member(config, "timeoutAfterSeconds"), &out->timeout_seconds, &present,
-		       "groupSchedulingConfig.timeoutAfterSeconds", cause))
-		return -1;
-	out->has_timeout = present;
-	targets = member(config, "targetReplicatedJobs");
-	if (!targets || cJSON_IsNull(targets))
-		return 0;
-	if (!cJSON_IsArray(targets))
-		return fail(cause, "groupSchedulingConfig.targetReplicatedJobs is not a list");
-	cJSON_ArrayForEach(item, targets)
-	{
-		char name[GROUP_LABEL_MAX + 1];
-		int duplicate = 0;
-
-		if (take_string(item, name, GROUP_LABEL_MAX, 1, "a targetReplicatedJobs entry", cause))
-			return -1;
-		for (size_t i = 0; i < out->target_count && !duplicate; i++)
-			duplicate = strcmp(out->targets[i], name) == 0;
-		if (duplicate)
-			continue;
-		if (out->target_count == GROUP_REPLICATED_JOBS_MAX)
-			return fail(cause, "more than %d targetReplicatedJobs", GROUP_REPLICATED_JOBS_MAX);
-		memcpy(out->targets[out->target_count++], name, sizeof(name));
+	if (!config)
+		return fail(cause, "out of memory");
+	err = group_config_decode(object, config, cause);
+	if (!err && config->present) {
+		out->has_config = 1;
+		out->has_timeout = config->has_timeout;
+		out->timeout_seconds = config->timeout_seconds;
+		out->target_count = config->target_count;
+		for (size_t i = 0; i < config->target_count; i++)
+			memcpy(out->targets[i], config->targets[i], sizeof(out->targets[i]));
 	}
-	return 0;
+	free(config);
+	return err;
 }
 
 int group_jobset_from_json(const struct cJSON *object, struct group_jobset *out, char **cause)
@@ -243,7 +229,7 @@ int group_jobset_from_json(const struct cJSON *object, struct group_jobset *out,
 				return fail(cause, "replicated job name \"%s\" appears twice", rj->name);
 		out->replicated_job_count++;
 	}
-	if (decode_config(member(spec, "groupSchedulingConfig"), out, cause))
+	if (decode_config(object, out, cause))
 		return -1;
 	for (size_t i = 0; i < out->replicated_job_count; i++) {
 		struct group_replicated_job *rj = &out->replicated_jobs[i];

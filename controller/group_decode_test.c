@@ -220,7 +220,7 @@ static void jobset_malformed(void **state)
 	bad_jobset(
 		"{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},"
 		"\"spec\":{\"groupSchedulingConfig\":{\"targetReplicatedJobs\":[\"\"]},\"replicatedJobs\":[]}}",
-		"is empty");
+		"empty replicated job name");
 	bad_jobset("{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},"
 		   "\"spec\":{\"replicatedJobs\":[]},\"status\":{\"restarts\":-2}}",
 		   "status.restarts");

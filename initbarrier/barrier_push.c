@@ -98,8 +98,23 @@ int barrier_listen_parse(const char *spec, struct barrier_listen_addr *out, cons
 	host[host_len] = '\0';
 	struct sockaddr_in *four = (struct sockaddr_in *)&out->addr;
 
+	if (strchr(host, ':')) {
+		/* A bare IPv6 address: the port is after the last colon. The
+		 * webhook writes `$(MUSTER_POD_IP):PORT` and status.podIP of an
+		 * IPv6 pod has no brackets. */
+		struct sockaddr_in6 *six = (struct sockaddr_in6 *)&out->addr;
+
+		if (inet_pton(AF_INET6, host, &six->sin6_addr) != 1) {
+			*cause = "not an IPv6 address";
+			return -1;
+		}
+		six->sin6_family = AF_INET6;
+		six->sin6_port = htons(port);
+		out->addr_len = sizeof(*six);
+		return 0;
+	}
 	if (inet_pton(AF_INET, host, &four->sin_addr) != 1) {
-		*cause = "not an IPv4 address (write IPv6 as [ADDRESS]:PORT)";
+		*cause = "not an IPv4 address";
 		return -1;
 	}
 	four->sin_family = AF_INET;

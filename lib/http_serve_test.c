@@ -5,6 +5,15 @@
  * reason), 404 and 405, listen address parsing and refusals, a port in use,
  * parallel clients, the connection limit, and a stop that does not wait for
  * connected clients.
+ *
+ * Then the webhook's additions: POST routes over HTTPS and plain HTTP (round
+ * trip, handler replies, 405, 413 with and without Content-Length),
+ * keep-alive, a thread pool serving concurrently, certificate reloads (a
+ * Secret volume's symlink swap, files rewritten in place, a bad pair that
+ * keeps the old one, a request in flight across a reload), start errors,
+ * option refusals, TLS versions and the latency histogram. The certificates
+ * are made at start with openssl in a temporary directory; every HTTPS client
+ * verifies the server against a test CA.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -27,7 +36,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include <curl/curl.h>
+#include <gnutls/gnutls.h>
 
 #include "http_serve.h"
 #include "metrics.h"
@@ -727,9 +741,1184 @@ static void stop_with_connected_clients(void **state)
 	assert_int_equal(http_serve_port(NULL), 0);
 }
 
+/* ---- POST routes and TLS ---- */
+
+/* Test certificates, made once by the group setup with openssl in a
+ * temporary directory: two CAs, and a server pair (CN server-a or server-b,
+ * SAN 127.0.0.1 and localhost) from each. */
+static struct {
+	char dir[64];
+	char ca_a[96], cert_a[96], key_a[96];
+	char ca_b[96], cert_b[96], key_b[96];
+} pki;
+
+/* Runs argv with its output dropped; returns its exit status, or -1. */
+static int run(const char *const argv[])
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null >= 0) {
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void path_in(char *out, size_t out_size, const char *dir, const char *name)
+{
+	int n = snprintf(out, out_size, "%s/%s", dir, name);
+
+	assert_true(n > 0 && (size_t)n < out_size);
+}
+
+/* A CA (name.crt, name.key) and a server pair signed by it (server.crt,
+ * server.key), EC P-256, valid for a day. */
+static int make_ca_and_server(const char *ca_name, const char *server_name, char ca[96], char cert[96],
+			      char key[96])
+{
+	char ca_key[96], csr[96], ext[96], subject[96], server_subject[96];
+	FILE *file;
+
+	snprintf(ca, 96, "%s/%s.crt", pki.dir, ca_name);
+	snprintf(ca_key, sizeof(ca_key), "%s/%s.key", pki.dir, ca_name);
+	snprintf(cert, 96, "%s/%s.crt", pki.dir, server_name);
+	snprintf(key, 96, "%s/%s.key", pki.dir, server_name);
+	snprintf(csr, sizeof(csr), "%s/%s.csr", pki.dir, server_name);
+	snprintf(ext, sizeof(ext), "%s/server.ext", pki.dir);
+	snprintf(subject, sizeof(subject), "/CN=%s", ca_name);
+	snprintf(server_subject, sizeof(server_subject), "/CN=%s", server_name);
+	file = fopen(ext, "w");
+	if (!file)
+		return -1;
+	fputs("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=critical,CA:FALSE\n"
+	      "keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+	      file);
+	if (fclose(file) != 0)
+		return -1;
+	{
+		const char *const make_ca[] = { "openssl",
+						"req",
+						"-x509",
+						"-newkey",
+						"ec",
+						"-pkeyopt",
+						"ec_paramgen_curve:prime256v1",
+						"-nodes",
+						"-keyout",
+						ca_key,
+						"-out",
+						ca,
+						"-days",
+						"2",
+						"-subj",
+						subject,
+						NULL };
+		const char *const make_csr[] = { "openssl",	 "req",	     "-newkey",
+						 "ec",		 "-pkeyopt", "ec_paramgen_curve:prime256v1",
+						 "-nodes",	 "-keyout",  key,
+						 "-out",	 csr,	     "-subj",
+						 server_subject, NULL };
+		const char *const sign[] = { "openssl", "x509",	    "-req", "-in",	   csr,	 "-CA",
+					     ca,	"-CAkey",   ca_key, "-set_serial", "2",	 "-days",
+					     "2",	"-extfile", ext,    "-out",	   cert, NULL };
+
+		if (run(make_ca) != 0 || run(make_csr) != 0 || run(sign) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int read_whole(const char *path, char **out, size_t *out_len)
+{
+	FILE *file = fopen(path, "rb");
+	char *text = NULL;
+	long len;
+
+	if (!file)
+		return -1;
+	if (fseek(file, 0, SEEK_END) != 0 || (len = ftell(file)) < 0 || fseek(file, 0, SEEK_SET) != 0 ||
+	    !(text = malloc((size_t)len + 1)) || fread(text, 1, (size_t)len, file) != (size_t)len) {
+		free(text);
+		fclose(file);
+		return -1;
+	}
+	fclose(file);
+	text[len] = '\0';
+	*out = text;
+	*out_len = (size_t)len;
+	return 0;
+}
+
+/* Writes to, not replaces, path: what a tool rewriting a file in place does. */
+static void write_in_place(const char *path, const char *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	assert_int_equal(close(fd), 0);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char *data;
+	size_t len;
+
+	assert_int_equal(read_whole(from, &data, &len), 0);
+	write_in_place(to, data, len);
+	free(data);
+}
+
+/* A directory for one test's TLS files, under pki.dir. */
+static void test_dir(char *out, size_t out_size)
+{
+	int n = snprintf(out, out_size, "%s/test-XXXXXX", pki.dir);
+
+	assert_true(n > 0 && (size_t)n < out_size);
+	assert_non_null(mkdtemp(out));
+}
+
+/* Publishes a pair the way the kubelet updates a Secret volume: the files in
+ * a new directory ..vN, a symlink ..data to it swapped in by rename, and
+ * tls.crt and tls.key linking through ..data. */
+static void kubelet_publish(const char *dir, int version, const char *cert, const char *key)
+{
+	char version_dir[160], name[32], path[192], link_tmp[192], link[192];
+
+	snprintf(name, sizeof(name), "..v%d", version);
+	path_in(version_dir, sizeof(version_dir), dir, name);
+	assert_int_equal(mkdir(version_dir, 0700), 0);
+	path_in(path, sizeof(path), version_dir, "tls.crt");
+	copy_file(cert, path);
+	path_in(path, sizeof(path), version_dir, "tls.key");
+	copy_file(key, path);
+	path_in(link_tmp, sizeof(link_tmp), dir, "..data_tmp");
+	path_in(link, sizeof(link), dir, "..data");
+	assert_int_equal(symlink(name, link_tmp), 0);
+	assert_int_equal(rename(link_tmp, link), 0);
+	if (version == 1) {
+		path_in(path, sizeof(path), dir, "tls.crt");
+		assert_int_equal(symlink("..data/tls.crt", path), 0);
+		path_in(path, sizeof(path), dir, "tls.key");
+		assert_int_equal(symlink("..data/tls.key", path), 0);
+	}
+}
+
+/* What the POST handler does, steered by the test and by the body. */
+struct handler_state {
+	atomic_int calls;
+	atomic_int inside; /* handlers running now */
+	atomic_int max_inside;
+	atomic_int hold; /* while set, handlers wait (at most 10 s) */
+	atomic_int wait_for; /* handlers wait until this many ran at once (at most 10 s) */
+	atomic_int bad_body; /* a body was not NUL-terminated */
+	atomic_size_t last_len;
+};
+
+/* Echoes the body as JSON-typed bytes (result "allowed"); "deny..." gets 403
+ * "denied", "status:42" a status out of range, "empty" a reply without body
+ * or type. */
+static void echo_handler(void *arg, const char *body, size_t body_len, struct http_serve_reply *reply)
+{
+	struct handler_state *state = arg;
+	int inside = atomic_fetch_add(&state->inside, 1) + 1, max = atomic_load(&state->max_inside);
+	struct timespec pause = { 0, 1000000L };
+
+	while (inside > max && !atomic_compare_exchange_weak(&state->max_inside, &max, inside))
+		;
+	atomic_fetch_add(&state->calls, 1);
+	atomic_store(&state->last_len, body_len);
+	if (body[body_len] != '\0')
+		atomic_fetch_add(&state->bad_body, 1);
+	for (int waited = 0; waited < 10000; waited++) {
+		if (!atomic_load(&state->hold) &&
+		    atomic_load(&state->max_inside) >= atomic_load(&state->wait_for))
+			break;
+		nanosleep(&pause, NULL);
+	}
+	if (strcmp(body, "status:42") == 0) {
+		reply->status = 42;
+	} else if (strcmp(body, "empty") == 0) {
+		reply->status = 200;
+	} else if (strncmp(body, "deny", 4) == 0) {
+		reply->status = 403;
+		reply->result = "denied";
+		reply->body = strdup("denied\n");
+		reply->body_len = reply->body ? 7 : 0;
+	} else {
+		reply->status = 200;
+		reply->content_type = "application/json";
+		reply->result = "allowed";
+		reply->body = malloc(body_len + 1);
+		if (reply->body) {
+			memcpy(reply->body, body, body_len + 1);
+			reply->body_len = body_len;
+		}
+	}
+	atomic_fetch_sub(&state->inside, 1);
+}
+
+/* One request on a handle (kept, so that its connection may be reused). */
+struct call {
+	const char *method; /* NULL: POST with a body, else GET */
+	const char *path;
+	const char *body; /* NULL: none */
+	size_t body_len; /* 0: strlen(body) */
+	int chunked; /* the body without Content-Length */
+	const char *ca; /* NULL: http; else https verified against this CA file */
+	long tls_version; /* 0, or a CURLOPT_SSLVERSION value */
+};
+
+struct upload {
+	const char *data;
+	size_t len, at;
+};
+
+static size_t on_upload(char *buffer, size_t size, size_t count, void *arg)
+{
+	struct upload *upload = arg;
+	size_t len = size * count;
+
+	if (len > upload->len - upload->at)
+		len = upload->len - upload->at;
+	memcpy(buffer, upload->data + upload->at, len);
+	upload->at += len;
+	return len;
+}
+
+static CURLcode call_with(CURL *curl, uint16_t port, const struct call *call, struct response *out,
+			  long *connects)
+{
+	struct upload upload = { call->body, 0, 0 };
+	struct curl_slist *headers = NULL;
+	const char *method = call->method ? call->method : call->body ? "POST" : "GET";
+	const char *content_type = NULL;
+	char url[256];
+	CURLcode code;
+
+	memset(out, 0, sizeof(*out));
+	if (call->body)
+		upload.len = call->body_len ? call->body_len : strlen(call->body);
+	curl_easy_reset(curl); /* keeps the handle's connections */
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%u%s", call->ca ? "https" : "http", port, call->path);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 20000L);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, out);
+	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(curl, CURLOPT_HEADERDATA, out);
+	if (call->ca) {
+		/* Verified against the test CA only, never skipped. */
+		curl_easy_setopt(curl, CURLOPT_CAINFO, call->ca);
+		curl_easy_setopt(curl, CURLOPT_CAPATH, NULL);
+		curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+		curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+		if (call->tls_version)
+			curl_easy_setopt(curl, CURLOPT_SSLVERSION, call->tls_version);
+	}
+	if (call->body && call->chunked) {
+		headers = curl_slist_append(headers, "Transfer-Encoding: chunked");
+		curl_easy_setopt(curl, CURLOPT_POST, 1L);
+		curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_upload);
+		curl_easy_setopt(curl, CURLOPT_READDATA, &upload);
+	} else if (call->body) {
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, call->body);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)upload.len);
+	}
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+	else if (strcmp(method, call->body ? "POST" : "GET") != 0)
+		curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+	headers = curl_slist_append(headers, "Content-Type: application/json");
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+	code = curl_easy_perform(curl);
+	if (code == CURLE_OK) {
+		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
+		curl_easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &content_type);
+		if (content_type)
+			snprintf(out->content_type, sizeof(out->content_type), "%s", content_type);
+		if (connects)
+			curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, connects);
+	}
+	if (!out->body)
+		out->body = calloc(1, 1);
+	curl_slist_free_all(headers);
+	return code;
+}
+
+/* One request on a new connection. */
+static CURLcode call_once(uint16_t port, const struct call *call, struct response *out)
+{
+	CURL *curl = curl_easy_init();
+	CURLcode code;
+
+	assert_non_null(curl);
+	code = call_with(curl, port, call, out, NULL);
+	curl_easy_cleanup(curl);
+	return code;
+}
+
+/* Expects status, content type and body of one request on a new connection. */
+static void assert_call(uint16_t port, const struct call *call, long status, const char *content_type,
+			const char *body)
+{
+	struct response response;
+	CURLcode code = call_once(port, call, &response);
+
+	if (code != CURLE_OK)
+		fail_msg("%s %s: %s", call->method ? call->method : "POST", call->path,
+			 curl_easy_strerror(code));
+	if (response.status != status)
+		fail_msg("%s: status %ld, expected %ld (%s)", call->path, response.status, status,
+			 response.body);
+	if (content_type)
+		assert_string_equal(response.content_type, content_type);
+	if (body)
+		assert_string_equal(response.body, body);
+	free(response.body);
+}
+
+static struct http_serve *start_with(const struct http_serve_routes *routes,
+				     const struct http_serve_options *options)
+{
+	struct http_serve *server = NULL;
+	char *cause = NULL;
+	int err = http_serve_start_options("127.0.0.1:0", routes, options, &server, &cause);
+
+	if (err)
+		fail_msg("http_serve_start_options: %d %s", err, cause ? cause : "");
+	assert_null(cause);
+	assert_non_null(server);
+	return server;
+}
+
+/* The rendered registry contains needle. */
+static int registry_has(struct metrics_registry *registry, const char *needle)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int found;
+
+	assert_int_equal(metrics_render(registry, &text, &len, NULL), 0);
+	found = strstr(text, needle) != NULL;
+	free(text);
+	return found;
+}
+
+/* Waits (at most 10 s) until the registry contains needle. */
+static void wait_for_metric(struct metrics_registry *registry, const char *needle)
+{
+	struct timespec pause = { 0, 10000000L };
+
+	for (int i = 0; i < 1000; i++) {
+		if (registry_has(registry, needle))
+			return;
+		nanosleep(&pause, NULL);
+	}
+	fail_msg("no \"%s\" in the registry", needle);
+}
+
+static void wait_until_inside(struct handler_state *state, int count)
+{
+	struct timespec pause = { 0, 1000000L };
+
+	for (int i = 0; i < 10000 && atomic_load(&state->inside) < count; i++)
+		nanosleep(&pause, NULL);
+	assert_true(atomic_load(&state->inside) >= count);
+}
+
+/* /mutate and /validate, both echo_handler on handler. */
+static void mutate_routes(struct http_serve_post_route posts[2], struct handler_state *handler)
+{
+	posts[0] = (struct http_serve_post_route){ "/mutate", "mutate", echo_handler, handler };
+	posts[1] = (struct http_serve_post_route){ "/validate", "validate", echo_handler, handler };
+}
+
+static void https_post_round_trip(void **state)
+{
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route posts[2];
+	struct http_serve_options options = {
+		.tls_cert_file = pki.cert_a, .tls_key_file = pki.key_a, .posts = posts, .post_count = 2
+	};
+	static const char review[] = "{\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"1\"}}";
+	struct http_serve *server;
+	uint16_t port;
+
+	(void)state;
+	mutate_routes(posts, &handler);
+	server = start_with(NULL, &options);
+	port = http_serve_port(server);
+	assert_call(port, &(struct call){ .path = "/mutate", .body = review, .ca = pki.ca_a }, 200,
+		    "application/json", review);
+	assert_call(port, &(struct call){ .path = "/validate", .body = "deny this", .ca = pki.ca_a }, 403,
+		    TEXT_TYPE, "denied\n");
+	/* A reply without body or type: an empty text/plain. */
+	assert_call(port, &(struct call){ .path = "/mutate", .body = "empty", .ca = pki.ca_a }, 200,
+		    TEXT_TYPE, "");
+	/* A status out of range from the handler is the server's error. */
+	assert_call(port, &(struct call){ .path = "/mutate", .body = "status:42", .ca = pki.ca_a }, 500,
+		    TEXT_TYPE, "internal error\n");
+	/* An empty body reaches the handler as "". */
+	assert_call(port, &(struct call){ .path = "/mutate", .body = "", .ca = pki.ca_a }, 200,
+		    "application/json", "");
+	assert_int_equal(atomic_load(&handler.last_len), 0);
+	/* The GET routes are served over TLS too. */
+	assert_call(port, &(struct call){ .path = "/healthz", .ca = pki.ca_a }, 200, TEXT_TYPE, "ok\n");
+	assert_call(port, &(struct call){ .path = "/nope", .body = "x", .ca = pki.ca_a }, 404, TEXT_TYPE,
+		    "not found\n");
+	/* The other CA's clients refuse the server. */
+	{
+		struct response response;
+
+		assert_int_not_equal(
+			call_once(port, &(struct call){ .path = "/healthz", .ca = pki.ca_b }, &response),
+			CURLE_OK);
+		free(response.body);
+	}
+	/* Plain HTTP on the TLS port gets nothing. */
+	{
+		struct response response;
+
+		assert_int_not_equal(call_once(port, &(struct call){ .path = "/healthz" }, &response),
+				     CURLE_OK);
+		free(response.body);
+	}
+	assert_int_equal(atomic_load(&handler.calls), 5);
+	assert_int_equal(atomic_load(&handler.bad_body), 0);
+	http_serve_stop(server);
+}
+
+/* Keep-alive: requests on one handle share one connection, over TLS and
+ * over plain HTTP. */
+static void keep_alive(void **state)
+{
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route posts[2];
+	struct http_serve_options options = {
+		.tls_cert_file = pki.cert_a, .tls_key_file = pki.key_a, .posts = posts, .post_count = 2
+	};
+
+	(void)state;
+	mutate_routes(posts, &handler);
+	for (int tls = 1; tls >= 0; tls--) {
+		struct http_serve *server;
+		CURL *curl = curl_easy_init();
+
+		assert_non_null(curl);
+		options.tls_cert_file = tls ? pki.cert_a : NULL;
+		options.tls_key_file = tls ? pki.key_a : NULL;
+		server = start_with(NULL, &options);
+		for (int i = 0; i < 20; i++) {
+			const struct call call = { .path = i % 2 ? "/mutate" : "/validate",
+						   .body = "{\"request\":{}}",
+						   .ca = tls ? pki.ca_a : NULL };
+			struct response response;
+			long connects = -1;
+
+			assert_int_equal(
+				call_with(curl, http_serve_port(server), &call, &response, &connects),
+				CURLE_OK);
+			assert_int_equal(response.status, 200);
+			assert_string_equal(response.body, "{\"request\":{}}");
+			/* The first request connects; the others reuse it. */
+			assert_int_equal(connects, i == 0 ? 1 : 0);
+			free(response.body);
+		}
+		curl_easy_cleanup(curl);
+		http_serve_stop(server);
+	}
+}
+
+static void post_body_limit(void **state)
+{
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route posts[2];
+	struct http_serve_options options = { .tls_cert_file = pki.cert_a,
+					      .tls_key_file = pki.key_a,
+					      .body_max = 100000,
+					      .posts = posts,
+					      .post_count = 2 };
+	static const char refusal[] = "request body exceeds the limit of 100000 bytes\n";
+	const size_t huge_len = 100000 + HTTP_SERVE_DISCARD_MAX + 300000;
+	char *body = malloc(huge_len + 1);
+	struct http_serve *server;
+	struct response response;
+	uint16_t port;
+
+	(void)state;
+	mutate_routes(posts, &handler);
+	assert_non_null(body);
+	memset(body, 'a', huge_len);
+	body[huge_len] = '\0';
+	server = start_with(NULL, &options);
+	port = http_serve_port(server);
+
+	/* Exactly the limit, with and without Content-Length. */
+	for (int chunked = 0; chunked < 2; chunked++) {
+		const struct call call = { .path = "/mutate",
+					   .body = body,
+					   .body_len = 100000,
+					   .chunked = chunked,
+					   .ca = pki.ca_a };
+
+		assert_int_equal(call_once(port, &call, &response), CURLE_OK);
+		assert_int_equal(response.status, 200);
+		assert_int_equal(response.body_len, 100000);
+		assert_int_equal(atomic_load(&handler.last_len), 100000);
+		free(response.body);
+	}
+	/* One byte over, then a lot over: 413, decided from Content-Length
+	 * or from the byte that crosses the limit, sent after the body. */
+	for (int chunked = 0; chunked < 2; chunked++) {
+		const size_t lens[] = { 100001, 100000 + HTTP_SERVE_DISCARD_MAX / 2,
+					100000 + HTTP_SERVE_DISCARD_MAX };
+
+		for (size_t i = 0; i < N(lens); i++) {
+			const struct call call = { .path = "/validate",
+						   .body = body,
+						   .body_len = lens[i],
+						   .chunked = chunked,
+						   .ca = pki.ca_a };
+
+			assert_call(port, &call, 413, TEXT_TYPE, refusal);
+		}
+	}
+	/* The connection of a refused body stays usable. */
+	{
+		CURL *curl = curl_easy_init();
+		long connects = -1;
+
+		assert_non_null(curl);
+		for (int i = 0; i < 4; i++) {
+			const struct call call = { .path = "/mutate",
+						   .body = body,
+						   .body_len = i % 2 ? 10 : 100001,
+						   .chunked = i >= 2,
+						   .ca = pki.ca_a };
+
+			assert_int_equal(call_with(curl, port, &call, &response, &connects), CURLE_OK);
+			assert_int_equal(response.status, i % 2 ? 200 : 413);
+			assert_int_equal(connects, i == 0 ? 1 : 0);
+			free(response.body);
+		}
+		curl_easy_cleanup(curl);
+	}
+	/* Content-Length far over the limit: refused before reading; curl
+	 * sends "Expect: 100-continue" for such a body, so it is not sent. */
+	assert_call(port,
+		    &(struct call){ .path = "/mutate", .body = body, .body_len = huge_len, .ca = pki.ca_a },
+		    413, TEXT_TYPE, refusal);
+	/* A body without length that goes on past the limit and the discard
+	 * bound: the connection is closed unanswered. */
+	assert_int_not_equal(call_once(port,
+				       &(struct call){ .path = "/mutate",
+						       .body = body,
+						       .body_len = huge_len,
+						       .chunked = 1,
+						       .ca = pki.ca_a },
+				       &response),
+			     CURLE_OK);
+	free(response.body);
+	assert_int_equal(atomic_load(&handler.calls), 4);
+	/* Still serving. */
+	assert_call(port, &(struct call){ .path = "/mutate", .body = "{}", .ca = pki.ca_a }, 200, NULL, "{}");
+	assert_int_equal(atomic_load(&handler.bad_body), 0);
+	http_serve_stop(server);
+	free(body);
+}
+
+static void post_method_not_allowed(void **state)
+{
+	static const char *const methods[] = { "GET", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS" };
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route posts[2];
+	struct http_serve_options options = { .posts = posts, .post_count = 2 };
+	struct http_serve *server;
+
+	(void)state;
+	mutate_routes(posts, &handler);
+	server = start_with(NULL, &options);
+	for (size_t i = 0; i < N(methods); i++) {
+		const struct call call = { .method = methods[i],
+					   .path = "/mutate",
+					   .body = strcmp(methods[i], "PUT") == 0 ? "{}" : NULL };
+		struct response response;
+
+		assert_int_equal(call_once(http_serve_port(server), &call, &response), CURLE_OK);
+		assert_int_equal(response.status, 405);
+		assert_string_equal(response.allow, "POST");
+		assert_string_equal(response.body,
+				    strcmp(methods[i], "HEAD") == 0 ? "" : "method not allowed\n");
+		free(response.body);
+	}
+	/* The GET routes keep their methods; a query string is not the path. */
+	assert_call(http_serve_port(server), &(struct call){ .path = "/healthz", .body = "{}" }, 405,
+		    TEXT_TYPE, "method not allowed\n");
+	assert_call(http_serve_port(server), &(struct call){ .path = "/mutate?timeout=10s", .body = "{}" },
+		    200, "application/json", "{}");
+	assert_call(http_serve_port(server), &(struct call){ .path = "/mutate/", .body = "{}" }, 404,
+		    TEXT_TYPE, "not found\n");
+	assert_int_equal(atomic_load(&handler.calls), 1);
+	http_serve_stop(server);
+}
+
+/* Plain HTTP with POST routes, a thread pool and the other options. */
+static void plain_http_posts(void **state)
+{
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route posts[2];
+	struct http_serve_options options = { .threads = 2,
+					      .connections_max = 8,
+					      .idle_seconds = 5,
+					      .body_max = 10,
+					      .posts = posts,
+					      .post_count = 2 };
+	struct http_serve *server;
+	uint16_t port;
+
+	(void)state;
+	mutate_routes(posts, &handler);
+	server = start_with(NULL, &options);
+	port = http_serve_port(server);
+	assert_call(port, &(struct call){ .path = "/mutate", .body = "0123456789" }, 200, "application/json",
+		    "0123456789");
+	assert_call(port, &(struct call){ .path = "/mutate", .body = "0123456789x" }, 413, TEXT_TYPE,
+		    "request body exceeds the limit of 10 bytes\n");
+	assert_call(port, &(struct call){ .path = "/mutate", .body = "0123456789x", .chunked = 1 }, 413,
+		    TEXT_TYPE, "request body exceeds the limit of 10 bytes\n");
+	assert_call(port, &(struct call){ .path = "/validate", .body = "0123", .chunked = 1 }, 200,
+		    "application/json", "0123");
+	assert_call(port, &(struct call){ .method = "GET", .path = "/validate" }, 405, TEXT_TYPE,
+		    "method not allowed\n");
+	assert_call(port, &(struct call){ .path = "/readyz" }, 200, TEXT_TYPE, "ok\n");
+	http_serve_stop(server);
+}
+
+struct background {
+	uint16_t port;
+	struct call call;
+	CURLcode code;
+	long status;
+	char body[64];
+};
+
+static void *background_call(void *arg)
+{
+	struct background *background = arg;
+	struct response response;
+
+	background->code = call_once(background->port, &background->call, &response);
+	background->status = response.status;
+	snprintf(background->body, sizeof(background->body), "%s", response.body);
+	free(response.body);
+	return NULL;
+}
+
+/* A pool of 4 threads has 4 handlers running at once: each client connects
+ * once the previous one's handler runs, and every handler waits until all
+ * four run (a thread blocked in a handler accepts no connection, so each
+ * lands on a free thread). */
+static void thread_pool_concurrency(void **state)
+{
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route posts[2];
+	struct http_serve_options options = { .tls_cert_file = pki.cert_a,
+					      .tls_key_file = pki.key_a,
+					      .threads = 4,
+					      .connections_max = 16,
+					      .posts = posts,
+					      .post_count = 2 };
+	struct background clients[4];
+	pthread_t threads[4];
+	struct http_serve *server;
+
+	(void)state;
+	mutate_routes(posts, &handler);
+	server = start_with(NULL, &options);
+	atomic_store(&handler.wait_for, 4);
+	for (size_t i = 0; i < N(clients); i++) {
+		clients[i] = (struct background){
+			.port = http_serve_port(server),
+			.call = { .path = "/mutate", .body = "{\"n\":1}", .ca = pki.ca_a }
+		};
+		assert_int_equal(pthread_create(&threads[i], NULL, background_call, &clients[i]), 0);
+		if (i + 1 < N(clients))
+			wait_until_inside(&handler, (int)i + 1);
+	}
+	for (size_t i = 0; i < N(clients); i++) {
+		assert_int_equal(pthread_join(threads[i], NULL), 0);
+		assert_int_equal(clients[i].code, CURLE_OK);
+		assert_int_equal(clients[i].status, 200);
+		assert_string_equal(clients[i].body, "{\"n\":1}");
+	}
+	assert_int_equal(atomic_load(&handler.max_inside), 4);
+
+	/* The stop does not wait for a kept-alive TLS client nor for one that
+	 * connected and never began its handshake. */
+	{
+		struct sockaddr_in address = { .sin_family = AF_INET };
+		CURL *kept = curl_easy_init();
+		struct response response;
+		struct timespec begin;
+		char byte;
+		int idle;
+
+		assert_non_null(kept);
+		assert_int_equal(call_with(kept, http_serve_port(server),
+					   &(struct call){ .path = "/healthz", .ca = pki.ca_a }, &response,
+					   NULL),
+				 CURLE_OK);
+		free(response.body);
+		address.sin_port = htons(http_serve_port(server));
+		address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		idle = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(idle >= 0);
+		assert_int_equal(connect(idle, (const struct sockaddr *)&address, sizeof(address)), 0);
+		clock_gettime(CLOCK_MONOTONIC, &begin);
+		http_serve_stop(server);
+		assert_true(seconds_since(&begin) < 1.5);
+		assert_true(recv(idle, &byte, 1, 0) <= 0);
+		close(idle);
+		curl_easy_cleanup(kept);
+	}
+}
+
+/* Waits (at most 10 s) until a new connection verifies against ca. */
+static void wait_for_ca(uint16_t port, const char *ca)
+{
+	struct timespec pause = { 0, 20000000L };
+
+	for (int i = 0; i < 500; i++) {
+		struct response response;
+		CURLcode code = call_once(port, &(struct call){ .path = "/healthz", .ca = ca }, &response);
+
+		free(response.body);
+		if (code == CURLE_OK)
+			return;
+		nanosleep(&pause, NULL);
+	}
+	fail_msg("the server never presented a certificate of %s", ca);
+}
+
+static void assert_refused_by(uint16_t port, const char *ca)
+{
+	struct response response;
+
+	assert_int_not_equal(call_once(port, &(struct call){ .path = "/healthz", .ca = ca }, &response),
+			     CURLE_OK);
+	free(response.body);
+}
+
+/* A Secret volume update: the pair changes under a running server, which
+ * presents the new one to new connections while a request in flight and a
+ * kept-alive connection go on with the old one. */
+static void tls_reload_kubelet_swap(void **state)
+{
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route posts[2];
+	struct metrics_registry *registry = NULL;
+	char dir[128], cert[160], key[160];
+	struct http_serve_options options = {
+		.tls_cert_file = cert, .tls_key_file = key, .posts = posts, .post_count = 2
+	};
+	struct background in_flight;
+	struct response response;
+	struct http_serve *server;
+	pthread_t thread;
+	uint16_t port;
+	long connects = -1;
+	CURL *kept = curl_easy_init();
+
+	(void)state;
+	mutate_routes(posts, &handler);
+	assert_non_null(kept);
+	assert_int_equal(metrics_registry_new(0, &registry), 0);
+	options.latency = registry;
+	test_dir(dir, sizeof(dir));
+	path_in(cert, sizeof(cert), dir, "tls.crt");
+	path_in(key, sizeof(key), dir, "tls.key");
+	kubelet_publish(dir, 1, pki.cert_a, pki.key_a);
+	server = start_with(NULL, &options);
+	port = http_serve_port(server);
+
+	/* A kept-alive connection and a request in flight, both on pair A. */
+	assert_int_equal(call_with(kept, port,
+				   &(struct call){ .path = "/mutate", .body = "1", .ca = pki.ca_a },
+				   &response, &connects),
+			 CURLE_OK);
+	assert_int_equal(response.status, 200);
+	free(response.body);
+	atomic_store(&handler.hold, 1);
+	in_flight = (struct background){ .port = port,
+					 .call = { .path = "/mutate", .body = "slow", .ca = pki.ca_a } };
+	assert_int_equal(pthread_create(&thread, NULL, background_call, &in_flight), 0);
+	wait_until_inside(&handler, 1);
+
+	kubelet_publish(dir, 2, pki.cert_b, pki.key_b);
+	wait_for_ca(port, pki.ca_b);
+	assert_refused_by(port, pki.ca_a);
+	assert_true(registry_has(registry, "muster_tls_reloads_total{result=\"ok\"} 1\n"));
+
+	/* The old pair still serves what started with it. */
+	atomic_store(&handler.hold, 0);
+	assert_int_equal(pthread_join(thread, NULL), 0);
+	assert_int_equal(in_flight.code, CURLE_OK);
+	assert_int_equal(in_flight.status, 200);
+	assert_string_equal(in_flight.body, "slow");
+	assert_int_equal(call_with(kept, port,
+				   &(struct call){ .path = "/mutate", .body = "2", .ca = pki.ca_a },
+				   &response, &connects),
+			 CURLE_OK);
+	assert_int_equal(response.status, 200);
+	assert_int_equal(connects, 0);
+	free(response.body);
+	curl_easy_cleanup(kept);
+
+	/* And back to A by another swap. */
+	kubelet_publish(dir, 3, pki.cert_a, pki.key_a);
+	wait_for_ca(port, pki.ca_a);
+	assert_refused_by(port, pki.ca_b);
+	wait_for_metric(registry, "muster_tls_reloads_total{result=\"ok\"} 2\n");
+	assert_true(registry_has(registry, "muster_tls_reloads_total{result=\"error\"} 0\n"));
+	http_serve_stop(server);
+	metrics_registry_free(registry);
+}
+
+/* Files rewritten in place (no rename), then a bad pair, which is refused
+ * while the good one goes on serving, then a chain, then the directory
+ * replaced. */
+static void tls_reload_in_place_and_bad_pair(void **state)
+{
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route posts[2];
+	struct metrics_registry *registry = NULL;
+	char dir[128], cert[160], key[160], *text;
+	struct http_serve_options options = {
+		.tls_cert_file = cert, .tls_key_file = key, .posts = posts, .post_count = 2, .threads = 2
+	};
+	struct http_serve *server;
+	uint16_t port;
+	size_t len;
+
+	(void)state;
+	mutate_routes(posts, &handler);
+	assert_int_equal(metrics_registry_new(0, &registry), 0);
+	options.latency = registry;
+	test_dir(dir, sizeof(dir));
+	path_in(cert, sizeof(cert), dir, "tls.crt");
+	path_in(key, sizeof(key), dir, "tls.key");
+	copy_file(pki.cert_a, cert);
+	copy_file(pki.key_a, key);
+	server = start_with(NULL, &options);
+	port = http_serve_port(server);
+	assert_call(port, &(struct call){ .path = "/mutate", .body = "{}", .ca = pki.ca_a }, 200, NULL, "{}");
+
+	/* In place, the certificate then the key. */
+	copy_file(pki.cert_b, cert);
+	copy_file(pki.key_b, key);
+	wait_for_ca(port, pki.ca_b);
+	assert_refused_by(port, pki.ca_a);
+	wait_for_metric(registry, "muster_tls_reloads_total{result=\"ok\"} 1\n");
+
+	/* A's key with B's certificate: refused, B stays. */
+	copy_file(pki.key_a, key);
+	wait_for_metric(registry, "muster_tls_reloads_total{result=\"error\"} 1\n");
+	assert_call(port, &(struct call){ .path = "/mutate", .body = "{}", .ca = pki.ca_b }, 200, NULL, "{}");
+	assert_refused_by(port, pki.ca_a);
+	/* Garbage: refused too, B stays. */
+	write_in_place(cert, "not a certificate\n", 18);
+	wait_for_metric(registry, "muster_tls_reloads_total{result=\"error\"} 2\n");
+	assert_call(port, &(struct call){ .path = "/healthz", .ca = pki.ca_b }, 200, TEXT_TYPE, "ok\n");
+	/* A chain of A's certificate and its CA, with A's key: taken. */
+	assert_int_equal(read_whole(pki.cert_a, &text, &len), 0);
+	{
+		char *ca_text, *chain;
+		size_t ca_len;
+
+		assert_int_equal(read_whole(pki.ca_a, &ca_text, &ca_len), 0);
+		chain = malloc(len + ca_len);
+		assert_non_null(chain);
+		memcpy(chain, text, len);
+		memcpy(chain + len, ca_text, ca_len);
+		write_in_place(cert, chain, len + ca_len);
+		free(chain);
+		free(ca_text);
+	}
+	free(text);
+	wait_for_ca(port, pki.ca_a);
+	assert_refused_by(port, pki.ca_b);
+	wait_for_metric(registry, "muster_tls_reloads_total{result=\"ok\"} 2\n");
+	assert_true(registry_has(registry, "muster_tls_reloads_total{result=\"error\"} 2\n"));
+
+	/* The directory itself replaced by rename: its new self is watched. */
+	{
+		char moved[160], fresh[160], path[192];
+
+		snprintf(moved, sizeof(moved), "%s.old", dir);
+		snprintf(fresh, sizeof(fresh), "%s.new", dir);
+		assert_int_equal(mkdir(fresh, 0700), 0);
+		path_in(path, sizeof(path), fresh, "tls.crt");
+		copy_file(pki.cert_b, path);
+		path_in(path, sizeof(path), fresh, "tls.key");
+		copy_file(pki.key_b, path);
+		assert_int_equal(rename(dir, moved), 0);
+		assert_int_equal(rename(fresh, dir), 0);
+		wait_for_ca(port, pki.ca_b);
+		wait_for_metric(registry, "muster_tls_reloads_total{result=\"ok\"} 3\n");
+		/* And a change in it is seen by inotify again. */
+		copy_file(pki.cert_a, cert);
+		copy_file(pki.key_a, key);
+		wait_for_ca(port, pki.ca_a);
+		wait_for_metric(registry, "muster_tls_reloads_total{result=\"ok\"} 4\n");
+	}
+	http_serve_stop(server);
+	metrics_registry_free(registry);
+}
+
+static void tls_start_errors(void **state)
+{
+	char dir[128], missing[160], garbage[160], expected[400];
+	const struct {
+		const char *cert, *key;
+		int err;
+		const char *cause_start; /* then the name of the file at fault */
+		const char *file;
+	} cases[] = {
+		{ missing, pki.key_a, -ENOENT, "TLS certificate file \"", missing },
+		{ pki.cert_a, missing, -ENOENT, "TLS key file \"", missing },
+		{ pki.cert_a, pki.key_b, -EINVAL, "TLS key file \"", pki.key_b },
+		{ garbage, pki.key_a, -EINVAL, "TLS certificate file \"", garbage },
+		{ pki.cert_a, garbage, -EINVAL, "TLS key file \"", garbage },
+		{ dir, pki.key_a, -EINVAL, "TLS certificate file \"", dir },
+		{ pki.cert_a, NULL, -EINVAL, "TLS needs both a certificate file and a key file", NULL },
+		{ NULL, pki.key_a, -EINVAL, "TLS needs both a certificate file and a key file", NULL },
+	};
+
+	(void)state;
+	test_dir(dir, sizeof(dir));
+	path_in(missing, sizeof(missing), dir, "missing.crt");
+	path_in(garbage, sizeof(garbage), dir, "garbage.pem");
+	write_in_place(garbage, "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n", 66);
+	for (size_t i = 0; i < N(cases); i++) {
+		struct http_serve_options options = { .tls_cert_file = cases[i].cert,
+						      .tls_key_file = cases[i].key };
+		static char sentinel;
+		struct http_serve *server =
+			(struct http_serve *)(void *)&sentinel; /* a refusal sets it to NULL */
+		char *cause = NULL;
+		int err = http_serve_start_options("127.0.0.1:0", NULL, &options, &server, &cause);
+
+		if (err != cases[i].err)
+			fail_msg("case %zu: %d, expected %d (%s)", i, err, cases[i].err, cause ? cause : "");
+		assert_null(server);
+		assert_non_null(cause);
+		snprintf(expected, sizeof(expected), "%s%s", cases[i].cause_start,
+			 cases[i].file ? cases[i].file : "");
+		if (strncmp(cause, expected, strlen(expected)) != 0)
+			fail_msg("case %zu: cause \"%s\", expected \"%s...\"", i, cause, expected);
+		free(cause);
+	}
+}
+
+static void options_refused(void **state)
+{
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route good[2], twice[2];
+	const struct http_serve_post_route on_get[] = { { "/healthz", "healthz", echo_handler, &handler } };
+	const struct http_serve_post_route no_handler[] = { { "/mutate", "mutate", NULL, NULL } };
+	const struct http_serve_post_route no_slash[] = { { "mutate", "mutate", echo_handler, NULL } };
+	const struct http_serve_post_route no_name[] = { { "/mutate", "", echo_handler, NULL } };
+	const struct {
+		struct http_serve_options options;
+		const char *cause;
+	} cases[] = {
+		{ { .threads = HTTP_SERVE_THREADS_MAX + 1 }, "threads 257 exceeds 256" },
+		{ { .threads = 8, .connections_max = 4 }, "threads 8 exceeds connections_max 4" },
+		{ { .connections_max = HTTP_SERVE_CONNECTIONS_LIMIT + 1 },
+		  "connections_max 10001 exceeds 10000" },
+		{ { .idle_seconds = HTTP_SERVE_IDLE_SECONDS_MAX + 1 }, "idle_seconds 3601 exceeds 3600" },
+		{ { .body_max = HTTP_SERVE_BODY_MAX_LIMIT + 1u }, "body_max 268435457 exceeds 268435456" },
+		{ { .posts = on_get, .post_count = 1 }, "POST route /healthz is a GET route" },
+		{ { .posts = twice, .post_count = 2 }, "POST route 1 repeats an earlier path" },
+		{ { .posts = no_handler, .post_count = 1 }, "POST route 0 needs a path" },
+		{ { .posts = no_slash, .post_count = 1 }, "POST route 0 needs a path" },
+		{ { .posts = no_name, .post_count = 1 }, "POST route 0 needs a path" },
+		{ { .posts = NULL, .post_count = 1 }, "at most 16 POST routes" },
+		{ { .posts = good, .post_count = HTTP_SERVE_POST_ROUTES_MAX + 1 }, "at most 16 POST routes" },
+		{ { .tls_cert_file = "", .tls_key_file = "" }, "TLS file name is empty" },
+	};
+
+	(void)state;
+	mutate_routes(good, &handler);
+	twice[0] = twice[1] = good[0];
+	for (size_t i = 0; i < N(cases); i++) {
+		struct http_serve *server = NULL;
+		char *cause = NULL;
+
+		assert_int_equal(
+			http_serve_start_options("127.0.0.1:0", NULL, &cases[i].options, &server, &cause),
+			-EINVAL);
+		assert_null(server);
+		assert_non_null(cause);
+		if (strncmp(cause, cases[i].cause, strlen(cases[i].cause)) != 0)
+			fail_msg("case %zu: cause \"%s\", expected \"%s\"", i, cause, cases[i].cause);
+		free(cause);
+	}
+}
+
+/* muster_http_request_duration_seconds{route,result}, GET routes too. */
+static void latency_histogram(void **state)
+{
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route posts[2];
+	struct metrics_registry *registry = NULL;
+	struct checks checks = { 0 };
+	struct http_serve_routes routes = { .ready = check_ready, .arg = &checks };
+	struct http_serve_options options = { .tls_cert_file = pki.cert_a,
+					      .tls_key_file = pki.key_a,
+					      .posts = posts,
+					      .post_count = 2,
+					      .body_max = 10 };
+	static const char *const expected[] = {
+		"# TYPE muster_http_request_duration_seconds histogram\n",
+		"muster_http_request_duration_seconds_bucket{result=\"allowed\",route=\"mutate\",le=\"0.0001\"} ",
+		"muster_http_request_duration_seconds_count{result=\"allowed\",route=\"mutate\"} 2\n",
+		"muster_http_request_duration_seconds_count{result=\"denied\",route=\"validate\"} 1\n",
+		"muster_http_request_duration_seconds_count{result=\"too_large\",route=\"validate\"} 1\n",
+		"muster_http_request_duration_seconds_count{result=\"method_not_allowed\",route=\"mutate\"} 1\n",
+		"muster_http_request_duration_seconds_count{result=\"error\",route=\"mutate\"} 1\n",
+		"muster_http_request_duration_seconds_count{result=\"ok\",route=\"metrics\"} 1\n",
+		"muster_http_request_duration_seconds_count{result=\"ok\",route=\"healthz\"} 1\n",
+		"muster_http_request_duration_seconds_count{result=\"failed\",route=\"readyz\"} 1\n",
+		"muster_http_request_duration_seconds_count{result=\"method_not_allowed\",route=\"healthz\"} 1\n",
+		"muster_tls_reloads_total{result=\"ok\"} 0\n",
+	};
+	struct http_serve *server;
+	uint16_t port;
+	char *text = NULL;
+	size_t len;
+
+	(void)state;
+	mutate_routes(posts, &handler);
+	assert_int_equal(metrics_registry_new(0, &registry), 0);
+	routes.metrics = registry;
+	options.latency = registry;
+	server = start_with(&routes, &options);
+	port = http_serve_port(server);
+	assert_call(port, &(struct call){ .path = "/mutate", .body = "{}", .ca = pki.ca_a }, 200, NULL, NULL);
+	assert_call(port, &(struct call){ .path = "/mutate", .body = "{}", .ca = pki.ca_a }, 200, NULL, NULL);
+	assert_call(port, &(struct call){ .path = "/validate", .body = "deny", .ca = pki.ca_a }, 403, NULL,
+		    NULL);
+	assert_call(port, &(struct call){ .path = "/validate", .body = "01234567890", .ca = pki.ca_a }, 413,
+		    NULL, NULL);
+	assert_call(port, &(struct call){ .method = "GET", .path = "/mutate", .ca = pki.ca_a }, 405, NULL,
+		    NULL);
+	assert_call(port, &(struct call){ .path = "/mutate", .body = "status:42", .ca = pki.ca_a }, 500, NULL,
+		    NULL);
+	assert_call(port, &(struct call){ .path = "/metrics", .ca = pki.ca_a }, 200, NULL, NULL);
+	assert_call(port, &(struct call){ .path = "/healthz", .ca = pki.ca_a }, 200, NULL, NULL);
+	assert_call(port, &(struct call){ .path = "/healthz", .body = "x", .ca = pki.ca_a }, 405, NULL, NULL);
+	atomic_store(&checks.ready_fails, 1);
+	atomic_store(&checks.reason, "not yet");
+	assert_call(port, &(struct call){ .path = "/readyz", .ca = pki.ca_a }, 503, NULL, "not yet\n");
+	assert_int_equal(metrics_render(registry, &text, &len, NULL), 0);
+	for (size_t i = 0; i < N(expected); i++) {
+		if (!strstr(text, expected[i]))
+			fail_msg("no \"%s\" in:\n%s", expected[i], text);
+	}
+	free(text);
+	http_serve_stop(server);
+	metrics_registry_free(registry);
+}
+
+/* TLS 1.2 is served, and versions before it are refused (a GnuTLS client
+ * that offers only TLS 1.1 and 1.0, so that the refusal is the server's). */
+static void tls_versions(void **state)
+{
+	struct http_serve_options options = { .tls_cert_file = pki.cert_a, .tls_key_file = pki.key_a };
+	struct sockaddr_in address = { .sin_family = AF_INET };
+	gnutls_certificate_credentials_t credentials;
+	gnutls_session_t session;
+	struct http_serve *server;
+	int fd, ret;
+
+	(void)state;
+	server = start_with(NULL, &options);
+	assert_call(http_serve_port(server),
+		    &(struct call){ .path = "/healthz",
+				    .ca = pki.ca_a,
+				    .tls_version = CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2 },
+		    200, TEXT_TYPE, "ok\n");
+	assert_call(
+		http_serve_port(server),
+		&(struct call){ .path = "/healthz", .ca = pki.ca_a, .tls_version = CURL_SSLVERSION_TLSv1_3 },
+		200, TEXT_TYPE, "ok\n");
+
+	address.sin_port = htons(http_serve_port(server));
+	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
+	assert_int_equal(gnutls_certificate_allocate_credentials(&credentials), 0);
+	assert_int_equal(gnutls_init(&session, GNUTLS_CLIENT), 0);
+	assert_int_equal(
+		gnutls_priority_set_direct(session, "NORMAL:-VERS-ALL:+VERS-TLS1.1:+VERS-TLS1.0", NULL), 0);
+	assert_int_equal(gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, credentials), 0);
+	gnutls_transport_set_int(session, fd);
+	gnutls_handshake_set_timeout(session, 10000);
+	do {
+		ret = gnutls_handshake(session);
+	} while (ret < 0 && !gnutls_error_is_fatal(ret));
+	assert_true(ret < 0);
+	gnutls_deinit(session);
+	gnutls_certificate_free_credentials(credentials);
+	close(fd);
+	http_serve_stop(server);
+}
+
+static int make_pki(void)
+{
+	snprintf(pki.dir, sizeof(pki.dir), "/tmp/muster-http-serve-XXXXXX");
+	if (!mkdtemp(pki.dir))
+		return -1;
+	if (make_ca_and_server("test-ca-a", "server-a", pki.ca_a, pki.cert_a, pki.key_a) != 0 ||
+	    make_ca_and_server("test-ca-b", "server-b", pki.ca_b, pki.cert_b, pki.key_b) != 0) {
+		fprintf(stderr, "cannot make test certificates with openssl in %s\n", pki.dir);
+		return -1;
+	}
+	return 0;
+}
+
+static void remove_pki(void)
+{
+	if (pki.dir[0] && strncmp(pki.dir, "/tmp/muster-http-serve-", 23) == 0) {
+		const char *const remove[] = { "rm", "-rf", pki.dir, NULL };
+
+		run(remove);
+	}
+}
+
 static int setup(void **state)
 {
 	(void)state;
+	if (make_pki() != 0) {
+		remove_pki();
+		return -1;
+	}
 	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
 }
 
@@ -737,6 +1926,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	curl_global_cleanup();
+	remove_pki();
 	return 0;
 }
 
@@ -756,6 +1946,18 @@ int main(void)
 		cmocka_unit_test(parallel_clients),
 		cmocka_unit_test(connection_limit),
 		cmocka_unit_test(stop_with_connected_clients),
+		cmocka_unit_test(https_post_round_trip),
+		cmocka_unit_test(keep_alive),
+		cmocka_unit_test(post_body_limit),
+		cmocka_unit_test(post_method_not_allowed),
+		cmocka_unit_test(plain_http_posts),
+		cmocka_unit_test(thread_pool_concurrency),
+		cmocka_unit_test(tls_reload_kubelet_swap),
+		cmocka_unit_test(tls_reload_in_place_and_bad_pair),
+		cmocka_unit_test(tls_start_errors),
+		cmocka_unit_test(options_refused),
+		cmocka_unit_test(latency_histogram),
+		cmocka_unit_test(tls_versions),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

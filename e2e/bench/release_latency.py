@@ -87,7 +87,8 @@ def pod_template(mode, barrier_timeout, push_port):
         del args[at:at + 2]
         barrier["env"] = [e for e in barrier["env"] if e["name"] not in ("MUSTER_BARRIER_TOKEN", "POD_IP")]
     return {
-        "metadata": {"annotations": {"e2e.muster.dev/run-seconds": "3600"}},
+        "metadata": {"labels": {"muster.dev/group-scheduling": "true"},
+                     "annotations": {"e2e.muster.dev/run-seconds": "3600"}},
         "spec": {
             "restartPolicy": "Never",
             "initContainers": [barrier],

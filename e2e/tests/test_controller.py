@@ -50,7 +50,7 @@ def cluster(run_standin, kubeconfig, namespace, tmp_path):
 
 def pod_template(jobset, pool, annotations=None):
     return {
-        "metadata": {"annotations": dict(annotations or {})},
+        "metadata": {"labels": {"muster.dev/group-scheduling": "true"}, "annotations": dict(annotations or {})},
         "spec": {
             "restartPolicy": "Never",
             "nodeSelector": {"pool": pool},

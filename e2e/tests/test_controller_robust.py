@@ -162,7 +162,8 @@ def jobset_body(name, replicated_jobs, max_restarts=0, gated=()):
         if job in gated:
             volumes.append({"name": "gate", "configMap": {"name": f"{name}-gate"}})
         return {
-            "metadata": {"annotations": dict(annotations or {})},
+            "metadata": {"labels": {"muster.dev/group-scheduling": "true"},
+                         "annotations": dict(annotations or {})},
             "spec": {
                 "restartPolicy": "Never",
                 "nodeSelector": {"pool": pool},

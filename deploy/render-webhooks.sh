@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Prints (stdout) muster's MutatingWebhookConfiguration `muster-jobset-mutate`
+# and ValidatingWebhookConfiguration `muster-jobset-validate`, with the CA's
+# certificate as caBundle.
+#
+#   deploy/render-webhooks.sh --ca-file FILE
+#           [--url https://HOST:PORT | --service NAME --namespace NS [--port 443]]
+#           [--failure-policy Fail|Ignore] [--timeout-seconds N] [--no-match-conditions]
+#
+#   --ca-file FILE      PEM CA that signed the webhook's serving certificate
+#                       (gen-certs.sh's ca.crt); its base64 becomes caBundle
+#   --url URL           register by URL (URL + /mutate, URL + /validate): a webhook
+#                       outside the cluster, e.g. https://127.0.0.1:8443 on the
+#                       local control plane (whose Services have no endpoints)
+#   --service, --namespace, --port
+#                       register by Service (default: muster-webhook in
+#                       muster-system, port 443), the in-cluster deployment.
+#                       --namespace is also the muster namespace that the
+#                       namespaceSelector and matchConditions exclude
+#   --failure-policy    Fail (default) or Ignore; see deploy/README.md
+#   --timeout-seconds   1..30 (default 5)
+#   --no-match-conditions
+#                       leave out matchConditions. They are CEL, used by 1.28+
+#                       (beta, on by default; 1.30 GA). Kubernetes before 1.27
+#                       does not know the field: the apiserver drops it silently,
+#                       but kubectl's schema validation refuses the object unless
+#                       --validate=false is given. Render without them there.
+#
+# What the webhooks match: jobsets in jobset.x-k8s.io/v1alpha2, Namespaced,
+# CREATE (mutating) and CREATE, UPDATE (validating), in every namespace but
+# kube-system and the muster namespace; with matchConditions (1.28+), only
+# JobSets that ask for a gang start (spec.groupSchedulingConfig or a
+# muster.dev/group-scheduling-* annotation; for UPDATE also the old object, so
+# removing the request is seen) and not requests of muster's own service
+# accounts. Exit codes: 0 printed, 1 failure, 2 bad usage.
+set -euo pipefail
+
+ca_file=
+url=
+service=muster-webhook
+namespace=muster-system
+port=443
+failure_policy=Fail
+timeout_seconds=5
+match_conditions=1
+service_given=0
+
+usage() {
+	sed -n '6,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+# --help: the comment at the top of this file.
+help() {
+	sed -n '2,/^set -euo pipefail$/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
+	exit 0
+}
+say() { echo "render-webhooks: $*" >&2; }
+die() {
+	say "$*"
+	exit 1
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--ca-file | --url | --service | --namespace | --port | --failure-policy | --timeout-seconds)
+		[ $# -ge 2 ] || { say "$1 needs a value"; usage; }
+		case $1 in
+		--ca-file) ca_file=$2 ;;
+		--url) url=$2 ;;
+		--service) service=$2; service_given=1 ;;
+		--namespace) namespace=$2 ;;
+		--port) port=$2; service_given=1 ;;
+		--failure-policy) failure_policy=$2 ;;
+		--timeout-seconds) timeout_seconds=$2 ;;
+		esac
+		shift 2
+		;;
+	--no-match-conditions) match_conditions=0; shift ;;
+	-h | --help) help ;;
+	*) say "unknown argument: $1"; usage ;;
+	esac
+done
+
+[ -n "$ca_file" ] || { say "--ca-file is required"; usage; }
+[ -r "$ca_file" ] || die "cannot read $ca_file"
+grep -q -- '-----BEGIN CERTIFICATE-----' "$ca_file" || die "$ca_file is not a PEM certificate"
+if grep -q -- 'PRIVATE KEY' "$ca_file"; then
+	die "$ca_file holds a private key; give the CA certificate (ca.crt), not its key"
+fi
+if [ -n "$url" ] && [ "$service_given" = 1 ]; then
+	die "give --url or --service/--port, not both"
+fi
+if [ -n "$url" ]; then
+	# The apiserver wants https, a host, no user info, query or fragment.
+	[[ $url =~ ^https://[^/?#@[:space:]]+(/[^?#[:space:]]*)?$ ]] ||
+		die "--url '$url' must be https://HOST[:PORT][/PATH] without query or fragment"
+	url=${url%/}
+fi
+dns_label='^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'
+[[ $service =~ $dns_label ]] || die "--service '$service' is not a DNS label"
+[[ $namespace =~ $dns_label ]] || die "--namespace '$namespace' is not a DNS label"
+if ! [[ $port =~ ^[1-9][0-9]{0,4}$ ]] || [ "$port" -gt 65535 ]; then
+	die "--port '$port' is not a port"
+fi
+case $failure_policy in Fail | Ignore) ;; *) die "--failure-policy is Fail or Ignore, not '$failure_policy'" ;; esac
+if ! [[ $timeout_seconds =~ ^[1-9][0-9]?$ ]] || [ "$timeout_seconds" -gt 30 ]; then
+	die "--timeout-seconds is 1..30, not '$timeout_seconds'"
+fi
+
+ca_bundle=$(base64 <"$ca_file" | tr -d '\n')
+
+client_config() { # $1: the path
+	if [ -n "$url" ]; then
+		cat <<EOF
+    clientConfig:
+      url: "$url$1"
+      caBundle: $ca_bundle
+EOF
+	else
+		cat <<EOF
+    clientConfig:
+      service:
+        name: $service
+        namespace: $namespace
+        path: $1
+        port: $port
+      caBundle: $ca_bundle
+EOF
+	fi
+}
+
+# The rule is shared; only the operations differ.
+common() { # $1: operations, as a YAML flow list
+	cat <<EOF
+    rules:
+      - apiGroups: ["jobset.x-k8s.io"]
+        apiVersions: ["v1alpha2"]
+        operations: $1
+        resources: ["jobsets"]
+        scope: Namespaced
+    matchPolicy: Equivalent
+    namespaceSelector:
+      # kubernetes.io/metadata.name is set on every namespace from 1.21 on;
+      # on 1.20 only where set by hand (muster's namespace sets it), so there
+      # kube-system is not excluded (harmless: the webhooks see jobsets only).
+      matchExpressions:
+        - key: kubernetes.io/metadata.name
+          operator: NotIn
+          values: ["kube-system", "$namespace"]
+    sideEffects: None
+    admissionReviewVersions: ["v1"]
+    timeoutSeconds: $timeout_seconds
+    failurePolicy: $failure_policy
+EOF
+}
+
+# CEL (1.28+). `object` is the JobSet being admitted (null on DELETE, which is
+# not matched), `oldObject` the stored one on UPDATE (null on CREATE).
+asks() { # $1: object or oldObject
+	local o=$1
+	printf "(%s != null && ((has(%s.spec) && has(%s.spec.groupSchedulingConfig)) || (has(%s.metadata.annotations) && \
+('muster.dev/group-scheduling-timeout' in %s.metadata.annotations || \
+'muster.dev/group-scheduling-targets' in %s.metadata.annotations))))" "$o" "$o" "$o" "$o" "$o" "$o"
+}
+
+match_conditions() { # $1: the expression selecting the JobSets
+	[ "$match_conditions" = 1 ] || return 0
+	cat <<EOF
+    matchConditions:
+      - name: asks-for-gang-start
+        expression: >-
+          $1
+      - name: not-muster-itself
+        expression: >-
+          !(request.userInfo.username in ['system:serviceaccount:$namespace:muster-controller',
+          'system:serviceaccount:$namespace:muster-webhook'])
+EOF
+}
+
+cat <<EOF
+# Rendered by deploy/render-webhooks.sh; caBundle is $ca_file.
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: muster-jobset-mutate
+  labels:
+    app.kubernetes.io/name: muster
+    app.kubernetes.io/component: webhook
+webhooks:
+  - name: mutate.jobsets.muster.dev
+$(client_config /mutate)
+$(common '["CREATE"]')
+    reinvocationPolicy: Never
+$(match_conditions "$(asks object)")
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: muster-jobset-validate
+  labels:
+    app.kubernetes.io/name: muster
+    app.kubernetes.io/component: webhook
+webhooks:
+  - name: validate.jobsets.muster.dev
+$(client_config /validate)
+$(common '["CREATE", "UPDATE"]')
+$(match_conditions "$(asks object) || $(asks oldObject)")
+EOF

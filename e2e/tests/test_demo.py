@@ -1,0 +1,23 @@
+"""`make demo` (scripts/demo.py), the README's first command, on the local
+control plane: it must gang-start its JobSet, print the summary and exit 0,
+and leave nothing behind but the control plane."""
+
+import subprocess
+
+from conftest import ROOT
+
+
+def test_demo_gang_starts_its_jobset_and_cleans_up(kube, kubeconfig):
+    result = subprocess.run(["/usr/bin/python3", str(ROOT / "scripts" / "demo.py"), "--stagger", "6"],
+                            capture_output=True, text=True, timeout=300)
+    print(result.stdout[-3000:], result.stderr[-3000:])
+    assert result.returncode == 0
+    assert "OK: no main container started before the last of the 16 pods" in result.stdout
+    assert "Summary of muster-demo-" in result.stdout and "held" in result.stdout
+    # Its namespace is going away, its webhook registrations are gone.
+    namespaces, _ = kube.list("/api/v1/namespaces")
+    assert all(not n["metadata"]["name"].startswith("muster-demo-") or n["metadata"].get("deletionTimestamp")
+               or n["status"].get("phase") == "Terminating" for n in namespaces)
+    for plural in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        configs, _ = kube.list(f"/apis/admissionregistration.k8s.io/v1/{plural}")
+        assert not [c for c in configs if "muster-demo-" in c["metadata"]["name"]]

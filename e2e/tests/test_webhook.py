@@ -1,0 +1,495 @@
+"""End-to-end tests of bin/muster-webhook with the real kube-apiserver.
+
+The webhook runs on the host over HTTPS with a certificate from
+deploy/gen-certs.sh and is registered by URL with the configurations that
+deploy/render-webhooks.sh prints (caBundle from the same script); the JobSet
+CRD carries muster's schema patch (deploy/crd/patch-crd.sh), so
+spec.groupSchedulingConfig survives the create. The registrations are
+limited to namespaces labelled e2e.muster.dev/webhook=on, so the rest of the
+suite (which creates post-injection JobSets by hand) never goes through it,
+and they are removed (and the CRD restored) when the module ends.
+
+JobSets are then created as a user writes them: the KEP's Story 1 and
+Story 2, every upstream example with a groupSchedulingConfig added, and
+each invalid case, which the apiserver must refuse with the webhook's
+message.
+"""
+
+import base64
+import http.client
+import json
+import pathlib
+import socket
+import ssl
+import subprocess
+import time
+
+import pytest
+import yaml
+
+from conftest import CONTROLLER, ROOT, Controller, wait_for
+from kube import ApiError
+
+WEBHOOK = ROOT / "bin" / "muster-webhook"
+DEPLOY = ROOT / "deploy"
+EXAMPLES = ROOT.parent / "shared" / "jobset" / "examples"
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
+SELECTOR_LABEL = "e2e.muster.dev/webhook"
+BARRIER = "group-scheduling-init"
+
+pytestmark = pytest.mark.skipif(not WEBHOOK.exists() or not CONTROLLER.exists(),
+                                reason=f"{WEBHOOK} or {CONTROLLER} is not built (make)")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Webhook:
+    """bin/muster-webhook on 127.0.0.1 with a certificate from gen-certs.sh."""
+
+    def __init__(self, work, extra=()):
+        self.certs = work / "certs"
+        subprocess.run(["bash", str(DEPLOY / "gen-certs.sh"), "--out", str(self.certs), "--ip", "127.0.0.1"],
+                       check=True, capture_output=True)
+        self.port = free_port()
+        self.log_path = work / "webhook.log"
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen(
+            [str(WEBHOOK), "--tls-cert-file", str(self.certs / "tls.crt"), "--tls-key-file",
+             str(self.certs / "tls.key"), "--listen", f"127.0.0.1:{self.port}", "--barrier-image",
+             "muster-barrier:dev", "--shutdown-delay", "0", *extra], stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.context = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
+        wait_for(lambda: self.ready(), timeout=10, what="the webhook's /readyz")
+
+    def connection(self):
+        return http.client.HTTPSConnection("127.0.0.1", self.port, context=self.context, timeout=10)
+
+    def ready(self):
+        assert self.process.poll() is None, self.output()
+        try:
+            conn = self.connection()
+            conn.request("GET", "/readyz")
+            return conn.getresponse().status == 200
+        except OSError:
+            return False
+
+    def post(self, path, body, conn=None, headers=None):
+        own = conn is None
+        conn = conn or self.connection()
+        conn.request("POST", path, body=body, headers={"Content-Type": "application/json", **(headers or {})})
+        response = conn.getresponse()
+        data = response.read()
+        if own:
+            conn.close()
+        return response.status, data
+
+    def output(self):
+        if not self.log.closed:
+            self.log.flush()
+        return self.log_path.read_text()
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        self.log.close()
+
+
+def registration_path(config):
+    plural = "mutatingwebhookconfigurations" if config["kind"].startswith("Mutating") \
+        else "validatingwebhookconfigurations"
+    return f"/apis/admissionregistration.k8s.io/v1/{plural}"
+
+
+@pytest.fixture(scope="module")
+def webhook(kube, kubeconfig, tmp_path_factory):
+    work = tmp_path_factory.mktemp("webhook")
+    server = Webhook(work)
+    crd = subprocess.run(["bash", str(DEPLOY / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig, "--status"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["bash", str(DEPLOY / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig], check=True,
+                   capture_output=True)
+    rendered = subprocess.run(["bash", str(DEPLOY / "render-webhooks.sh"), "--ca-file",
+                               str(server.certs / "ca.crt"), "--url", f"https://127.0.0.1:{server.port}"],
+                              check=True, capture_output=True, text=True).stdout
+    configs = [doc for doc in yaml.safe_load_all(rendered) if doc]
+    assert {c["kind"] for c in configs} == {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+    for config in configs:
+        config["metadata"]["name"] += "-e2e"
+        for hook in config["webhooks"]:
+            hook["namespaceSelector"] = {"matchLabels": {SELECTOR_LABEL: "on"}}
+    for config in configs:
+        # Through the API: kubectl validates against 1.20's schema, which has no
+        # matchConditions; the apiserver itself drops the field (1.28+ uses it).
+        kube.delete(f"{registration_path(config)}/{config['metadata']['name']}")
+        kube.create(registration_path(config), config)
+    yield server
+    for config in configs:
+        kube.delete(f"{registration_path(config)}/{config['metadata']['name']}")
+    if crd == "absent":
+        # --force: this module's JobSets may still be on their way out.
+        subprocess.run(["bash", str(DEPLOY / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig, "--remove",
+                        "--force"], check=True, capture_output=True)
+    server.stop()
+    print(server.output()[-4000:])
+
+
+def probe_jobset(name="probe"):
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": name},
+            "spec": {"groupSchedulingConfig": {"timeoutAfterSeconds": 60}, "replicatedJobs": [
+                {"name": "w", "template": {"spec": {"template": {"spec": {
+                    "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}]}}
+
+
+@pytest.fixture
+def hooked(kube, namespace, webhook):
+    """A namespace the webhook admits, once the apiserver has picked the
+    registration up (its informer takes a moment): a dry-run create comes
+    back injected."""
+    kube.patch(f"/api/v1/namespaces/{namespace}", {"metadata": {"labels": {SELECTOR_LABEL: "on"}}})
+
+    def injected():
+        created = kube.request("POST", JOBSETS.format(namespace), probe_jobset(), query={"dryRun": "All"})
+        template = created["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+        return any(c["name"] == BARRIER for c in template["spec"].get("initContainers", []))
+
+    wait_for(injected, timeout=30, interval=0.5, what="the webhook registration to take effect")
+    return namespace
+
+
+def read_events(path):
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def starts(events, container, namespace, prefix=""):
+    return {e["pod"]: e["t"] for e in events if e["container"] == container and e["event"] == "started"
+            and e["pod"].startswith(f"{namespace}/{prefix}")}
+
+
+def pods_of(kube, namespace, name):
+    items, _ = kube.list(f"/api/v1/namespaces/{namespace}/pods",
+                         labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}")
+    return items
+
+
+def kep_story(number):
+    """Story 1 or 2 of KEP-498 (seed 001), as written there."""
+    seed = next((ROOT.parent / "shared" / "seeds").glob("001_*.txt")).read_text()
+    blocks = [b.split("```", 1)[0] for b in seed.split("```yaml")[1:]]
+    stories = [yaml.safe_load(b) for b in blocks if "groupSchedulingConfig" in b and "initContainers" not in b]
+    doc = stories[number - 1]
+    doc["metadata"]["name"] = f"story-{number}"
+    del doc["metadata"]["namespace"]
+    return doc
+
+
+def check_injected(jobset, targeted):
+    """The stored JobSet: settings kept, token written, barrier injected into
+    exactly the targeted replicated jobs."""
+    assert jobset["spec"]["groupSchedulingConfig"]["timeoutAfterSeconds"] == 300
+    token = jobset["metadata"]["annotations"]["muster.dev/barrier-token"]
+    assert len(token) == 32
+    for job in jobset["spec"]["replicatedJobs"]:
+        template = job["template"]["spec"]["template"]
+        init = template["spec"].get("initContainers", [])
+        if job["name"] not in targeted:
+            assert not init and "volumes" not in template["spec"], job["name"]
+            continue
+        assert init[0]["name"] == BARRIER
+        assert init[0]["args"][init[0]["args"].index("--timeout") + 1] == "300"
+        assert {"name": "MUSTER_BARRIER_TOKEN", "value": token} in init[0]["env"]
+        assert template["metadata"]["labels"]["muster.dev/group-scheduling"] == "true"
+        volume = [v for v in template["spec"]["volumes"] if v["name"] == "group-scheduling"][0]
+        assert volume["configMap"] == {"name": f"{jobset['metadata']['name']}-group-scheduling", "optional": True}
+        assert init[0]["volumeMounts"] == [{"name": "group-scheduling", "mountPath": "/mnt/group-scheduling",
+                                            "readOnly": True}]
+
+
+@pytest.fixture
+def gang_cluster(run_standin, kubeconfig, tmp_path):
+    """Node agent with an early pool for about half the pods and a pool that
+    appears 20 s later (volumes sync hourly: only the push releases), the
+    JobSet stand-in and the controller."""
+    events = tmp_path / "events.jsonl"
+    shape = tmp_path / "staggered.yaml"
+    shape.write_text(yaml.safe_dump({"groups": [
+        {"name": "early", "count": 2, "allocatable": {"cpu": "400", "memory": "1Ti", "pods": "150"}},
+        {"name": "late", "count": 3, "allocatable": {"cpu": "400", "memory": "1Ti", "pods": "150"},
+         "appearAfterSeconds": 20, "readyAfterSeconds": 20}]}))
+    run_standin("node_agent.py", "--shape", shape, "--work-dir", tmp_path / "agent", "--sync-period", 3600,
+                "--events", events, "--delete-nodes", "--max-run-seconds", 5, "--default-run-seconds", 3)
+    return events
+
+
+def test_kep_stories_are_injected_held_and_released_together(kube, kubeconfig, hooked, gang_cluster, run_standin,
+                                                             tmp_path):
+    namespace, events_path = hooked, gang_cluster
+    run_standin("jobset_controller.py", "--namespace", namespace)
+    controller = Controller(kubeconfig, namespace, tmp_path / "controller.log")
+    try:
+        for number in (1, 2):
+            kube.create(JOBSETS.format(namespace), kep_story(number))
+        check_injected(kube.get(JOBSETS.format(namespace) + "/story-1"), {"workers"})
+        check_injected(kube.get(JOBSETS.format(namespace) + "/story-2"), {"workers"})
+
+        def all_started():
+            main = starts(read_events(events_path), "pytorch", namespace)
+            return main if len(main) == 600 else None
+
+        main = wait_for(all_started, timeout=240, interval=1, what="600 pytorch containers started")
+        events = read_events(events_path)
+        for story in ("story-1", "story-2"):
+            barrier = starts(events, BARRIER, namespace, story + "-workers-")
+            workers = {pod: t for pod, t in main.items() if pod.startswith(f"{namespace}/{story}-workers-")}
+            assert len(barrier) == 300 and set(barrier) == set(workers), story
+            last_barrier = max(barrier.values())
+            # Held: the early pods waited for the late pool (20 s after the agent started).
+            assert last_barrier - min(barrier.values()) > 5, story
+            # Released together, after the last start, by the push.
+            assert min(workers.values()) >= last_barrier, story
+            assert max(workers.values()) - min(workers.values()) < 5, story
+            assert min(workers.values()) - last_barrier < 5, story
+            print(f"{story}: barrier held {last_barrier - min(barrier.values()):.1f} s; mains started "
+                  f"{min(workers.values()) - last_barrier:.2f}..{max(workers.values()) - last_barrier:.2f} s "
+                  "after the last barrier start")
+        # Story 2's auxiliary pod is not held: no barrier, and it ran before the group assembled.
+        aux = starts(events, "auxiliary", namespace, "story-2-auxiliary-")
+        assert len(aux) == 1 and not starts(events, BARRIER, namespace, "story-2-auxiliary-")
+        releases = controller.releases()
+        assert len(releases) == 2, releases
+    finally:
+        controller.stop()
+        print(controller.output()[-3000:])
+
+
+def with_group_scheduling(doc):
+    """An upstream example with groupSchedulingConfig added: every replicated
+    job, or, where InOrder startup forbids a group over several jobs, the last
+    one (the workers that start after the driver is ready)."""
+    spec = doc["spec"]
+    config = {"timeoutAfterSeconds": 120}
+    if spec.get("startupPolicy", {}).get("startupPolicyOrder") == "InOrder" and len(spec["replicatedJobs"]) > 1:
+        config["targetReplicatedJobs"] = [spec["replicatedJobs"][-1]["name"]]
+    spec["groupSchedulingConfig"] = config
+    return doc
+
+
+def test_every_example_with_group_scheduling_runs(kube, kubeconfig, hooked, run_standin, tmp_path):
+    namespace = hooked
+    events_path = tmp_path / "events.jsonl"
+    run_standin("node_agent.py", "--shape", ROOT / "e2e" / "shapes" / "examples.yaml", "--work-dir",
+                tmp_path / "agent", "--sync-period", 3600, "--events", events_path, "--max-run-seconds", 3,
+                "--default-run-seconds", 2, "--backoff-scale", 0.05, "--delete-nodes")
+    run_standin("jobset_controller.py", "--namespace", namespace)
+    controller = Controller(kubeconfig, namespace, tmp_path / "controller.log")
+    try:
+        docs = []
+        for path in sorted(EXAMPLES.glob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if doc and doc.get("kind") == "JobSet":
+                    docs.append(with_group_scheduling(doc))
+                    kube.create(JOBSETS.format(namespace), doc)
+        assert len(docs) >= 6
+
+        def finished():
+            states = {d["metadata"]["name"]: kube.get(JOBSETS.format(namespace) + "/" + d["metadata"]["name"])
+                      .get("status", {}).get("terminalState") for d in docs}
+            return states if all(states.values()) else None
+
+        states = wait_for(finished, timeout=300, interval=1, what="every example JobSet to finish")
+        assert set(states.values()) == {"Completed"}, states
+        events = read_events(events_path)
+        for doc in docs:
+            name = doc["metadata"]["name"]
+            targets = doc["spec"]["groupSchedulingConfig"].get("targetReplicatedJobs") or \
+                [j["name"] for j in doc["spec"]["replicatedJobs"]]
+            pods = pods_of(kube, namespace, name)
+            held = [p for p in pods if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] in targets]
+            assert held and all(p["spec"]["initContainers"][0]["name"] == BARRIER for p in held), name
+            free = [p for p in pods if p not in held]
+            assert all(BARRIER not in [c["name"] for c in p["spec"].get("initContainers", [])] for p in free), name
+            # No held pod's first container ran before the last barrier of its group started.
+            keys = {f"{namespace}/{p['metadata']['name']}" for p in held}
+            barrier = {k: t for k, t in starts(events, BARRIER, namespace).items() if k in keys}
+            assert set(barrier) == keys, name
+            others = [e["t"] for e in events if e["event"] == "started" and e["pod"] in keys
+                      and e["container"] != BARRIER]
+            assert others and min(others) >= max(barrier.values()), name
+        assert len(controller.releases()) == len(docs)
+    finally:
+        controller.stop()
+        print(controller.output()[-3000:])
+
+
+def denied(kube, namespace, body, needle, update=None):
+    """Creates body (or, with update, creates it and then applies update as a
+    merge patch) and expects the apiserver to refuse with the webhook's
+    message containing needle."""
+    path = JOBSETS.format(namespace)
+    try:
+        if update is None:
+            kube.create(path, body)
+        else:
+            kube.create(path, body)
+            kube.patch(f"{path}/{body['metadata']['name']}", update)
+    except ApiError as error:
+        message = error.body.get("message", "") if isinstance(error.body, dict) else str(error.body)
+        assert "denied the request" in message and needle in message, message
+        return message
+    raise AssertionError(f"not denied: {needle}")
+
+
+def jobset(name, jobs=("w",), config=None, annotations=None, startup=None, containers=None):
+    spec = {"replicatedJobs": [{"name": job, "template": {"spec": {"template": {"spec": {
+        "restartPolicy": "Never", "containers": containers or [{"name": "main", "image": "busybox"}]}}}}}
+        for job in jobs]}
+    if config is not None:
+        spec["groupSchedulingConfig"] = config
+    if startup:
+        spec["startupPolicy"] = {"startupPolicyOrder": startup}
+    metadata = {"name": name}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": metadata, "spec": spec}
+
+
+def test_each_invalid_case_is_denied_through_the_apiserver(kube, hooked):
+    namespace = hooked
+    messages = [
+        denied(kube, namespace, jobset("in-order", ("driver", "workers"), {"timeoutAfterSeconds": 60}, startup="InOrder"),
+               "startupPolicy InOrder cannot be combined with a group that spans 2 replicated jobs"),
+        denied(kube, namespace, jobset("reserved", config={"timeoutAfterSeconds": 60}, containers=[{"name": BARRIER, "image": "busybox"}]),
+               'the container name "group-scheduling-init" is reserved'),
+        denied(kube, namespace, jobset("no-target", ("workers",), {"timeoutAfterSeconds": 60, "targetReplicatedJobs": ["wrkers"]}),
+               'targetReplicatedJobs[0] "wrkers" names no replicated job of this JobSet (its replicated jobs: '
+               'workers)'),
+        denied(kube, namespace, jobset("timeout", annotations={"muster.dev/group-scheduling-timeout": "0"}),
+               "must be between 1 and 86400"),
+        denied(kube, namespace, jobset("timeout2", annotations={"muster.dev/group-scheduling-timeout": "90000"}),
+               "must be between 1 and 86400"),
+        denied(kube, namespace, jobset("n" * 240, config={"timeoutAfterSeconds": 60}), "use a name of at most 236 characters"),
+        denied(kube, namespace, jobset("changed", config={"timeoutAfterSeconds": 60}),
+               "groupSchedulingConfig cannot change after the JobSet is created (was: timeout 60 s",
+               update={"spec": {"groupSchedulingConfig": {"timeoutAfterSeconds": 120}}}),
+        denied(kube, namespace, jobset("both", config={"timeoutAfterSeconds": 60},
+                                       annotations={"muster.dev/group-scheduling-timeout": "30"}), "disagree"),
+    ]
+    for message in messages:
+        print(message)
+    # The in-range forms pass: InOrder over one targeted job, the annotation form.
+    kube.create(JOBSETS.format(namespace), jobset("in-order-one", ("driver", "workers"),
+                                                  {"timeoutAfterSeconds": 60, "targetReplicatedJobs": ["workers"]}, startup="InOrder"))
+    kube.create(JOBSETS.format(namespace), jobset("annotated", ("a", "b"), annotations={
+        "muster.dev/group-scheduling-timeout": "45", "muster.dev/group-scheduling-targets": "b"}))
+    stored = kube.get(JOBSETS.format(namespace) + "/annotated")
+    init = [job["template"]["spec"]["template"]["spec"].get("initContainers", []) for job in stored["spec"]["replicatedJobs"]]
+    assert init[0] == [] and init[1][0]["name"] == BARRIER and "45" in init[1][0]["args"]
+    # A change elsewhere in an injected JobSet is allowed by the validator.
+    kube.patch(JOBSETS.format(namespace) + "/annotated", {"metadata": {"labels": {"team": "a"}}})
+
+
+def test_timed_out_group_shows_the_reason(kube, kubeconfig, hooked, run_standin, tmp_path):
+    """Two pods, one of which can never be scheduled: the barrier of the
+    other times out after 5 s, and `kubectl describe` shows why."""
+    namespace = hooked
+    shape = tmp_path / "one.yaml"
+    shape.write_text(yaml.safe_dump({"groups": [{"name": "only", "count": 1, "labels": {"pool": "here"},
+                                                 "allocatable": {"cpu": "8", "memory": "8Gi", "pods": "20"}}]}))
+    run_standin("node_agent.py", "--shape", shape, "--work-dir", tmp_path / "agent", "--sync-period", 3600,
+                "--delete-nodes")
+    run_standin("jobset_controller.py", "--namespace", namespace)
+    controller = Controller(kubeconfig, namespace, tmp_path / "controller.log")
+    try:
+        body = jobset("stuck", ("here", "nowhere"), {"timeoutAfterSeconds": 5})
+        for job in body["spec"]["replicatedJobs"]:
+            job["template"]["spec"]["template"]["spec"]["nodeSelector"] = {"pool": job["name"]}
+        kube.create(JOBSETS.format(namespace), body)
+
+        def describe():
+            out = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "describe", "jobset",
+                                  "stuck"], capture_output=True, text=True).stdout
+            return out if "GroupTimedOut" in out else None
+
+        out = wait_for(describe, timeout=60, interval=1, what="GroupTimedOut in kubectl describe jobset")
+        print(out)
+        assert "(1 of 2 pods reached the barrier)" in out, out
+        def timed_out_pod():
+            for p in pods_of(kube, namespace, "stuck"):
+                for status in p.get("status", {}).get("initContainerStatuses", []):
+                    if status.get("state", {}).get("terminated", {}).get("exitCode") == 3:
+                        return p
+            return None
+
+        # (The Job may have replaced it by a new pod since: backoffLimit.)
+        pod = wait_for(timed_out_pod, timeout=10, what="the pod whose barrier exited 3")
+        pod_out = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "describe", "pod",
+                                  pod["metadata"]["name"]], capture_output=True, text=True).stdout
+        print(pod_out)
+        assert "Exit Code:    3" in pod_out and "timed out" in pod_out, pod_out
+    finally:
+        controller.stop()
+        print(controller.output()[-2000:])
+
+
+def review(obj, kind=("jobset.x-k8s.io", "v1alpha2", "JobSet"), operation="CREATE"):
+    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "e2e-1", "kind": {"group": kind[0], "version": kind[1], "kind": kind[2]},
+        "operation": operation, "namespace": "default", "name": "x", "object": obj}}).encode()
+
+
+def test_bad_requests_get_clear_answers(webhook):
+    conn = webhook.connection()
+    good = review(probe_jobset("x"))
+    # Keep-alive: several reviews on one connection.
+    for _ in range(3):
+        status, data = webhook.post("/mutate", good, conn=conn)
+        assert status == 200 and json.loads(data)["response"]["allowed"] is True
+    patch = json.loads(base64.b64decode(json.loads(data)["response"]["patch"]))
+    assert any(op["path"].endswith("/initContainers") for op in patch)
+    conn.close()
+    cases = [
+        (b"{not json", 400, b"not valid JSON"),
+        (good[:len(good) // 2], 400, b"malformed or truncated"),
+        (json.dumps({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview",
+                     "request": {"uid": "a"}}).encode(), 400, b"admissionReviewVersions [v1]"),
+        (b'{"kind":"Pod"}', 400, b"not an AdmissionReview"),
+    ]
+    for body, code, needle in cases:
+        for route in ("/mutate", "/validate"):
+            status, data = webhook.post(route, body)
+            assert status == code and needle in data, (route, body[:40], status, data)
+    status, data = webhook.post("/validate", review({"metadata": {"name": "p"}}, kind=("", "v1", "Pod")))
+    response = json.loads(data)["response"]
+    assert status == 200 and response["allowed"] is False and "admits only" in response["status"]["message"]
+    # Oversized (5 MiB, over the 4 MiB limit): refused without being read
+    # whole. curl sends "Expect: 100-continue" and gets the 413 before the
+    # body; a client that sends the body anyway sees the 413 or the closed
+    # connection, and the webhook carries on.
+    big = webhook.certs.parent / "big.json"
+    big.write_bytes(b"[" + b" " * (5 * 1024 * 1024) + b"]")
+    code = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert",
+                           str(webhook.certs / "ca.crt"), "-H", "Content-Type: application/json", "--data-binary",
+                           f"@{big}", f"https://127.0.0.1:{webhook.port}/mutate"],
+                          capture_output=True, text=True).stdout
+    assert code == "413", code
+    try:
+        status, data = webhook.post("/mutate", big.read_bytes())
+        assert status == 413, (status, data[:200])
+    except (ssl.SSLError, ConnectionError):
+        pass
+    assert webhook.ready()
+    # Wrong method and unknown path.
+    conn = webhook.connection()
+    conn.request("GET", "/mutate")
+    assert conn.getresponse().status == 405
+    conn.close()
+    assert webhook.process.poll() is None
+    conn = webhook.connection()
+    conn.request("GET", "/metrics")
+    metrics = conn.getresponse().read().decode()
+    assert 'route="mutate"' in metrics and 'result="bad_request"' in metrics, metrics[:2000]

@@ -1,0 +1,236 @@
+/*
+ * admission: AdmissionReview v1 in and out (admission.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "admission.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(char **cause, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (cause)
+		*cause = strdup(buf);
+	return -1;
+}
+
+static const cJSON *member(const cJSON *object, const char *key)
+{
+	return cJSON_IsObject(object) ? cJSON_GetObjectItemCaseSensitive(object, key) : NULL;
+}
+
+/* Copies an optional string field; a wrong type, a NUL inside (cJSON stops
+ * there, so it reads as shorter: harmless) or more than max bytes fails. */
+static int take(const cJSON *object, const char *key, char *dst, size_t max, int required, char **cause)
+{
+	const cJSON *item = member(object, key);
+	size_t n;
+
+	dst[0] = '\0';
+	if (!item || cJSON_IsNull(item)) {
+		if (required)
+			return fail(cause, "request.%s is missing", key);
+		return 0;
+	}
+	if (!cJSON_IsString(item) || !item->valuestring)
+		return fail(cause, "request.%s is not a string", key);
+	n = strnlen(item->valuestring, max + 1);
+	if (n > max)
+		return fail(cause, "request.%s is longer than %zu bytes", key, max);
+	if (n == 0 && required)
+		return fail(cause, "request.%s is empty", key);
+	memcpy(dst, item->valuestring, n + 1);
+	return 0;
+}
+
+static const char *const operation_names[] = {
+	[ADMISSION_CREATE] = "CREATE",
+	[ADMISSION_UPDATE] = "UPDATE",
+	[ADMISSION_DELETE] = "DELETE",
+	[ADMISSION_CONNECT] = "CONNECT",
+};
+
+const char *admission_operation_name(enum admission_operation operation)
+{
+	if ((size_t)operation < sizeof(operation_names) / sizeof(operation_names[0]))
+		return operation_names[operation];
+	return "UNKNOWN";
+}
+
+static int decode_request(const cJSON *request, struct admission_request *out, char **cause)
+{
+	const cJSON *kind = member(request, "kind"), *item;
+	char operation[ADMISSION_FIELD_MAX + 1];
+	size_t i;
+
+	if (take(request, "uid", out->uid, ADMISSION_UID_MAX, 1, cause))
+		return -1;
+	for (i = 0; out->uid[i]; i++)
+		if (out->uid[i] < 0x21 || out->uid[i] > 0x7e)
+			return fail(cause, "request.uid holds a byte that is not printable ASCII");
+	if (take(request, "operation", operation, ADMISSION_FIELD_MAX, 1, cause))
+		return -1;
+	for (i = 0; i < sizeof(operation_names) / sizeof(operation_names[0]); i++)
+		if (strcmp(operation, operation_names[i]) == 0)
+			break;
+	if (i == sizeof(operation_names) / sizeof(operation_names[0]))
+		return fail(cause, "request.operation \"%.20s\" is not CREATE, UPDATE, DELETE or CONNECT",
+			    operation);
+	out->operation = (enum admission_operation)i;
+	if (!cJSON_IsObject(kind))
+		return fail(cause, "request.kind is missing");
+	if (take(kind, "group", out->group, ADMISSION_NAME_MAX, 0, cause) ||
+	    take(kind, "version", out->version, ADMISSION_FIELD_MAX, 1, cause) ||
+	    take(kind, "kind", out->kind, ADMISSION_FIELD_MAX, 1, cause) ||
+	    take(request, "namespace", out->namespace, ADMISSION_FIELD_MAX, 0, cause) ||
+	    take(request, "name", out->name, ADMISSION_NAME_MAX, 0, cause))
+		return -1;
+	item = member(request, "dryRun");
+	if (item && !cJSON_IsNull(item) && !cJSON_IsBool(item))
+		return fail(cause, "request.dryRun is not a boolean");
+	out->dry_run = cJSON_IsTrue(item);
+	item = member(request, "object");
+	if (item && !cJSON_IsNull(item)) {
+		if (!cJSON_IsObject(item))
+			return fail(cause, "request.object is not an object");
+		out->object = item;
+	}
+	item = member(request, "oldObject");
+	if (item && !cJSON_IsNull(item)) {
+		if (!cJSON_IsObject(item))
+			return fail(cause, "request.oldObject is not an object");
+		out->old_object = item;
+	}
+	return 0;
+}
+
+int admission_decode(const char *body, size_t len, struct admission_request *out, char **cause)
+{
+	const cJSON *api_version, *kind;
+
+	if (cause)
+		*cause = NULL;
+	memset(out, 0, sizeof(*out));
+	if (!body || len == 0)
+		return fail(cause, "empty body: expected an AdmissionReview (admission.k8s.io/v1)");
+	out->root = cJSON_ParseWithLength(body, len);
+	if (!out->root)
+		return fail(cause, "the body is not valid JSON (malformed or truncated): expected an "
+				   "AdmissionReview (admission.k8s.io/v1)");
+	api_version = member(out->root, "apiVersion");
+	kind = member(out->root, "kind");
+	if (!cJSON_IsObject(out->root) || !cJSON_IsString(kind) ||
+	    strcmp(kind->valuestring, "AdmissionReview") != 0) {
+		fail(cause, "the body is not an AdmissionReview");
+		goto bad;
+	}
+	if (!cJSON_IsString(api_version) || strcmp(api_version->valuestring, "admission.k8s.io/v1") != 0) {
+		fail(cause,
+		     "AdmissionReview apiVersion %s%.40s%s is not supported: register the webhook with "
+		     "admissionReviewVersions [v1]",
+		     cJSON_IsString(api_version) ? "\"" : "",
+		     cJSON_IsString(api_version) ? api_version->valuestring : "(missing)",
+		     cJSON_IsString(api_version) ? "\"" : "");
+		goto bad;
+	}
+	if (!cJSON_IsObject(member(out->root, "request"))) {
+		fail(cause, "the AdmissionReview has no request");
+		goto bad;
+	}
+	if (decode_request(member(out->root, "request"), out, cause))
+		goto bad;
+	return 0;
+bad:
+	admission_request_free(out);
+	return -1;
+}
+
+void admission_request_free(struct admission_request *request)
+{
+	if (!request)
+		return;
+	cJSON_Delete(request->root);
+	memset(request, 0, sizeof(*request));
+}
+
+int admission_is_jobset(const struct admission_request *request)
+{
+	return strcmp(request->group, "jobset.x-k8s.io") == 0 && strcmp(request->version, "v1alpha2") == 0 &&
+	       strcmp(request->kind, "JobSet") == 0;
+}
+
+static char *base64(const char *data, size_t len)
+{
+	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *out, *p;
+
+	if (len > (SIZE_MAX - 1) / 4 * 3 - 3)
+		return NULL;
+	out = malloc((len + 2) / 3 * 4 + 1);
+	if (!out)
+		return NULL;
+	p = out;
+	for (size_t i = 0; i < len; i += 3) {
+		uint32_t v = (uint32_t)(unsigned char)data[i] << 16;
+		size_t left = len - i;
+
+		if (left > 1)
+			v |= (uint32_t)(unsigned char)data[i + 1] << 8;
+		if (left > 2)
+			v |= (unsigned char)data[i + 2];
+		*p++ = alphabet[(v >> 18) & 63];
+		*p++ = alphabet[(v >> 12) & 63];
+		*p++ = left > 1 ? alphabet[(v >> 6) & 63] : '=';
+		*p++ = left > 2 ? alphabet[v & 63] : '=';
+	}
+	*p = '\0';
+	return out;
+}
+
+char *admission_response(const char *uid, int allowed, int code, const char *message, const char *patch,
+			 size_t patch_len, size_t *len)
+{
+	cJSON *review = cJSON_CreateObject(), *response = NULL, *status;
+	char *encoded = NULL, *text = NULL;
+
+	if (!review || !cJSON_AddStringToObject(review, "apiVersion", "admission.k8s.io/v1") ||
+	    !cJSON_AddStringToObject(review, "kind", "AdmissionReview"))
+		goto out;
+	response = cJSON_AddObjectToObject(review, "response");
+	if (!response || !cJSON_AddStringToObject(response, "uid", uid ? uid : "") ||
+	    !cJSON_AddBoolToObject(response, "allowed", allowed))
+		goto out;
+	if (allowed && patch) {
+		encoded = base64(patch, patch_len);
+		if (!encoded || !cJSON_AddStringToObject(response, "patchType", "JSONPatch") ||
+		    !cJSON_AddStringToObject(response, "patch", encoded))
+			goto out;
+	}
+	if (!allowed) {
+		status = cJSON_AddObjectToObject(response, "status");
+		if (!status || !cJSON_AddNumberToObject(status, "code", code) ||
+		    !cJSON_AddStringToObject(status, "reason", code == 422 ? "Invalid" : "BadRequest") ||
+		    (message && !cJSON_AddStringToObject(status, "message", message)))
+			goto out;
+	}
+	text = cJSON_PrintUnformatted(review);
+	if (text && len)
+		*len = strlen(text);
+out:
+	free(encoded);
+	cJSON_Delete(review);
+	return text;
+}

@@ -1,0 +1,82 @@
+/*
+ * libFuzzer target for the AdmissionReview decoder: any bytes must decode or
+ * fail with a cause, never crash or leak. What decodes is answered as the
+ * webhook would: the settings decoded, the create or update rules applied,
+ * the mutation built and the response encoded, so a hostile object inside
+ * a well-formed envelope reaches every module of the webhook.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "admission.h"
+#include "group_config.h"
+#include "jobset_mutate.h"
+#include "jobset_validate.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const struct jobset_mutate_options options = {
+	.barrier_image = "muster-barrier:fuzz",
+	.image_pull_policy = "IfNotPresent",
+	.barrier_port = 9443,
+	.cpu_request = "10m",
+	.memory_request = "16Mi",
+	.memory_limit = "32Mi",
+};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct admission_request request;
+	struct group_config *config = malloc(sizeof(*config));
+	char *cause = NULL, *patch_text = NULL, *response;
+	cJSON *patch = NULL;
+	size_t len = 0;
+	int allowed = 1;
+
+	if (!config)
+		return 0;
+	if (admission_decode((const char *)data, size, &request, &cause)) {
+		if (!cause || request.root)
+			abort();
+		free(cause);
+		free(config);
+		return 0;
+	}
+	if (strnlen(request.uid, ADMISSION_UID_MAX + 1) > ADMISSION_UID_MAX || !request.uid[0])
+		abort();
+	if (request.object && request.old_object) {
+		allowed = jobset_validate_update(request.old_object, request.object, &cause) == 0;
+		if (!allowed && !cause)
+			abort();
+		free(cause);
+		cause = NULL;
+	}
+	if (request.object && group_config_decode(request.object, config, &cause) == 0) {
+		if (jobset_validate_create(request.object, config, &cause) == 0) {
+			if (jobset_mutate(request.object, config, &options, "fuzz-token-0123456789", &patch,
+					  &cause) == 0) {
+				if (!cJSON_IsArray(patch))
+					abort();
+				patch_text = cJSON_PrintUnformatted(patch);
+			}
+		} else {
+			allowed = 0;
+		}
+	}
+	response = admission_response(request.uid, allowed, 422, cause, patch_text,
+				      patch_text ? strlen(patch_text) : 0, &len);
+	if (response && strlen(response) != len)
+		abort();
+	free(response);
+	free(patch_text);
+	cJSON_Delete(patch);
+	free(cause);
+	free(config);
+	admission_request_free(&request);
+	return 0;
+}

@@ -1,0 +1,717 @@
+/*
+ * Unit tests of the webhook's pure modules: the AdmissionReview envelope
+ * (admission), the rules (jobset_validate) and the injection (jobset_mutate),
+ * with the settings from lib/group_config. Patches are applied with a small
+ * RFC 6902 "add" applier below and the result is checked field by field.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "admission.h"
+#include "group_config.h"
+#include "jobset_mutate.h"
+#include "jobset_shape.h"
+#include "jobset_validate.h"
+
+#define TOKEN "tok-0123456789abcdef0123456789ab"
+
+static const struct jobset_mutate_options barrier = {
+	.barrier_image = "muster-barrier:test",
+	.image_pull_policy = "IfNotPresent",
+	.barrier_port = 9443,
+	.cpu_request = "10m",
+	.memory_request = "16Mi",
+	.memory_limit = "32Mi",
+};
+
+/* KEP-498 Story 2, as JSON, with the apiserver's metadata. */
+#define STORY2                                                                                                     \
+	"{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"metadata\":{\"name\":\"my-jobset\","   \
+	"\"namespace\":\"default\",\"uid\":\"u-1\"},\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":" \
+	"300,\"targetReplicatedJobs\":[\"workers\"]},\"replicatedJobs\":[{\"name\":\"workers\",\"replicas\":3,"    \
+	"\"template\":{\"spec\":{\"backoffLimit\":0,\"completions\":100,\"parallelism\":100,\"template\":{"        \
+	"\"spec\":{\"containers\":[{\"name\":\"pytorch\",\"image\":\"pytorch/pytorch:latest\"}]}}}}},{\"name\":"   \
+	"\"auxiliary\",\"replicas\":1,\"template\":{\"spec\":{\"completions\":1,\"parallelism\":1,\"template\":{"  \
+	"\"spec\":{\"containers\":[{\"name\":\"auxiliary\",\"image\":\"python:3.10\"}]}}}}}]}}"
+
+/* ---- a minimal RFC 6902 "add" ---- */
+
+static cJSON *pointer_parent(cJSON *doc, const char *path, char *last, size_t last_size)
+{
+	cJSON *node = doc;
+	const char *p = path;
+
+	assert_true(p[0] == '/');
+	for (;;) {
+		const char *slash = strchr(p + 1, '/');
+		size_t len = slash ? (size_t)(slash - p - 1) : strlen(p + 1);
+		char token[128];
+		size_t o = 0;
+
+		assert_true(len < sizeof(token));
+		for (size_t i = 0; i < len; i++) {
+			char ch = p[1 + i];
+
+			if (ch == '~') {
+				ch = p[2 + i] == '1' ? '/' : '~';
+				i++;
+			}
+			token[o++] = ch;
+		}
+		token[o] = '\0';
+		if (!slash) {
+			assert_true(o < last_size);
+			memcpy(last, token, o + 1);
+			return node;
+		}
+		if (cJSON_IsArray(node))
+			node = cJSON_GetArrayItem(node, (int)strtol(token, NULL, 10));
+		else
+			node = cJSON_GetObjectItemCaseSensitive(node, token);
+		assert_non_null(node);
+		p = slash;
+	}
+}
+
+static void apply_patch(cJSON *doc, const cJSON *patch)
+{
+	const cJSON *op;
+
+	cJSON_ArrayForEach(op, patch)
+	{
+		char last[128];
+		cJSON *parent, *value;
+
+		assert_string_equal(cJSON_GetObjectItem(op, "op")->valuestring, "add");
+		parent =
+			pointer_parent(doc, cJSON_GetObjectItem(op, "path")->valuestring, last, sizeof(last));
+		value = cJSON_Duplicate(cJSON_GetObjectItem(op, "value"), 1);
+		assert_non_null(value);
+		if (cJSON_IsArray(parent)) {
+			if (strcmp(last, "-") == 0) {
+				cJSON_AddItemToArray(parent, value);
+			} else {
+				long index = strtol(last, NULL, 10);
+
+				assert_true(index >= 0 && index <= cJSON_GetArraySize(parent));
+				/* Detach the tail, append, re-attach: Debian's cJSON
+				 * 1.7.15 refuses cJSON_InsertItemInArray() here. */
+				cJSON *tail[64];
+				int n = 0;
+
+				while (cJSON_GetArraySize(parent) > index) {
+					assert_true(n < 64);
+					tail[n++] = cJSON_DetachItemFromArray(parent, (int)index);
+				}
+				cJSON_AddItemToArray(parent, value);
+				for (int i = 0; i < n; i++)
+					cJSON_AddItemToArray(parent, tail[i]);
+			}
+		} else {
+			assert_true(cJSON_IsObject(parent));
+			/* "add" on an existing member replaces it; the mutator never does that. */
+			assert_null(cJSON_GetObjectItemCaseSensitive(parent, last));
+			cJSON_AddItemToObject(parent, last, value);
+		}
+	}
+}
+
+/* Decodes the settings, validates, mutates and applies: the admitted object. */
+static cJSON *admit(const char *json, const struct jobset_mutate_options *options, size_t *ops)
+{
+	cJSON *jobset = cJSON_Parse(json), *patch = NULL;
+	struct group_config config;
+	char *cause = NULL;
+
+	assert_non_null(jobset);
+	assert_int_equal(group_config_decode(jobset, &config, &cause), 0);
+	assert_int_equal(jobset_validate_create(jobset, &config, &cause), 0);
+	assert_int_equal(jobset_mutate(jobset, &config, options, TOKEN, &patch, &cause), 0);
+	assert_null(cause);
+	if (ops)
+		*ops = (size_t)cJSON_GetArraySize(patch);
+	apply_patch(jobset, patch);
+	cJSON_Delete(patch);
+	return jobset;
+}
+
+static const cJSON *template_of(const cJSON *jobset, int job)
+{
+	return jobset_pod_template(cJSON_GetArrayItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(jobset, "spec"), "replicatedJobs"), job));
+}
+
+static int args_contain(const cJSON *container, const char *a, const char *b)
+{
+	const cJSON *args = cJSON_GetObjectItem(container, "args");
+
+	for (int i = 0; i + 1 < cJSON_GetArraySize(args); i++)
+		if (strcmp(cJSON_GetArrayItem(args, i)->valuestring, a) == 0 &&
+		    (!b || strcmp(cJSON_GetArrayItem(args, i + 1)->valuestring, b) == 0))
+			return 1;
+	return 0;
+}
+
+static void check_injected(const cJSON *jobset, int job, size_t barrier_index, const char *timeout)
+{
+	const cJSON *spec = jobset_member(template_of(jobset, job), "spec");
+	const cJSON *init = jobset_member(spec, "initContainers"), *barrier_c, *volume, *mount;
+	size_t index = 99;
+
+	barrier_c = jobset_find_named(init, JOBSET_BARRIER_CONTAINER, &index);
+	assert_non_null(barrier_c);
+	assert_int_equal(index, barrier_index);
+	assert_string_equal(jobset_member(barrier_c, "image")->valuestring, "muster-barrier:test");
+	assert_true(args_contain(barrier_c, "--timeout", timeout));
+	assert_true(args_contain(barrier_c, "--attempt", "$(MUSTER_RESTART_ATTEMPT)"));
+	assert_true(args_contain(barrier_c, "--listen", "$(MUSTER_POD_IP):9443"));
+	assert_true(args_contain(barrier_c, "--dir", JOBSET_BARRIER_MOUNT));
+	assert_non_null(jobset_find_named(jobset_member(barrier_c, "env"), "MUSTER_BARRIER_TOKEN", NULL));
+	assert_string_equal(
+		jobset_member(jobset_member(jobset_member(jobset_find_named(jobset_member(barrier_c, "env"),
+									    "MUSTER_RESTART_ATTEMPT", NULL),
+							  "valueFrom"),
+					    "fieldRef"),
+			      "fieldPath")
+			->valuestring,
+		"metadata.labels['jobset.sigs.k8s.io/restart-attempt']");
+	mount = cJSON_GetArrayItem(jobset_member(barrier_c, "volumeMounts"), 0);
+	assert_string_equal(jobset_member(mount, "mountPath")->valuestring, JOBSET_BARRIER_MOUNT);
+	assert_true(cJSON_IsTrue(jobset_member(mount, "readOnly")));
+	assert_null(jobset_member(mount, "subPath"));
+	assert_true(cJSON_IsTrue(jobset_member(jobset_member(barrier_c, "securityContext"), "runAsNonRoot")));
+	assert_string_equal(
+		jobset_member(jobset_member(jobset_member(barrier_c, "resources"), "requests"), "cpu")
+			->valuestring,
+		"10m");
+	volume = jobset_find_named(jobset_member(spec, "volumes"), JOBSET_BARRIER_VOLUME, NULL);
+	assert_non_null(volume);
+	assert_string_equal(jobset_member(jobset_member(volume, "configMap"), "name")->valuestring,
+			    "my-jobset-group-scheduling");
+	assert_true(cJSON_IsTrue(jobset_member(jobset_member(volume, "configMap"), "optional")));
+	assert_string_equal(
+		jobset_member(jobset_member(jobset_member(template_of(jobset, job), "metadata"), "labels"),
+			      JOBSET_POD_LABEL)
+			->valuestring,
+		"true");
+}
+
+/* ---- admission ---- */
+
+#define REVIEW_HEAD                                                                                            \
+	"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"abc-1\"," \
+	"\"kind\":{\"group\":\"jobset.x-k8s.io\",\"version\":\"v1alpha2\",\"kind\":\"JobSet\"},"
+
+static void expect_bad_review(const char *body, const char *needle)
+{
+	struct admission_request request;
+	char *cause = NULL;
+
+	assert_int_equal(admission_decode(body, strlen(body), &request, &cause), -1);
+	assert_non_null(cause);
+	if (!strstr(cause, needle))
+		fail_msg("cause \"%s\" does not mention \"%s\"", cause, needle);
+	assert_null(request.root);
+	free(cause);
+}
+
+static void admission_envelope(void **state)
+{
+	const char *good = REVIEW_HEAD "\"operation\":\"CREATE\",\"namespace\":\"ns\",\"name\":\"js\","
+				       "\"dryRun\":true,\"object\":{\"a\":1}}}";
+	struct admission_request request;
+	char *cause = NULL;
+
+	(void)state;
+	assert_int_equal(admission_decode(good, strlen(good), &request, &cause), 0);
+	assert_string_equal(request.uid, "abc-1");
+	assert_int_equal(request.operation, ADMISSION_CREATE);
+	assert_true(admission_is_jobset(&request));
+	assert_string_equal(request.namespace, "ns");
+	assert_string_equal(request.name, "js");
+	assert_true(request.dry_run);
+	assert_non_null(request.object);
+	assert_null(request.old_object);
+	admission_request_free(&request);
+	admission_request_free(&request); /* twice: harmless */
+
+	expect_bad_review("", "empty body");
+	expect_bad_review("{\"apiVersion\":", "not valid JSON");
+	{
+		struct admission_request request_half;
+
+		/* Truncated: the first half of a good review. */
+		assert_int_equal(admission_decode(good, strlen(good) / 2, &request_half, &cause), -1);
+		assert_non_null(strstr(cause, "malformed or truncated"));
+		free(cause);
+		cause = NULL;
+	}
+	expect_bad_review("[1,2]", "not an AdmissionReview");
+	expect_bad_review(
+		"{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"AdmissionReview\",\"request\":{}}",
+		"admissionReviewVersions [v1]");
+	expect_bad_review("{\"apiVersion\":\"v1\",\"kind\":\"Pod\"}", "not an AdmissionReview");
+	expect_bad_review("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}",
+			  "no request");
+	expect_bad_review("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+			  "\"operation\":\"CREATE\"}}",
+			  "uid is missing");
+	expect_bad_review(REVIEW_HEAD "\"operation\":\"PATCH\"}}", "is not CREATE");
+	expect_bad_review(REVIEW_HEAD "\"operation\":\"CREATE\",\"object\":[1]}}", "object is not an object");
+	expect_bad_review(REVIEW_HEAD "\"operation\":\"CREATE\",\"dryRun\":\"yes\"}}", "dryRun");
+	expect_bad_review("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+			  "\"uid\":\"a b\",\"operation\":\"CREATE\"}}",
+			  "printable");
+}
+
+static void admission_encoding(void **state)
+{
+	const char *patch = "[{\"op\":\"add\",\"path\":\"/a\",\"value\":1}]";
+	size_t len = 0;
+	char *text;
+	cJSON *doc, *response;
+
+	(void)state;
+	text = admission_response("abc-1", 1, 0, NULL, patch, strlen(patch), &len);
+	assert_non_null(text);
+	assert_int_equal(len, strlen(text));
+	doc = cJSON_Parse(text);
+	response = cJSON_GetObjectItem(doc, "response");
+	assert_string_equal(cJSON_GetObjectItem(doc, "apiVersion")->valuestring, "admission.k8s.io/v1");
+	assert_string_equal(cJSON_GetObjectItem(response, "uid")->valuestring, "abc-1");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(response, "allowed")));
+	assert_string_equal(cJSON_GetObjectItem(response, "patchType")->valuestring, "JSONPatch");
+	assert_string_equal(cJSON_GetObjectItem(response, "patch")->valuestring,
+			    "W3sib3AiOiJhZGQiLCJwYXRoIjoiL2EiLCJ2YWx1ZSI6MX1d");
+	cJSON_Delete(doc);
+	free(text);
+
+	text = admission_response("abc-2", 0, 422, "no \"way\"", NULL, 0, &len);
+	doc = cJSON_Parse(text);
+	response = cJSON_GetObjectItem(doc, "response");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(response, "allowed")));
+	assert_null(cJSON_GetObjectItem(response, "patch"));
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(response, "status"), "code")->valueint, 422);
+	assert_string_equal(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(response, "status"), "message")->valuestring,
+		"no \"way\"");
+	cJSON_Delete(doc);
+	free(text);
+}
+
+/* ---- mutation ---- */
+
+static void mutate_story2_targets_only_workers(void **state)
+{
+	size_t ops = 0;
+	cJSON *jobset;
+	const cJSON *aux;
+
+	(void)state;
+	jobset = admit(STORY2, &barrier, &ops);
+	check_injected(jobset, 0, 0, "300");
+	aux = jobset_member(template_of(jobset, 1), "spec");
+	assert_null(jobset_member(aux, "initContainers"));
+	assert_null(jobset_member(aux, "volumes"));
+	assert_null(jobset_member(template_of(jobset, 1), "metadata"));
+	assert_string_equal(jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION), TOKEN);
+	assert_int_equal(ops, 4); /* annotations, metadata, initContainers, volumes */
+	cJSON_Delete(jobset);
+}
+
+static void mutate_is_idempotent(void **state)
+{
+	cJSON *once = admit(STORY2, &barrier, NULL), *twice;
+	char *text = cJSON_PrintUnformatted(once), *again;
+	size_t ops = 99;
+
+	(void)state;
+	twice = admit(text, &barrier, &ops);
+	assert_int_equal(ops, 0);
+	again = cJSON_PrintUnformatted(twice);
+	assert_string_equal(text, again);
+	free(text);
+	free(again);
+	cJSON_Delete(once);
+	cJSON_Delete(twice);
+}
+
+static void mutate_story1_every_job_and_default_timeout(void **state)
+{
+	const char *story1 =
+		"{\"metadata\":{\"name\":\"my-jobset\",\"namespace\":\"default\",\"annotations\":{\"x\":\"y\"}},"
+		"\"spec\":{\"groupSchedulingConfig\":{},\"replicatedJobs\":[{\"name\":\"workers\",\"replicas\":3,"
+		"\"template\":{\"spec\":{\"template\":{\"metadata\":{\"labels\":{\"app\":\"a\"}},\"spec\":{"
+		"\"containers\":[{\"name\":\"c\"}],\"volumes\":[{\"name\":\"data\"}]}}}}},{\"name\":\"ps\","
+		"\"template\":{\"spec\":{\"template\":{\"metadata\":{},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}}]}}";
+	cJSON *jobset = admit(story1, &barrier, NULL);
+	const cJSON *volumes;
+
+	(void)state;
+	check_injected(jobset, 0, 0, "300"); /* GROUP_CONFIG_TIMEOUT_DEFAULT */
+	check_injected(jobset, 1, 0, "300");
+	assert_string_equal(jobset_annotation(jobset, "x"), "y");
+	assert_string_equal(jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION), TOKEN);
+	volumes = jobset_member(jobset_member(template_of(jobset, 0), "spec"), "volumes");
+	assert_int_equal(cJSON_GetArraySize(volumes), 2);
+	assert_string_equal(jobset_member(cJSON_GetArrayItem(volumes, 0), "name")->valuestring, "data");
+	assert_string_equal(
+		jobset_member(jobset_member(jobset_member(template_of(jobset, 0), "metadata"), "labels"),
+			      "app")
+			->valuestring,
+		"a");
+	cJSON_Delete(jobset);
+}
+
+static void mutate_places_barrier_after_sidecars(void **state)
+{
+	const char *json =
+		"{\"metadata\":{\"name\":\"my-jobset\",\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"60\","
+		"\"muster.dev/barrier-token\":\"user-token-0123456789\"}},\"spec\":{\"replicatedJobs\":[{\"name\":\"w\","
+		"\"template\":{\"spec\":{\"template\":{\"spec\":{\"initContainers\":[{\"name\":\"mesh\","
+		"\"restartPolicy\":\"Always\"},{\"name\":\"logs\",\"restartPolicy\":\"Always\"},{\"name\":\"setup\"}],"
+		"\"containers\":[{\"name\":\"c\"}]}}}}}]}}";
+	cJSON *jobset = admit(json, &barrier, NULL);
+	const cJSON *init = jobset_member(jobset_member(template_of(jobset, 0), "spec"), "initContainers"),
+		    *env;
+
+	(void)state;
+	check_injected(jobset, 0, 2, "60");
+	assert_string_equal(jobset_member(cJSON_GetArrayItem(init, 3), "name")->valuestring, "setup");
+	/* The user's token is kept and used. */
+	assert_string_equal(jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION), "user-token-0123456789");
+	env = jobset_find_named(jobset_member(cJSON_GetArrayItem(init, 2), "env"), "MUSTER_BARRIER_TOKEN",
+				NULL);
+	assert_string_equal(jobset_member(env, "value")->valuestring, "user-token-0123456789");
+	cJSON_Delete(jobset);
+}
+
+static void mutate_without_push(void **state)
+{
+	struct jobset_mutate_options options = barrier;
+	cJSON *jobset;
+	const cJSON *c;
+
+	(void)state;
+	options.barrier_port = 0;
+	options.memory_limit = "";
+	jobset = admit(STORY2, &options, NULL);
+	c = cJSON_GetArrayItem(jobset_member(jobset_member(template_of(jobset, 0), "spec"), "initContainers"),
+			       0);
+	assert_false(args_contain(c, "--listen", NULL));
+	assert_null(jobset_find_named(jobset_member(c, "env"), "MUSTER_BARRIER_TOKEN", NULL));
+	assert_null(jobset_member(jobset_member(c, "resources"), "limits"));
+	cJSON_Delete(jobset);
+}
+
+static void mutate_without_config_is_empty(void **state)
+{
+	const char *json = "{\"metadata\":{\"name\":\"plain\"},\"spec\":{\"replicatedJobs\":[{\"name\":\"w\","
+			   "\"template\":{\"spec\":{\"template\":{\"spec\":{\"containers\":[]}}}}}]}}";
+	size_t ops = 99;
+	cJSON *jobset = admit(json, &barrier, &ops);
+
+	(void)state;
+	assert_int_equal(ops, 0);
+	cJSON_Delete(jobset);
+}
+
+/* ---- validation ---- */
+
+/* Builds a JobSet from pieces and expects a denial mentioning needle (or
+ * an admission when needle is NULL). */
+static void expect_create(const char *json, const char *needle)
+{
+	cJSON *jobset = cJSON_Parse(json);
+	struct group_config config;
+	char *message = NULL;
+	int denied;
+
+	assert_non_null(jobset);
+	denied = group_config_decode(jobset, &config, &message) ||
+		 jobset_validate_create(jobset, &config, &message);
+	if (!needle) {
+		if (denied)
+			fail_msg("denied: %s", message);
+	} else {
+		assert_true(denied);
+		assert_non_null(message);
+		if (!strstr(message, needle))
+			fail_msg("message \"%s\" does not mention \"%s\"", message, needle);
+	}
+	free(message);
+	cJSON_Delete(jobset);
+}
+
+#define JOB(name, init, containers)                                                                          \
+	"{\"name\":\"" name "\",\"template\":{\"spec\":{\"template\":{\"spec\":{\"initContainers\":[" init   \
+	"],"                                                                                                 \
+	"\"containers\":[" containers "]}}}}}"
+#define NAMED(n) "{\"name\":\"" n "\"}"
+
+static void validate_create_rules(void **state)
+{
+	char long_name[300];
+
+	(void)state;
+	expect_create(STORY2, NULL);
+	/* InOrder with a group over two replicated jobs; over one it is fine. */
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"startupPolicy\":{\"startupPolicyOrder\":\"InOrder\"},"
+		"\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":60},\"replicatedJobs\":[" JOB(
+			"a", "", NAMED("c")) "," JOB("b", "", NAMED("c")) "]}}",
+		"startupPolicy InOrder cannot be combined with a group that spans 2 replicated jobs (a, b)");
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"startupPolicy\":{\"startupPolicyOrder\":\"InOrder\"},"
+		"\"groupSchedulingConfig\":{\"targetReplicatedJobs\":[\"b\"]},\"replicatedJobs\":[" JOB(
+			"a", "", NAMED("c")) "," JOB("b", "", NAMED("c")) "]}}",
+		NULL);
+	/* Reserved names. */
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"groupSchedulingConfig\":{},\"replicatedJobs\":[" JOB(
+			"a", "", NAMED("group-scheduling-init")) "]}}",
+		"the container name \"group-scheduling-init\" is reserved");
+	expect_create("{\"metadata\":{\"name\":\"js\"},\"spec\":{\"replicatedJobs\":[" JOB(
+			      "a", "", NAMED("group-scheduling-init")) "]}}",
+		      "is reserved");
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"groupSchedulingConfig\":{\"targetReplicatedJobs\":["
+		"\"b\"]},\"replicatedJobs\":[" JOB("a", NAMED("group-scheduling-init"),
+						   NAMED("c")) "," JOB("b", "", NAMED("c")) "]}}",
+		"this replicated job is not subject to");
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"groupSchedulingConfig\":{},\"replicatedJobs\":[{"
+		"\"name\":\"a\",\"template\":{\"spec\":{\"template\":{\"spec\":{\"containers\":[],\"volumes\":[{"
+		"\"name\":\"group-scheduling\",\"emptyDir\":{}}]}}}}}]}}",
+		"the volume name \"group-scheduling\" is reserved");
+	/* Targets that name nothing. */
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"groupSchedulingConfig\":{\"targetReplicatedJobs\":["
+		"\"a\",\"wrkers\"]},\"replicatedJobs\":[" JOB("a", "", NAMED("c")) "," JOB("workers", "",
+											   NAMED("c")) "]}}",
+		"targetReplicatedJobs[1] \"wrkers\" names no replicated job of this JobSet (its replicated jobs: "
+		"a, workers)");
+	/* The documented timeout range. */
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":0},"
+		"\"replicatedJobs\":[" JOB("a", "", NAMED("c")) "]}}",
+		"must be between 1 and 86400");
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":"
+		"86401},\"replicatedJobs\":[" JOB("a", "", NAMED("c")) "]}}",
+		"must be between 1 and 86400");
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":"
+		"86400},\"replicatedJobs\":[" JOB("a", "", NAMED("c")) "]}}",
+		NULL);
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":"
+		"1.5},\"replicatedJobs\":[" JOB("a", "", NAMED("c")) "]}}",
+		"not a whole number");
+	/* Names. */
+	memset(long_name, 'a', 237);
+	long_name[237] = '\0';
+	{
+		char json[1024];
+
+		snprintf(
+			json, sizeof(json),
+			"{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"groupSchedulingConfig\":{},\"replicatedJobs\":[" JOB(
+				"a", "", NAMED("c")) "]}}",
+			long_name);
+		expect_create(json, "use a name of at most 236 characters");
+		long_name[236] = '\0';
+		snprintf(
+			json, sizeof(json),
+			"{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"groupSchedulingConfig\":{},\"replicatedJobs\":[" JOB(
+				"a", "", NAMED("c")) "]}}",
+			long_name);
+		expect_create(json, NULL);
+	}
+	expect_create("{\"metadata\":{\"generateName\":\"js-\"},\"spec\":{\"groupSchedulingConfig\":{},"
+		      "\"replicatedJobs\":[" JOB("a", "", NAMED("c")) "]}}",
+		      "give the JobSet a name");
+	/* Tokens and the annotation form. */
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\",\"annotations\":{\"muster.dev/barrier-token\":\"short\"}},"
+		"\"spec\":{\"groupSchedulingConfig\":{},\"replicatedJobs\":[" JOB("a", "", NAMED("c")) "]}}",
+		"printable ASCII");
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\",\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"60\","
+		"\"muster.dev/group-scheduling-targets\":\"a, nope\"}},\"spec\":{\"replicatedJobs\":[" JOB(
+			"a", "", NAMED("c")) "]}}",
+		"\"nope\" names no replicated job");
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\",\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"60\"}},"
+		"\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":90},\"replicatedJobs\":[" JOB(
+			"a", "", NAMED("c")) "]}}",
+		"disagree");
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\",\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"5m\"}},"
+		"\"spec\":{\"replicatedJobs\":[" JOB("a", "", NAMED("c")) "]}}",
+		"not a whole number of seconds");
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"groupSchedulingConfig\":{},\"replicatedJobs\":[{"
+		"\"name\":\"a\",\"template\":{\"spec\":{}}}]}}",
+		"has no pod template");
+	expect_create("{\"metadata\":{\"name\":\"js\"},\"spec\":{}}", "spec.replicatedJobs is missing");
+}
+
+static void expect_update(const char *old_json, const char *new_json, const char *needle)
+{
+	cJSON *old_jobset = cJSON_Parse(old_json), *jobset = cJSON_Parse(new_json);
+	char *message = NULL;
+	int denied;
+
+	assert_non_null(old_jobset);
+	assert_non_null(jobset);
+	denied = jobset_validate_update(old_jobset, jobset, &message);
+	if (!needle) {
+		if (denied)
+			fail_msg("denied: %s", message);
+	} else {
+		assert_true(denied);
+		if (!strstr(message, needle))
+			fail_msg("message \"%s\" does not mention \"%s\"", message, needle);
+	}
+	free(message);
+	cJSON_Delete(old_jobset);
+	cJSON_Delete(jobset);
+}
+
+static void validate_update_rules(void **state)
+{
+	const char *before =
+		"{\"metadata\":{\"name\":\"js\",\"annotations\":{\"muster.dev/barrier-token\":"
+		"\"token-0123456789abcdef\"}},\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":"
+		"300,\"targetReplicatedJobs\":[\"a\",\"b\"]}}}";
+
+	(void)state;
+	expect_update(before, before, NULL);
+	/* Same set of targets in another order: the same settings. */
+	expect_update(
+		before,
+		"{\"metadata\":{\"name\":\"js\",\"labels\":{\"new\":\"x\"},\"annotations\":{\"muster.dev/"
+		"barrier-token\":\"token-0123456789abcdef\"}},\"spec\":{\"groupSchedulingConfig\":{"
+		"\"timeoutAfterSeconds\":300,\"targetReplicatedJobs\":[\"b\",\"a\"]}}}",
+		NULL);
+	expect_update(
+		before,
+		"{\"metadata\":{\"name\":\"js\",\"annotations\":{\"muster.dev/barrier-token\":\"token-"
+		"0123456789abcdef\"}},\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":600,"
+		"\"targetReplicatedJobs\":[\"a\",\"b\"]}}}",
+		"cannot change after the JobSet is created (was: timeout 300 s, targets a,b; now: timeout 600 s, "
+		"targets a,b)");
+	expect_update(before,
+		      "{\"metadata\":{\"name\":\"js\",\"annotations\":{\"muster.dev/barrier-token\":\"token-"
+		      "0123456789abcdef\"}},\"spec\":{}}",
+		      "now: no group scheduling");
+	expect_update(
+		before,
+		"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":"
+		"300,\"targetReplicatedJobs\":[\"a\",\"b\"]}}}",
+		"cannot change or be removed");
+	expect_update("{\"metadata\":{\"name\":\"js\"},\"spec\":{}}",
+		      "{\"metadata\":{\"name\":\"js\"},\"spec\":{\"groupSchedulingConfig\":{}}}",
+		      "was: no group scheduling");
+}
+
+/* ---- the settings (lib/group_config) ---- */
+
+static void expect_config(const char *json, int ok, const char *needle, struct group_config *out)
+{
+	cJSON *jobset = cJSON_Parse(json);
+	char *cause = NULL;
+
+	assert_non_null(jobset);
+	assert_int_equal(group_config_decode(jobset, out, &cause), ok ? 0 : -1);
+	if (!ok) {
+		assert_non_null(cause);
+		if (!strstr(cause, needle))
+			fail_msg("cause \"%s\" does not mention \"%s\"", cause, needle);
+	}
+	free(cause);
+	cJSON_Delete(jobset);
+}
+
+static void config_forms(void **state)
+{
+	struct group_config c, d;
+
+	(void)state;
+	expect_config("{\"metadata\":{}}", 1, NULL, &c);
+	assert_false(c.present);
+	assert_false(group_config_targets(&c, "a"));
+	expect_config("{\"metadata\":{\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"120\","
+		      "\"muster.dev/group-scheduling-targets\":\" a ,b,a\"}}}",
+		      1, NULL, &c);
+	assert_true(c.present && c.in_annotations && !c.in_spec && c.has_timeout);
+	assert_int_equal(c.timeout_seconds, 120);
+	assert_int_equal(c.target_count, 2);
+	assert_string_equal(c.targets[0], "a");
+	assert_true(group_config_targets(&c, "b"));
+	assert_false(group_config_targets(&c, "c"));
+	expect_config(
+		"{\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":120,\"targetReplicatedJobs\":["
+		"\"b\",\"a\"]}},\"metadata\":{\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"120\","
+		"\"muster.dev/group-scheduling-targets\":\"a,b\"}}}",
+		1, NULL, &d);
+	assert_true(d.in_spec && d.in_annotations);
+	assert_true(group_config_equal(&c, &d));
+	expect_config("{\"spec\":{\"groupSchedulingConfig\":{}}}", 1, NULL, &d);
+	assert_true(d.present && !d.has_timeout);
+	assert_true(group_config_targets(&d, "anything"));
+	assert_false(group_config_equal(&c, &d));
+	expect_config("{\"metadata\":{\"annotations\":{\"muster.dev/group-scheduling-targets\":\"a\"}}}", 0,
+		      "needs annotation muster.dev/group-scheduling-timeout", &c);
+	expect_config("{\"metadata\":{\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"1\","
+		      "\"muster.dev/group-scheduling-targets\":\"a,\"}}}",
+		      0, "ends with a comma", &c);
+	expect_config("{\"metadata\":{\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"1\","
+		      "\"muster.dev/group-scheduling-targets\":\"a,,b\"}}}",
+		      0, "empty replicated job name", &c);
+	expect_config(
+		"{\"metadata\":{\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"99999999999\"}}}",
+		0, "not a whole number", &c);
+	expect_config("{\"metadata\":{\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"-1\"}}}", 0,
+		      "not a whole number", &c);
+	expect_config("{\"metadata\":{\"annotations\":{\"muster.dev/group-scheduling-timeout\":7}}}", 0,
+		      "is not a string", &c);
+	expect_config("{\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":2147483648}}}", 0,
+		      "not a whole number", &c);
+	expect_config("{\"spec\":{\"groupSchedulingConfig\":{\"targetReplicatedJobs\":[1]}}}", 0,
+		      "not a name", &c);
+	expect_config(
+		"{\"spec\":{\"groupSchedulingConfig\":{\"targetReplicatedJobs\":[\"aaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"]}}}",
+		0, "longer than 63", &c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(admission_envelope),
+		cmocka_unit_test(admission_encoding),
+		cmocka_unit_test(mutate_story2_targets_only_workers),
+		cmocka_unit_test(mutate_is_idempotent),
+		cmocka_unit_test(mutate_story1_every_job_and_default_timeout),
+		cmocka_unit_test(mutate_places_barrier_after_sidecars),
+		cmocka_unit_test(mutate_without_push),
+		cmocka_unit_test(mutate_without_config_is_empty),
+		cmocka_unit_test(validate_create_rules),
+		cmocka_unit_test(validate_update_rules),
+		cmocka_unit_test(config_forms),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,297 @@
+/*
+ * jobset_mutate: the barrier's injection as a JSON Patch (jobset_mutate.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "jobset_mutate.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobset_shape.h"
+
+/* Longest JSON Pointer written: a replicated job index and fixed keys. */
+#define POINTER_MAX 192
+
+static int fail(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(char **cause, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (cause)
+		*cause = strdup(buf);
+	return -1;
+}
+
+/* Appends {"op":"add","path":path,"value":value} to patch; takes value. */
+static int add_op(cJSON *patch, const char *path, cJSON *value)
+{
+	cJSON *op = cJSON_CreateObject();
+
+	if (!op || !value || !cJSON_AddStringToObject(op, "op", "add") ||
+	    !cJSON_AddStringToObject(op, "path", path)) {
+		cJSON_Delete(op);
+		cJSON_Delete(value);
+		return -1;
+	}
+	cJSON_AddItemToObject(op, "value", value);
+	cJSON_AddItemToArray(patch, op);
+	return 0;
+}
+
+static cJSON *env_field(const char *name, const char *field_path)
+{
+	cJSON *env = cJSON_CreateObject(), *from, *ref;
+
+	if (!env || !cJSON_AddStringToObject(env, "name", name) ||
+	    !(from = cJSON_AddObjectToObject(env, "valueFrom")) ||
+	    !(ref = cJSON_AddObjectToObject(from, "fieldRef")) ||
+	    !cJSON_AddStringToObject(ref, "fieldPath", field_path)) {
+		cJSON_Delete(env);
+		return NULL;
+	}
+	return env;
+}
+
+static cJSON *env_value(const char *name, const char *value)
+{
+	cJSON *env = cJSON_CreateObject();
+
+	if (!env || !cJSON_AddStringToObject(env, "name", name) ||
+	    !cJSON_AddStringToObject(env, "value", value)) {
+		cJSON_Delete(env);
+		return NULL;
+	}
+	return env;
+}
+
+static int add_item(cJSON *array, cJSON *item)
+{
+	if (!item)
+		return -1;
+	cJSON_AddItemToArray(array, item);
+	return 0;
+}
+
+static int add_string(cJSON *array, const char *text)
+{
+	return add_item(array, cJSON_CreateString(text));
+}
+
+/* The barrier init container (docs/barrier.md, "How a pod runs it"). */
+static cJSON *barrier_container(const struct group_config *config,
+				const struct jobset_mutate_options *options, const char *token)
+{
+	cJSON *c = cJSON_CreateObject(), *args, *env, *mounts, *mount, *resources, *requests, *security,
+	      *caps;
+	char timeout[16], listen[48];
+	int ok;
+
+	if (!c)
+		return NULL;
+	snprintf(timeout, sizeof(timeout), "%u",
+		 config->has_timeout ? config->timeout_seconds : GROUP_CONFIG_TIMEOUT_DEFAULT);
+	snprintf(listen, sizeof(listen), "$(MUSTER_POD_IP):%u", options->barrier_port);
+	ok = cJSON_AddStringToObject(c, "name", JOBSET_BARRIER_CONTAINER) &&
+	     cJSON_AddStringToObject(c, "image", options->barrier_image) &&
+	     cJSON_AddStringToObject(c, "imagePullPolicy", options->image_pull_policy) &&
+	     (args = cJSON_AddArrayToObject(c, "args")) && !add_string(args, "--dir") &&
+	     !add_string(args, JOBSET_BARRIER_MOUNT) && !add_string(args, "--attempt") &&
+	     !add_string(args, "$(MUSTER_RESTART_ATTEMPT)") && !add_string(args, "--timeout") &&
+	     !add_string(args, timeout) &&
+	     (!options->barrier_port || (!add_string(args, "--listen") && !add_string(args, listen))) &&
+	     (env = cJSON_AddArrayToObject(c, "env")) &&
+	     !add_item(env, env_field("MUSTER_RESTART_ATTEMPT",
+				      "metadata.labels['jobset.sigs.k8s.io/restart-attempt']")) &&
+	     (!options->barrier_port || !add_item(env, env_field("MUSTER_POD_IP", "status.podIP"))) &&
+	     !add_item(env, env_field("POD_NAME", "metadata.name")) &&
+	     !add_item(env, env_field("POD_NAMESPACE", "metadata.namespace")) &&
+	     (!options->barrier_port || !add_item(env, env_value("MUSTER_BARRIER_TOKEN", token))) &&
+	     (mounts = cJSON_AddArrayToObject(c, "volumeMounts")) && (mount = cJSON_CreateObject()) &&
+	     !add_item(mounts, mount) && cJSON_AddStringToObject(mount, "name", JOBSET_BARRIER_VOLUME) &&
+	     cJSON_AddStringToObject(mount, "mountPath", JOBSET_BARRIER_MOUNT) &&
+	     cJSON_AddTrueToObject(mount, "readOnly") &&
+	     (resources = cJSON_AddObjectToObject(c, "resources")) &&
+	     (requests = cJSON_AddObjectToObject(resources, "requests")) &&
+	     cJSON_AddStringToObject(requests, "cpu", options->cpu_request) &&
+	     cJSON_AddStringToObject(requests, "memory", options->memory_request) &&
+	     (!options->memory_limit || !options->memory_limit[0] ||
+	      ((requests = cJSON_AddObjectToObject(resources, "limits")) &&
+	       cJSON_AddStringToObject(requests, "memory", options->memory_limit))) &&
+	     cJSON_AddStringToObject(c, "terminationMessagePolicy", "File") &&
+	     (security = cJSON_AddObjectToObject(c, "securityContext")) &&
+	     cJSON_AddTrueToObject(security, "runAsNonRoot") &&
+	     cJSON_AddNumberToObject(security, "runAsUser", 65532) &&
+	     cJSON_AddFalseToObject(security, "allowPrivilegeEscalation") &&
+	     cJSON_AddTrueToObject(security, "readOnlyRootFilesystem") &&
+	     (caps = cJSON_AddObjectToObject(security, "capabilities")) &&
+	     (args = cJSON_AddArrayToObject(caps, "drop")) && !add_string(args, "ALL");
+	if (!ok) {
+		cJSON_Delete(c);
+		return NULL;
+	}
+	return c;
+}
+
+static cJSON *barrier_volume(const char *jobset)
+{
+	cJSON *v = cJSON_CreateObject(), *cm;
+	char name[JOBSET_OBJECT_NAME_MAX + 1];
+
+	snprintf(name, sizeof(name), "%s" JOBSET_CONFIGMAP_SUFFIX, jobset);
+	if (!v || !cJSON_AddStringToObject(v, "name", JOBSET_BARRIER_VOLUME) ||
+	    !(cm = cJSON_AddObjectToObject(v, "configMap")) || !cJSON_AddStringToObject(cm, "name", name) ||
+	    !cJSON_AddTrueToObject(cm, "optional")) {
+		cJSON_Delete(v);
+		return NULL;
+	}
+	return v;
+}
+
+/* The index before which the barrier goes: after the leading sidecars. */
+static size_t barrier_position(const cJSON *init_containers)
+{
+	const cJSON *c;
+	size_t i = 0;
+
+	cJSON_ArrayForEach(c, init_containers)
+	{
+		const cJSON *policy = jobset_member(c, "restartPolicy");
+
+		if (!cJSON_IsString(policy) || strcmp(policy->valuestring, "Always") != 0)
+			break;
+		i++;
+	}
+	return i;
+}
+
+static cJSON *one_entry_object(const char *key, cJSON *value)
+{
+	cJSON *object = cJSON_CreateObject();
+
+	if (!object || !value) {
+		cJSON_Delete(object);
+		cJSON_Delete(value);
+		return NULL;
+	}
+	cJSON_AddItemToObject(object, key, value);
+	return object;
+}
+
+static int patch_template(cJSON *patch, size_t index, const cJSON *template, const char *jobset,
+			  const struct group_config *config, const struct jobset_mutate_options *options,
+			  const char *token)
+{
+	const cJSON *metadata = jobset_member(template, "metadata");
+	const cJSON *labels = jobset_member(metadata, "labels");
+	const cJSON *spec = jobset_member(template, "spec");
+	const cJSON *init = jobset_member(spec, "initContainers");
+	const cJSON *volumes = jobset_member(spec, "volumes");
+	char base[80], path[POINTER_MAX]; /* base: 47 bytes and an index */
+
+	snprintf(base, sizeof(base), "/spec/replicatedJobs/%zu/template/spec/template", index);
+	if (!cJSON_IsObject(metadata)) {
+		snprintf(path, sizeof(path), "%s/metadata", base);
+		if (add_op(patch, path,
+			   one_entry_object("labels",
+					    one_entry_object(JOBSET_POD_LABEL, cJSON_CreateString("true")))))
+			return -1;
+	} else if (!cJSON_IsObject(labels)) {
+		snprintf(path, sizeof(path), "%s/metadata/labels", base);
+		if (add_op(patch, path, one_entry_object(JOBSET_POD_LABEL, cJSON_CreateString("true"))))
+			return -1;
+	} else if (!jobset_member(labels, JOBSET_POD_LABEL)) {
+		snprintf(path, sizeof(path), "%s/metadata/labels/muster.dev~1group-scheduling", base);
+		if (add_op(patch, path, cJSON_CreateString("true")))
+			return -1;
+	}
+	if (!cJSON_IsArray(init)) {
+		cJSON *list = cJSON_CreateArray();
+
+		snprintf(path, sizeof(path), "%s/spec/initContainers", base);
+		if (!list || add_item(list, barrier_container(config, options, token)) ||
+		    add_op(patch, path, list)) {
+			cJSON_Delete(list);
+			return -1;
+		}
+	} else if (!jobset_find_named(init, JOBSET_BARRIER_CONTAINER, NULL)) {
+		snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base, barrier_position(init));
+		if (add_op(patch, path, barrier_container(config, options, token)))
+			return -1;
+	}
+	if (!cJSON_IsArray(volumes)) {
+		cJSON *list = cJSON_CreateArray();
+
+		snprintf(path, sizeof(path), "%s/spec/volumes", base);
+		if (!list || add_item(list, barrier_volume(jobset)) || add_op(patch, path, list)) {
+			cJSON_Delete(list);
+			return -1;
+		}
+	} else if (!jobset_find_named(volumes, JOBSET_BARRIER_VOLUME, NULL)) {
+		snprintf(path, sizeof(path), "%s/spec/volumes/-", base);
+		if (add_op(patch, path, barrier_volume(jobset)))
+			return -1;
+	}
+	return 0;
+}
+
+int jobset_mutate(const cJSON *jobset, const struct group_config *config,
+		  const struct jobset_mutate_options *options, const char *token, cJSON **patch, char **cause)
+{
+	const cJSON *jobs = jobset_replicated_jobs(jobset), *job;
+	const cJSON *metadata = jobset_member(jobset, "metadata");
+	const char *name = jobset_name(jobset),
+		   *existing = jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION);
+	size_t index = 0;
+	cJSON *ops;
+
+	if (cause)
+		*cause = NULL;
+	*patch = NULL;
+	if (!config->present)
+		return (*patch = cJSON_CreateArray()) ? 0 : fail(cause, "out of memory");
+	if (!jobs || !name)
+		return fail(cause, "the JobSet has no metadata.name or no spec.replicatedJobs");
+	ops = cJSON_CreateArray();
+	if (!ops)
+		return fail(cause, "out of memory");
+	if (existing)
+		token = existing;
+	else if (!cJSON_IsObject(jobset_member(metadata, "annotations"))) {
+		if (add_op(ops, "/metadata/annotations",
+			   one_entry_object(JOBSET_TOKEN_ANNOTATION, cJSON_CreateString(token))))
+			goto no_memory;
+	} else if (add_op(ops, "/metadata/annotations/muster.dev~1barrier-token",
+			  cJSON_CreateString(token))) {
+		goto no_memory;
+	}
+	cJSON_ArrayForEach(job, jobs)
+	{
+		const char *job_name = jobset_replicated_job_name(job);
+		const cJSON *template = jobset_pod_template(job);
+
+		if (job_name && group_config_targets(config, job_name)) {
+			if (!cJSON_IsObject(jobset_member(template, "spec"))) {
+				cJSON_Delete(ops);
+				return fail(cause, "spec.replicatedJobs[%zu] (%s) has no pod template", index,
+					    job_name);
+			}
+			if (patch_template(ops, index, template, name, config, options, token))
+				goto no_memory;
+		}
+		index++;
+	}
+	*patch = ops;
+	return 0;
+no_memory:
+	cJSON_Delete(ops);
+	return fail(cause, "out of memory");
+}

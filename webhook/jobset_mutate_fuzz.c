@@ -1,0 +1,68 @@
+/*
+ * libFuzzer target for the mutator on a bare JobSet (shorter inputs than a
+ * whole AdmissionReview, so the fuzzer reaches deeper into pod templates):
+ * the settings decoded, the rules applied, the patch built. Whatever passes
+ * validation must yield a patch whose every operation is an "add" with a
+ * JSON Pointer into the JobSet; mutating twice must give the same patch (no
+ * randomness, no state).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "group_config.h"
+#include "jobset_mutate.h"
+#include "jobset_validate.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const struct jobset_mutate_options options = {
+	.barrier_image = "muster-barrier:fuzz",
+	.image_pull_policy = "IfNotPresent",
+	.barrier_port = 9443,
+	.cpu_request = "10m",
+	.memory_request = "16Mi",
+	.memory_limit = "",
+};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	cJSON *jobset = cJSON_ParseWithLength((const char *)data, size), *patch = NULL, *again = NULL;
+	struct group_config *config = malloc(sizeof(*config));
+	char *cause = NULL;
+	const cJSON *op;
+
+	if (!jobset || !config)
+		goto out;
+	if (group_config_decode(jobset, config, &cause)) {
+		if (!cause)
+			abort();
+		goto out;
+	}
+	if (jobset_validate_create(jobset, config, &cause))
+		goto out;
+	if (jobset_mutate(jobset, config, &options, "fuzz-token-0123456789", &patch, &cause))
+		goto out;
+	cJSON_ArrayForEach(op, patch)
+	{
+		const cJSON *path = cJSON_GetObjectItem(op, "path");
+
+		if (strcmp(cJSON_GetObjectItem(op, "op")->valuestring, "add") != 0 || !cJSON_IsString(path) ||
+		    path->valuestring[0] != '/' || !cJSON_GetObjectItem(op, "value"))
+			abort();
+	}
+	if (jobset_mutate(jobset, config, &options, "fuzz-token-0123456789", &again, &cause) ||
+	    !cJSON_Compare(patch, again, 1))
+		abort();
+out:
+	cJSON_Delete(again);
+	cJSON_Delete(patch);
+	cJSON_Delete(jobset);
+	free(cause);
+	free(config);
+	return 0;
+}

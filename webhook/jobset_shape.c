@@ -1,0 +1,87 @@
+/*
+ * jobset_shape: reserved names and shared lookups (jobset_shape.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "jobset_shape.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+
+const cJSON *jobset_member(const cJSON *object, const char *key)
+{
+	return cJSON_IsObject(object) ? cJSON_GetObjectItemCaseSensitive(object, key) : NULL;
+}
+
+static const char *string_member(const cJSON *object, const char *key)
+{
+	const cJSON *item = jobset_member(object, key);
+
+	return cJSON_IsString(item) && item->valuestring && item->valuestring[0] ? item->valuestring : NULL;
+}
+
+const char *jobset_name(const cJSON *jobset)
+{
+	return string_member(jobset_member(jobset, "metadata"), "name");
+}
+
+const char *jobset_annotation(const cJSON *jobset, const char *key)
+{
+	const cJSON *item =
+		jobset_member(jobset_member(jobset_member(jobset, "metadata"), "annotations"), key);
+
+	return cJSON_IsString(item) ? item->valuestring : NULL;
+}
+
+const cJSON *jobset_replicated_jobs(const cJSON *jobset)
+{
+	const cJSON *jobs = jobset_member(jobset_member(jobset, "spec"), "replicatedJobs");
+
+	return cJSON_IsArray(jobs) ? jobs : NULL;
+}
+
+const char *jobset_replicated_job_name(const cJSON *replicated_job)
+{
+	return string_member(replicated_job, "name");
+}
+
+const cJSON *jobset_pod_template(const cJSON *replicated_job)
+{
+	const cJSON *template =
+		jobset_member(jobset_member(jobset_member(replicated_job, "template"), "spec"), "template");
+
+	return cJSON_IsObject(template) ? template : NULL;
+}
+
+const cJSON *jobset_find_named(const cJSON *array, const char *name, size_t *index)
+{
+	const cJSON *item;
+	size_t i = 0;
+
+	if (!cJSON_IsArray(array))
+		return NULL;
+	cJSON_ArrayForEach(item, array)
+	{
+		const char *item_name = string_member(item, "name");
+
+		if (item_name && strcmp(item_name, name) == 0) {
+			if (index)
+				*index = i;
+			return item;
+		}
+		i++;
+	}
+	return NULL;
+}
+
+int jobset_token_valid(const char *token)
+{
+	size_t n = strnlen(token, JOBSET_TOKEN_MAX + 1);
+
+	if (n < JOBSET_TOKEN_MIN || n > JOBSET_TOKEN_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (token[i] < 0x21 || token[i] > 0x7e)
+			return 0;
+	return 1;
+}

@@ -1,0 +1,262 @@
+/*
+ * jobset_validate: admission rules for group-scheduled JobSets
+ * (jobset_validate.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "jobset_validate.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobset_shape.h"
+
+/* Room for a message naming a few replicated jobs. */
+#define MESSAGE_MAX 1024
+
+static int deny(char **message, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int deny(char **message, const char *fmt, ...)
+{
+	char buf[MESSAGE_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	*message = strdup(buf);
+	return -1;
+}
+
+/* "a, b, c" of the replicated jobs' names, cut to fit. */
+static void list_names(const cJSON *jobs, char *out, size_t size)
+{
+	const cJSON *job;
+	size_t used = 0;
+
+	out[0] = '\0';
+	cJSON_ArrayForEach(job, jobs)
+	{
+		const char *name = jobset_replicated_job_name(job);
+		int n;
+
+		if (!name)
+			continue;
+		n = snprintf(out + used, size - used, "%s%s", used ? ", " : "", name);
+		if (n < 0 || (size_t)n >= size - used) {
+			if (size > 4)
+				memcpy(out + size - 4, "...", 4);
+			return;
+		}
+		used += (size_t)n;
+	}
+}
+
+/* Reserved names in one replicated job's pod template. */
+static int check_reserved(const char *jobset, const char *job_name, size_t index, const cJSON *pod_spec,
+			  int targeted, char **message)
+{
+	const cJSON *volume;
+
+	if (jobset_find_named(jobset_member(pod_spec, "containers"), JOBSET_BARRIER_CONTAINER, NULL))
+		return deny(message,
+			    "spec.replicatedJobs[%zu] (%s): the container name \"" JOBSET_BARRIER_CONTAINER
+			    "\" is "
+			    "reserved for muster's barrier init container; rename your container",
+			    index, job_name);
+	if (!targeted &&
+	    jobset_find_named(jobset_member(pod_spec, "initContainers"), JOBSET_BARRIER_CONTAINER, NULL))
+		return deny(
+			message,
+			"spec.replicatedJobs[%zu] (%s): the init container name \"" JOBSET_BARRIER_CONTAINER
+			"\" is reserved for muster's barrier, which this replicated job is not subject to "
+			"(it is not group-scheduled); rename your init container",
+			index, job_name);
+	volume = jobset_find_named(jobset_member(pod_spec, "volumes"), JOBSET_BARRIER_VOLUME, NULL);
+	if (targeted && volume) {
+		const cJSON *config_map = jobset_member(volume, "configMap");
+		const cJSON *name = jobset_member(config_map, "name");
+		char expected[JOBSET_OBJECT_NAME_MAX + 1];
+
+		snprintf(expected, sizeof(expected), "%s" JOBSET_CONFIGMAP_SUFFIX, jobset);
+		if (!cJSON_IsString(name) || strcmp(name->valuestring, expected) != 0)
+			return deny(message,
+				    "spec.replicatedJobs[%zu] (%s): the volume name \"" JOBSET_BARRIER_VOLUME
+				    "\" is "
+				    "reserved for the barrier's ConfigMap %s; rename your volume",
+				    index, job_name, expected);
+	}
+	return 0;
+}
+
+static int check_targets(const cJSON *jobs, const struct group_config *config, char **message)
+{
+	for (size_t t = 0; t < config->target_count; t++) {
+		if (!jobset_find_named(jobs, config->targets[t], NULL)) {
+			char names[512];
+
+			list_names(jobs, names, sizeof(names));
+			return deny(
+				message,
+				"groupSchedulingConfig.targetReplicatedJobs[%zu] \"%s\" names no replicated job "
+				"of this JobSet (its replicated jobs: %s)",
+				t, config->targets[t], names);
+		}
+	}
+	return 0;
+}
+
+int jobset_validate_create(const cJSON *jobset, const struct group_config *config, char **message)
+{
+	const cJSON *jobs = jobset_replicated_jobs(jobset), *job;
+	const char *name = jobset_name(jobset), *token, *order;
+	size_t index = 0, targeted = 0;
+	char targeted_names[512] = "";
+
+	*message = NULL;
+	if (!jobs)
+		return deny(message, "spec.replicatedJobs is missing or not a list");
+	if (config->present) {
+		if (!name)
+			return deny(message,
+				    "group scheduling needs metadata.name: with generateName the name is not "
+				    "known when muster adds the ConfigMap volume " JOBSET_BARRIER_VOLUME
+				    "; give the JobSet a name");
+		if (strlen(name) + strlen(JOBSET_CONFIGMAP_SUFFIX) > JOBSET_OBJECT_NAME_MAX)
+			return deny(
+				message,
+				"metadata.name is %zu characters: the barrier's ConfigMap \"<name>" JOBSET_CONFIGMAP_SUFFIX
+				"\" would be longer than %d; use a name of at most %zu characters",
+				strlen(name), JOBSET_OBJECT_NAME_MAX,
+				(size_t)JOBSET_OBJECT_NAME_MAX - strlen(JOBSET_CONFIGMAP_SUFFIX));
+		if (config->has_timeout && (config->timeout_seconds < GROUP_CONFIG_TIMEOUT_MIN ||
+					    config->timeout_seconds > GROUP_CONFIG_TIMEOUT_MAX))
+			return deny(
+				message,
+				"groupSchedulingConfig.timeoutAfterSeconds is %u: it must be between %u and %u "
+				"seconds (a day)",
+				config->timeout_seconds, GROUP_CONFIG_TIMEOUT_MIN, GROUP_CONFIG_TIMEOUT_MAX);
+		if (check_targets(jobs, config, message))
+			return -1;
+	}
+	token = jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION);
+	if (token && !jobset_token_valid(token))
+		return deny(message,
+			    "annotation " JOBSET_TOKEN_ANNOTATION
+			    " must be %d to %d printable ASCII characters "
+			    "without spaces; leave it out and muster makes one",
+			    JOBSET_TOKEN_MIN, JOBSET_TOKEN_MAX);
+	cJSON_ArrayForEach(job, jobs)
+	{
+		const char *job_name = jobset_replicated_job_name(job);
+		int is_target = job_name && group_config_targets(config, job_name);
+		const cJSON *template = jobset_pod_template(job);
+
+		if (is_target && !cJSON_IsObject(jobset_member(template, "spec")))
+			return deny(
+				message,
+				"spec.replicatedJobs[%zu] (%s) has no pod template (template.spec.template.spec)",
+				index, job_name);
+		if (check_reserved(name ? name : "", job_name ? job_name : "(unnamed)", index,
+				   jobset_member(template, "spec"), is_target, message))
+			return -1;
+		if (is_target) {
+			size_t used = strlen(targeted_names);
+
+			if (used < sizeof(targeted_names) - 1)
+				snprintf(targeted_names + used, sizeof(targeted_names) - used, "%s%s",
+					 used ? ", " : "", job_name);
+			targeted++;
+		}
+		index++;
+	}
+	order = NULL;
+	{
+		const cJSON *item = jobset_member(
+			jobset_member(jobset_member(jobset, "spec"), "startupPolicy"), "startupPolicyOrder");
+
+		if (cJSON_IsString(item))
+			order = item->valuestring;
+	}
+	if (targeted > 1 && order && strcmp(order, "InOrder") == 0)
+		return deny(
+			message,
+			"startupPolicy InOrder cannot be combined with a group that spans %zu replicated jobs "
+			"(%s): InOrder creates each replicated job only when the one before is ready, while the "
+			"barrier holds every pod of the group until all have started, so they would wait for "
+			"each other forever; set groupSchedulingConfig.targetReplicatedJobs to one replicated "
+			"job, or use startupPolicyOrder AnyOrder",
+			targeted, targeted_names);
+	return 0;
+}
+
+static void describe(const struct group_config *config, char *out, size_t size)
+{
+	size_t used;
+
+	if (!config->present) {
+		snprintf(out, size, "no group scheduling");
+		return;
+	}
+	if (config->has_timeout)
+		snprintf(out, size, "timeout %u s, ", config->timeout_seconds);
+	else
+		snprintf(out, size, "default timeout, ");
+	used = strlen(out);
+	if (config->target_count == 0) {
+		snprintf(out + used, size - used, "every replicated job");
+		return;
+	}
+	for (size_t i = 0; i < config->target_count && used < size - 1; i++) {
+		snprintf(out + used, size - used, "%s%s", i ? "," : "targets ", config->targets[i]);
+		used = strlen(out);
+	}
+}
+
+int jobset_validate_update(const cJSON *old_jobset, const cJSON *jobset, char **message)
+{
+	struct group_config *configs = calloc(2, sizeof(*configs));
+	const char *old_token = jobset_annotation(old_jobset, JOBSET_TOKEN_ANNOTATION);
+	const char *token = jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION);
+	char *cause = NULL;
+	int err = -1;
+
+	*message = NULL;
+	if (!configs)
+		return deny(message, "out of memory");
+	if (group_config_decode(jobset, &configs[1], &cause)) {
+		deny(message, "%s", cause ? cause : "groupSchedulingConfig does not decode");
+		goto out;
+	}
+	/* A stored object that no longer decodes (written before muster was
+	 * installed) is compared as having no settings. */
+	free(cause);
+	cause = NULL;
+	if (group_config_decode(old_jobset, &configs[0], &cause))
+		memset(&configs[0], 0, sizeof(configs[0]));
+	if (!group_config_equal(&configs[0], &configs[1])) {
+		char before[256], after[256];
+
+		describe(&configs[0], before, sizeof(before));
+		describe(&configs[1], after, sizeof(after));
+		deny(message,
+		     "groupSchedulingConfig cannot change after the JobSet is created (was: %s; now: %s): the "
+		     "barriers already injected were set up with it; delete and re-create the JobSet to change it",
+		     before, after);
+		goto out;
+	}
+	if (old_token && (!token || strcmp(old_token, token) != 0)) {
+		deny(message,
+		     "annotation " JOBSET_TOKEN_ANNOTATION " cannot change or be removed after the JobSet is "
+		     "created: its pods' barriers accept releases only with it");
+		goto out;
+	}
+	err = 0;
+out:
+	free(cause);
+	free(configs);
+	return err;
+}

@@ -1,0 +1,310 @@
+/*
+ * muster-webhook: the admission webhook that gives a group-scheduled JobSet
+ * its barrier. Parses the flags, serves the routes of webhook.h over HTTPS
+ * (lib/http_serve: libmicrohttpd and GnuTLS, the certificate reloaded when
+ * its files change) until SIGTERM or SIGINT. See webhook/webhook.md.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http_serve.h"
+#include "metrics.h"
+#include "mlog.h"
+#include "webhook.h"
+
+#define DEFAULT_LISTEN ":8443"
+#define DEFAULT_IMAGE "ghcr.io/muster-dev/muster-barrier:" MUSTER_VERSION
+/* An AdmissionReview of an UPDATE carries the object twice, and etcd holds
+ * objects up to 1.5 MiB: 4 MiB is room for both and the envelope. */
+#define DEFAULT_BODY_MAX (4u * 1024u * 1024u)
+
+static atomic_int stop_requested;
+static atomic_int stopping;
+
+/* /readyz: ready until SIGTERM, then not, so that endpoints drop this
+ * replica while it still answers the requests already routed to it. */
+static int ready_check(void *arg, char *reason, size_t reason_size)
+{
+	(void)arg;
+	if (!atomic_load(&stopping))
+		return 0;
+	snprintf(reason, reason_size, "shutting down");
+	return 1;
+}
+
+static void on_signal(int signal_number)
+{
+	(void)signal_number;
+	atomic_store(&stop_requested, 1);
+}
+
+static void usage(FILE *out)
+{
+	fputs("usage: muster-webhook --tls-cert-file PATH --tls-key-file PATH [flags]\n"
+	      "\n"
+	      "Admission webhook for jobset.x-k8s.io/v1alpha2 JobSets with groupSchedulingConfig (or the\n"
+	      "annotation muster.dev/group-scheduling-timeout): POST /mutate injects the barrier init\n"
+	      "container, its ConfigMap volume and the pod label; POST /validate checks the settings.\n"
+	      "GET /healthz, /readyz and /metrics are served on the same port.\n"
+	      "\n"
+	      "Serving\n"
+	      "  --tls-cert-file PATH     PEM certificate (chain) of the HTTPS server; required\n"
+	      "  --tls-key-file PATH      its PEM private key; required. Both are reloaded when their\n"
+	      "                           files change (e.g. a renewed Secret): no restart needed\n"
+	      "  --listen [A:]PORT        address to serve on (default " DEFAULT_LISTEN ")\n"
+	      "  --threads N              worker threads, 1..64 (default 4)\n"
+	      "  --max-connections N      open connections at most, 1..10000 (default 512)\n"
+	      "  --idle-timeout S         close a connection idle this long, 1..3600 (default 60)\n"
+	      "  --max-body-bytes N       largest AdmissionReview accepted (default 4194304)\n"
+	      "  --metrics-addr [A:]PORT  also serve /metrics, /healthz, /readyz over plain HTTP (default 0: off)\n"
+	      "  --quiet                  log denials and errors only, not every admission\n"
+	      "  --shutdown-delay S       on SIGTERM, fail /readyz and keep serving this long before\n"
+	      "                           stopping, while the Service drops this replica (default 5)\n"
+	      "The injected barrier\n"
+	      "  --barrier-image IMAGE    default " DEFAULT_IMAGE "\n"
+	      "  --barrier-pull-policy P  Always, IfNotPresent (default) or Never\n"
+	      "  --barrier-port N         port the barrier listens on for the pushed release\n"
+	      "                           (default 9443; 0: no push, release through the volume only)\n"
+	      "  --barrier-cpu Q          CPU request (default 10m)\n"
+	      "  --barrier-memory Q       memory request (default 16Mi)\n"
+	      "  --barrier-memory-limit Q memory limit (default 32Mi; \"\" for none)\n"
+	      "  --help, --version\n"
+	      "\n"
+	      "Exit codes: 0 stopped by SIGTERM/SIGINT, 1 could not serve (cause logged), 2 bad flags.\n",
+	      out);
+}
+
+static int parse_number(const char *text, unsigned long min, unsigned long max, unsigned long *out)
+{
+	char *end = NULL;
+
+	errno = 0;
+	*out = strtoul(text, &end, 10);
+	return errno || end == text || *end || *out < min || *out > max || text[0] == '-' ? -1 : 0;
+}
+
+/* A Kubernetes quantity as the barrier's requests need it: digits, an
+ * optional fraction, an optional suffix. The apiserver checks it fully at
+ * the pod's creation; this catches typos at start instead. */
+static int quantity_ok(const char *q)
+{
+	static const char *const suffixes[] = { "", "m", "k", "M", "G", "Ki", "Mi", "Gi" };
+	size_t i = 0;
+
+	if (q[0] < '0' || q[0] > '9')
+		return 0;
+	while (q[i] >= '0' && q[i] <= '9')
+		i++;
+	if (q[i] == '.') {
+		i++;
+		if (q[i] < '0' || q[i] > '9')
+			return 0;
+		while (q[i] >= '0' && q[i] <= '9')
+			i++;
+	}
+	for (size_t s = 0; s < sizeof(suffixes) / sizeof(suffixes[0]); s++)
+		if (strcmp(q + i, suffixes[s]) == 0)
+			return 1;
+	return 0;
+}
+
+static int bad_flag(const char *flag, const char *value, const char *why)
+{
+	fprintf(stderr, "muster-webhook: %s '%.100s': %s (see --help)\n", flag, value, why);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	struct webhook_options options = {
+		.barrier = {
+			.barrier_image = DEFAULT_IMAGE,
+			.image_pull_policy = "IfNotPresent",
+			.barrier_port = 9443,
+			.cpu_request = "10m",
+			.memory_request = "16Mi",
+			.memory_limit = "32Mi",
+		},
+	};
+	struct http_serve_options serve = {
+		.threads = 4,
+		.connections_max = 512,
+		.idle_seconds = 60,
+		.body_max = DEFAULT_BODY_MAX,
+	};
+	const char *listen = DEFAULT_LISTEN, *metrics_addr = "0";
+	unsigned long shutdown_delay = 5;
+	struct http_serve_routes routes = { 0 };
+	struct http_serve_post_route posts[2];
+	struct metrics_registry *registry = NULL;
+	struct http_serve *server = NULL, *plain = NULL;
+	struct webhook *webhook = NULL;
+	struct sigaction action;
+	char *cause = NULL;
+	int exit_code = 1, err;
+
+	for (int i = 1; i < argc; i++) {
+		const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
+		char *equals = strchr(flag, '=');
+		char name[64];
+		unsigned long number;
+
+		if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(flag, "--version") == 0) {
+			printf("muster-webhook %s\n", MUSTER_VERSION);
+			return 0;
+		}
+		if (strcmp(flag, "--quiet") == 0) {
+			options.quiet = 1;
+			continue;
+		}
+		/* --flag=value and --flag value */
+		if (equals && (size_t)(equals - flag) < sizeof(name)) {
+			memcpy(name, flag, (size_t)(equals - flag));
+			name[equals - flag] = '\0';
+			flag = name;
+			value = equals + 1;
+		} else if (!value) {
+			fprintf(stderr, "muster-webhook: %s needs a value (see --help)\n", flag);
+			return 2;
+		} else {
+			i++;
+		}
+		if (strcmp(flag, "--tls-cert-file") == 0) {
+			serve.tls_cert_file = value;
+		} else if (strcmp(flag, "--tls-key-file") == 0) {
+			serve.tls_key_file = value;
+		} else if (strcmp(flag, "--listen") == 0) {
+			listen = value;
+		} else if (strcmp(flag, "--metrics-addr") == 0) {
+			metrics_addr = value;
+		} else if (strcmp(flag, "--threads") == 0) {
+			if (parse_number(value, 1, 64, &number))
+				return bad_flag(flag, value, "not a number from 1 to 64");
+			serve.threads = (unsigned)number;
+		} else if (strcmp(flag, "--max-connections") == 0) {
+			if (parse_number(value, 1, 10000, &number))
+				return bad_flag(flag, value, "not a number from 1 to 10000");
+			serve.connections_max = (unsigned)number;
+		} else if (strcmp(flag, "--idle-timeout") == 0) {
+			if (parse_number(value, 1, 3600, &number))
+				return bad_flag(flag, value, "not a number of seconds from 1 to 3600");
+			serve.idle_seconds = (unsigned)number;
+		} else if (strcmp(flag, "--max-body-bytes") == 0) {
+			if (parse_number(value, 4096, 64ul * 1024 * 1024, &number))
+				return bad_flag(flag, value, "not a number from 4096 to 67108864");
+			serve.body_max = (size_t)number;
+		} else if (strcmp(flag, "--shutdown-delay") == 0) {
+			if (parse_number(value, 0, 300, &shutdown_delay))
+				return bad_flag(flag, value, "not a number of seconds from 0 to 300");
+		} else if (strcmp(flag, "--barrier-image") == 0) {
+			if (!value[0] || strpbrk(value, " \t\n"))
+				return bad_flag(flag, value, "not an image reference");
+			options.barrier.barrier_image = value;
+		} else if (strcmp(flag, "--barrier-pull-policy") == 0) {
+			if (strcmp(value, "Always") && strcmp(value, "IfNotPresent") &&
+			    strcmp(value, "Never"))
+				return bad_flag(flag, value, "not Always, IfNotPresent or Never");
+			options.barrier.image_pull_policy = value;
+		} else if (strcmp(flag, "--barrier-port") == 0) {
+			if (parse_number(value, 0, 65535, &number))
+				return bad_flag(flag, value, "not a port from 0 to 65535");
+			options.barrier.barrier_port = (unsigned)number;
+		} else if (strcmp(flag, "--barrier-cpu") == 0) {
+			if (!quantity_ok(value))
+				return bad_flag(flag, value, "not a quantity such as 10m");
+			options.barrier.cpu_request = value;
+		} else if (strcmp(flag, "--barrier-memory") == 0) {
+			if (!quantity_ok(value))
+				return bad_flag(flag, value, "not a quantity such as 16Mi");
+			options.barrier.memory_request = value;
+		} else if (strcmp(flag, "--barrier-memory-limit") == 0) {
+			if (value[0] && !quantity_ok(value))
+				return bad_flag(flag, value, "not a quantity such as 32Mi");
+			options.barrier.memory_limit = value;
+		} else {
+			fprintf(stderr, "muster-webhook: unknown flag %s (see --help)\n", flag);
+			return 2;
+		}
+	}
+	if (!serve.tls_cert_file || !serve.tls_key_file) {
+		fprintf(stderr,
+			"muster-webhook: --tls-cert-file and --tls-key-file are required: the apiserver "
+			"calls admission webhooks over HTTPS only (deploy/gen-certs.sh makes a pair)\n");
+		return 2;
+	}
+	mlog_init("webhook", NULL, NULL);
+
+	memset(&action, 0, sizeof(action));
+	action.sa_handler = on_signal;
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGTERM, &action, NULL);
+	sigaction(SIGINT, &action, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if ((err = metrics_registry_new(0, &registry))) {
+		cause = strdup("out of memory");
+		goto out;
+	}
+	if ((err = webhook_new(&options, &webhook, &cause)))
+		goto out;
+	posts[0] = (struct http_serve_post_route){
+		.path = "/mutate", .name = "mutate", .handle = webhook_mutate, .arg = webhook
+	};
+	posts[1] = (struct http_serve_post_route){
+		.path = "/validate", .name = "validate", .handle = webhook_validate, .arg = webhook
+	};
+	serve.posts = posts;
+	serve.post_count = 2;
+	serve.latency = registry;
+	routes.metrics = registry;
+	routes.ready = ready_check;
+	if ((err = http_serve_start_options(listen, &routes, &serve, &server, &cause)))
+		goto out;
+	if (strcmp(metrics_addr, "0") != 0 && (err = http_serve_start(metrics_addr, &routes, &plain, &cause)))
+		goto out;
+	mlog(MLOG_INFO, "started",
+	     "listen=%s port=%u threads=%u barrier_port=%u barrier_timeout_default=%u metrics=%s", listen,
+	     http_serve_port(server), serve.threads, options.barrier.barrier_port,
+	     GROUP_CONFIG_TIMEOUT_DEFAULT, strcmp(metrics_addr, "0") ? metrics_addr : "off");
+	while (!atomic_load(&stop_requested)) {
+		struct timespec tick = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
+
+		nanosleep(&tick, NULL);
+	}
+	atomic_store(&stopping, 1);
+	if (shutdown_delay) {
+		struct timespec delay = { .tv_sec = (time_t)shutdown_delay, .tv_nsec = 0 };
+
+		mlog(MLOG_INFO, "stopping", "serving_for_s=%lu", shutdown_delay);
+		while (nanosleep(&delay, &delay) != 0 && errno == EINTR)
+			;
+	}
+	exit_code = 0;
+out:
+	if (exit_code) {
+		char quoted[512];
+
+		mlog(MLOG_ERROR, "exit", "err=%d cause=%s", err,
+		     mlog_quote(quoted, sizeof(quoted), cause ? cause : "", cause ? strlen(cause) : 0));
+	} else {
+		mlog(MLOG_INFO, "stopped", NULL);
+	}
+	free(cause);
+	http_serve_stop(plain);
+	http_serve_stop(server);
+	webhook_free(webhook);
+	metrics_registry_free(registry);
+	return exit_code;
+}

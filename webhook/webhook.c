@@ -1,0 +1,296 @@
+/*
+ * webhook: the admission routes (webhook.h).
+ */
+#define _GNU_SOURCE /* getrandom */
+
+#include "webhook.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "admission.h"
+#include "group_config.h"
+#include "jobset_shape.h"
+#include "jobset_validate.h"
+#include "mlog.h"
+
+/* 24 random bytes: 32 characters of base64url. */
+#define TOKEN_BYTES 24
+
+struct webhook {
+	struct jobset_mutate_options barrier;
+	char *strings[5]; /* the copies barrier points into */
+	int quiet;
+};
+
+static char *copy(const char *text)
+{
+	return text ? strdup(text) : NULL;
+}
+
+int webhook_new(const struct webhook_options *options, struct webhook **out, char **cause)
+{
+	struct webhook *w = calloc(1, sizeof(*w));
+
+	*out = NULL;
+	if (!w)
+		goto no_memory;
+	w->barrier = options->barrier;
+	w->quiet = options->quiet;
+	w->strings[0] = copy(options->barrier.barrier_image);
+	w->strings[1] = copy(options->barrier.image_pull_policy);
+	w->strings[2] = copy(options->barrier.cpu_request);
+	w->strings[3] = copy(options->barrier.memory_request);
+	w->strings[4] = copy(options->barrier.memory_limit ? options->barrier.memory_limit : "");
+	for (size_t i = 0; i < 5; i++)
+		if (!w->strings[i])
+			goto no_memory;
+	w->barrier.barrier_image = w->strings[0];
+	w->barrier.image_pull_policy = w->strings[1];
+	w->barrier.cpu_request = w->strings[2];
+	w->barrier.memory_request = w->strings[3];
+	w->barrier.memory_limit = w->strings[4];
+	*out = w;
+	return 0;
+no_memory:
+	webhook_free(w);
+	*cause = strdup("out of memory");
+	return -ENOMEM;
+}
+
+void webhook_free(struct webhook *webhook)
+{
+	if (!webhook)
+		return;
+	for (size_t i = 0; i < 5; i++)
+		free(webhook->strings[i]);
+	free(webhook);
+}
+
+static int new_token(char *out, size_t size)
+{
+	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	unsigned char bytes[TOKEN_BYTES];
+	size_t got = 0;
+
+	if (size < TOKEN_BYTES / 3 * 4 + 1)
+		return -1;
+	while (got < sizeof(bytes)) {
+		ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+	}
+	for (size_t i = 0, o = 0; i < sizeof(bytes); i += 3) {
+		unsigned v = (unsigned)bytes[i] << 16 | (unsigned)bytes[i + 1] << 8 | bytes[i + 2];
+
+		out[o++] = alphabet[(v >> 18) & 63];
+		out[o++] = alphabet[(v >> 12) & 63];
+		out[o++] = alphabet[(v >> 6) & 63];
+		out[o++] = alphabet[v & 63];
+		out[o] = '\0';
+	}
+	return 0;
+}
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* What one review came to, for the reply, the log and the metric. */
+struct outcome {
+	int allowed;
+	int code; /* denial's status code */
+	char *message; /* denial's message, malloc'd */
+	char *patch; /* JSON Patch text, malloc'd; NULL: none */
+	size_t patch_ops;
+	const char *result; /* "allowed", "patched", "denied", "error" */
+};
+
+static void reply_text(struct http_serve_reply *reply, unsigned status, const char *result, const char *text)
+{
+	size_t n = strlen(text);
+
+	reply->status = status;
+	reply->content_type = "text/plain; charset=utf-8";
+	reply->result = result;
+	reply->body = malloc(n + 2);
+	if (reply->body) {
+		memcpy(reply->body, text, n);
+		reply->body[n] = '\n';
+		reply->body[n + 1] = '\0';
+		reply->body_len = n + 1;
+	}
+}
+
+static void mutate(struct webhook *w, const struct admission_request *request, struct outcome *o)
+{
+	struct group_config *config = malloc(sizeof(*config));
+	char token[TOKEN_BYTES / 3 * 4 + 1] = "";
+	char *cause = NULL;
+	cJSON *patch = NULL;
+
+	if (!config) {
+		o->result = "error";
+		o->message = strdup("out of memory");
+		o->code = 500;
+		return;
+	}
+	if (request->operation != ADMISSION_CREATE || !request->object)
+		goto allow;
+	if (group_config_decode(request->object, config, &cause)) {
+		o->message = cause;
+		cause = NULL;
+		goto deny;
+	}
+	if (!config->present)
+		goto allow;
+	if (jobset_validate_create(request->object, config, &o->message))
+		goto deny;
+	if (!jobset_annotation(request->object, JOBSET_TOKEN_ANNOTATION) && new_token(token, sizeof(token))) {
+		o->message =
+			strdup("muster-webhook could not read random bytes for the barrier token; try again");
+		o->code = 500;
+		o->result = "error";
+		goto out;
+	}
+	if (jobset_mutate(request->object, config, &w->barrier, token, &patch, &cause)) {
+		o->message = cause;
+		cause = NULL;
+		goto deny;
+	}
+	o->patch_ops = (size_t)cJSON_GetArraySize(patch);
+	if (o->patch_ops) {
+		o->patch = cJSON_PrintUnformatted(patch);
+		if (!o->patch) {
+			o->message = strdup("out of memory");
+			o->code = 500;
+			o->result = "error";
+			goto out;
+		}
+	}
+	o->allowed = 1;
+	o->result = o->patch_ops ? "patched" : "allowed";
+	goto out;
+allow:
+	o->allowed = 1;
+	o->result = "allowed";
+	goto out;
+deny:
+	o->code = 422;
+	o->result = "denied";
+out:
+	explicit_bzero(token, sizeof(token));
+	cJSON_Delete(patch);
+	free(cause);
+	free(config);
+}
+
+static void validate(const struct admission_request *request, struct outcome *o)
+{
+	struct group_config *config;
+	char *cause = NULL;
+
+	o->allowed = 1;
+	o->result = "allowed";
+	if (!request->object)
+		return;
+	if (request->operation == ADMISSION_UPDATE && request->old_object) {
+		if (jobset_validate_update(request->old_object, request->object, &o->message))
+			goto deny;
+		return;
+	}
+	if (request->operation != ADMISSION_CREATE)
+		return;
+	config = malloc(sizeof(*config));
+	if (!config) {
+		o->message = strdup("out of memory");
+		goto deny;
+	}
+	if (group_config_decode(request->object, config, &cause)) {
+		o->message = cause;
+		free(config);
+		goto deny;
+	}
+	if (jobset_validate_create(request->object, config, &o->message)) {
+		free(config);
+		goto deny;
+	}
+	free(config);
+	return;
+deny:
+	o->allowed = 0;
+	o->code = 422;
+	o->result = "denied";
+}
+
+static void review(struct webhook *w, int mutating, const char *route, const char *body, size_t body_len,
+		   struct http_serve_reply *reply)
+{
+	struct admission_request request;
+	struct outcome o = { 0 };
+	char *cause = NULL, quoted[256], object[ADMISSION_FIELD_MAX + ADMISSION_NAME_MAX + 2];
+	double started = now_seconds();
+
+	if (admission_decode(body, body_len, &request, &cause)) {
+		mlog(MLOG_WARN, "bad-request", "route=%s reason=%s", route,
+		     mlog_quote(quoted, sizeof(quoted), cause ? cause : "out of memory",
+				cause ? strlen(cause) : 13));
+		reply_text(reply, 400, "bad_request", cause ? cause : "out of memory");
+		free(cause);
+		return;
+	}
+	if (!admission_is_jobset(&request)) {
+		char message[512];
+
+		snprintf(message, sizeof(message),
+			 "muster-webhook admits only jobset.x-k8s.io/v1alpha2 JobSets, not %s/%s %s: its "
+			 "webhook configuration matches the wrong resources",
+			 request.group[0] ? request.group : "core", request.version, request.kind);
+		o.message = strdup(message);
+		o.code = 400;
+		o.result = "denied";
+	} else if (mutating) {
+		mutate(w, &request, &o);
+	} else {
+		validate(&request, &o);
+	}
+	reply->body = admission_response(request.uid, o.allowed, o.code, o.message, o.patch,
+					 o.patch ? strlen(o.patch) : 0, &reply->body_len);
+	reply->status = reply->body ? 200 : 500;
+	reply->content_type = "application/json";
+	reply->result = reply->body ? o.result : "error";
+	snprintf(object, sizeof(object), "%s/%s", request.namespace, request.name);
+	if (!w->quiet || !o.allowed)
+		mlog(o.allowed ? MLOG_INFO : MLOG_WARN, "admission",
+		     "route=%s jobset=%s uid=%s operation=%s dry_run=%s result=%s patch_ops=%zu ms=%.3f%s%s",
+		     route, object, request.uid, admission_operation_name(request.operation),
+		     request.dry_run ? "true" : "false", o.result, o.patch_ops,
+		     (now_seconds() - started) * 1e3, o.message ? " message=" : "",
+		     o.message ? mlog_quote(quoted, sizeof(quoted), o.message, strlen(o.message)) : "");
+	free(o.message);
+	free(o.patch);
+	admission_request_free(&request);
+}
+
+void webhook_mutate(void *arg, const char *body, size_t body_len, struct http_serve_reply *reply)
+{
+	review(arg, 1, "mutate", body, body_len, reply);
+}
+
+void webhook_validate(void *arg, const char *body, size_t body_len, struct http_serve_reply *reply)
+{
+	review(arg, 0, "validate", body, body_len, reply);
+}
