@@ -277,6 +277,8 @@ lint: all
 	@! grep -nE '\b($(BANNED))[[:space:]]*\(' $(LINT_SRCS) || { echo "lint: banned call above"; exit 1; }
 	@echo "lint: formatting"
 	@$(CLANG_FORMAT) --dry-run -Werror $(LINT_SRCS)
+	@echo "lint: shell scripts of deploy/"
+	@shellcheck deploy/*.sh deploy/crd/*.sh
 	@echo "lint: ok"
 
 format:
