@@ -524,6 +524,28 @@ static void expect_usage_error(struct fixture *f, char *const env[], const char 
 		fail_msg("termination log lacks '%s': %s", needle, log);
 }
 
+/* The webhook injects `--listen $(MUSTER_POD_IP):PORT`, and an IPv6 pod's IP
+ * has no brackets: a bare IPv6 address takes the port after its last colon. */
+static void listen_on_a_bare_ipv6_address(void **state)
+{
+	struct fixture *f = *state;
+	char *const env[] = { (char *)TOKEN_ENV, NULL };
+	int probe = socket(AF_INET6, SOCK_STREAM, 0);
+	struct sockaddr_in6 loopback = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+
+	if (probe < 0 || bind(probe, (struct sockaddr *)&loopback, sizeof(loopback)) != 0) {
+		if (probe >= 0)
+			close(probe);
+		skip(); /* no IPv6 loopback on this machine */
+	}
+	close(probe);
+	start(f, env, "--listen", "::1:0", NULL);
+	wait_waiting(f);
+	assert_output_has(f, "listen=[::1]:");
+	kill(f->proc.pid, SIGTERM);
+	assert_exit(f, 143, 1000);
+}
+
 static void usage_errors_are_clear(void **state)
 {
 	struct fixture *f = *state;
@@ -541,6 +563,8 @@ static void usage_errors_are_clear(void **state)
 	expect_usage_error(f, NULL, "--listen 'localhost:80': not an IPv4 address", "--listen",
 			   "localhost:80", NULL);
 	expect_usage_error(f, NULL, "--listen '70000': port is not a number", "--listen", "70000", NULL);
+	expect_usage_error(f, NULL, "--listen 'fd00::zz:80': not an IPv6 address", "--listen", "fd00::zz:80",
+			   NULL);
 	expect_usage_error(f, NULL, "unknown flag", "--frobnicate", NULL);
 	expect_usage_error(f, NULL, "--watch 'fanotify' is neither", "--watch", "fanotify", NULL);
 	expect_usage_error(f, NULL, "unexpected argument 'extra'", "--dir", f->volume, "extra", NULL);
@@ -659,6 +683,7 @@ int main(void)
 		T(push_idle_clients_cannot_hold_it),
 		T(push_port_in_use_falls_back_to_volume),
 		T(token_from_file),
+		T(listen_on_a_bare_ipv6_address),
 		T(usage_errors_are_clear),
 		T(help_and_version),
 		T(log_lines_carry_the_pod),
