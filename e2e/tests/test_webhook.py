@@ -493,3 +493,35 @@ def test_bad_requests_get_clear_answers(webhook):
     conn.request("GET", "/metrics")
     metrics = conn.getresponse().read().decode()
     assert 'route="mutate"' in metrics and 'result="bad_request"' in metrics, metrics[:2000]
+
+
+def served_certificate(webhook):
+    with socket.create_connection(("127.0.0.1", webhook.port), timeout=5) as raw:
+        with webhook.context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            return tls.getpeercert(binary_form=True)
+
+
+def pem_to_der(path):
+    return ssl.PEM_cert_to_DER_cert(path.read_text().split("-----END CERTIFICATE-----")[0] +
+                                    "-----END CERTIFICATE-----\n")
+
+
+def test_renewed_certificate_is_served_without_a_restart(kube, hooked, webhook):
+    """gen-certs.sh --renew re-issues the serving certificate (same CA, as a
+    renewed Secret would); the running webhook serves it to new connections
+    and the apiserver keeps calling it, with no restart."""
+    namespace = hooked
+    before = served_certificate(webhook)
+    assert before == pem_to_der(webhook.certs / "tls.crt")
+    subprocess.run(["bash", str(DEPLOY / "gen-certs.sh"), "--out", str(webhook.certs), "--ip", "127.0.0.1",
+                    "--renew"], check=True, capture_output=True)
+    renewed = pem_to_der(webhook.certs / "tls.crt")
+    assert renewed != before
+    wait_for(lambda: served_certificate(webhook) == renewed, timeout=10, what="the renewed certificate served")
+    assert "event=tls-reloaded" in webhook.output()
+    pid = webhook.process.pid
+    kube.create(JOBSETS.format(namespace), jobset("after-renewal", config={"timeoutAfterSeconds": 60}))
+    stored = kube.get(JOBSETS.format(namespace) + "/after-renewal")
+    assert stored["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["initContainers"][0][
+        "name"] == BARRIER
+    assert webhook.process.pid == pid and webhook.process.poll() is None
