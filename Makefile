@@ -3,7 +3,7 @@
 #   make test       every test that exists (lint, unit, binary, sanitizers, brief fuzz)
 #   make check      unit and binary tests under ASan+UBSan, failing on any report or leak
 #   make fuzz       run each fuzz target for FUZZ_SECONDS
-#   make bench      benchmarks (micro, then 5,000 pods on the local control plane); figures
+#   make bench      benchmarks (micro, webhook, then 5,000 pods on the local control plane); figures
 #                   go to docs/benchmarks.md by hand
 #   make lint       compiler warnings as errors, banned calls, formatting
 #   make deps       install the Debian packages the build and tests need
@@ -139,6 +139,11 @@ webhook/admission_fuzz_LIBS := -lcjson -lm
 webhook/jobset_mutate_fuzz_SRCS := webhook/jobset_mutate_fuzz.c $(WEBHOOK_CORE_SRCS)
 webhook/jobset_mutate_fuzz_LIBS := -lcjson -lm
 
+# The webhook's paced HTTPS load generator (webhook/webhook_load.c), driven by e2e/bench/webhook_latency.py.
+BENCHES += webhook/webhook_load
+webhook/webhook_load_SRCS := webhook/webhook_load.c
+webhook/webhook_load_LIBS := -lcurl -lm
+
 # The controller (controller/controller.md): host libc, dynamically linked.
 CONTROLLER_SRCS := controller/main.c controller/controller_group.c $(GROUP_CORE_SRCS) \
 	controller/push_fanout.c $(KUBE_SRCS) lib/kube_lease.c lib/http_serve.c lib/metrics.c lib/mlog.c \
@@ -158,7 +163,7 @@ controller/replay_bench_LIBS := $(KUBE_LIBS) -lm -pthread
 
 BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook
 
-.PHONY: all test check unit binary-test fuzz bench bench-micro bench-release lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e
+.PHONY: all test check unit binary-test fuzz bench bench-micro bench-release lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook
 .DEFAULT_GOAL := all
 
 all: $(BINARIES)
@@ -234,8 +239,15 @@ fuzz: $(FUZZERS:%=build/fuzz/%)
 # The micro benchmarks, then the 5,000-pod release latency on the local control
 # plane (which records the controller's input), then the controller's event
 # rate replaying that recording. `make bench-micro` runs the first part only.
-bench: bench-micro bench-release
+bench: bench-micro bench-webhook bench-release
 	build/host/controller/replay_bench
+
+# Webhook latency over TLS (2,000 req/s on /mutate and /validate, the maximum
+# paced rate, a wrk cross-check), then the admission overhead of a 5,000-pod
+# JobSet's create on the local control plane, with and without the webhook.
+bench-webhook: bin/muster-webhook build/host/webhook/webhook_load
+	/usr/bin/python3 e2e/bench/webhook_latency.py $(WEBHOOK_BENCH_ARGS)
+	/usr/bin/python3 e2e/bench/admission_overhead.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG))
 
 bench-micro: bin/muster-barrier $(BENCHES:%=build/host/%)
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/initbarrier/barrier_bench
