@@ -112,7 +112,8 @@ lib/http_listen_fuzz_SRCS := lib/http_listen_fuzz.c $(HTTP_SERVE_SRCS)
 lib/http_listen_fuzz_LIBS := $(HTTP_SERVE_LIBS)
 
 # Group-start core of the controller: decode, expected count, tracker (controller/group_core.md).
-GROUP_CORE_SRCS := controller/group_decode.c controller/group_expect.c controller/group_tracker.c lib/group_config.c
+GROUP_CORE_SRCS := controller/group_decode.c controller/group_expect.c controller/group_tracker.c lib/group_config.c \
+	lib/cause.c
 GROUP_CORE_LIBS := -lcjson -lm
 UNIT_TESTS += controller/group_decode_test controller/group_tracker_test
 controller/group_decode_test_SRCS := controller/group_decode_test.c $(GROUP_CORE_SRCS)
@@ -128,7 +129,7 @@ controller/group_decode_fuzz_LIBS := $(GROUP_CORE_LIBS)
 
 # The admission webhook (webhook/webhook.md): pure modules, the routes, the binary.
 WEBHOOK_CORE_SRCS := webhook/admission.c webhook/jobset_shape.c webhook/jobset_validate.c webhook/jobset_mutate.c \
-	lib/group_config.c
+	lib/group_config.c lib/cause.c
 WEBHOOK_SRCS := webhook/main.c webhook/webhook.c $(WEBHOOK_CORE_SRCS) $(HTTP_SERVE_SRCS)
 UNIT_TESTS += webhook/jobset_admission_test
 webhook/jobset_admission_test_SRCS := webhook/jobset_admission_test.c $(WEBHOOK_CORE_SRCS)

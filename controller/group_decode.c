@@ -4,10 +4,11 @@
  * Each decoder walks only the fields it needs and checks each one as it goes;
  * a field of the wrong type is an error rather than "absent", because a JobSet
  * whose replicas cannot be read must not be counted as if it had the default.
- * Causes are built by fail(), which is the only allocation besides cJSON's.
+ * Causes are built by cause_fail(), which is the only allocation besides cJSON's.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "group_decode.h"
+#include "cause.h"
 
 #include "group_config.h"
 
@@ -28,26 +29,6 @@
  * more init containers than this is not a pod JobSet made. */
 #define INIT_STATUSES_MAX 64
 
-static int fail(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char **cause, const char *fmt, ...)
-{
-	char buf[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (cause) {
-		size_t n = strlen(buf) + 1;
-
-		*cause = malloc(n);
-		if (*cause)
-			memcpy(*cause, buf, n);
-	}
-	return -1;
-}
-
 static const cJSON *member(const cJSON *object, const char *key)
 {
 	return cJSON_IsObject(object) ? cJSON_GetObjectItemCaseSensitive(object, key) : NULL;
@@ -63,16 +44,16 @@ static int take_string(const cJSON *item, char *dst, size_t max, int required, c
 	dst[0] = '\0';
 	if (!item || cJSON_IsNull(item)) {
 		if (required)
-			return fail(cause, "%s is missing", what);
+			return cause_fail(cause, "%s is missing", what);
 		return 0;
 	}
 	if (!cJSON_IsString(item) || !item->valuestring)
-		return fail(cause, "%s is not a string", what);
+		return cause_fail(cause, "%s is not a string", what);
 	n = strnlen(item->valuestring, max + 1);
 	if (n > max)
-		return fail(cause, "%s is longer than %zu bytes", what, max);
+		return cause_fail(cause, "%s is longer than %zu bytes", what, max);
 	if (n == 0 && required)
-		return fail(cause, "%s is empty", what);
+		return cause_fail(cause, "%s is empty", what);
 	memcpy(dst, item->valuestring, n);
 	dst[n] = '\0';
 	return 0;
@@ -88,10 +69,10 @@ static int take_count(const cJSON *item, uint32_t *value, int *present, const ch
 	if (!item || cJSON_IsNull(item))
 		return 0;
 	if (!cJSON_IsNumber(item))
-		return fail(cause, "%s is not a number", what);
+		return cause_fail(cause, "%s is not a number", what);
 	d = item->valuedouble;
 	if (!isfinite(d) || d < 0 || d > (double)GROUP_ATTEMPT_MAX || floor(d) != d)
-		return fail(cause, "%s is not an integer in 0..%u", what, GROUP_ATTEMPT_MAX);
+		return cause_fail(cause, "%s is not an integer in 0..%u", what, GROUP_ATTEMPT_MAX);
 	*value = (uint32_t)d;
 	*present = 1;
 	return 0;
@@ -125,15 +106,16 @@ static cJSON *parse_bounded(const char *json, size_t len, const char *what, char
 	cJSON *root;
 
 	if (!json)
-		return fail(cause, "no %s JSON", what), NULL;
+		return cause_fail(cause, "no %s JSON", what), NULL;
 	if (len > GROUP_JSON_MAX)
-		return fail(cause, "%s JSON is %zu bytes, more than %u", what, len, GROUP_JSON_MAX), NULL;
+		return cause_fail(cause, "%s JSON is %zu bytes, more than %u", what, len, GROUP_JSON_MAX),
+		       NULL;
 	root = cJSON_ParseWithLength(json, len);
 	if (!root)
-		return fail(cause, "%s is not valid JSON", what), NULL;
+		return cause_fail(cause, "%s is not valid JSON", what), NULL;
 	if (!cJSON_IsObject(root)) {
 		cJSON_Delete(root);
-		return fail(cause, "%s JSON is not an object", what), NULL;
+		return cause_fail(cause, "%s JSON is not an object", what), NULL;
 	}
 	return root;
 }
@@ -146,7 +128,7 @@ static int decode_replicated_job(const cJSON *item, size_t index, struct group_r
 	int present;
 
 	if (!cJSON_IsObject(item))
-		return fail(cause, "spec.replicatedJobs[%zu] is not an object", index);
+		return cause_fail(cause, "spec.replicatedJobs[%zu] is not an object", index);
 	snprintf(what, sizeof(what), "spec.replicatedJobs[%zu].name", index);
 	if (take_string(member(item, "name"), rj->name, GROUP_LABEL_MAX, 1, what, cause))
 		return -1;
@@ -176,7 +158,7 @@ static int decode_config(const cJSON *object, struct group_jobset *out, char **c
 	int err;
 
 	if (!config)
-		return fail(cause, "out of memory");
+		return cause_fail(cause, "out of memory");
 	err = group_config_decode(object, config, cause);
 	if (!err && config->present) {
 		out->has_config = 1;
@@ -201,9 +183,9 @@ int group_jobset_from_json(const struct cJSON *object, struct group_jobset *out,
 		*cause = NULL;
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsObject(object))
-		return fail(cause, "JobSet is not an object");
+		return cause_fail(cause, "JobSet is not an object");
 	if (!cJSON_IsObject(metadata))
-		return fail(cause, "JobSet metadata is missing");
+		return cause_fail(cause, "JobSet metadata is missing");
 	if (take_string(member(metadata, "name"), out->name, GROUP_LABEL_MAX, 1, "JobSet metadata.name",
 			cause) ||
 	    take_string(member(metadata, "namespace"), out->namespace, GROUP_LABEL_MAX, 1,
@@ -211,22 +193,23 @@ int group_jobset_from_json(const struct cJSON *object, struct group_jobset *out,
 	    take_string(member(metadata, "uid"), out->uid, GROUP_UID_MAX, 1, "JobSet metadata.uid", cause))
 		return -1;
 	if (!cJSON_IsObject(spec))
-		return fail(cause, "JobSet spec is missing");
+		return cause_fail(cause, "JobSet spec is missing");
 	jobs = member(spec, "replicatedJobs");
 	if (!cJSON_IsArray(jobs))
-		return fail(cause, "JobSet spec.replicatedJobs is missing or not a list");
+		return cause_fail(cause, "JobSet spec.replicatedJobs is missing or not a list");
 	cJSON_ArrayForEach(item, jobs)
 	{
 		struct group_replicated_job *rj;
 
 		if (out->replicated_job_count == GROUP_REPLICATED_JOBS_MAX)
-			return fail(cause, "more than %d replicatedJobs", GROUP_REPLICATED_JOBS_MAX);
+			return cause_fail(cause, "more than %d replicatedJobs", GROUP_REPLICATED_JOBS_MAX);
 		rj = &out->replicated_jobs[out->replicated_job_count];
 		if (decode_replicated_job(item, out->replicated_job_count, rj, cause))
 			return -1;
 		for (size_t i = 0; i < out->replicated_job_count; i++)
 			if (strcmp(out->replicated_jobs[i].name, rj->name) == 0)
-				return fail(cause, "replicated job name \"%s\" appears twice", rj->name);
+				return cause_fail(cause, "replicated job name \"%s\" appears twice",
+						  rj->name);
 		out->replicated_job_count++;
 	}
 	if (decode_config(object, out, cause))
@@ -270,13 +253,13 @@ static int decode_barrier(const cJSON *statuses, enum group_barrier_state *barri
 	if (!statuses || cJSON_IsNull(statuses))
 		return 0;
 	if (!cJSON_IsArray(statuses))
-		return fail(cause, "status.initContainerStatuses is not a list");
+		return cause_fail(cause, "status.initContainerStatuses is not a list");
 	cJSON_ArrayForEach(item, statuses)
 	{
 		const cJSON *name = member(item, "name");
 
 		if (++seen > INIT_STATUSES_MAX)
-			return fail(cause, "more than %d initContainerStatuses", INIT_STATUSES_MAX);
+			return cause_fail(cause, "more than %d initContainerStatuses", INIT_STATUSES_MAX);
 		if (cJSON_IsString(name) && strcmp(name->valuestring, GROUP_BARRIER_CONTAINER) == 0)
 			break;
 	}
@@ -286,14 +269,14 @@ static int decode_barrier(const cJSON *statuses, enum group_barrier_state *barri
 	if (!state || cJSON_IsNull(state))
 		return 0;
 	if (!cJSON_IsObject(state))
-		return fail(cause, "barrier container state is not an object");
+		return cause_fail(cause, "barrier container state is not an object");
 	/* Exactly one of the three is set by kubelet; the most advanced wins if a
 	 * broken status holds several, so a pod is never judged younger than it is. */
 	if (cJSON_IsObject(member(state, "terminated"))) {
 		const cJSON *code = member(member(state, "terminated"), "exitCode");
 
 		if (!cJSON_IsNumber(code))
-			return fail(cause, "barrier container terminated without an exitCode");
+			return cause_fail(cause, "barrier container terminated without an exitCode");
 		*barrier = code->valuedouble == 0			     ? GROUP_BARRIER_PASSED
 			   : code->valuedouble == GROUP_BARRIER_EXIT_TIMEOUT ? GROUP_BARRIER_TIMED_OUT
 									     : GROUP_BARRIER_FAILED;
@@ -323,7 +306,7 @@ static int decode_pod_status(const cJSON *status, struct group_pod *out, char **
 	if (!status || cJSON_IsNull(status))
 		return 0;
 	if (!cJSON_IsObject(status))
-		return fail(cause, "pod status is not an object");
+		return cause_fail(cause, "pod status is not an object");
 	phase = member(status, "phase");
 	if (cJSON_IsString(phase))
 		for (size_t i = 0; i < sizeof(phase_table) / sizeof(phase_table[0]); i++)
@@ -337,7 +320,7 @@ static int decode_pod_status(const cJSON *status, struct group_pod *out, char **
 		else if (inet_pton(AF_INET6, text, out->ip) == 1)
 			out->ip_family = 6;
 		else
-			return fail(cause, "status.podIP is not an IP address");
+			return cause_fail(cause, "status.podIP is not an IP address");
 	}
 	return decode_barrier(member(status, "initContainerStatuses"), &out->barrier, cause);
 }
@@ -354,9 +337,9 @@ int group_pod_from_json(const struct cJSON *object, struct group_pod *out, char 
 		*cause = NULL;
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsObject(object))
-		return fail(cause, "pod is not an object");
+		return cause_fail(cause, "pod is not an object");
 	if (!cJSON_IsObject(metadata))
-		return fail(cause, "pod metadata is missing");
+		return cause_fail(cause, "pod metadata is missing");
 	if (take_string(member(metadata, "uid"), out->uid, GROUP_UID_MAX, 1, "pod metadata.uid", cause) ||
 	    take_string(member(metadata, "name"), out->name, GROUP_OBJECT_NAME_MAX, 1, "pod metadata.name",
 			cause) ||
@@ -364,7 +347,7 @@ int group_pod_from_json(const struct cJSON *object, struct group_pod *out, char 
 			"pod metadata.namespace", cause))
 		return -1;
 	if (labels && !cJSON_IsNull(labels) && !cJSON_IsObject(labels))
-		return fail(cause, "pod metadata.labels is not an object");
+		return cause_fail(cause, "pod metadata.labels is not an object");
 	if (take_string(member(labels, LABEL_JOBSET), out->jobset_name, GROUP_LABEL_MAX, 0,
 			"label " LABEL_JOBSET, cause) ||
 	    take_string(member(labels, LABEL_RJOB), out->replicated_job, GROUP_LABEL_MAX, 0,
@@ -438,7 +421,7 @@ int group_watch_pod_decode(const char *json, size_t len, enum group_event *event
 		return -1;
 	type = member(root, "type");
 	if (!cJSON_IsString(type)) {
-		fail(cause, "watch event has no type");
+		cause_fail(cause, "watch event has no type");
 		goto out;
 	}
 	for (size_t i = 0; i < sizeof(event_names) / sizeof(event_names[0]); i++) {
@@ -448,7 +431,7 @@ int group_watch_pod_decode(const char *json, size_t len, enum group_event *event
 			goto out;
 		}
 	}
-	fail(cause, "watch event type is not ADDED, MODIFIED or DELETED");
+	cause_fail(cause, "watch event type is not ADDED, MODIFIED or DELETED");
 out:
 	cJSON_Delete(root);
 	return rc;

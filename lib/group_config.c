@@ -5,30 +5,15 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "group_config.h"
+#include "cause.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define INT32_MAX_VALUE 2147483647u
-
-static int fail(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char **cause, const char *fmt, ...)
-{
-	char buf[320];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (cause)
-		*cause = strdup(buf);
-	return -1;
-}
 
 static const cJSON *member(const cJSON *object, const char *key)
 {
@@ -39,15 +24,16 @@ static const cJSON *member(const cJSON *object, const char *key)
 static int add_target(struct group_config *out, const char *name, size_t len, const char *where, char **cause)
 {
 	if (len == 0)
-		return fail(cause, "%s holds an empty replicated job name", where);
+		return cause_fail(cause, "%s holds an empty replicated job name", where);
 	if (len > GROUP_CONFIG_NAME_MAX)
-		return fail(cause, "%s holds a name longer than %d characters: \"%.40s...\"", where,
-			    GROUP_CONFIG_NAME_MAX, name);
+		return cause_fail(cause, "%s holds a name longer than %d characters: \"%.40s...\"", where,
+				  GROUP_CONFIG_NAME_MAX, name);
 	for (size_t i = 0; i < out->target_count; i++)
 		if (strlen(out->targets[i]) == len && memcmp(out->targets[i], name, len) == 0)
 			return 0;
 	if (out->target_count == GROUP_CONFIG_TARGETS_MAX)
-		return fail(cause, "%s names more than %d replicated jobs", where, GROUP_CONFIG_TARGETS_MAX);
+		return cause_fail(cause, "%s names more than %d replicated jobs", where,
+				  GROUP_CONFIG_TARGETS_MAX);
 	memcpy(out->targets[out->target_count], name, len);
 	out->targets[out->target_count][len] = '\0';
 	out->target_count++;
@@ -61,7 +47,7 @@ static int decode_spec(const cJSON *config, struct group_config *out, char **cau
 	if (!config || cJSON_IsNull(config))
 		return 0;
 	if (!cJSON_IsObject(config))
-		return fail(cause, "spec.groupSchedulingConfig is not an object");
+		return cause_fail(cause, "spec.groupSchedulingConfig is not an object");
 	out->in_spec = 1;
 	timeout = member(config, "timeoutAfterSeconds");
 	if (timeout && !cJSON_IsNull(timeout)) {
@@ -69,8 +55,9 @@ static int decode_spec(const cJSON *config, struct group_config *out, char **cau
 
 		if (!cJSON_IsNumber(timeout) || !isfinite(d) || floor(d) != d || d < 0 ||
 		    d > (double)INT32_MAX_VALUE)
-			return fail(cause, "spec.groupSchedulingConfig.timeoutAfterSeconds is not a whole "
-					   "number of seconds");
+			return cause_fail(cause,
+					  "spec.groupSchedulingConfig.timeoutAfterSeconds is not a whole "
+					  "number of seconds");
 		out->has_timeout = 1;
 		out->timeout_seconds = (uint32_t)d;
 	}
@@ -78,12 +65,14 @@ static int decode_spec(const cJSON *config, struct group_config *out, char **cau
 	if (!targets || cJSON_IsNull(targets))
 		return 0;
 	if (!cJSON_IsArray(targets))
-		return fail(cause, "spec.groupSchedulingConfig.targetReplicatedJobs is not a list of names");
+		return cause_fail(cause,
+				  "spec.groupSchedulingConfig.targetReplicatedJobs is not a list of names");
 	cJSON_ArrayForEach(item, targets)
 	{
 		if (!cJSON_IsString(item) || !item->valuestring)
-			return fail(cause, "spec.groupSchedulingConfig.targetReplicatedJobs holds something "
-					   "that is not a name");
+			return cause_fail(cause,
+					  "spec.groupSchedulingConfig.targetReplicatedJobs holds something "
+					  "that is not a name");
 		if (add_target(out, item->valuestring, strlen(item->valuestring),
 			       "spec.groupSchedulingConfig.targetReplicatedJobs", cause))
 			return -1;
@@ -108,15 +97,15 @@ static int decode_annotations(const cJSON *jobset, struct group_config *out, cha
 	size_t len;
 
 	if (wrong_timeout || wrong_targets)
-		return fail(cause, "annotation %s is not a string",
-			    wrong_timeout ? GROUP_CONFIG_ANNOTATION_TIMEOUT
-					  : GROUP_CONFIG_ANNOTATION_TARGETS);
+		return cause_fail(cause, "annotation %s is not a string",
+				  wrong_timeout ? GROUP_CONFIG_ANNOTATION_TIMEOUT
+						: GROUP_CONFIG_ANNOTATION_TARGETS);
 	if (!timeout) {
 		if (targets)
-			return fail(cause,
-				    "annotation " GROUP_CONFIG_ANNOTATION_TARGETS " needs "
-				    "annotation " GROUP_CONFIG_ANNOTATION_TIMEOUT " too (it is the one "
-				    "that turns group scheduling on)");
+			return cause_fail(cause,
+					  "annotation " GROUP_CONFIG_ANNOTATION_TARGETS " needs "
+					  "annotation " GROUP_CONFIG_ANNOTATION_TIMEOUT " too (it is the one "
+					  "that turns group scheduling on)");
 		return 0;
 	}
 	out->in_annotations = 1;
@@ -135,9 +124,9 @@ static int decode_annotations(const cJSON *jobset, struct group_config *out, cha
 	if (!targets)
 		return 0;
 	if (strnlen(targets, GROUP_CONFIG_ANNOTATION_MAX + 1) > GROUP_CONFIG_ANNOTATION_MAX)
-		return fail(cause,
-			    "annotation " GROUP_CONFIG_ANNOTATION_TARGETS " is longer than %d characters",
-			    GROUP_CONFIG_ANNOTATION_MAX);
+		return cause_fail(
+			cause, "annotation " GROUP_CONFIG_ANNOTATION_TARGETS " is longer than %d characters",
+			GROUP_CONFIG_ANNOTATION_MAX);
 	/* Comma-separated; spaces around a name are allowed ("a, b"). */
 	for (const char *p = targets; *p;) {
 		const char *end = strchr(p, ',');
@@ -155,15 +144,16 @@ static int decode_annotations(const cJSON *jobset, struct group_config *out, cha
 			break;
 		p = end + 1;
 		if (!*p)
-			return fail(cause,
-				    "annotation " GROUP_CONFIG_ANNOTATION_TARGETS " ends with a comma");
+			return cause_fail(cause,
+					  "annotation " GROUP_CONFIG_ANNOTATION_TARGETS " ends with a comma");
 	}
 	return 0;
 bad_timeout:
-	return fail(cause,
-		    "annotation " GROUP_CONFIG_ANNOTATION_TIMEOUT " is \"%.20s\", not a whole number of "
-		    "seconds (e.g. \"300\")",
-		    timeout);
+	return cause_fail(cause,
+			  "annotation " GROUP_CONFIG_ANNOTATION_TIMEOUT
+			  " is \"%.20s\", not a whole number of "
+			  "seconds (e.g. \"300\")",
+			  timeout);
 }
 
 static int same_targets(const struct group_config *a, const struct group_config *b)
@@ -190,22 +180,23 @@ int group_config_decode(const cJSON *jobset, struct group_config *out, char **ca
 		*cause = NULL;
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsObject(jobset))
-		return fail(cause, "the JobSet is not an object");
+		return cause_fail(cause, "the JobSet is not an object");
 	if (decode_spec(member(member(jobset, "spec"), "groupSchedulingConfig"), out, cause))
 		return -1;
 	from_annotations = calloc(1, sizeof(*from_annotations));
 	if (!from_annotations)
-		return fail(cause, "out of memory");
+		return cause_fail(cause, "out of memory");
 	if (decode_annotations(jobset, from_annotations, cause))
 		goto out;
 	if (out->in_spec && from_annotations->in_annotations) {
 		if (out->has_timeout != from_annotations->has_timeout ||
 		    out->timeout_seconds != from_annotations->timeout_seconds ||
 		    !same_targets(out, from_annotations)) {
-			fail(cause,
-			     "spec.groupSchedulingConfig and the annotations " GROUP_CONFIG_ANNOTATION_TIMEOUT
-			     "/" GROUP_CONFIG_ANNOTATION_TARGETS " disagree: keep one of them, or make "
-			     "them say the same");
+			cause_fail(
+				cause,
+				"spec.groupSchedulingConfig and the annotations " GROUP_CONFIG_ANNOTATION_TIMEOUT
+				"/" GROUP_CONFIG_ANNOTATION_TARGETS " disagree: keep one of them, or make "
+				"them say the same");
 			goto out;
 		}
 		out->in_annotations = 1;

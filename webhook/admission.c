@@ -4,28 +4,13 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "admission.h"
+#include "cause.h"
 
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char **cause, const char *fmt, ...)
-{
-	char buf[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (cause)
-		*cause = strdup(buf);
-	return -1;
-}
 
 static const cJSON *member(const cJSON *object, const char *key)
 {
@@ -42,16 +27,16 @@ static int take(const cJSON *object, const char *key, char *dst, size_t max, int
 	dst[0] = '\0';
 	if (!item || cJSON_IsNull(item)) {
 		if (required)
-			return fail(cause, "request.%s is missing", key);
+			return cause_fail(cause, "request.%s is missing", key);
 		return 0;
 	}
 	if (!cJSON_IsString(item) || !item->valuestring)
-		return fail(cause, "request.%s is not a string", key);
+		return cause_fail(cause, "request.%s is not a string", key);
 	n = strnlen(item->valuestring, max + 1);
 	if (n > max)
-		return fail(cause, "request.%s is longer than %zu bytes", key, max);
+		return cause_fail(cause, "request.%s is longer than %zu bytes", key, max);
 	if (n == 0 && required)
-		return fail(cause, "request.%s is empty", key);
+		return cause_fail(cause, "request.%s is empty", key);
 	memcpy(dst, item->valuestring, n + 1);
 	return 0;
 }
@@ -80,18 +65,19 @@ static int decode_request(const cJSON *request, struct admission_request *out, c
 		return -1;
 	for (i = 0; out->uid[i]; i++)
 		if (out->uid[i] < 0x21 || out->uid[i] > 0x7e)
-			return fail(cause, "request.uid holds a byte that is not printable ASCII");
+			return cause_fail(cause, "request.uid holds a byte that is not printable ASCII");
 	if (take(request, "operation", operation, ADMISSION_FIELD_MAX, 1, cause))
 		return -1;
 	for (i = 0; i < sizeof(operation_names) / sizeof(operation_names[0]); i++)
 		if (strcmp(operation, operation_names[i]) == 0)
 			break;
 	if (i == sizeof(operation_names) / sizeof(operation_names[0]))
-		return fail(cause, "request.operation \"%.20s\" is not CREATE, UPDATE, DELETE or CONNECT",
-			    operation);
+		return cause_fail(cause,
+				  "request.operation \"%.20s\" is not CREATE, UPDATE, DELETE or CONNECT",
+				  operation);
 	out->operation = (enum admission_operation)i;
 	if (!cJSON_IsObject(kind))
-		return fail(cause, "request.kind is missing");
+		return cause_fail(cause, "request.kind is missing");
 	if (take(kind, "group", out->group, ADMISSION_NAME_MAX, 0, cause) ||
 	    take(kind, "version", out->version, ADMISSION_FIELD_MAX, 1, cause) ||
 	    take(kind, "kind", out->kind, ADMISSION_FIELD_MAX, 1, cause) ||
@@ -100,18 +86,18 @@ static int decode_request(const cJSON *request, struct admission_request *out, c
 		return -1;
 	item = member(request, "dryRun");
 	if (item && !cJSON_IsNull(item) && !cJSON_IsBool(item))
-		return fail(cause, "request.dryRun is not a boolean");
+		return cause_fail(cause, "request.dryRun is not a boolean");
 	out->dry_run = cJSON_IsTrue(item);
 	item = member(request, "object");
 	if (item && !cJSON_IsNull(item)) {
 		if (!cJSON_IsObject(item))
-			return fail(cause, "request.object is not an object");
+			return cause_fail(cause, "request.object is not an object");
 		out->object = item;
 	}
 	item = member(request, "oldObject");
 	if (item && !cJSON_IsNull(item)) {
 		if (!cJSON_IsObject(item))
-			return fail(cause, "request.oldObject is not an object");
+			return cause_fail(cause, "request.oldObject is not an object");
 		out->old_object = item;
 	}
 	return 0;
@@ -125,29 +111,29 @@ int admission_decode(const char *body, size_t len, struct admission_request *out
 		*cause = NULL;
 	memset(out, 0, sizeof(*out));
 	if (!body || len == 0)
-		return fail(cause, "empty body: expected an AdmissionReview (admission.k8s.io/v1)");
+		return cause_fail(cause, "empty body: expected an AdmissionReview (admission.k8s.io/v1)");
 	out->root = cJSON_ParseWithLength(body, len);
 	if (!out->root)
-		return fail(cause, "the body is not valid JSON (malformed or truncated): expected an "
-				   "AdmissionReview (admission.k8s.io/v1)");
+		return cause_fail(cause, "the body is not valid JSON (malformed or truncated): expected an "
+					 "AdmissionReview (admission.k8s.io/v1)");
 	api_version = member(out->root, "apiVersion");
 	kind = member(out->root, "kind");
 	if (!cJSON_IsObject(out->root) || !cJSON_IsString(kind) ||
 	    strcmp(kind->valuestring, "AdmissionReview") != 0) {
-		fail(cause, "the body is not an AdmissionReview");
+		cause_fail(cause, "the body is not an AdmissionReview");
 		goto bad;
 	}
 	if (!cJSON_IsString(api_version) || strcmp(api_version->valuestring, "admission.k8s.io/v1") != 0) {
-		fail(cause,
-		     "AdmissionReview apiVersion %s%.40s%s is not supported: register the webhook with "
-		     "admissionReviewVersions [v1]",
-		     cJSON_IsString(api_version) ? "\"" : "",
-		     cJSON_IsString(api_version) ? api_version->valuestring : "(missing)",
-		     cJSON_IsString(api_version) ? "\"" : "");
+		cause_fail(cause,
+			   "AdmissionReview apiVersion %s%.40s%s is not supported: register the webhook with "
+			   "admissionReviewVersions [v1]",
+			   cJSON_IsString(api_version) ? "\"" : "",
+			   cJSON_IsString(api_version) ? api_version->valuestring : "(missing)",
+			   cJSON_IsString(api_version) ? "\"" : "");
 		goto bad;
 	}
 	if (!cJSON_IsObject(member(out->root, "request"))) {
-		fail(cause, "the AdmissionReview has no request");
+		cause_fail(cause, "the AdmissionReview has no request");
 		goto bad;
 	}
 	if (decode_request(member(out->root, "request"), out, cause))

@@ -4,9 +4,9 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "jobset_mutate.h"
+#include "cause.h"
 
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,21 +15,6 @@
 
 /* Longest JSON Pointer written: a replicated job index and fixed keys. */
 #define POINTER_MAX 192
-
-static int fail(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char **cause, const char *fmt, ...)
-{
-	char buf[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (cause)
-		*cause = strdup(buf);
-	return -1;
-}
 
 /* Appends {"op":"add","path":path,"value":value} to patch; takes value. */
 static int add_op(cJSON *patch, const char *path, cJSON *value)
@@ -257,12 +242,12 @@ int jobset_mutate(const cJSON *jobset, const struct group_config *config,
 		*cause = NULL;
 	*patch = NULL;
 	if (!config->present)
-		return (*patch = cJSON_CreateArray()) ? 0 : fail(cause, "out of memory");
+		return (*patch = cJSON_CreateArray()) ? 0 : cause_fail(cause, "out of memory");
 	if (!jobs || !name)
-		return fail(cause, "the JobSet has no metadata.name or no spec.replicatedJobs");
+		return cause_fail(cause, "the JobSet has no metadata.name or no spec.replicatedJobs");
 	ops = cJSON_CreateArray();
 	if (!ops)
-		return fail(cause, "out of memory");
+		return cause_fail(cause, "out of memory");
 	if (existing)
 		token = existing;
 	else if (!cJSON_IsObject(jobset_member(metadata, "annotations"))) {
@@ -281,8 +266,8 @@ int jobset_mutate(const cJSON *jobset, const struct group_config *config,
 		if (job_name && group_config_targets(config, job_name)) {
 			if (!cJSON_IsObject(jobset_member(template, "spec"))) {
 				cJSON_Delete(ops);
-				return fail(cause, "spec.replicatedJobs[%zu] (%s) has no pod template", index,
-					    job_name);
+				return cause_fail(cause, "spec.replicatedJobs[%zu] (%s) has no pod template",
+						  index, job_name);
 			}
 			if (patch_template(ops, index, template, name, config, options, token))
 				goto no_memory;
@@ -293,5 +278,5 @@ int jobset_mutate(const cJSON *jobset, const struct group_config *config,
 	return 0;
 no_memory:
 	cJSON_Delete(ops);
-	return fail(cause, "out of memory");
+	return cause_fail(cause, "out of memory");
 }

@@ -5,31 +5,14 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "jobset_validate.h"
+#include "cause.h"
 
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jobset_shape.h"
-
-/* Room for a message naming a few replicated jobs. */
-#define MESSAGE_MAX 1024
-
-static int deny(char **message, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int deny(char **message, const char *fmt, ...)
-{
-	char buf[MESSAGE_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	*message = strdup(buf);
-	return -1;
-}
 
 /* "a, b, c" of the replicated jobs' names, cut to fit. */
 static void list_names(const cJSON *jobs, char *out, size_t size)
@@ -62,14 +45,15 @@ static int check_reserved(const char *jobset, const char *job_name, size_t index
 	const cJSON *volume;
 
 	if (jobset_find_named(jobset_member(pod_spec, "containers"), JOBSET_BARRIER_CONTAINER, NULL))
-		return deny(message,
-			    "spec.replicatedJobs[%zu] (%s): the container name \"" JOBSET_BARRIER_CONTAINER
-			    "\" is "
-			    "reserved for muster's barrier init container; rename your container",
-			    index, job_name);
+		return cause_fail(
+			message,
+			"spec.replicatedJobs[%zu] (%s): the container name \"" JOBSET_BARRIER_CONTAINER
+			"\" is "
+			"reserved for muster's barrier init container; rename your container",
+			index, job_name);
 	if (!targeted &&
 	    jobset_find_named(jobset_member(pod_spec, "initContainers"), JOBSET_BARRIER_CONTAINER, NULL))
-		return deny(
+		return cause_fail(
 			message,
 			"spec.replicatedJobs[%zu] (%s): the init container name \"" JOBSET_BARRIER_CONTAINER
 			"\" is reserved for muster's barrier, which this replicated job is not subject to "
@@ -83,11 +67,12 @@ static int check_reserved(const char *jobset, const char *job_name, size_t index
 
 		snprintf(expected, sizeof(expected), "%s" JOBSET_CONFIGMAP_SUFFIX, jobset);
 		if (!cJSON_IsString(name) || strcmp(name->valuestring, expected) != 0)
-			return deny(message,
-				    "spec.replicatedJobs[%zu] (%s): the volume name \"" JOBSET_BARRIER_VOLUME
-				    "\" is "
-				    "reserved for the barrier's ConfigMap %s; rename your volume",
-				    index, job_name, expected);
+			return cause_fail(
+				message,
+				"spec.replicatedJobs[%zu] (%s): the volume name \"" JOBSET_BARRIER_VOLUME
+				"\" is "
+				"reserved for the barrier's ConfigMap %s; rename your volume",
+				index, job_name, expected);
 	}
 	return 0;
 }
@@ -99,7 +84,7 @@ static int check_targets(const cJSON *jobs, const struct group_config *config, c
 			char names[512];
 
 			list_names(jobs, names, sizeof(names));
-			return deny(
+			return cause_fail(
 				message,
 				"groupSchedulingConfig.targetReplicatedJobs[%zu] \"%s\" names no replicated job "
 				"of this JobSet (its replicated jobs: %s)",
@@ -118,15 +103,16 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 
 	*message = NULL;
 	if (!jobs)
-		return deny(message, "spec.replicatedJobs is missing or not a list");
+		return cause_fail(message, "spec.replicatedJobs is missing or not a list");
 	if (config->present) {
 		if (!name)
-			return deny(message,
-				    "group scheduling needs metadata.name: with generateName the name is not "
-				    "known when muster adds the ConfigMap volume " JOBSET_BARRIER_VOLUME
-				    "; give the JobSet a name");
+			return cause_fail(
+				message,
+				"group scheduling needs metadata.name: with generateName the name is not "
+				"known when muster adds the ConfigMap volume " JOBSET_BARRIER_VOLUME
+				"; give the JobSet a name");
 		if (strlen(name) + strlen(JOBSET_CONFIGMAP_SUFFIX) > JOBSET_OBJECT_NAME_MAX)
-			return deny(
+			return cause_fail(
 				message,
 				"metadata.name is %zu characters: the barrier's ConfigMap \"<name>" JOBSET_CONFIGMAP_SUFFIX
 				"\" would be longer than %d; use a name of at most %zu characters",
@@ -134,7 +120,7 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 				(size_t)JOBSET_OBJECT_NAME_MAX - strlen(JOBSET_CONFIGMAP_SUFFIX));
 		if (config->has_timeout && (config->timeout_seconds < GROUP_CONFIG_TIMEOUT_MIN ||
 					    config->timeout_seconds > GROUP_CONFIG_TIMEOUT_MAX))
-			return deny(
+			return cause_fail(
 				message,
 				"groupSchedulingConfig.timeoutAfterSeconds is %u: it must be between %u and %u "
 				"seconds (a day)",
@@ -144,11 +130,11 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 	}
 	token = jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION);
 	if (token && !jobset_token_valid(token))
-		return deny(message,
-			    "annotation " JOBSET_TOKEN_ANNOTATION
-			    " must be %d to %d printable ASCII characters "
-			    "without spaces; leave it out and muster makes one",
-			    JOBSET_TOKEN_MIN, JOBSET_TOKEN_MAX);
+		return cause_fail(message,
+				  "annotation " JOBSET_TOKEN_ANNOTATION
+				  " must be %d to %d printable ASCII characters "
+				  "without spaces; leave it out and muster makes one",
+				  JOBSET_TOKEN_MIN, JOBSET_TOKEN_MAX);
 	cJSON_ArrayForEach(job, jobs)
 	{
 		const char *job_name = jobset_replicated_job_name(job);
@@ -156,7 +142,7 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 		const cJSON *template = jobset_pod_template(job);
 
 		if (is_target && !cJSON_IsObject(jobset_member(template, "spec")))
-			return deny(
+			return cause_fail(
 				message,
 				"spec.replicatedJobs[%zu] (%s) has no pod template (template.spec.template.spec)",
 				index, job_name);
@@ -182,7 +168,7 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 			order = item->valuestring;
 	}
 	if (targeted > 1 && order && strcmp(order, "InOrder") == 0)
-		return deny(
+		return cause_fail(
 			message,
 			"startupPolicy InOrder cannot be combined with a group that spans %zu replicated jobs "
 			"(%s): InOrder creates each replicated job only when the one before is ready, while the "
@@ -226,9 +212,9 @@ int jobset_validate_update(const cJSON *old_jobset, const cJSON *jobset, char **
 
 	*message = NULL;
 	if (!configs)
-		return deny(message, "out of memory");
+		return cause_fail(message, "out of memory");
 	if (group_config_decode(jobset, &configs[1], &cause)) {
-		deny(message, "%s", cause ? cause : "groupSchedulingConfig does not decode");
+		cause_fail(message, "%s", cause ? cause : "groupSchedulingConfig does not decode");
 		goto out;
 	}
 	/* A stored object that no longer decodes (written before muster was
@@ -242,16 +228,17 @@ int jobset_validate_update(const cJSON *old_jobset, const cJSON *jobset, char **
 
 		describe(&configs[0], before, sizeof(before));
 		describe(&configs[1], after, sizeof(after));
-		deny(message,
-		     "groupSchedulingConfig cannot change after the JobSet is created (was: %s; now: %s): the "
-		     "barriers already injected were set up with it; delete and re-create the JobSet to change it",
-		     before, after);
+		cause_fail(
+			message,
+			"groupSchedulingConfig cannot change after the JobSet is created (was: %s; now: %s): the "
+			"barriers already injected were set up with it; delete and re-create the JobSet to change it",
+			before, after);
 		goto out;
 	}
 	if (old_token && (!token || strcmp(old_token, token) != 0)) {
-		deny(message,
-		     "annotation " JOBSET_TOKEN_ANNOTATION " cannot change or be removed after the JobSet is "
-		     "created: its pods' barriers accept releases only with it");
+		cause_fail(message, "annotation " JOBSET_TOKEN_ANNOTATION
+				    " cannot change or be removed after the JobSet is "
+				    "created: its pods' barriers accept releases only with it");
 		goto out;
 	}
 	err = 0;

@@ -1,0 +1,24 @@
+/*
+ * cause: the "-1 plus a malloc'd sentence" error convention of muster's pure
+ * decoders and rule checkers (group_config, admission, jobset_validate,
+ * jobset_mutate, group_decode), in one place.
+ *
+ *   if (bad)
+ *           return cause_fail(cause, "spec.x is %d, not a port", x);
+ *
+ * The sentence is formatted into at most CAUSE_MAX bytes (longer ones are
+ * cut) and strdup'ed into *cause, which the caller frees with free(). cause
+ * may be NULL (the caller does not want the reason); *cause is NULL only when
+ * memory for the sentence ran out. The API client has its own variant with
+ * an error code (kube_cause in kube_error.h).
+ */
+#ifndef MUSTER_CAUSE_H
+#define MUSTER_CAUSE_H
+
+/* Longest sentence kept, with its NUL. */
+#define CAUSE_MAX 1024
+
+/* Sets *cause (when cause is not NULL) and returns -1. */
+int cause_fail(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
