@@ -145,6 +145,20 @@ BENCHES += webhook/webhook_load
 webhook/webhook_load_SRCS := webhook/webhook_load.c
 webhook/webhook_load_LIBS := -lcurl -lm
 
+# Topology placement core and muster-topology (docs/topology.md).
+TOPO_CORE_SRCS := lib/topo_tree.c lib/topo_place.c
+TOPOLOGY_SRCS := topology/main.c topology/topo_input.c $(TOPO_CORE_SRCS)
+TOPO_INPUT_LIBS := -lcjson -lyaml
+UNIT_TESTS += topology/topo_test topology/topo_input_test
+topology/topo_test_SRCS := topology/topo_test.c $(TOPO_CORE_SRCS)
+topology/topo_input_test_SRCS := topology/topo_input_test.c topology/topo_input.c $(TOPO_CORE_SRCS)
+topology/topo_input_test_LIBS := $(TOPO_INPUT_LIBS)
+BENCHES += topology/topo_bench
+topology/topo_bench_SRCS := topology/topo_bench.c $(TOPO_CORE_SRCS)
+FUZZERS += topology/topo_input_fuzz
+topology/topo_input_fuzz_SRCS := topology/topo_input_fuzz.c topology/topo_input.c $(TOPO_CORE_SRCS)
+topology/topo_input_fuzz_LIBS := $(TOPO_INPUT_LIBS)
+
 # The controller (controller/controller.md): host libc, dynamically linked.
 CONTROLLER_SRCS := controller/main.c controller/controller_group.c $(GROUP_CORE_SRCS) \
 	controller/push_fanout.c $(KUBE_SRCS) lib/kube_lease.c lib/http_serve.c lib/metrics.c lib/mlog.c \
@@ -162,7 +176,7 @@ controller/replay_bench_SRCS := controller/replay_bench.c controller/controller_
 	controller/push_fanout.c $(KUBE_SRCS) lib/mlog.c lib/release_line.c
 controller/replay_bench_LIBS := $(KUBE_LIBS) -lm -pthread
 
-BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook
+BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology
 
 .PHONY: all test check unit binary-test fuzz bench bench-micro bench-release lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook
 .DEFAULT_GOAL := all
@@ -176,6 +190,10 @@ bin/muster-barrier: $(BARRIER_MUSL_OBJS)
 bin/muster-controller: $(CONTROLLER_SRCS:%.c=build/host/%.o)
 	@mkdir -p $(@D)
 	$(CC) $(OPT_CFLAGS) -pthread $(LDFLAGS) -o $@ $^ $(KUBE_LIBS) $(HTTP_SERVE_LIBS)
+
+bin/muster-topology: $(TOPOLOGY_SRCS:%.c=build/host/%.o)
+	@mkdir -p $(@D)
+	$(CC) $(OPT_CFLAGS) $(LDFLAGS) -o $@ $^ $(TOPO_INPUT_LIBS) -lm
 
 bin/muster-webhook: $(WEBHOOK_SRCS:%.c=build/host/%.o)
 	@mkdir -p $(@D)
@@ -254,6 +272,7 @@ bench-micro: bin/muster-barrier $(BENCHES:%=build/host/%)
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/initbarrier/barrier_bench
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/controller/push_fanout_bench
 	build/host/controller/group_bench
+	build/host/topology/topo_bench
 
 # Release latency, push versus volume only, 5,000 pods on 1,000 fake nodes
 # (e2e/bench/release_latency.py; --pods etc. through RELEASE_BENCH_ARGS).

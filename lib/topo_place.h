@@ -1,0 +1,174 @@
+/*
+ * topo_place: places a whole JobSet on a topology tree (topo_tree.h) at once,
+ * with no I/O: which domain each replicated-job instance goes to and which
+ * lowest-level domain each pod goes to, or a refusal that says why.
+ *
+ * Request: groups (one per replicated job) of `replicas` instances of `pods`
+ * pods each, all of one shape (requests, node selector, required node
+ * affinity, tolerations); per instance a constraint (required / preferred
+ * level, Kueue names; Volcano's hard / soft + highestTierAllowed or
+ * highestTierName map to the same through topo_tree_tier_level and
+ * topo_tree_level; or Kueue's unconstrained), optional slices (every
+ * `slice_size` consecutive pods in one domain of `slice_level`, deeper than
+ * or equal to the instance's level; Kueue slices, Volcano partitions) of
+ * which at least `min_slices` must be placed (Volcano minPartitions), and one
+ * constraint for the whole JobSet (every instance inside one domain of that
+ * level). Groups with the same nonzero `together` are co-placed (Kueue
+ * podset-group-name): instance j of each of them lands in one domain of
+ * their common level.
+ *
+ * Algorithm (docs/topology.md): capacity per node = pods of the shape that
+ * fit the scarcest resource, rolled up the tree (in whole slices above the
+ * slice level). Instances go in order: required before preferred, larger
+ * before smaller. Each takes the tightest domain (least spare capacity) at
+ * the deepest level that holds it, no higher than its required level;
+ * preferred climbs to the root, where the descent combines domains greedily
+ * (largest first, then the tightest that holds the rest). Each placed
+ * instance's requests are taken off its nodes before the next is placed. If
+ * the greedy path fails, a bounded depth-first search tries the other domains
+ * at the required levels (`search_budget` descents), so a placement is found
+ * whenever one exists, on instances small enough for the budget. The whole
+ * JobSet's constraint picks candidate domains tightest first the same way.
+ *
+ * Rank order: inside an instance, completion indexes are handed out over the
+ * nodes it got ordered by their lowest domain (the parent of the node's
+ * leaf) in tree order, then by node in tree order; so each lowest domain
+ * holds one run of consecutive ranks, the runs follow the tree, and each
+ * slice of `slice_size` ranks lies in one domain.
+ *
+ * Unconstrained (Kueue podset-unconstrained-topology): no domain at all;
+ * the pods fill the nodes with the least room for them first (fewest free
+ * pods, then tree order), to close small gaps.
+ *
+ * Partitions (min_slices): every partition is placed whole or not at all.
+ * The placement first looks for room for every partition of every instance;
+ * only when there is none anywhere does it place fewer, in the first
+ * JobSet-level candidate that works, each instance taking as many partitions
+ * as fit in one domain (never fewer than min_slices). The partitions left
+ * out are the last ones (highest completion indexes).
+ *
+ * Gang: all or nothing (at the min_slices level). Deterministic: the same
+ * input gives the same output.
+ *
+ * Ownership: topo_place() allocates *out (free with topo_placement_free) and
+ * keeps no pointer to the request. On refusal or error it returns -1 with
+ * *cause (malloc'd, the caller frees; NULL only if that allocation failed)
+ * and *out NULL. The tree is only read.
+ */
+#ifndef MUSTER_TOPO_PLACE_H
+#define MUSTER_TOPO_PLACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "topo_tree.h"
+
+#define TOPO_GROUPS_MAX 64
+#define TOPO_INSTANCES_MAX 4096u
+#define TOPO_PODS_MAX 1000000u
+#define TOPO_SEARCH_BUDGET_DEFAULT 4096u
+
+/* NONE places compactly without a limit; UNCONSTRAINED fills gaps (see above). */
+enum topo_mode { TOPO_MODE_NONE, TOPO_MODE_REQUIRED, TOPO_MODE_PREFERRED, TOPO_MODE_UNCONSTRAINED };
+
+struct topo_constraint {
+	enum topo_mode mode;
+	uint8_t level; /* a tree level 1 .. node_level - 1 (ignored for NONE) */
+};
+
+/* Kubernetes semantics: a toleration matches a taint when its effect is
+ * empty or equal, its key is empty (Exists only) or equal, and, for Equal,
+ * the values are equal. Taints with PreferNoSchedule never exclude a node. */
+struct topo_toleration {
+	const char *key; /* NULL or "" with exists: every key */
+	const char *value;
+	int exists; /* operator Exists (else Equal) */
+	int any_effect; /* no effect given: all effects */
+	enum topo_effect effect;
+};
+
+/* A node selector term of required node affinity: all its requirements
+ * hold. A term with no requirement matches no node (as in Kubernetes). */
+struct topo_term {
+	const struct topo_requirement *requirements;
+	size_t requirement_count;
+};
+
+struct topo_shape {
+	int64_t requests[TOPO_RESOURCES_MAX]; /* indexed as cluster->resources; "pods" is always 1 */
+	const struct topo_label *node_selector; /* nodeSelector: every label equal */
+	size_t node_selector_count;
+	/* requiredDuringSchedulingIgnoredDuringExecution: at least one term
+	 * matches; no terms: no affinity. */
+	const struct topo_term *affinity;
+	size_t affinity_count;
+	const struct topo_toleration *tolerations;
+	size_t toleration_count;
+};
+
+struct topo_group {
+	const char *name; /* the replicated job */
+	uint32_t replicas; /* instances (child Jobs) */
+	uint32_t pods; /* pods per instance */
+	struct topo_shape shape;
+	struct topo_constraint constraint;
+	uint32_t slice_size; /* 0 or 1: no slices (but see min_slices) */
+	uint8_t slice_level; /* 0: the slices may be anywhere in the instance's domain */
+	/* 0: every slice; else at least this many of pods / slice_size slices
+	 * (slices of one pod when slice_size is 0 or 1). */
+	uint32_t min_slices;
+	/* 0: alone; groups sharing a nonzero value are co-placed per job index.
+	 * They need equal replicas and an equal required or preferred constraint. */
+	uint32_t together;
+};
+
+struct topo_request {
+	const struct topo_group *groups;
+	size_t group_count;
+	struct topo_constraint whole; /* the whole JobSet */
+	uint32_t search_budget; /* 0: TOPO_SEARCH_BUDGET_DEFAULT */
+};
+
+/* A pod of a partition left out (min_slices) has node and domain TOPO_NONE. */
+struct topo_pod {
+	uint32_t group, job_index, completion;
+	uint32_t node; /* cluster node index (a hint: kube-scheduler picks within the domain) */
+	uint32_t domain; /* the lowest user-level domain: the parent of the node's leaf */
+};
+
+/* Pods of one instance in one lowest-level domain. */
+struct topo_count {
+	uint32_t group, job_index, domain, count;
+};
+
+struct topo_placement {
+	struct topo_pod *pods; /* by group, job index, completion index */
+	size_t pod_count;
+	struct topo_count *counts; /* by group, job index, then tree order */
+	size_t count_count;
+	/* Per instance (groups in order, then job index): the domain it was
+	 * placed in and how many of its pods were placed (fewer than asked only
+	 * with min_slices). */
+	uint32_t *instance_domain;
+	uint32_t *instance_pods;
+	size_t instance_count;
+	uint32_t whole_domain; /* the domain holding the whole JobSet (0 = the cluster) */
+	size_t descents; /* work done: candidate descents tried */
+};
+
+/* Places the request on the tree with the cluster's current usage (see the
+ * file comment). Returns 0 with *out set, or -1 with *cause. Refusals name
+ * the constraint, the level and how much fits, e.g.
+ * "rack: at most 12 of 16 pods fit in any one domain (replicated job w, job 0)". */
+int topo_place(const struct topo_tree *tree, const struct topo_request *request, struct topo_placement **out,
+	       char **cause);
+
+void topo_placement_free(struct topo_placement *placement);
+
+/* How many pods of `shape` fit on `node` given `free` (allocatable - used per
+ * resource), or 0 when the node's taints, selector or cordon exclude it.
+ * `reason` (may be NULL) gets a static text when it is excluded. */
+uint32_t topo_node_fit(const struct topo_cluster *cluster, const struct topo_node *node, const int64_t *free,
+		       const struct topo_shape *shape, const char **reason);
+
+#endif

@@ -1,0 +1,472 @@
+/*
+ * topo_bench: speed, memory and quality of the placement core.
+ *
+ *   1. The issue's case: 10 blocks x 50 racks x 20 hosts (10,000 nodes) at
+ *      random usage (uniform 0-100%, 50% on average), a JobSet of 16 jobs of
+ *      312 pods (2 cpu each), rack required per job, block preferred for the
+ *      whole: time of the tree build and of topo_place (median of runs), and
+ *      the process's peak RSS (ru_maxrss, includes the generated input).
+ *   2. The curve: the same JobSet on 1,000 to 100,000 nodes.
+ *   3. Quality on small random clusters against an exhaustive search over
+ *      rack choices, and against two baselines written here after the
+ *      upstream algorithms (field notes): a Kueue-style greedy (instances in
+ *      order, best-fit rack, then the largest hosts first; no JobSet-wide
+ *      level) and a Volcano-style tier search (lowest tier first, the most
+ *      utilised HyperNode that fits, binpack onto the most used hosts).
+ *      Figures: placed / feasible, whole JobSet in one block, hosts used per
+ *      job, largest free rack left (pods).
+ *
+ *   topo_bench [runs]
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "topo_place.h"
+#include "topo_tree.h"
+
+#define CPU_PER_HOST 64000
+#define POD_CPU 2000
+
+struct gen {
+	struct topo_cluster cluster;
+	struct topo_node *nodes;
+	struct topo_label *labels;
+	char *strings;
+};
+
+static uint64_t rng = 1;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (uint32_t)((rng >> 33) % n);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const char *const LEVELS[] = { "block", "rack", "kubernetes.io/hostname" };
+
+/* blocks x racks x hosts nodes with `cpu_per_host`, usage drawn per node by `usage_pct` (-1: uniform 0-100).
+ */
+static void gen_cluster(struct gen *g, uint32_t blocks, uint32_t racks, uint32_t hosts, int64_t cpu_per_host,
+			int usage_pct)
+{
+	size_t n = (size_t)blocks * racks * hosts, i = 0;
+
+	g->nodes = calloc(n, sizeof(*g->nodes));
+	g->labels = calloc(n * 3, sizeof(*g->labels));
+	g->strings = calloc(n, 64);
+	if (!g->nodes || !g->labels || !g->strings) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	g->cluster.resources[0] = "cpu";
+	g->cluster.resources[1] = "pods";
+	g->cluster.resource_count = 2;
+	g->cluster.nodes = g->nodes;
+	g->cluster.node_count = n;
+	for (uint32_t b = 0; b < blocks; b++)
+		for (uint32_t r = 0; r < racks; r++)
+			for (uint32_t h = 0; h < hosts; h++, i++) {
+				char *s = g->strings + i * 64;
+				int pct = usage_pct < 0 ? (int)rnd(101) : usage_pct;
+
+				snprintf(s, 32, "b%04u-r%03u-h%02u", b % 10000, r % 1000, h % 100);
+				snprintf(s + 32, 16, "b%04u", b % 10000);
+				snprintf(s + 48, 16, "r%03u", r % 1000);
+				g->labels[i * 3] = (struct topo_label){ "block", s + 32 };
+				g->labels[i * 3 + 1] = (struct topo_label){ "rack", s + 48 };
+				g->labels[i * 3 + 2] = (struct topo_label){ "kubernetes.io/hostname", s };
+				g->nodes[i].name = s;
+				g->nodes[i].labels = &g->labels[i * 3];
+				g->nodes[i].label_count = 3;
+				g->nodes[i].allocatable[0] = cpu_per_host;
+				g->nodes[i].allocatable[1] = 110;
+				g->nodes[i].used[0] = cpu_per_host * pct / 100 / 1000 * 1000;
+			}
+}
+
+static void gen_free(struct gen *g)
+{
+	free(g->nodes);
+	free(g->labels);
+	free(g->strings);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static long peak_rss_kb(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/* Hosts used per job, whether all jobs share one block, largest free rack. */
+struct quality {
+	int placed;
+	int one_block;
+	double hosts_per_job;
+	uint64_t largest_free_rack;
+};
+
+/* Free pods per rack after `taken[node]` pods, largest. */
+static uint64_t largest_free_rack(const struct topo_tree *t, const uint32_t *fit, const uint32_t *taken)
+{
+	uint64_t best = 0;
+
+	for (uint32_t d = 0; d < t->domain_count; d++) {
+		uint64_t sum = 0;
+
+		if (t->domains[d].level != 2)
+			continue;
+		for (uint32_t c = d; c < t->domains[d].end; c++)
+			if (t->domains[c].node != TOPO_NONE)
+				sum += fit[t->domains[c].node] - taken[t->domains[c].node];
+		if (sum > best)
+			best = sum;
+	}
+	return best;
+}
+
+static uint32_t ancestor(const struct topo_tree *t, uint32_t d, size_t level)
+{
+	while (t->domains[d].level > level)
+		d = t->domains[d].parent;
+	return d;
+}
+
+static struct quality quality_of_muster(const struct topo_tree *t, const struct topo_request *req,
+					const uint32_t *fit, uint32_t *taken)
+{
+	struct quality q = { 0 };
+	struct topo_placement *p = NULL;
+	char *cause = NULL;
+	size_t n = t->cluster->node_count, hosts = 0;
+
+	memset(taken, 0, n * sizeof(*taken));
+	if (topo_place(t, req, &p, &cause) != 0) {
+		free(cause);
+		return q;
+	}
+	q.placed = 1;
+	q.one_block = 1;
+	for (size_t i = 0; i < p->pod_count; i++) {
+		taken[p->pods[i].node]++;
+		if (i == 0 || p->pods[i].node != p->pods[i - 1].node ||
+		    p->pods[i].job_index != p->pods[i - 1].job_index)
+			hosts++;
+		if (ancestor(t, t->node_domain[p->pods[i].node], 1) !=
+		    ancestor(t, t->node_domain[p->pods[0].node], 1))
+			q.one_block = 0;
+	}
+	q.hosts_per_job = (double)hosts / p->instance_count;
+	q.largest_free_rack = largest_free_rack(t, fit, taken);
+	topo_placement_free(p);
+	return q;
+}
+
+/* Baselines: both take the instances in order, a rack each (required), and hosts inside. */
+enum baseline { KUEUE, VOLCANO };
+
+static int by_free_desc_hosts;
+
+static struct quality quality_of_baseline(enum baseline kind, const struct topo_tree *t, uint32_t jobs,
+					  uint32_t pods, const uint32_t *fit, uint32_t *taken)
+{
+	const struct topo_cluster *c = t->cluster;
+	struct quality q = { .placed = 1, .one_block = 1 };
+	size_t hosts = 0;
+	uint32_t first_block = TOPO_NONE;
+
+	(void)by_free_desc_hosts;
+	memset(taken, 0, c->node_count * sizeof(*taken));
+	for (uint32_t j = 0; j < jobs; j++) {
+		uint32_t best = TOPO_NONE;
+		double best_score = 0;
+
+		for (uint32_t d = 0; d < t->domain_count; d++) {
+			uint64_t room = 0, cap = 0;
+			double score;
+
+			if (t->domains[d].level != 2)
+				continue;
+			for (uint32_t x = d; x < t->domains[d].end; x++)
+				if (t->domains[x].node != TOPO_NONE) {
+					uint32_t nn = t->domains[x].node;
+
+					room += fit[nn] - taken[nn];
+					cap += c->nodes[nn].allocatable[0] / POD_CPU;
+				}
+			if (room < pods)
+				continue;
+			/* Kueue: least spare capacity; Volcano: most utilised (binpack). */
+			score = kind == KUEUE ? -(double)room : 1.0 - (double)room / (double)(cap ? cap : 1);
+			if (best == TOPO_NONE || score > best_score) {
+				best = d;
+				best_score = score;
+			}
+		}
+		if (best == TOPO_NONE) {
+			q.placed = 0;
+			return q;
+		}
+		if (first_block == TOPO_NONE)
+			first_block = ancestor(t, best, 1);
+		else if (ancestor(t, best, 1) != first_block)
+			q.one_block = 0;
+		/* Hosts: Kueue takes the largest free first; Volcano the most used first. */
+		for (uint32_t left = pods; left > 0;) {
+			uint32_t pick = TOPO_NONE;
+			double pick_score = 0;
+
+			for (uint32_t x = best; x < t->domains[best].end; x++) {
+				uint32_t nn = t->domains[x].node;
+				double s;
+
+				if (nn == TOPO_NONE || fit[nn] == taken[nn])
+					continue;
+				s = kind == KUEUE ? (double)(fit[nn] - taken[nn])
+						  : (double)c->nodes[nn].used[0] /
+								    (double)c->nodes[nn].allocatable[0] +
+							    (double)taken[nn] / 1e6;
+				if (pick == TOPO_NONE || s > pick_score) {
+					pick = nn;
+					pick_score = s;
+				}
+			}
+			uint32_t n = fit[pick] - taken[pick] < left ? fit[pick] - taken[pick] : left;
+			taken[pick] += n;
+			left -= n;
+			hosts++;
+		}
+	}
+	q.hosts_per_job = (double)hosts / jobs;
+	q.largest_free_rack = largest_free_rack(t, fit, taken);
+	return q;
+}
+
+/* Exhaustive over rack choices: best (largest free rack left) among feasible ones. */
+static void exhaustive(const uint64_t *rack_room, const uint32_t *rack_block, size_t racks, uint32_t jobs,
+		       uint32_t pods, uint32_t k, uint64_t *used, int *feasible, int *feasible_block,
+		       uint64_t *best_left)
+{
+	if (k == jobs) {
+		uint64_t big = 0;
+		int same = 1;
+		uint32_t blk = UINT32_MAX;
+
+		for (size_t r = 0; r < racks; r++) {
+			if (rack_room[r] - used[r] > big)
+				big = rack_room[r] - used[r];
+			if (used[r]) {
+				if (blk != UINT32_MAX && rack_block[r] != blk)
+					same = 0;
+				blk = rack_block[r];
+			}
+		}
+		*feasible = 1;
+		if (same && !*feasible_block) {
+			*feasible_block = 1;
+			*best_left = 0; /* from now on only one-block placements count */
+		}
+		if ((same || !*feasible_block) && big > *best_left)
+			*best_left = big;
+		return;
+	}
+	for (size_t r = 0; r < racks; r++)
+		if (used[r] + pods <= rack_room[r]) {
+			used[r] += pods;
+			exhaustive(rack_room, rack_block, racks, jobs, pods, k + 1, used, feasible,
+				   feasible_block, best_left);
+			used[r] -= pods;
+		}
+}
+
+static void run_quality(void)
+{
+	const int rounds = 2000;
+	double hosts[3] = { 0 }, left[3] = { 0 }, exhaustive_left = 0;
+	int placed[3] = { 0 }, block[3] = { 0 }, feasible_n = 0, feasible_block_n = 0, both = 0;
+
+	rng = 99;
+	for (int round = 0; round < rounds; round++) {
+		struct gen g = { 0 };
+		struct topo_tree *t;
+		char *cause = NULL;
+		uint32_t jobs = 2 + rnd(3), pods = 2 + rnd(8);
+		uint32_t fit[18], taken[18];
+		uint64_t room[6] = { 0 }, used[6] = { 0 }, best_left = 0;
+		uint32_t rack_block[6];
+		int feasible = 0, feasible_block = 0;
+		struct topo_group grp;
+		struct topo_request req = { .groups = &grp, .group_count = 1 };
+		struct quality q[3];
+
+		gen_cluster(&g, 2, 3, 3, 8000, -1);
+		t = topo_tree_from_levels(&g.cluster, LEVELS, 3, &cause);
+		if (!t) {
+			fprintf(stderr, "tree: %s\n", cause);
+			exit(1);
+		}
+		for (size_t i = 0; i < 18; i++) {
+			fit[i] = (uint32_t)((g.nodes[i].allocatable[0] - g.nodes[i].used[0]) / POD_CPU);
+			room[i / 3] += fit[i];
+			rack_block[i / 3] = (uint32_t)(i / 9);
+		}
+		exhaustive(room, rack_block, 6, jobs, pods, 0, used, &feasible, &feasible_block, &best_left);
+		memset(&grp, 0, sizeof(grp));
+		grp.name = "w";
+		grp.replicas = jobs;
+		grp.pods = pods;
+		grp.shape.requests[0] = POD_CPU;
+		grp.constraint = (struct topo_constraint){ TOPO_MODE_REQUIRED, 2 };
+		req.whole = (struct topo_constraint){ TOPO_MODE_PREFERRED, 1 };
+		q[0] = quality_of_muster(t, &req, fit, taken);
+		q[1] = quality_of_baseline(KUEUE, t, jobs, pods, fit, taken);
+		q[2] = quality_of_baseline(VOLCANO, t, jobs, pods, fit, taken);
+		feasible_n += feasible;
+		feasible_block_n += feasible_block;
+		if (feasible && q[0].placed && q[1].placed && q[2].placed) {
+			both++;
+			exhaustive_left += (double)best_left;
+			for (int a = 0; a < 3; a++) {
+				hosts[a] += q[a].hosts_per_job;
+				left[a] += (double)q[a].largest_free_rack;
+			}
+		}
+		for (int a = 0; a < 3; a++) {
+			placed[a] += q[a].placed;
+			block[a] += q[a].placed && q[a].one_block;
+		}
+		topo_tree_free(t);
+		gen_free(&g);
+	}
+	printf("\nquality: %d random clusters of 2 blocks x 3 racks x 3 hosts (0-4 pods each), 2-4 jobs of 2-9 pods,\n"
+	       "rack required per job, block preferred for the whole JobSet\n",
+	       rounds);
+	printf("  %-22s %8s %14s %14s %16s\n", "", "placed", "in one block", "hosts/job",
+	       "largest free rack");
+	printf("  %-22s %8d %14d %14s %16.2f\n", "exhaustive (racks)", feasible_n, feasible_block_n, "-",
+	       both ? exhaustive_left / both : 0);
+	printf("  %-22s %8d %14d %14.2f %16.2f\n", "muster topo_place", placed[0], block[0],
+	       both ? hosts[0] / both : 0, both ? left[0] / both : 0);
+	printf("  %-22s %8d %14d %14.2f %16.2f\n", "Kueue-style greedy", placed[1], block[1],
+	       both ? hosts[1] / both : 0, both ? left[1] / both : 0);
+	printf("  %-22s %8d %14d %14.2f %16.2f\n", "Volcano-style tiers", placed[2], block[2],
+	       both ? hosts[2] / both : 0, both ? left[2] / both : 0);
+	printf("  (hosts/job and largest free rack: mean over the %d clusters all four placed; the exhaustive\n"
+	       "   figure is the best over one-block placements where one exists, else over all)\n",
+	       both);
+}
+
+static void run_case(uint32_t blocks, int runs, int detail)
+{
+	struct gen g = { 0 };
+	struct topo_tree *t = NULL;
+	struct topo_group grp;
+	struct topo_request req = { .groups = &grp, .group_count = 1 };
+	struct topo_placement *p = NULL;
+	char *cause = NULL;
+	double times[64], build[64];
+	uint32_t *fit, *taken;
+
+	rng = 12345;
+	gen_cluster(&g, blocks, 50, 20, CPU_PER_HOST, -1);
+	memset(&grp, 0, sizeof(grp));
+	grp.name = "workers";
+	grp.replicas = 16;
+	grp.pods = 312;
+	grp.shape.requests[0] = POD_CPU;
+	grp.constraint = (struct topo_constraint){ TOPO_MODE_REQUIRED, 2 };
+	req.whole = (struct topo_constraint){ TOPO_MODE_PREFERRED, 1 };
+	if (runs > 64)
+		runs = 64;
+	for (int r = 0; r < runs; r++) {
+		double t0 = now(), t1;
+
+		t = topo_tree_from_levels(&g.cluster, LEVELS, 3, &cause);
+		if (!t) {
+			fprintf(stderr, "tree: %s\n", cause);
+			exit(1);
+		}
+		t1 = now();
+		if (topo_place(t, &req, &p, &cause) != 0) {
+			printf("refused: %s\n", cause);
+			free(cause);
+			cause = NULL;
+		}
+		times[r] = now() - t1;
+		build[r] = t1 - t0;
+		if (r + 1 < runs) {
+			topo_placement_free(p);
+			p = NULL;
+			topo_tree_free(t);
+		}
+	}
+	qsort(times, (size_t)runs, sizeof(double), cmp_double);
+	qsort(build, (size_t)runs, sizeof(double), cmp_double);
+	printf("  %7zu nodes  %5zu domains  tree %7.2f ms  place %7.2f ms  descents %zu  peak RSS %ld MB\n",
+	       g.cluster.node_count, t->domain_count, build[runs / 2] * 1e3, times[runs / 2] * 1e3,
+	       p ? p->descents : 0, peak_rss_kb() / 1024);
+	if (detail && p) {
+		struct quality q[3];
+
+		fit = calloc(g.cluster.node_count, sizeof(*fit));
+		taken = calloc(g.cluster.node_count, sizeof(*taken));
+		for (size_t i = 0; i < g.cluster.node_count; i++)
+			fit[i] = (uint32_t)((g.nodes[i].allocatable[0] - g.nodes[i].used[0]) / POD_CPU);
+		q[0] = quality_of_muster(t, &req, fit, taken);
+		q[1] = quality_of_baseline(KUEUE, t, 16, 312, fit, taken);
+		q[2] = quality_of_baseline(VOLCANO, t, 16, 312, fit, taken);
+		printf("    quality here: %-20s placed %d  one block %d  hosts/job %.1f  largest free rack %llu\n",
+		       "muster", q[0].placed, q[0].one_block, q[0].hosts_per_job,
+		       (unsigned long long)q[0].largest_free_rack);
+		printf("                  %-20s placed %d  one block %d  hosts/job %.1f  largest free rack %llu\n",
+		       "Kueue-style", q[1].placed, q[1].one_block, q[1].hosts_per_job,
+		       (unsigned long long)q[1].largest_free_rack);
+		printf("                  %-20s placed %d  one block %d  hosts/job %.1f  largest free rack %llu\n",
+		       "Volcano-style", q[2].placed, q[2].one_block, q[2].hosts_per_job,
+		       (unsigned long long)q[2].largest_free_rack);
+		free(fit);
+		free(taken);
+	}
+	topo_placement_free(p);
+	topo_tree_free(t);
+	gen_free(&g);
+}
+
+int main(int argc, char **argv)
+{
+	int runs = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 21;
+	static const uint32_t curve[] = { 1, 2, 5, 10, 20, 50, 100 };
+
+	if (runs < 1)
+		runs = 1;
+	printf("topo_bench: JobSet of 16 jobs x 312 pods (2 cpu), rack required per job, block preferred;\n"
+	       "hosts of 64 cpu at uniform random usage; blocks x 50 racks x 20 hosts; median of %d runs\n\n",
+	       runs);
+	printf("the issue's case:\n");
+	run_case(10, runs, 1);
+	printf("\ncurve (each row in a fresh process would show its own RSS; here RSS is the high-water mark so far):\n");
+	for (size_t i = 0; i < sizeof(curve) / sizeof(curve[0]); i++)
+		run_case(curve[i], curve[i] >= 50 ? 5 : runs, 0);
+	run_quality();
+	return 0;
+}
