@@ -99,6 +99,10 @@ E2E_C_TESTS += lib/kube_lease_e2e_test
 lib/kube_lease_e2e_test_SRCS := lib/kube_lease_e2e_test.c lib/kube_lease.c lib/mlog.c $(KUBE_SRCS)
 lib/kube_lease_e2e_test_LIBS := $(KUBE_LIBS) -pthread
 
+# Command-line conventions of the daemons (lib/flag.h).
+UNIT_TESTS += lib/flag_test
+lib/flag_test_SRCS := lib/flag_test.c lib/flag.c
+
 # Metrics registry and the /metrics, /healthz, /readyz server (lib/metrics.h, lib/http_serve.h).
 HTTP_SERVE_SRCS := lib/http_serve.c lib/metrics.c lib/mlog.c
 HTTP_SERVE_LIBS := -lmicrohttpd -lgnutls -pthread -lm
@@ -130,7 +134,7 @@ controller/group_decode_fuzz_LIBS := $(GROUP_CORE_LIBS)
 # The admission webhook (webhook/webhook.md): pure modules, the routes, the binary.
 WEBHOOK_CORE_SRCS := webhook/admission.c webhook/jobset_shape.c webhook/jobset_validate.c webhook/jobset_mutate.c \
 	lib/group_config.c lib/cause.c
-WEBHOOK_SRCS := webhook/main.c webhook/webhook.c $(WEBHOOK_CORE_SRCS) $(HTTP_SERVE_SRCS)
+WEBHOOK_SRCS := webhook/main.c webhook/webhook.c $(WEBHOOK_CORE_SRCS) $(HTTP_SERVE_SRCS) lib/flag.c
 UNIT_TESTS += webhook/jobset_admission_test
 webhook/jobset_admission_test_SRCS := webhook/jobset_admission_test.c $(WEBHOOK_CORE_SRCS)
 webhook/jobset_admission_test_LIBS := -lcjson -lm
@@ -146,7 +150,7 @@ webhook/webhook_load_SRCS := webhook/webhook_load.c
 webhook/webhook_load_LIBS := -lcurl -lm
 
 # Topology placement core and muster-topology (docs/topology.md).
-TOPO_CORE_SRCS := lib/topo_tree.c lib/topo_place.c
+TOPO_CORE_SRCS := lib/topo_tree.c lib/topo_place.c lib/cause.c
 TOPOLOGY_SRCS := topology/main.c topology/topo_input.c $(TOPO_CORE_SRCS)
 TOPO_INPUT_LIBS := -lcjson -lyaml
 UNIT_TESTS += topology/topo_test topology/topo_input_test
@@ -160,7 +164,7 @@ topology/topo_input_fuzz_SRCS := topology/topo_input_fuzz.c topology/topo_input.
 topology/topo_input_fuzz_LIBS := $(TOPO_INPUT_LIBS)
 
 # The controller (controller/controller.md): host libc, dynamically linked.
-CONTROLLER_SRCS := controller/main.c controller/controller_group.c $(GROUP_CORE_SRCS) \
+CONTROLLER_SRCS := controller/main.c lib/flag.c controller/controller_group.c $(GROUP_CORE_SRCS) \
 	controller/push_fanout.c $(KUBE_SRCS) lib/kube_lease.c lib/http_serve.c lib/metrics.c lib/mlog.c \
 	lib/release_line.c
 

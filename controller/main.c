@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "controller_group.h"
+#include "flag.h"
 #include "http_serve.h"
 #include "kube_config.h"
 #include "kube_curl.h"
@@ -67,15 +68,6 @@ static void usage(FILE *out)
 	      "Exit codes: 0 stopped by SIGTERM/SIGINT; 1 configuration, a watch that failed for good\n"
 	      "(401/403, 404: is the JobSet CRD installed?), or the Lease lost; 2 bad flags.\n",
 	      out);
-}
-
-static int parse_number(const char *text, unsigned long min, unsigned long max, unsigned long *out)
-{
-	char *end = NULL;
-
-	errno = 0;
-	*out = strtoul(text, &end, 10);
-	return errno || end == text || *end || *out < min || *out > max || text[0] == '-' ? -1 : 0;
 }
 
 static int parse_bool(const char *text, int *out)
@@ -305,9 +297,8 @@ int main(int argc, char **argv)
 
 	kube_config_defaults(&cfg);
 	for (int i = 1; i < argc; i++) {
-		const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
-		char *equals = strchr(flag, '=');
-		char name[64];
+		const char *flag = argv[i], *value;
+		char name[FLAG_NAME_MAX];
 		unsigned long number;
 
 		if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
@@ -315,33 +306,25 @@ int main(int argc, char **argv)
 			return 0;
 		}
 		/* --flag=value and --flag value */
-		if (equals && (size_t)(equals - flag) < sizeof(name)) {
-			memcpy(name, flag, (size_t)(equals - flag));
-			name[equals - flag] = '\0';
-			flag = name;
-			value = equals + 1;
-		} else if (!value) {
+		if (flag_take(argc, argv, &i, name, &flag, &value)) {
 			fprintf(stderr, "muster-controller: %s needs a value\n", flag);
 			usage(stderr);
 			return 2;
-		} else {
-			i++;
 		}
 		if (strcmp(flag, "--kubeconfig") == 0) {
 			kubeconfig = value;
 		} else if (strcmp(flag, "--namespace") == 0) {
 			options.namespace = value;
-		} else if (strcmp(flag, "--kube-qps") == 0 && !parse_number(value, 0, 100000, &number)) {
+		} else if (strcmp(flag, "--kube-qps") == 0 && !flag_number(value, 0, 100000, &number)) {
 			qps = number;
-		} else if (strcmp(flag, "--kube-burst") == 0 && !parse_number(value, 1, 100000, &number)) {
+		} else if (strcmp(flag, "--kube-burst") == 0 && !flag_number(value, 1, 100000, &number)) {
 			burst = number;
-		} else if (strcmp(flag, "--push-port") == 0 && !parse_number(value, 1, 65535, &number)) {
+		} else if (strcmp(flag, "--push-port") == 0 && !flag_number(value, 1, 65535, &number)) {
 			options.push_port = (uint16_t)number;
-		} else if (strcmp(flag, "--push-parallelism") == 0 &&
-			   !parse_number(value, 1, 4096, &number)) {
+		} else if (strcmp(flag, "--push-parallelism") == 0 && !flag_number(value, 1, 4096, &number)) {
 			options.push_parallelism = number;
 		} else if (strcmp(flag, "--push-timeout-ms") == 0 &&
-			   !parse_number(value, 1, 600000, &number)) {
+			   !flag_number(value, 1, 600000, &number)) {
 			options.push_target_timeout_ms = (int)number;
 			options.push_total_timeout_ms = (int)number * 5;
 		} else if (strcmp(flag, "--leader-elect") == 0 && !parse_bool(value, &leader_elect)) {
@@ -349,11 +332,11 @@ int main(int argc, char **argv)
 			lease_options.name = value;
 		} else if (strcmp(flag, "--lease-namespace") == 0) {
 			lease_options.namespace = value;
-		} else if (strcmp(flag, "--lease-duration") == 0 && !parse_number(value, 2, 86400, &number)) {
+		} else if (strcmp(flag, "--lease-duration") == 0 && !flag_number(value, 2, 86400, &number)) {
 			lease_s = number;
-		} else if (strcmp(flag, "--renew-deadline") == 0 && !parse_number(value, 1, 86400, &number)) {
+		} else if (strcmp(flag, "--renew-deadline") == 0 && !flag_number(value, 1, 86400, &number)) {
 			renew_s = number;
-		} else if (strcmp(flag, "--retry-period") == 0 && !parse_number(value, 1, 86400, &number)) {
+		} else if (strcmp(flag, "--retry-period") == 0 && !flag_number(value, 1, 86400, &number)) {
 			retry_s = number;
 		} else if (strcmp(flag, "--metrics-addr") == 0) {
 			metrics_addr = value;

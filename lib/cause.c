@@ -10,16 +10,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cause_fail(char **cause, const char *fmt, ...)
+static void set(char **cause, const char *fmt, va_list ap)
 {
 	char buf[CAUSE_MAX];
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	*cause = strdup(buf);
+}
+
+int cause_fail(char **cause, const char *fmt, ...)
+{
 	va_list ap;
 
 	if (!cause)
 		return -1;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	set(cause, fmt, ap);
 	va_end(ap);
-	*cause = strdup(buf);
+	return -1;
+}
+
+int cause_replace(char **cause, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!cause)
+		return -1;
+	free(*cause);
+	va_start(ap, fmt);
+	set(cause, fmt, ap);
+	va_end(ap);
 	return -1;
 }

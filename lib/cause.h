@@ -21,4 +21,9 @@
 /* Sets *cause (when cause is not NULL) and returns -1. */
 int cause_fail(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The same, for a decoder that may fail again after a first cause was set
+ * (the later, more specific sentence wins): frees *cause first, so *cause
+ * must be NULL or a sentence from this module. */
+int cause_replace(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

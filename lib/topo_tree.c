@@ -7,26 +7,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "topo_tree.h"
 
+#include "cause.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <regex.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void set_cause(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_cause(char **cause, const char *fmt, ...)
-{
-	va_list ap;
-	char buf[512];
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	*cause = strdup(buf);
-}
 
 void topo_tree_free(struct topo_tree *tree)
 {
@@ -106,24 +94,24 @@ int topo_requirements_match(const struct topo_node *node, const struct topo_requ
 static int check_cluster(const struct topo_cluster *cluster, char **cause)
 {
 	if (!cluster || (cluster->node_count && !cluster->nodes)) {
-		set_cause(cause, "topology: no cluster given");
+		cause_fail(cause, "topology: no cluster given");
 		return -1;
 	}
 	if (cluster->node_count > TOPO_NODES_MAX) {
-		set_cause(cause, "topology: %zu nodes, at most %u supported", cluster->node_count,
-			  TOPO_NODES_MAX);
+		cause_fail(cause, "topology: %zu nodes, at most %u supported", cluster->node_count,
+			   TOPO_NODES_MAX);
 		return -1;
 	}
 	if (cluster->resource_count > TOPO_RESOURCES_MAX) {
-		set_cause(cause, "topology: %zu resources, at most %d supported", cluster->resource_count,
-			  TOPO_RESOURCES_MAX);
+		cause_fail(cause, "topology: %zu resources, at most %d supported", cluster->resource_count,
+			   TOPO_RESOURCES_MAX);
 		return -1;
 	}
 	for (size_t i = 0; i < cluster->node_count; i++)
 		if (!cluster->nodes[i].name ||
 		    strnlen(cluster->nodes[i].name, TOPO_NAME_MAX + 1) > TOPO_NAME_MAX) {
-			set_cause(cause, "topology: node %zu has no name or a name above %d bytes", i,
-				  TOPO_NAME_MAX);
+			cause_fail(cause, "topology: node %zu has no name or a name above %d bytes", i,
+				   TOPO_NAME_MAX);
 			return -1;
 		}
 	return 0;
@@ -203,19 +191,19 @@ struct topo_tree *topo_tree_from_levels(const struct topo_cluster *cluster, cons
 	if (check_cluster(cluster, cause))
 		goto fail;
 	if (!levels || level_count == 0 || level_count > TOPO_LEVELS_MAX) {
-		set_cause(cause, "topology: between 1 and %d levels are needed, %zu given", TOPO_LEVELS_MAX,
-			  level_count);
+		cause_fail(cause, "topology: between 1 and %d levels are needed, %zu given", TOPO_LEVELS_MAX,
+			   level_count);
 		goto fail;
 	}
 	for (size_t l = 0; l < level_count; l++) {
 		if (!levels[l] || !levels[l][0] || strnlen(levels[l], TOPO_NAME_MAX + 1) > TOPO_NAME_MAX) {
-			set_cause(cause, "topology: level %zu is empty or longer than %d bytes", l + 1,
-				  TOPO_NAME_MAX);
+			cause_fail(cause, "topology: level %zu is empty or longer than %d bytes", l + 1,
+				   TOPO_NAME_MAX);
 			goto fail;
 		}
 		for (size_t k = 0; k < l; k++)
 			if (strcmp(levels[k], levels[l]) == 0) {
-				set_cause(cause, "topology: level %s is given twice", levels[l]);
+				cause_fail(cause, "topology: level %s is given twice", levels[l]);
 				goto fail;
 			}
 	}
@@ -280,7 +268,7 @@ struct topo_tree *topo_tree_from_levels(const struct topo_cluster *cluster, cons
 	free(rows);
 	return t;
 nomem:
-	set_cause(cause, "topology: out of memory");
+	cause_fail(cause, "topology: out of memory");
 fail:
 	free(rows);
 	topo_tree_free(t);
@@ -340,8 +328,8 @@ static int claim(uint32_t *slot, uint32_t parent, const char *what, const char *
 	if (*slot != TOPO_NONE && *slot != parent) {
 		const char *a = hns[*slot].name, *b = hns[parent].name;
 
-		set_cause(cause, "topology: %s %s has two parents: HyperNodes %s and %s", what, name,
-			  strcmp(a, b) < 0 ? a : b, strcmp(a, b) < 0 ? b : a);
+		cause_fail(cause, "topology: %s %s has two parents: HyperNodes %s and %s", what, name,
+			   strcmp(a, b) < 0 ? a : b, strcmp(a, b) < 0 ? b : a);
 		return -1;
 	}
 	*slot = parent;
@@ -588,7 +576,7 @@ static int resolve_members(struct hn_build *b, uint32_t h, char **cause)
 		regex_t re;
 
 		if (kinds != 1 || (!is_node && by_labels)) {
-			set_cause(
+			cause_fail(
 				cause,
 				"topology: HyperNode %s member %zu needs exactly one of exactMatch, regexMatch, "
 				"labelMatch (labelMatch for Nodes only)",
@@ -601,8 +589,8 @@ static int resolve_members(struct hn_build *b, uint32_t h, char **cause)
 			if (i < 0)
 				continue; /* a member that does not exist (yet) selects nothing */
 			if (!is_node && (uint32_t)i == h) {
-				set_cause(cause, "topology: HyperNode %s is a member of itself (a cycle)",
-					  hn->name);
+				cause_fail(cause, "topology: HyperNode %s is a member of itself (a cycle)",
+					   hn->name);
 				return -1;
 			}
 			if (claim(is_node ? &b->node_parent[i] : &b->hn_parent[i], h,
@@ -619,8 +607,8 @@ static int resolve_members(struct hn_build *b, uint32_t h, char **cause)
 			if (!why)
 				why = regex_too_big(posix);
 			if (why || regcomp(&re, posix, REG_EXTENDED | REG_NOSUB)) {
-				set_cause(cause, "topology: HyperNode %s member %zu: invalid pattern %s%s%s",
-					  hn->name, m + 1, mem->regex, why ? ": " : "", why ? why : "");
+				cause_fail(cause, "topology: HyperNode %s member %zu: invalid pattern %s%s%s",
+					   hn->name, m + 1, mem->regex, why ? ": " : "", why ? why : "");
 				return -1;
 			}
 			size_t count = is_node ? b->cluster->node_count : b->hn_count;
@@ -678,7 +666,7 @@ struct topo_tree *topo_tree_from_hypernodes(const struct topo_cluster *cluster,
 	if (check_cluster(cluster, cause))
 		goto fail;
 	if ((hn_count && !hns) || hn_count > TOPO_HYPERNODES_MAX) {
-		set_cause(cause, "topology: at most %u HyperNodes supported", TOPO_HYPERNODES_MAX);
+		cause_fail(cause, "topology: at most %u HyperNodes supported", TOPO_HYPERNODES_MAX);
 		goto fail;
 	}
 	b.cluster = cluster;
@@ -702,20 +690,20 @@ struct topo_tree *topo_tree_from_hypernodes(const struct topo_cluster *cluster,
 		size_t k;
 
 		if (!hn->name || !hn->name[0] || strnlen(hn->name, TOPO_NAME_MAX + 1) > TOPO_NAME_MAX) {
-			set_cause(cause, "topology: HyperNode %zu has no name or one above %d bytes", h + 1,
-				  TOPO_NAME_MAX);
+			cause_fail(cause, "topology: HyperNode %zu has no name or one above %d bytes", h + 1,
+				   TOPO_NAME_MAX);
 			goto fail;
 		}
 		if (hn->tier < 1 || hn->tier > 1000000) {
-			set_cause(cause, "topology: HyperNode %s has tier %d, tiers start at 1", hn->name,
-				  hn->tier);
+			cause_fail(cause, "topology: HyperNode %s has tier %d, tiers start at 1", hn->name,
+				   hn->tier);
 			goto fail;
 		}
 		for (k = 0; k < tier_count && tiers[k] != hn->tier; k++)
 			;
 		if (k == tier_count) {
 			if (tier_count == TOPO_LEVELS_MAX) {
-				set_cause(cause, "topology: more than %d distinct tiers", TOPO_LEVELS_MAX);
+				cause_fail(cause, "topology: more than %d distinct tiers", TOPO_LEVELS_MAX);
 				goto fail;
 			}
 			tiers[tier_count++] = hn->tier;
@@ -733,7 +721,7 @@ struct topo_tree *topo_tree_from_hypernodes(const struct topo_cluster *cluster,
 	qsort(b.sorted_node, cluster->node_count, sizeof(uint32_t), node_name_compare);
 	for (size_t i = 1; i < hn_count; i++)
 		if (strcmp(hns[b.sorted_hn[i]].name, hns[b.sorted_hn[i - 1]].name) == 0) {
-			set_cause(cause, "topology: two HyperNodes are named %s", hns[b.sorted_hn[i]].name);
+			cause_fail(cause, "topology: two HyperNodes are named %s", hns[b.sorted_hn[i]].name);
 			goto fail;
 		}
 	for (size_t h = 0; h < hn_count; h++)
@@ -749,8 +737,8 @@ struct topo_tree *topo_tree_from_hypernodes(const struct topo_cluster *cluster,
 			steps++;
 		}
 		if (x != TOPO_NONE) {
-			set_cause(cause, "topology: HyperNode %s is in a cycle of HyperNode members",
-				  hns[h].name);
+			cause_fail(cause, "topology: HyperNode %s is in a cycle of HyperNode members",
+				   hns[h].name);
 			goto fail;
 		}
 	}
@@ -758,7 +746,7 @@ struct topo_tree *topo_tree_from_hypernodes(const struct topo_cluster *cluster,
 		uint32_t p = b.hn_parent[h];
 
 		if (p != TOPO_NONE && hns[p].tier <= hns[h].tier) {
-			set_cause(
+			cause_fail(
 				cause,
 				"topology: HyperNode %s (tier %d) is a member of %s whose tier %d is not higher",
 				hns[h].name, hns[h].tier, hns[p].name, hns[p].tier);
@@ -853,7 +841,7 @@ struct topo_tree *topo_tree_from_hypernodes(const struct topo_cluster *cluster,
 	free_build(&b);
 	return t;
 nomem:
-	set_cause(cause, "topology: out of memory");
+	cause_fail(cause, "topology: out of memory");
 fail:
 	free(stack);
 	free(stack_parent);

@@ -7,10 +7,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include "topo_input.h"
 
+#include "cause.h"
+
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,24 +20,10 @@
 
 #define CHUNK_SIZE 65536
 
-static int fail(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char **cause, const char *fmt, ...)
-{
-	va_list ap;
-	char buf[1024];
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	free(*cause);
-	*cause = strdup(buf);
-	return -1;
-}
-
 static int nomem(char **cause)
 {
-	return fail(cause, "input: out of memory or above %u bytes of decoded data", TOPO_INPUT_STORED_MAX);
+	return cause_replace(cause, "input: out of memory or above %u bytes of decoded data",
+			     TOPO_INPUT_STORED_MAX);
 }
 
 /* ---- storage ---- */
@@ -268,7 +255,7 @@ static cJSON *parse_any(const char *data, size_t size, const char *what, char **
 	size_t i = 0;
 
 	if (size > TOPO_INPUT_BYTES_MAX) {
-		fail(cause, "%s: above %u bytes", what, TOPO_INPUT_BYTES_MAX);
+		cause_replace(cause, "%s: above %u bytes", what, TOPO_INPUT_BYTES_MAX);
 		return NULL;
 	}
 	while (i < size && isspace((unsigned char)data[i]))
@@ -284,7 +271,8 @@ static cJSON *parse_any(const char *data, size_t size, const char *what, char **
 		j = parse_yaml(data, size, what, &yaml_cause);
 		free(yaml_cause);
 		if (!j)
-			fail(cause, "%s: not valid JSON (at byte %zu)", what, end ? (size_t)(end - data) : 0);
+			cause_replace(cause, "%s: not valid JSON (at byte %zu)", what,
+				      end ? (size_t)(end - data) : 0);
 		return j;
 	}
 	return parse_yaml(data, size, what, cause);
@@ -298,7 +286,7 @@ static cJSON *parse_yaml(const char *data, size_t size, const char *what, char *
 	int count = 0;
 
 	if (!yaml_parser_initialize(&parser)) {
-		fail(cause, "%s: out of memory", what);
+		cause_replace(cause, "%s: out of memory", what);
 		return NULL;
 	}
 	yaml_parser_set_input_string(&parser, (const unsigned char *)data, size);
@@ -308,8 +296,9 @@ static cJSON *parse_yaml(const char *data, size_t size, const char *what, char *
 		yaml_node_t *root;
 
 		if (!yaml_parser_load(&parser, &doc)) {
-			fail(cause, "%s: not valid YAML (line %zu: %s)", what, parser.problem_mark.line + 1,
-			     parser.problem ? parser.problem : "syntax error");
+			cause_replace(cause, "%s: not valid YAML (line %zu: %s)", what,
+				      parser.problem_mark.line + 1,
+				      parser.problem ? parser.problem : "syntax error");
 			cJSON_Delete(docs);
 			docs = NULL;
 			break;
@@ -327,10 +316,11 @@ static cJSON *parse_yaml(const char *data, size_t size, const char *what, char *
 		}
 		if (!one || ++count > 100000) {
 			cJSON_Delete(one);
-			fail(cause,
-			     "%s: YAML too deep, expanding too much (aliases), with too many documents or "
-			     "a non-scalar key",
-			     what);
+			cause_replace(
+				cause,
+				"%s: YAML too deep, expanding too much (aliases), with too many documents or "
+				"a non-scalar key",
+				what);
 			cJSON_Delete(docs);
 			docs = NULL;
 			break;
@@ -345,7 +335,7 @@ static cJSON *parse_yaml(const char *data, size_t size, const char *what, char *
 	}
 	if (docs && count == 0) {
 		cJSON_Delete(docs);
-		fail(cause, "%s: empty", what);
+		cause_replace(cause, "%s: empty", what);
 		return NULL;
 	}
 	return docs;
@@ -382,9 +372,9 @@ static int get_string(const cJSON *obj, const char *key, size_t max, const char 
 	if (!v)
 		return 0;
 	if (!cJSON_IsString(v))
-		return fail(cause, "%s: %s%s: not a string", where, field, key);
+		return cause_replace(cause, "%s: %s%s: not a string", where, field, key);
 	if (strnlen(v->valuestring, max + 1) > max)
-		return fail(cause, "%s: %s%s: longer than %zu bytes", where, field, key, max);
+		return cause_replace(cause, "%s: %s%s: longer than %zu bytes", where, field, key, max);
 	*out = v->valuestring;
 	return 0;
 }
@@ -427,7 +417,7 @@ static int get_count(const cJSON *obj, const char *key, long long def, long long
 			return 0;
 		}
 	}
-	return fail(cause, "%s: %s%s: not an integer from 0 to %lld", where, field, key, max);
+	return cause_replace(cause, "%s: %s%s: not an integer from 0 to %lld", where, field, key, max);
 }
 
 static int is_true(const cJSON *v)
@@ -481,10 +471,10 @@ static int check_kind(const cJSON *item, const char *want, const char *where, ch
 	const cJSON *kind = member(item, "kind");
 
 	if (!cJSON_IsObject(item))
-		return fail(cause, "%s: not an object", where);
+		return cause_replace(cause, "%s: not an object", where);
 	if (kind && (!cJSON_IsString(kind) || strcmp(kind->valuestring, want) != 0))
-		return fail(cause, "%s: kind %s, expected %s", where,
-			    cJSON_IsString(kind) ? kind->valuestring : "(not a string)", want);
+		return cause_replace(cause, "%s: kind %s, expected %s", where,
+				     cJSON_IsString(kind) ? kind->valuestring : "(not a string)", want);
 	return 0;
 }
 
@@ -500,20 +490,21 @@ static int labels_of(struct topo_input *in, const cJSON *obj, struct topo_label 
 	if (!obj)
 		return 0;
 	if (!cJSON_IsObject(obj))
-		return fail(cause, "%s: %s: not a map", where, field);
+		return cause_replace(cause, "%s: %s: not a map", where, field);
 	if (cJSON_GetArraySize(obj) > TOPO_INPUT_LABELS_MAX)
-		return fail(cause, "%s: %s: more than %d entries", where, field, TOPO_INPUT_LABELS_MAX);
+		return cause_replace(cause, "%s: %s: more than %d entries", where, field,
+				     TOPO_INPUT_LABELS_MAX);
 	*out = own(in, (size_t)cJSON_GetArraySize(obj), sizeof(**out));
 	if (!*out)
 		return nomem(cause);
 	cJSON_ArrayForEach(l, obj)
 	{
 		if (!l->string || !l->string[0] || strlen(l->string) > TOPO_INPUT_KEY_MAX)
-			return fail(cause, "%s: %s: a key is empty or longer than %d bytes", where, field,
-				    TOPO_INPUT_KEY_MAX);
+			return cause_replace(cause, "%s: %s: a key is empty or longer than %d bytes", where,
+					     field, TOPO_INPUT_KEY_MAX);
 		if (!cJSON_IsString(l) || strlen(l->valuestring) > TOPO_VALUE_MAX)
-			return fail(cause, "%s: %s[\"%s\"]: not a string of at most %d bytes", where, field,
-				    l->string, TOPO_VALUE_MAX);
+			return cause_replace(cause, "%s: %s[\"%s\"]: not a string of at most %d bytes", where,
+					     field, l->string, TOPO_VALUE_MAX);
 		(*out)[n].key = own_string(in, l->string);
 		(*out)[n].value = own_string(in, l->valuestring);
 		if (!(*out)[n].key || !(*out)[n].value)
@@ -557,25 +548,27 @@ static int requirements_of(struct topo_input *in, const cJSON *list, enum requir
 		    get_string(e, "operator", 32, &op, where, field, cause))
 			return -1;
 		if (!key || !key[0] || !op)
-			return fail(cause, "%s: %s[%zu]: needs a key and an operator", where, field, k);
+			return cause_replace(cause, "%s: %s[%zu]: needs a key and an operator", where, field,
+					     k);
 		for (o = 0; o < sizeof(ops) / sizeof(ops[0]) && strcmp(ops[o].name, op) != 0; o++)
 			;
 		if (o == sizeof(ops) / sizeof(ops[0]) || (kind == LABEL_SELECTOR && ops[o].values == 2) ||
 		    (kind == NODE_FIELDS && ops[o].op != TOPO_OP_IN && ops[o].op != TOPO_OP_NOT_IN))
-			return fail(cause, "%s: %s[%zu].operator: %s is not supported here", where, field, k,
-				    op);
+			return cause_replace(cause, "%s: %s[%zu].operator: %s is not supported here", where,
+					     field, k, op);
 		if (kind == NODE_FIELDS && strcmp(key, "metadata.name") != 0)
-			return fail(cause, "%s: %s[%zu].key: only metadata.name is a node field, not %s",
-				    where, field, k, key);
+			return cause_replace(cause,
+					     "%s: %s[%zu].key: only metadata.name is a node field, not %s",
+					     where, field, k, key);
 		if (values && !cJSON_IsArray(values))
-			return fail(cause, "%s: %s[%zu].values: not a list", where, field, k);
+			return cause_replace(cause, "%s: %s[%zu].values: not a list", where, field, k);
 		n = values ? (size_t)cJSON_GetArraySize(values) : 0;
 		if (n > TOPO_INPUT_VALUES_MAX || (ops[o].values == 0 && n) || (ops[o].values == 1 && !n) ||
 		    (ops[o].values == 2 && n != 1))
-			return fail(cause, "%s: %s[%zu].values: %s takes %s", where, field, k, op,
-				    ops[o].values == 0	 ? "no values"
-				    : ops[o].values == 2 ? "exactly one value"
-							 : "1 to 256 values");
+			return cause_replace(cause, "%s: %s[%zu].values: %s takes %s", where, field, k, op,
+					     ops[o].values == 0	  ? "no values"
+					     : ops[o].values == 2 ? "exactly one value"
+								  : "1 to 256 values");
 		copies = own(in, n, sizeof(*copies));
 		if (!copies)
 			return nomem(cause);
@@ -583,9 +576,9 @@ static int requirements_of(struct topo_input *in, const cJSON *list, enum requir
 		cJSON_ArrayForEach(v, values)
 		{
 			if (!cJSON_IsString(v) || strlen(v->valuestring) > TOPO_NAME_MAX)
-				return fail(cause,
-					    "%s: %s[%zu].values[%zu]: not a string of at most %d bytes",
-					    where, field, k, n, TOPO_NAME_MAX);
+				return cause_replace(
+					cause, "%s: %s[%zu].values[%zu]: not a string of at most %d bytes",
+					where, field, k, n, TOPO_NAME_MAX);
 			if (!(copies[n++] = own_string(in, v->valuestring)))
 				return nomem(cause);
 		}
@@ -605,9 +598,9 @@ static int requirements_of(struct topo_input *in, const cJSON *list, enum requir
 static int list_size(const cJSON *list, int max, const char *where, const char *field, char **cause)
 {
 	if (list && !cJSON_IsArray(list))
-		return fail(cause, "%s: %s: not a list", where, field);
+		return cause_replace(cause, "%s: %s: not a list", where, field);
 	if (cJSON_GetArraySize(list) > max)
-		return fail(cause, "%s: %s: more than %d entries", where, field, max);
+		return cause_replace(cause, "%s: %s: more than %d entries", where, field, max);
 	return cJSON_GetArraySize(list);
 }
 
@@ -678,23 +671,24 @@ static int amounts_of(const cJSON *map, struct amounts *out, const char *where, 
 	if (!map)
 		return 0;
 	if (!cJSON_IsObject(map))
-		return fail(cause, "%s: %s: not a map", where, field);
+		return cause_replace(cause, "%s: %s: not a map", where, field);
 	cJSON_ArrayForEach(x, map)
 	{
 		long long q = quantity_of(x);
 		long long *slot;
 
 		if (!x->string || !x->string[0] || strlen(x->string) > TOPO_INPUT_KEY_MAX)
-			return fail(cause, "%s: %s: a resource name is empty or too long", where, field);
+			return cause_replace(cause, "%s: %s: a resource name is empty or too long", where,
+					     field);
 		if (q < 0)
-			return fail(cause, "%s: %s[\"%s\"]: bad quantity %s%s%s", where, field, x->string,
-				    cJSON_IsString(x) ? "\"" : "",
-				    cJSON_IsString(x) ? x->valuestring : "(not a string)",
-				    cJSON_IsString(x) ? "\"" : "");
+			return cause_replace(cause, "%s: %s[\"%s\"]: bad quantity %s%s%s", where, field,
+					     x->string, cJSON_IsString(x) ? "\"" : "",
+					     cJSON_IsString(x) ? x->valuestring : "(not a string)",
+					     cJSON_IsString(x) ? "\"" : "");
 		slot = amount_slot(out, x->string);
 		if (!slot)
-			return fail(cause, "%s: %s: more than %d resources", where, field,
-				    TOPO_INPUT_REQUESTS_MAX);
+			return cause_replace(cause, "%s: %s: more than %d resources", where, field,
+					     TOPO_INPUT_REQUESTS_MAX);
 		*slot = q;
 	}
 	return 0;
@@ -781,8 +775,8 @@ static int pod_requests(const cJSON *spec, struct amounts *out, const char *wher
 		goto too_many;
 	return 0;
 too_many:
-	return fail(cause, "%s: %s: more than %d distinct resources requested", where, prefix,
-		    TOPO_INPUT_REQUESTS_MAX);
+	return cause_replace(cause, "%s: %s: more than %d distinct resources requested", where, prefix,
+			     TOPO_INPUT_REQUESTS_MAX);
 }
 
 /* ---- nodes ---- */
@@ -866,7 +860,7 @@ static int decode_node(struct topo_input *in, const cJSON *it, size_t index, str
 			cause))
 		return -1;
 	if (!node->name || !node->name[0])
-		return fail(cause, "%s: metadata.name: missing", where);
+		return cause_replace(cause, "%s: metadata.name: missing", where);
 	snprintf(where, sizeof(where), "nodes: items[%zu] (%s)", index, node->name);
 	if (labels_of(in, member_path(it, "metadata", "labels", NULL), &labels, &node->label_count, where,
 		      "metadata.labels", cause))
@@ -892,9 +886,9 @@ static int decode_node(struct topo_input *in, const cJSON *it, size_t index, str
 			    get_string(x, "effect", 32, &effect, where, field, cause))
 				return -1;
 			if (!t[k].key || !t[k].key[0])
-				return fail(cause, "%s: %skey: missing", where, field);
+				return cause_replace(cause, "%s: %skey: missing", where, field);
 			if (effect_of(effect, &t[k].effect))
-				return fail(
+				return cause_replace(
 					cause,
 					"%s: %seffect: %s is not NoSchedule, PreferNoSchedule or NoExecute",
 					where, field, effect ? effect : "(missing)");
@@ -904,16 +898,16 @@ static int decode_node(struct topo_input *in, const cJSON *it, size_t index, str
 		node->taint_count = k;
 	}
 	if (alloc && !cJSON_IsObject(alloc))
-		return fail(cause, "%s: status.allocatable: not a map", where);
+		return cause_replace(cause, "%s: status.allocatable: not a map", where);
 	cJSON_ArrayForEach(x, alloc)
 	{
 		int r = x->string ? topo_resource_index(&in->cluster, x->string) : -1;
 		long long q = quantity_of(x);
 
 		if (q < 0)
-			return fail(cause, "%s: status.allocatable[\"%s\"]: bad quantity %s", where,
-				    x->string ? x->string : "",
-				    cJSON_IsString(x) ? x->valuestring : "(not a string)");
+			return cause_replace(cause, "%s: status.allocatable[\"%s\"]: bad quantity %s", where,
+					     x->string ? x->string : "",
+					     cJSON_IsString(x) ? x->valuestring : "(not a string)");
 		if (r >= 0)
 			node->allocatable[r] = strcmp(x->string, "pods") == 0 ? q / 1000 : q;
 	}
@@ -963,17 +957,17 @@ int topo_input_nodes(struct topo_input *in, const char *data, size_t size, char 
 
 	*cause = NULL;
 	if (in->read_nodes)
-		return fail(cause, "nodes: read twice");
+		return cause_replace(cause, "nodes: read twice");
 	in->read_nodes = 1;
 	root = parse_any(data, size, "nodes", cause);
 	if (!root)
 		return -1;
 	if (items_of(root, &first, &count)) {
-		fail(cause, "nodes: not a List, a list or a Node");
+		cause_replace(cause, "nodes: not a List, a list or a Node");
 		goto out;
 	}
 	if (count > TOPO_NODES_MAX) {
-		fail(cause, "nodes: %zu items, at most %u", count, TOPO_NODES_MAX);
+		cause_replace(cause, "nodes: %zu items, at most %u", count, TOPO_NODES_MAX);
 		goto out;
 	}
 	in->nodes = own(in, count, sizeof(*in->nodes));
@@ -995,8 +989,8 @@ int topo_input_nodes(struct topo_input *in, const char *data, size_t size, char 
 	}
 	for (size_t i = 1; i < n; i++)
 		if (strcmp(sorted[i].name, sorted[i - 1].name) == 0) {
-			fail(cause, "nodes: items[%u] (%s): the name of items[%u] too", sorted[i].index,
-			     sorted[i].name, sorted[i - 1].index);
+			cause_replace(cause, "nodes: items[%u] (%s): the name of items[%u] too",
+				      sorted[i].index, sorted[i].name, sorted[i - 1].index);
 			goto out;
 		}
 	rc = 0;
@@ -1061,13 +1055,13 @@ int topo_input_pods(struct topo_input *in, const char *data, size_t size, char *
 
 	*cause = NULL;
 	if (!in->read_nodes || in->read_pods)
-		return fail(cause, "pods: read once, after the nodes");
+		return cause_replace(cause, "pods: read once, after the nodes");
 	in->read_pods = 1;
 	root = parse_any(data, size, "pods", cause);
 	if (!root)
 		return -1;
 	if (items_of(root, &first, &count)) {
-		fail(cause, "pods: not a List, a list or a Pod");
+		cause_replace(cause, "pods: not a List, a list or a Pod");
 		goto out;
 	}
 	sorted = sorted_names(in);
@@ -1104,24 +1098,25 @@ static int network_of(struct topo_input *in, const cJSON *obj, struct topo_input
 	if (!obj)
 		return 0;
 	if (!cJSON_IsObject(obj))
-		return fail(cause, "%s: %s: not a map", where, whole);
+		return cause_replace(cause, "%s: %s: not a map", where, whole);
 	out->set = 1;
 	if (get_string(obj, "mode", 16, &mode, where, field, cause) ||
 	    get_count(obj, "highestTierAllowed", 0, 1000000, &tier, where, field, cause) ||
 	    copy_string(in, obj, "highestTierName", TOPO_NAME_MAX, &out->tier_name, where, field, cause))
 		return -1;
 	if (mode && strcmp(mode, "hard") != 0 && strcmp(mode, "soft") != 0)
-		return fail(cause, "%s: %smode: %s is neither hard nor soft", where, field, mode);
+		return cause_replace(cause, "%s: %smode: %s is neither hard nor soft", where, field, mode);
 	out->hard = !mode || strcmp(mode, "hard") == 0;
 	out->tier = (int)tier;
 	if (member(obj, "highestTierAllowed") && tier < 1)
-		return fail(cause, "%s: %shighestTierAllowed: tiers start at 1", where, field);
+		return cause_replace(cause, "%s: %shighestTierAllowed: tiers start at 1", where, field);
 	if (out->tier && out->tier_name)
-		return fail(cause, "%s: %s: highestTierAllowed and highestTierName cannot both be set", where,
-			    whole);
+		return cause_replace(cause,
+				     "%s: %s: highestTierAllowed and highestTierName cannot both be set",
+				     where, whole);
 	if (out->hard && !out->tier && !out->tier_name)
-		return fail(cause, "%s: %s: mode hard needs highestTierAllowed or highestTierName", where,
-			    whole);
+		return cause_replace(cause, "%s: %s: mode hard needs highestTierAllowed or highestTierName",
+				     where, whole);
 	return 0;
 }
 
@@ -1137,7 +1132,7 @@ static int annotation_object(const char *text, const char *where, const char *na
 	if (!cJSON_IsObject(*out)) {
 		cJSON_Delete(*out);
 		*out = NULL;
-		return fail(cause, "%s: not a map", what);
+		return cause_replace(cause, "%s: not a map", what);
 	}
 	return 0;
 }
@@ -1184,24 +1179,27 @@ static int decode_partitions(struct topo_input *in, const cJSON *annotations, st
 	    get_count(obj, "minPartitions", 0, TOPO_PODS_MAX, &least, where, field, cause))
 		goto out;
 	if (total < 1 || size < 1) {
-		fail(cause, "%s: %stotalPartitions and partitionSize must be at least 1", where, field);
+		cause_replace(cause, "%s: %stotalPartitions and partitionSize must be at least 1", where,
+			      field);
 		goto out;
 	}
 	if ((unsigned long long)total * (unsigned long long)size != g->pods) {
-		fail(cause, "%s: %stotalPartitions x partitionSize = %lld x %lld, the job has %u pods", where,
-		     field, total, size, g->pods);
+		cause_replace(cause,
+			      "%s: %stotalPartitions x partitionSize = %lld x %lld, the job has %u pods",
+			      where, field, total, size, g->pods);
 		goto out;
 	}
 	if (least > total) {
-		fail(cause, "%s: %sminPartitions %lld is above totalPartitions %lld", where, field, least,
-		     total);
+		cause_replace(cause, "%s: %sminPartitions %lld is above totalPartitions %lld", where, field,
+			      least, total);
 		goto out;
 	}
 	snprintf(field, sizeof(field), "annotation %s: networkTopology.", TOPO_ANNOTATION_PARTITIONS);
 	if (network_of(in, member(obj, "networkTopology"), &g->partition_network, where, field, cause))
 		goto out;
 	if (g->partition_network.set && !g->partition_network.hard) {
-		fail(cause, "%s: %smode: soft partitions are not supported (hard only)", where, field);
+		cause_replace(cause, "%s: %smode: soft partitions are not supported (hard only)", where,
+			      field);
 		goto out;
 	}
 	g->partitions = (unsigned)total;
@@ -1227,7 +1225,7 @@ static int decode_annotations(struct topo_input *in, const cJSON *annotations, s
 	const cJSON *a;
 
 	if (annotations && !cJSON_IsObject(annotations))
-		return fail(cause, "%s: %s: not a map", where, field);
+		return cause_replace(cause, "%s: %s: not a map", where, field);
 	/* A Kueue topology annotation not read here would be ignored silently: refuse it. */
 	cJSON_ArrayForEach(a, annotations)
 	{
@@ -1238,8 +1236,8 @@ static int decode_annotations(struct topo_input *in, const cJSON *annotations, s
 		for (k = 0; k < sizeof(known) / sizeof(known[0]) && strcmp(known[k], a->string) != 0; k++)
 			;
 		if (k == sizeof(known) / sizeof(known[0]))
-			return fail(cause, "%s: %s%.64s: not supported by muster-topology", where, field,
-				    a->string);
+			return cause_replace(cause, "%s: %s%.64s: not supported by muster-topology", where,
+					     field, a->string);
 	}
 	if (copy_string(in, annotations, TOPO_ANNOTATION_REQUIRED, TOPO_INPUT_KEY_MAX, &g->required, where,
 			field, cause) ||
@@ -1255,17 +1253,17 @@ static int decode_annotations(struct topo_input *in, const cJSON *annotations, s
 	    decode_partitions(in, annotations, g, where, field, cause))
 		return -1;
 	if (unconstrained && strcmp(unconstrained, "true") != 0 && strcmp(unconstrained, "false") != 0)
-		return fail(cause, "%s: %s%s: \"%s\" is neither true nor false", where, field,
-			    TOPO_ANNOTATION_UNCONSTRAINED, unconstrained);
+		return cause_replace(cause, "%s: %s%s: \"%s\" is neither true nor false", where, field,
+				     TOPO_ANNOTATION_UNCONSTRAINED, unconstrained);
 	g->unconstrained = unconstrained && strcmp(unconstrained, "true") == 0;
 	constraints = !!g->required + !!g->preferred + g->unconstrained + g->network.set;
 	if (constraints > 1)
-		return fail(cause, "%s: %s: at most one of %s, %s, %s, %s", where, field,
-			    TOPO_ANNOTATION_REQUIRED, TOPO_ANNOTATION_PREFERRED,
-			    TOPO_ANNOTATION_UNCONSTRAINED, TOPO_ANNOTATION_NETWORK);
+		return cause_replace(cause, "%s: %s: at most one of %s, %s, %s, %s", where, field,
+				     TOPO_ANNOTATION_REQUIRED, TOPO_ANNOTATION_PREFERRED,
+				     TOPO_ANNOTATION_UNCONSTRAINED, TOPO_ANNOTATION_NETWORK);
 	if (!!g->slice_level != !!slice_size)
-		return fail(cause, "%s: %s: %s and %s go together", where, field, TOPO_ANNOTATION_SLICE,
-			    TOPO_ANNOTATION_SLICE_SIZE);
+		return cause_replace(cause, "%s: %s: %s and %s go together", where, field,
+				     TOPO_ANNOTATION_SLICE, TOPO_ANNOTATION_SLICE_SIZE);
 	if (slice_size) {
 		char *end;
 		long v;
@@ -1273,16 +1271,16 @@ static int decode_annotations(struct topo_input *in, const cJSON *annotations, s
 		errno = 0;
 		v = strtol(slice_size, &end, 10);
 		if (errno || *end || end == slice_size || v < 1 || v > (long)TOPO_PODS_MAX)
-			return fail(cause, "%s: %s%s: \"%s\" is not a positive integer", where, field,
-				    TOPO_ANNOTATION_SLICE_SIZE, slice_size);
+			return cause_replace(cause, "%s: %s%s: \"%s\" is not a positive integer", where,
+					     field, TOPO_ANNOTATION_SLICE_SIZE, slice_size);
 		if (g->pods % (unsigned)v)
-			return fail(cause, "%s: %s%s: %ld does not divide the job's %u pods", where, field,
-				    TOPO_ANNOTATION_SLICE_SIZE, v, g->pods);
+			return cause_replace(cause, "%s: %s%s: %ld does not divide the job's %u pods", where,
+					     field, TOPO_ANNOTATION_SLICE_SIZE, v, g->pods);
 		g->slice_size = (unsigned)v;
 	}
 	if (g->slice_level && g->partitions)
-		return fail(cause, "%s: %s: %s and %s exclude each other", where, field,
-			    TOPO_ANNOTATION_SLICE, TOPO_ANNOTATION_PARTITIONS);
+		return cause_replace(cause, "%s: %s: %s and %s exclude each other", where, field,
+				     TOPO_ANNOTATION_SLICE, TOPO_ANNOTATION_PARTITIONS);
 	return 0;
 }
 
@@ -1312,15 +1310,17 @@ static int decode_tolerations(struct topo_input *in, const cJSON *list, struct t
 		    get_string(x, "effect", 32, &effect, where, f, cause))
 			return -1;
 		if (op && op[0] && strcmp(op, "Exists") != 0 && strcmp(op, "Equal") != 0)
-			return fail(cause, "%s: %soperator: %s is neither Exists nor Equal", where, f, op);
+			return cause_replace(cause, "%s: %soperator: %s is neither Exists nor Equal", where,
+					     f, op);
 		t->exists = op && strcmp(op, "Exists") == 0;
 		if (!t->exists && (!t->key || !t->key[0]))
-			return fail(cause, "%s: %skey: an empty key needs operator Exists", where, f);
+			return cause_replace(cause, "%s: %skey: an empty key needs operator Exists", where,
+					     f);
 		t->any_effect = !effect || !effect[0];
 		if (!t->any_effect && effect_of(effect, &t->effect))
-			return fail(cause,
-				    "%s: %seffect: %s is not NoSchedule, PreferNoSchedule or NoExecute",
-				    where, f, effect);
+			return cause_replace(
+				cause, "%s: %seffect: %s is not NoSchedule, PreferNoSchedule or NoExecute",
+				where, f, effect);
 		k++;
 	}
 	g->toleration_count = k;
@@ -1341,7 +1341,7 @@ static int decode_affinity(struct topo_input *in, const cJSON *pod_spec, struct 
 	if (n < 0)
 		return -1;
 	if (required && n == 0)
-		return fail(cause, "%s: %s: empty (no node would match)", where, field);
+		return cause_replace(cause, "%s: %s: empty (no node would match)", where, field);
 	if (n == 0)
 		return 0;
 	g->affinity = own(in, (size_t)n, sizeof(*g->affinity));
@@ -1384,11 +1384,11 @@ static int decode_replicated_job(struct topo_input *in, const cJSON *rj, size_t 
 
 	snprintf(where, sizeof(where), "jobset: spec.replicatedJobs[%zu]", index);
 	if (!cJSON_IsObject(rj))
-		return fail(cause, "%s: not a map", where);
+		return cause_replace(cause, "%s: not a map", where);
 	if (copy_string(in, rj, "name", 63, &g->name, where, "", cause))
 		return -1;
 	if (!g->name || !g->name[0])
-		return fail(cause, "%s: name: missing", where);
+		return cause_replace(cause, "%s: name: missing", where);
 	snprintf(where, sizeof(where), "jobset: spec.replicatedJobs[%zu] (%s)", index, g->name);
 	if (get_count(rj, "replicas", 1, TOPO_INSTANCES_MAX, &replicas, where, "", cause) ||
 	    get_count(job, "parallelism", 1, TOPO_PODS_MAX, &parallelism, where, "template.spec.", cause) ||
@@ -1396,7 +1396,7 @@ static int decode_replicated_job(struct topo_input *in, const cJSON *rj, size_t 
 		      cause))
 		return -1;
 	if (!pod_spec)
-		return fail(cause, "%s: template.spec.template.spec: missing", where);
+		return cause_replace(cause, "%s: template.spec.template.spec: missing", where);
 	g->replicas = (unsigned)replicas;
 	g->pods = (unsigned)(parallelism < completions ? parallelism : completions);
 	if (decode_annotations(in, member_path(pod, "metadata", "annotations", NULL), g, where, cause))
@@ -1428,7 +1428,7 @@ int topo_input_jobset(struct topo_input *in, const char *data, size_t size, char
 
 	*cause = NULL;
 	if (in->read_jobset)
-		return fail(cause, "jobset: read twice");
+		return cause_replace(cause, "jobset: read twice");
 	in->read_jobset = 1;
 	root = parse_any(data, size, "jobset", cause);
 	if (!root)
@@ -1439,7 +1439,7 @@ int topo_input_jobset(struct topo_input *in, const char *data, size_t size, char
 		goto out;
 	ann = member_path(root, "metadata", "annotations", NULL);
 	if (ann && !cJSON_IsObject(ann)) {
-		fail(cause, "jobset: metadata.annotations: not a map");
+		cause_replace(cause, "jobset: metadata.annotations: not a map");
 		goto out;
 	}
 	if (copy_string(in, ann, TOPO_ANNOTATION_WHOLE_REQUIRED, TOPO_INPUT_KEY_MAX, &in->whole_required,
@@ -1449,18 +1449,18 @@ int topo_input_jobset(struct topo_input *in, const char *data, size_t size, char
 	    decode_network_annotation(in, ann, "jobset", field, &in->whole_network, cause))
 		goto out;
 	if (!!in->whole_required + !!in->whole_preferred + in->whole_network.set > 1) {
-		fail(cause, "jobset: metadata.annotations: at most one of %s, %s, %s",
-		     TOPO_ANNOTATION_WHOLE_REQUIRED, TOPO_ANNOTATION_WHOLE_PREFERRED,
-		     TOPO_ANNOTATION_NETWORK);
+		cause_replace(cause, "jobset: metadata.annotations: at most one of %s, %s, %s",
+			      TOPO_ANNOTATION_WHOLE_REQUIRED, TOPO_ANNOTATION_WHOLE_PREFERRED,
+			      TOPO_ANNOTATION_NETWORK);
 		goto out;
 	}
 	rjs = member_path(root, "spec", "replicatedJobs", NULL);
 	if (!cJSON_IsArray(rjs) || cJSON_GetArraySize(rjs) == 0) {
-		fail(cause, "jobset: spec.replicatedJobs: missing, empty or not a list");
+		cause_replace(cause, "jobset: spec.replicatedJobs: missing, empty or not a list");
 		goto out;
 	}
 	if (cJSON_GetArraySize(rjs) > TOPO_GROUPS_MAX) {
-		fail(cause, "jobset: spec.replicatedJobs: more than %d", TOPO_GROUPS_MAX);
+		cause_replace(cause, "jobset: spec.replicatedJobs: more than %d", TOPO_GROUPS_MAX);
 		goto out;
 	}
 	cJSON_ArrayForEach(rj, rjs)
@@ -1469,8 +1469,9 @@ int topo_input_jobset(struct topo_input *in, const char *data, size_t size, char
 			goto out;
 		for (size_t k = 0; k < n; k++)
 			if (strcmp(in->groups[k].name, in->groups[n].name) == 0) {
-				fail(cause, "jobset: spec.replicatedJobs[%zu]: name %s is used twice", n,
-				     in->groups[n].name);
+				cause_replace(cause,
+					      "jobset: spec.replicatedJobs[%zu]: name %s is used twice", n,
+					      in->groups[n].name);
 				goto out;
 			}
 		in->group_count = ++n;
@@ -1494,17 +1495,18 @@ static int decode_member(struct topo_input *in, const cJSON *m, struct topo_memb
 	snprintf(field, sizeof(field), "spec.members[%zu].", index);
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsObject(m))
-		return fail(cause, "%s: %s: not a map", where, field);
+		return cause_replace(cause, "%s: %s: not a map", where, field);
 	if (get_string(m, "type", 16, &type, where, field, cause))
 		return -1;
 	if (type && strcmp(type, "Node") != 0 && strcmp(type, "HyperNode") != 0)
-		return fail(cause, "%s: %stype: %s is neither Node nor HyperNode", where, field, type);
+		return cause_replace(cause, "%s: %stype: %s is neither Node nor HyperNode", where, field,
+				     type);
 	out->kind = type && strcmp(type, "HyperNode") == 0 ? TOPO_MEMBER_HYPERNODE : TOPO_MEMBER_NODE;
 	if (!sel) {
 		/* The design document's short form: a bare name. */
 		if (copy_string(in, m, "name", TOPO_NAME_MAX, &out->exact, where, field, cause))
 			return -1;
-		return out->exact ? 0 : fail(cause, "%s: %sselector: missing", where, field);
+		return out->exact ? 0 : cause_replace(cause, "%s: %sselector: missing", where, field);
 	}
 	snprintf(field, sizeof(field), "spec.members[%zu].selector.", index);
 	if (copy_string(in, member(sel, "exactMatch"), "name", TOPO_NAME_MAX, &out->exact, where, field,
@@ -1515,10 +1517,12 @@ static int decode_member(struct topo_input *in, const cJSON *m, struct topo_memb
 	labels = member(sel, "labelMatch");
 	kinds = !!member(sel, "exactMatch") + !!member(sel, "regexMatch") + !!labels;
 	if (kinds != 1)
-		return fail(cause, "%s: %s: exactly one of exactMatch, regexMatch, labelMatch is needed",
-			    where, field);
+		return cause_replace(cause,
+				     "%s: %s: exactly one of exactMatch, regexMatch, labelMatch is needed",
+				     where, field);
 	if ((member(sel, "exactMatch") && !out->exact) || (member(sel, "regexMatch") && !out->regex))
-		return fail(cause, "%s: %s: exactMatch.name or regexMatch.pattern is missing", where, field);
+		return cause_replace(cause, "%s: %s: exactMatch.name or regexMatch.pattern is missing", where,
+				     field);
 	if (labels) {
 		const cJSON *exprs = member(labels, "matchExpressions");
 		struct topo_label *l;
@@ -1528,7 +1532,7 @@ static int decode_member(struct topo_input *in, const cJSON *m, struct topo_memb
 
 		snprintf(field, sizeof(field), "spec.members[%zu].selector.labelMatch", index);
 		if (out->kind != TOPO_MEMBER_NODE)
-			return fail(cause, "%s: %s: for Node members only", where, field);
+			return cause_replace(cause, "%s: %s: for Node members only", where, field);
 		if (labels_of(in, member(labels, "matchLabels"), &l, &out->match_label_count, where, field,
 			      cause))
 			return -1;
@@ -1567,15 +1571,15 @@ static int decode_hypernode(struct topo_input *in, const cJSON *it, size_t index
 	if (!h->name && copy_string(in, it, "name", TOPO_NAME_MAX, &h->name, where, "", cause))
 		return -1; /* the design document's short form */
 	if (!h->name || !h->name[0])
-		return fail(cause, "%s: metadata.name: missing", where);
+		return cause_replace(cause, "%s: metadata.name: missing", where);
 	snprintf(where, sizeof(where), "hypernodes: items[%zu] (%s)", index, h->name);
 	if (!spec)
-		return fail(cause, "%s: spec: missing", where);
+		return cause_replace(cause, "%s: spec: missing", where);
 	if (get_count(spec, "tier", -1, 1000000, &tier, where, "spec.", cause) ||
 	    copy_string(in, spec, "tierName", TOPO_NAME_MAX, &h->tier_name, where, "spec.", cause))
 		return -1;
 	if (tier < 1)
-		return fail(cause, "%s: spec.tier: missing or below 1", where);
+		return cause_replace(cause, "%s: spec.tier: missing or below 1", where);
 	h->tier = (int)tier;
 	members = member(spec, "members");
 	if ((n = list_size(members, TOPO_INPUT_MEMBERS_MAX, where, "spec.members", cause)) < 0)
@@ -1603,17 +1607,17 @@ int topo_input_hypernodes(struct topo_input *in, const char *data, size_t size, 
 
 	*cause = NULL;
 	if (in->read_hypernodes)
-		return fail(cause, "hypernodes: read twice");
+		return cause_replace(cause, "hypernodes: read twice");
 	in->read_hypernodes = 1;
 	root = parse_any(data, size, "hypernodes", cause);
 	if (!root)
 		return -1;
 	if (items_of(root, &first, &count)) {
-		fail(cause, "hypernodes: not a List, a list or a HyperNode");
+		cause_replace(cause, "hypernodes: not a List, a list or a HyperNode");
 		goto out;
 	}
 	if (count > TOPO_HYPERNODES_MAX) {
-		fail(cause, "hypernodes: %zu items, at most %u", count, TOPO_HYPERNODES_MAX);
+		cause_replace(cause, "hypernodes: %zu items, at most %u", count, TOPO_HYPERNODES_MAX);
 		goto out;
 	}
 	in->hypernodes = own(in, count, sizeof(*in->hypernodes));
@@ -1667,10 +1671,10 @@ static int network_constraint(const struct topo_tree *t, const struct topo_input
 	l = network_level(t, net);
 	if (l < 1) {
 		if (net->tier_name)
-			return fail(cause, "%s: highestTierName %s is not a tier of the topology", who,
-				    net->tier_name);
-		return fail(cause, "%s: highestTierAllowed %d is below every tier of the topology", who,
-			    net->tier);
+			return cause_replace(cause, "%s: highestTierName %s is not a tier of the topology",
+					     who, net->tier_name);
+		return cause_replace(cause, "%s: highestTierAllowed %d is below every tier of the topology",
+				     who, net->tier);
 	}
 	*out = (struct topo_constraint){ net->hard ? TOPO_MODE_REQUIRED : TOPO_MODE_PREFERRED, (uint8_t)l };
 	return 0;
@@ -1700,16 +1704,17 @@ static int group_request(const struct topo_input *in, const struct topo_tree *tr
 		if (strcmp(ig->request_names[r], "pods") == 0 || ig->request_values[r] == 0)
 			continue;
 		if (slot < 0)
-			return fail(cause,
-				    "%s requests %s, which no node has (or beyond the %d resources tracked)",
-				    who, ig->request_names[r], TOPO_RESOURCES_MAX);
+			return cause_replace(
+				cause,
+				"%s requests %s, which no node has (or beyond the %d resources tracked)", who,
+				ig->request_names[r], TOPO_RESOURCES_MAX);
 		g->shape.requests[slot] = ig->request_values[r];
 	}
 	if (lv) {
 		int l = level_named(tree, lv);
 
 		if (l < 1)
-			return fail(cause, "%s: %s is not a level of the topology", who, lv);
+			return cause_replace(cause, "%s: %s is not a level of the topology", who, lv);
 		g->constraint =
 			(struct topo_constraint){ ig->required ? TOPO_MODE_REQUIRED : TOPO_MODE_PREFERRED,
 						  (uint8_t)l };
@@ -1722,7 +1727,8 @@ static int group_request(const struct topo_input *in, const struct topo_tree *tr
 		int l = level_named(tree, ig->slice_level);
 
 		if (l < 1)
-			return fail(cause, "%s: %s is not a level of the topology", who, ig->slice_level);
+			return cause_replace(cause, "%s: %s is not a level of the topology", who,
+					     ig->slice_level);
 		g->slice_level = (uint8_t)l;
 		g->slice_size = ig->slice_size;
 	}
@@ -1755,7 +1761,7 @@ int topo_input_request(const struct topo_input *in, const struct topo_tree *tree
 		int l = level_named(tree, name);
 
 		if (l < 1)
-			return fail(cause, "jobset: %s is not a level of the topology", name);
+			return cause_replace(cause, "jobset: %s is not a level of the topology", name);
 		req->whole = (struct topo_constraint){ in->whole_required ? TOPO_MODE_REQUIRED
 									  : TOPO_MODE_PREFERRED,
 						       (uint8_t)l };

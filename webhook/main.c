@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "flag.h"
 #include "http_serve.h"
 #include "metrics.h"
 #include "mlog.h"
@@ -82,15 +83,6 @@ static void usage(FILE *out)
 	      out);
 }
 
-static int parse_number(const char *text, unsigned long min, unsigned long max, unsigned long *out)
-{
-	char *end = NULL;
-
-	errno = 0;
-	*out = strtoul(text, &end, 10);
-	return errno || end == text || *end || *out < min || *out > max || text[0] == '-' ? -1 : 0;
-}
-
 /* A Kubernetes quantity as the barrier's requests need it: digits, an
  * optional fraction, an optional suffix. The apiserver checks it fully at
  * the pod's creation; this catches typos at start instead. */
@@ -152,9 +144,8 @@ int main(int argc, char **argv)
 	int exit_code = 1, err;
 
 	for (int i = 1; i < argc; i++) {
-		const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
-		char *equals = strchr(flag, '=');
-		char name[64];
+		const char *flag = argv[i], *value;
+		char name[FLAG_NAME_MAX];
 		unsigned long number;
 
 		if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
@@ -170,16 +161,9 @@ int main(int argc, char **argv)
 			continue;
 		}
 		/* --flag=value and --flag value */
-		if (equals && (size_t)(equals - flag) < sizeof(name)) {
-			memcpy(name, flag, (size_t)(equals - flag));
-			name[equals - flag] = '\0';
-			flag = name;
-			value = equals + 1;
-		} else if (!value) {
+		if (flag_take(argc, argv, &i, name, &flag, &value)) {
 			fprintf(stderr, "muster-webhook: %s needs a value (see --help)\n", flag);
 			return 2;
-		} else {
-			i++;
 		}
 		if (strcmp(flag, "--tls-cert-file") == 0) {
 			serve.tls_cert_file = value;
@@ -190,23 +174,23 @@ int main(int argc, char **argv)
 		} else if (strcmp(flag, "--metrics-addr") == 0) {
 			metrics_addr = value;
 		} else if (strcmp(flag, "--threads") == 0) {
-			if (parse_number(value, 1, 64, &number))
+			if (flag_number(value, 1, 64, &number))
 				return bad_flag(flag, value, "not a number from 1 to 64");
 			serve.threads = (unsigned)number;
 		} else if (strcmp(flag, "--max-connections") == 0) {
-			if (parse_number(value, 1, 10000, &number))
+			if (flag_number(value, 1, 10000, &number))
 				return bad_flag(flag, value, "not a number from 1 to 10000");
 			serve.connections_max = (unsigned)number;
 		} else if (strcmp(flag, "--idle-timeout") == 0) {
-			if (parse_number(value, 1, 3600, &number))
+			if (flag_number(value, 1, 3600, &number))
 				return bad_flag(flag, value, "not a number of seconds from 1 to 3600");
 			serve.idle_seconds = (unsigned)number;
 		} else if (strcmp(flag, "--max-body-bytes") == 0) {
-			if (parse_number(value, 4096, 64ul * 1024 * 1024, &number))
+			if (flag_number(value, 4096, 64ul * 1024 * 1024, &number))
 				return bad_flag(flag, value, "not a number from 4096 to 67108864");
 			serve.body_max = (size_t)number;
 		} else if (strcmp(flag, "--shutdown-delay") == 0) {
-			if (parse_number(value, 0, 300, &shutdown_delay))
+			if (flag_number(value, 0, 300, &shutdown_delay))
 				return bad_flag(flag, value, "not a number of seconds from 0 to 300");
 		} else if (strcmp(flag, "--barrier-image") == 0) {
 			if (!value[0] || strpbrk(value, " \t\n"))
@@ -218,7 +202,7 @@ int main(int argc, char **argv)
 				return bad_flag(flag, value, "not Always, IfNotPresent or Never");
 			options.barrier.image_pull_policy = value;
 		} else if (strcmp(flag, "--barrier-port") == 0) {
-			if (parse_number(value, 0, 65535, &number))
+			if (flag_number(value, 0, 65535, &number))
 				return bad_flag(flag, value, "not a port from 0 to 65535");
 			options.barrier.barrier_port = (unsigned)number;
 		} else if (strcmp(flag, "--barrier-cpu") == 0) {
