@@ -162,7 +162,9 @@ static int drain_inotify(struct barrier_volume *volume, char *err, size_t err_si
 			return -1;
 		}
 		for (char *p = buf; p < buf + n;) {
-			const struct inotify_event *event = (const struct inotify_event *)p;
+			/* buf is aligned for the struct and the kernel pads each
+			 * record's name so the next one stays aligned. */
+			const struct inotify_event *event = (const struct inotify_event *)(const void *)p;
 
 			if (event->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT))
 				change = BARRIER_VOLUME_GONE;

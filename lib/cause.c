@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void set(char **cause, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
 static void set(char **cause, const char *fmt, va_list ap)
 {
 	char buf[CAUSE_MAX];
