@@ -92,11 +92,28 @@ static void apply_patch(cJSON *doc, const cJSON *patch)
 		char last[128];
 		cJSON *parent, *value;
 
-		assert_string_equal(cJSON_GetObjectItem(op, "op")->valuestring, "add");
+		const char *kind = cJSON_GetObjectItem(op, "op")->valuestring;
+
 		parent =
 			pointer_parent(doc, cJSON_GetObjectItem(op, "path")->valuestring, last, sizeof(last));
+		if (strcmp(kind, "remove") == 0) {
+			assert_true(cJSON_IsArray(parent));
+			cJSON_DeleteItemFromArray(parent, (int)strtol(last, NULL, 10));
+			continue;
+		}
 		value = cJSON_Duplicate(cJSON_GetObjectItem(op, "value"), 1);
 		assert_non_null(value);
+		if (strcmp(kind, "replace") == 0) {
+			/* The mutator replaces array items only (a user's container
+			 * of the barrier's reserved name). */
+			long index = strtol(last, NULL, 10);
+
+			assert_true(cJSON_IsArray(parent));
+			assert_true(index >= 0 && index < cJSON_GetArraySize(parent));
+			assert_true(cJSON_ReplaceItemInArray(parent, (int)index, value));
+			continue;
+		}
+		assert_string_equal(kind, "add");
 		if (cJSON_IsArray(parent)) {
 			if (strcmp(last, "-") == 0) {
 				cJSON_AddItemToArray(parent, value);
@@ -344,6 +361,50 @@ static void mutate_is_idempotent(void **state)
 	free(again);
 	cJSON_Delete(once);
 	cJSON_Delete(twice);
+}
+
+/* A user's init container of the reserved name in a held job would stand in
+ * for the barrier; the mutator replaces it with the real one, in place, and a
+ * second admission of the result changes nothing. */
+static void replaces_reserved(const char *json)
+{
+	cJSON *jobset = admit(json, &barrier, NULL), *again;
+	const cJSON *init = jobset_member(jobset_member(template_of(jobset, 0), "spec"), "initContainers");
+	const cJSON *replaced = cJSON_GetArrayItem(init, 0);
+	char *text = cJSON_PrintUnformatted(jobset), *text_again;
+	size_t ops = 99;
+
+	/* Moved to the barrier's place, first, before the user's setup. */
+	assert_int_equal(cJSON_GetArraySize(init), 2);
+	assert_string_equal(jobset_member(cJSON_GetArrayItem(init, 1), "name")->valuestring, "setup");
+	assert_string_equal(jobset_member(replaced, "name")->valuestring, JOBSET_BARRIER_CONTAINER);
+	assert_string_equal(jobset_member(replaced, "image")->valuestring, "muster-barrier:test");
+	assert_null(jobset_member(replaced, "command"));
+	check_injected(jobset, 0, 0, "60");
+	again = admit(text, &barrier, &ops);
+	assert_int_equal(ops, 0);
+	text_again = cJSON_PrintUnformatted(again);
+	assert_string_equal(text, text_again);
+	free(text);
+	free(text_again);
+	cJSON_Delete(jobset);
+	cJSON_Delete(again);
+}
+
+static void mutate_replaces_a_user_container_of_the_reserved_name(void **state)
+{
+#define RESERVED_JOBSET(INIT)                                                                                          \
+	"{\"metadata\":{\"name\":\"my-jobset\"},\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":60},"     \
+	"\"replicatedJobs\":[{\"name\":\"w\",\"template\":{\"spec\":{\"template\":{\"spec\":{\"initContainers\":" INIT \
+	",\"containers\":[{\"name\":\"c\"}]}}}}}]}}"
+#define USER_CONTAINER "{\"name\":\"group-scheduling-init\",\"image\":\"busybox\",\"command\":[\"true\"]}"
+	(void)state;
+	/* After the user's setup: removed there, added first. */
+	replaces_reserved(RESERVED_JOBSET("[{\"name\":\"setup\"}," USER_CONTAINER "]"));
+	/* Already first: replaced where it is. */
+	replaces_reserved(RESERVED_JOBSET("[" USER_CONTAINER ",{\"name\":\"setup\"}]"));
+#undef RESERVED_JOBSET
+#undef USER_CONTAINER
 }
 
 static void mutate_story1_every_job_and_default_timeout(void **state)
@@ -704,6 +765,7 @@ int main(void)
 		cmocka_unit_test(admission_encoding),
 		cmocka_unit_test(mutate_story2_targets_only_workers),
 		cmocka_unit_test(mutate_is_idempotent),
+		cmocka_unit_test(mutate_replaces_a_user_container_of_the_reserved_name),
 		cmocka_unit_test(mutate_story1_every_job_and_default_timeout),
 		cmocka_unit_test(mutate_places_barrier_after_sidecars),
 		cmocka_unit_test(mutate_without_push),

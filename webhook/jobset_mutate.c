@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "jobset_shape.h"
@@ -17,19 +18,26 @@
 #define POINTER_MAX 192
 
 /* Appends {"op":"add","path":path,"value":value} to patch; takes value. */
-static int add_op(cJSON *patch, const char *path, cJSON *value)
+static int patch_op(cJSON *patch, const char *kind, const char *path, cJSON *value)
 {
 	cJSON *op = cJSON_CreateObject();
 
-	if (!op || !value || !cJSON_AddStringToObject(op, "op", "add") ||
+	/* value is NULL for "remove" only. */
+	if (!op || (!value && strcmp(kind, "remove") != 0) || !cJSON_AddStringToObject(op, "op", kind) ||
 	    !cJSON_AddStringToObject(op, "path", path)) {
 		cJSON_Delete(op);
 		cJSON_Delete(value);
 		return -1;
 	}
-	cJSON_AddItemToObject(op, "value", value);
+	if (value)
+		cJSON_AddItemToObject(op, "value", value);
 	cJSON_AddItemToArray(patch, op);
 	return 0;
+}
+
+static int add_op(cJSON *patch, const char *path, cJSON *value)
+{
+	return patch_op(patch, "add", path, value);
 }
 
 static cJSON *env_field(const char *name, const char *field_path)
@@ -141,16 +149,20 @@ static cJSON *barrier_volume(const char *jobset)
 	return v;
 }
 
-/* The index before which the barrier goes: after the leading sidecars. */
-static size_t barrier_position(const cJSON *init_containers)
+/* The index before which the barrier goes: after the leading sidecars,
+ * counted without the item `skip` (an existing container of the barrier's
+ * name, about to be removed; SIZE_MAX for none). */
+static size_t barrier_position(const cJSON *init_containers, size_t skip)
 {
 	const cJSON *c;
-	size_t i = 0;
+	size_t i = 0, at = 0;
 
 	cJSON_ArrayForEach(c, init_containers)
 	{
 		const cJSON *policy = jobset_member(c, "restartPolicy");
 
+		if (at++ == skip)
+			continue;
 		if (!cJSON_IsString(policy) || strcmp(policy->valuestring, "Always") != 0)
 			break;
 		i++;
@@ -180,6 +192,8 @@ static int patch_template(cJSON *patch, size_t index, const cJSON *template, con
 	const cJSON *spec = jobset_member(template, "spec");
 	const cJSON *init = jobset_member(spec, "initContainers");
 	const cJSON *volumes = jobset_member(spec, "volumes");
+	const cJSON *found;
+	size_t at = 0;
 	char base[80], path[POINTER_MAX]; /* base: 47 bytes and an index */
 
 	snprintf(base, sizeof(base), "/spec/replicatedJobs/%zu/template/spec/template", index);
@@ -207,10 +221,37 @@ static int patch_template(cJSON *patch, size_t index, const cJSON *template, con
 			cJSON_Delete(list);
 			return -1;
 		}
-	} else if (!jobset_find_named(init, JOBSET_BARRIER_CONTAINER, NULL)) {
-		snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base, barrier_position(init));
+	} else if (!(found = jobset_find_named(init, JOBSET_BARRIER_CONTAINER, &at))) {
+		snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base,
+			 barrier_position(init, SIZE_MAX));
 		if (add_op(patch, path, barrier_container(config, options, token)))
 			return -1;
+	} else {
+		/* Already there: our own injection (a re-admission), left as it is,
+		 * or a user's container of the reserved name, which would stand in
+		 * for the barrier and let the pod run before its group: replaced by
+		 * the real one, at the barrier's place. */
+		cJSON *want = barrier_container(config, options, token);
+		size_t position = barrier_position(init, at);
+
+		if (!want)
+			return -1;
+		if (cJSON_Compare(found, want, 1) && position == at) {
+			cJSON_Delete(want);
+		} else if (position == at) {
+			snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base, at);
+			if (patch_op(patch, "replace", path, want))
+				return -1;
+		} else {
+			snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base, at);
+			if (patch_op(patch, "remove", path, NULL)) {
+				cJSON_Delete(want);
+				return -1;
+			}
+			snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base, position);
+			if (add_op(patch, path, want))
+				return -1;
+		}
 	}
 	if (!cJSON_IsArray(volumes)) {
 		cJSON *list = cJSON_CreateArray();

@@ -391,11 +391,22 @@ def test_each_invalid_case_is_denied_through_the_apiserver(kube, hooked):
     assert init[0] == [] and init[1][0]["name"] == BARRIER and "45" in init[1][0]["args"]
     # A change elsewhere in an injected JobSet is allowed by the validator.
     kube.patch(JOBSETS.format(namespace) + "/annotated", {"metadata": {"labels": {"team": "a"}}})
+    # A user's init container of the reserved name in a held job cannot stand
+    # in for the barrier: the real one replaces it, first among the init containers.
+    impostor = jobset("impostor", config={"timeoutAfterSeconds": 60})
+    impostor["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["initContainers"] = [
+        {"name": "setup", "image": "busybox"}, {"name": BARRIER, "image": "busybox", "command": ["true"]}]
+    kube.create(JOBSETS.format(namespace), impostor)
+    stored = kube.get(JOBSETS.format(namespace) + "/impostor")
+    init = stored["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["initContainers"]
+    assert [c["name"] for c in init] == [BARRIER, "setup"], init
+    assert "command" not in init[0] and "--timeout" in init[0]["args"] and init[0]["image"] != "busybox", init[0]
 
 
 def test_timed_out_group_shows_the_reason(kube, kubeconfig, hooked, run_standin, tmp_path):
     """Two pods, one of which can never be scheduled: the barrier of the
-    other times out after 5 s, and `kubectl describe` shows why."""
+    other times out after 5 s, the pod fails, and with backoffLimit 0 and no
+    JobSet restarts the JobSet fails; `kubectl describe` shows why."""
     namespace = hooked
     shape = tmp_path / "one.yaml"
     shape.write_text(yaml.safe_dump({"groups": [{"name": "only", "count": 1, "labels": {"pool": "here"},
@@ -408,6 +419,8 @@ def test_timed_out_group_shows_the_reason(kube, kubeconfig, hooked, run_standin,
         body = jobset("stuck", ("here", "nowhere"), {"timeoutAfterSeconds": 5})
         for job in body["spec"]["replicatedJobs"]:
             job["template"]["spec"]["template"]["spec"]["nodeSelector"] = {"pool": job["name"]}
+            job["template"]["spec"]["backoffLimit"] = 0
+        body["spec"]["failurePolicy"] = {"maxRestarts": 0}
         kube.create(JOBSETS.format(namespace), body)
 
         def describe():
@@ -425,12 +438,23 @@ def test_timed_out_group_shows_the_reason(kube, kubeconfig, hooked, run_standin,
                         return p
             return None
 
-        # (The Job may have replaced it by a new pod since: backoffLimit.)
         pod = wait_for(timed_out_pod, timeout=10, what="the pod whose barrier exited 3")
         pod_out = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "describe", "pod",
                                   pod["metadata"]["name"]], capture_output=True, text=True).stdout
         print(pod_out)
         assert "Exit Code:    3" in pod_out and "timed out" in pod_out, pod_out
+
+        # The failed pod fails its Job (backoffLimit 0), which fails the
+        # JobSet (maxRestarts 0): the JobSet ends, it does not hang.
+        def failed():
+            conditions = kube.get(JOBSETS.format(namespace) + "/stuck").get("status", {}).get("conditions", [])
+            return [c for c in conditions if c.get("type") == "Failed" and c.get("status") == "True"] or None
+
+        print(wait_for(failed, timeout=60, interval=1, what="the JobSet's Failed condition"))
+        out = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "describe", "jobset",
+                              "stuck"], capture_output=True, text=True).stdout
+        print(out)
+        assert "GroupTimedOut" in out and "Failed" in out, out
     finally:
         controller.stop()
         print(controller.output()[-2000:])
