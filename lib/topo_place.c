@@ -793,6 +793,34 @@ fail:
 	return NULL;
 }
 
+/* For a refusal: the most pods of the request that the free capacity of
+ * one domain of `level` holds, each group counted on its own shape and
+ * groups taken in order (an upper bound; the search also keeps instances
+ * and slices whole). */
+static uint64_t whole_fit(struct ctx *x, size_t level)
+{
+	const struct topo_domain *dom = x->t->domains;
+	uint64_t best = 0;
+
+	for (uint32_t d = 0; d < x->t->domain_count; d++) {
+		uint64_t fit = 0;
+
+		if (dom[d].level != level)
+			continue;
+		for (uint32_t g = 0; g < x->req->group_count; g++) {
+			const struct topo_group *grp = &x->req->groups[g];
+			uint64_t want = (uint64_t)grp->pods * grp->replicas, have;
+
+			compute(x, g, d);
+			have = x->usable[d];
+			fit += have < want ? have : want;
+		}
+		if (fit > best)
+			best = fit;
+	}
+	return best;
+}
+
 /* Tries the whole JobSet inside each candidate scope of `level`, tightest first. */
 static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape, uint32_t *found)
 {
@@ -811,6 +839,10 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 		if (dom[d].level == level && x->usable[d] >= need && (!one_shape || x->pods[d] >= total))
 			cands[n++] = (struct ranked){ x->usable[d], d };
 	qsort(cands, n, sizeof(*cands), by_value_asc);
+	/* Each level has a budget of its own: a level whose candidates are
+	 * many and fragmented cannot use up the search of the levels above
+	 * it, so a preferred constraint always gets to try the root. */
+	x->pass_start = x->descents;
 	for (size_t i = 0; i < n && !ok && x->descents - x->pass_start < 8 * (size_t)x->budget; i++) {
 		x->scope_descents = 0;
 		x->budget_hit = 0;
@@ -946,9 +978,12 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 
 		if (req->whole.mode == TOPO_MODE_REQUIRED)
 			*cause =
-				format("%s: no one domain holds the whole JobSet (%llu pods)%s%s%s",
+				format("%s: no one domain holds the whole JobSet (%llu pods; at most %llu of "
+				       "them fit in any one %s by free capacity alone)%s%s%s",
 				       t->level_names[req->whole.level], (unsigned long long)total,
-				       x.first_cause ? "; " : "", x.first_cause ? x.first_cause : "", budget);
+				       (unsigned long long)whole_fit(&x, req->whole.level),
+				       t->level_names[req->whole.level], x.first_cause ? "; " : "",
+				       x.first_cause ? x.first_cause : "", budget);
 		else
 			*cause = format("%s%s", x.first_cause ? x.first_cause : "no placement found", budget);
 		goto out;

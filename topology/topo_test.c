@@ -316,6 +316,56 @@ static void preferred_spreads_at_the_top(void **state)
 	topo_tree_free(t);
 }
 
+/* A preferred whole-JobSet level whose candidates are many and fragmented
+ * (each block has room for every pod, but in racks too small for an
+ * instance) must not spend the search the root still needs: the JobSet
+ * is placed at the root, across the three blocks that hold an instance. */
+static void preferred_reaches_the_root_past_fragmented_blocks(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("w", 3, 4, TOPO_MODE_REQUIRED, 2);
+	struct topo_request req = { .groups = &g, .group_count = 1, .search_budget = 4 };
+	char name[48], block[16], rack[16];
+	uint32_t blocks[3];
+
+	(void)state;
+	fx_init(&f);
+	for (int b = 0; b < 12; b++)
+		for (int r = 0; r < 4; r++) {
+			snprintf(name, sizeof(name), "frag-%d-%d", b, r);
+			snprintf(block, sizeof(block), "frag%d", b);
+			snprintf(rack, sizeof(rack), "r%d", r);
+			fx_node(&f, name, block, rack, 3);
+		}
+	for (int b = 0; b < 3; b++) {
+		snprintf(name, sizeof(name), "whole-%d", b);
+		snprintf(block, sizeof(block), "whole%d", b);
+		fx_node(&f, name, block, "r0", 4);
+	}
+	t = levels_tree(&f, 3);
+	req.whole = (struct topo_constraint){ TOPO_MODE_PREFERRED, 1 };
+	p = place_ok(t, &req);
+	for (uint32_t j = 0; j < 3; j++) {
+		blocks[j] = instance_within(t, p, 0, j, 1);
+		assert_non_null(strstr(path_of(t, blocks[j]), "whole"));
+	}
+	assert_true(blocks[0] != blocks[1] && blocks[1] != blocks[2] && blocks[0] != blocks[2]);
+	topo_placement_free(p);
+	/* Required at the block level: refused, saying how much one block holds. */
+	req.whole.mode = TOPO_MODE_REQUIRED;
+	{
+		char *cause = place_refused(t, &req);
+
+		printf("refused: %s\n", cause);
+		assert_non_null(
+			strstr(cause, "at most 12 of them fit in any one block by free capacity alone"));
+		free(cause);
+	}
+	topo_tree_free(t);
+}
+
 static void two_levels_instances_in_racks_all_in_one_block(void **state)
 {
 	struct fixture f;
@@ -344,7 +394,7 @@ static void two_levels_instances_in_racks_all_in_one_block(void **state)
 	{
 		char *cause = place_refused(t, &req);
 
-		assert_non_null(strstr(cause, "block: no one domain holds the whole JobSet (24 pods)"));
+		assert_non_null(strstr(cause, "block: no one domain holds the whole JobSet (24 pods; at most 16 of them fit in any one block"));
 		free(cause);
 	}
 	/* Preferred for the whole: spread over both blocks, each instance in a rack. */
@@ -1502,6 +1552,7 @@ int main(void)
 		cmocka_unit_test(preferred_climbs_a_level),
 		cmocka_unit_test(preferred_spreads_at_the_top),
 		cmocka_unit_test(two_levels_instances_in_racks_all_in_one_block),
+		cmocka_unit_test(preferred_reaches_the_root_past_fragmented_blocks),
 		cmocka_unit_test(capacity_taken_by_earlier_instances),
 		cmocka_unit_test(slices_stay_in_one_lower_domain),
 		cmocka_unit_test(rank_order_follows_the_tree),
