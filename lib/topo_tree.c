@@ -888,3 +888,33 @@ char *topo_tree_path(const struct topo_tree *tree, uint32_t domain, char *buf, s
 	}
 	return buf;
 }
+
+char *topo_tree_selector(const struct topo_tree *tree, uint32_t domain, uint32_t node, char *buf, size_t size)
+{
+	uint32_t chain[TOPO_LEVELS_MAX + 2];
+	size_t n = 0, used = 0;
+
+	if (size == 0)
+		return buf;
+	buf[0] = '\0';
+	if (tree->from_hypernodes) {
+		if (node != TOPO_NONE && node < tree->cluster->node_count)
+			snprintf(buf, size, "kubernetes.io/hostname=%s", tree->cluster->nodes[node].name);
+		return buf;
+	}
+	for (uint32_t d = domain; d != TOPO_NONE && d != 0 && n < TOPO_LEVELS_MAX + 2;
+	     d = tree->domains[d].parent)
+		chain[n++] = d;
+	while (n-- > 0 && used < size) {
+		const struct topo_domain *dom = &tree->domains[chain[n]];
+		int leaf = dom->level == tree->node_level && dom->node != TOPO_NONE;
+		int w = snprintf(buf + used, size - used, "%s%s=%s", used ? "," : "",
+				 leaf ? "kubernetes.io/hostname" : tree->level_names[dom->level],
+				 leaf ? tree->cluster->nodes[dom->node].name : dom->name);
+
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	return buf;
+}

@@ -201,6 +201,16 @@ int topo_tree_tier_level(const struct topo_tree *tree, int tier);
  * size; returns buf. The root is "". */
 char *topo_tree_path(const struct topo_tree *tree, uint32_t domain, char *buf, size_t size);
 
+/* Writes the node selector that confines a pod to `domain`, as
+ * "key=value,key=value" (truncated to size; returns buf):
+ * - levels mode: one label per level from the top down to the domain's
+ *   level (values are unique only as a tuple, so every level is named);
+ * - HyperNode mode, where a domain is no label: the hostname of `node`
+ *   (a cluster node index, TOPO_NONE for none), "kubernetes.io/hostname=NAME",
+ *   or "" when no node is given. */
+char *topo_tree_selector(const struct topo_tree *tree, uint32_t domain, uint32_t node, char *buf,
+			 size_t size);
+
 /* 1 when the node meets every requirement (an empty list: 1). */
 int topo_requirements_match(const struct topo_node *node, const struct topo_requirement *requirements,
 			    size_t count);

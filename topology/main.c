@@ -213,17 +213,30 @@ int main(int argc, char **argv)
 			if (p->instance_pods[k] < req.groups[g].pods)
 				printf("  %s-%u: %u of %u pods placed (minPartitions), the rest not placed\n",
 				       req.groups[g].name, j, p->instance_pods[k], req.groups[g].pods);
-	for (size_t i = 0; i < p->count_count; i++)
-		printf("  %s-%u: %u pods in %s\n", req.groups[p->counts[i].group].name,
-		       p->counts[i].job_index, p->counts[i].count,
-		       topo_tree_path(t, p->counts[i].domain, buf, sizeof(buf)));
-	printf("pods (replicated job, job index, completion index -> domain):\n");
-	for (size_t i = 0; i < p->pod_count; i++)
-		printf("  %s %u %u %s\n", req.groups[p->pods[i].group].name, p->pods[i].job_index,
-		       p->pods[i].completion,
-		       p->pods[i].domain == TOPO_NONE
-			       ? "(not placed)"
-			       : topo_tree_path(t, p->pods[i].domain, buf, sizeof(buf)));
+	for (size_t i = 0; i < p->count_count; i++) {
+		printf("  %s-%u: %u pods in %s", req.groups[p->counts[i].group].name, p->counts[i].job_index,
+		       p->counts[i].count, topo_tree_path(t, p->counts[i].domain, buf, sizeof(buf)));
+		if (!t->from_hypernodes)
+			printf(" (nodeSelector %s)",
+			       topo_tree_selector(t, p->counts[i].domain, TOPO_NONE, buf, sizeof(buf)));
+		printf("\n");
+	}
+	/* The selector confines a pod to its domain: every level's label in
+	 * levels mode; in HyperNode mode, where a domain is no label, the
+	 * node's hostname. */
+	printf("pods (replicated job, job index, completion index -> domain, nodeSelector):\n");
+	for (size_t i = 0; i < p->pod_count; i++) {
+		const struct topo_pod *pod = &p->pods[i];
+
+		if (pod->domain == TOPO_NONE) {
+			printf("  %s %u %u (not placed)\n", req.groups[pod->group].name, pod->job_index,
+			       pod->completion);
+			continue;
+		}
+		printf("  %s %u %u %s", req.groups[pod->group].name, pod->job_index, pod->completion,
+		       topo_tree_path(t, pod->domain, buf, sizeof(buf)));
+		printf(" %s\n", topo_tree_selector(t, pod->domain, pod->node, buf, sizeof(buf)));
+	}
 	rc = 0;
 out:
 	free(cause);

@@ -394,7 +394,9 @@ static void two_levels_instances_in_racks_all_in_one_block(void **state)
 	{
 		char *cause = place_refused(t, &req);
 
-		assert_non_null(strstr(cause, "block: no one domain holds the whole JobSet (24 pods; at most 16 of them fit in any one block"));
+		assert_non_null(strstr(
+			cause,
+			"block: no one domain holds the whole JobSet (24 pods; at most 16 of them fit in any one block"));
 		free(cause);
 	}
 	/* Preferred for the whole: spread over both blocks, each instance in a rack. */

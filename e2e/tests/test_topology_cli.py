@@ -1,0 +1,108 @@
+"""bin/muster-topology, the real binary, on files as kubectl writes them: the
+placement with a nodeSelector per pod (every level's label, or the hostname
+for HyperNodes), a refusal (exit 1), bad input (exit 2 naming the file).
+No cluster is needed: the placement core is pure."""
+
+import json
+import subprocess
+
+import yaml
+
+from conftest import ROOT
+
+CLI = ROOT / "bin" / "muster-topology"
+LEVELS = "block,rack,kubernetes.io/hostname"
+
+
+def nodes(path):
+    """2 blocks x 2 racks x 2 hosts of 4 CPU; rack names repeat across blocks."""
+    items = [{"metadata": {"name": f"n-{b}-{r}-{h}",
+                           "labels": {"block": f"b{b}", "rack": f"r{r}", "kubernetes.io/hostname": f"n-{b}-{r}-{h}"}},
+              "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}}
+             for b in range(2) for r in range(2) for h in range(2)]
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+def jobset(path, pods, instance_level, whole_level=None):
+    metadata = {"name": "train"}
+    if whole_level:
+        metadata["annotations"] = {"muster.dev/topology-preferred": whole_level}
+    path.write_text(yaml.safe_dump({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": metadata,
+                                    "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
+                                        "parallelism": pods, "completions": pods, "template": {
+                                            "metadata": {"annotations": {
+                                                "kueue.x-k8s.io/podset-required-topology": instance_level}},
+                                            "spec": {"containers": [{"name": "c", "resources": {
+                                                "requests": {"cpu": "1"}}}]}}}}}]}}))
+    return path
+
+
+def run(*args):
+    result = subprocess.run([str(CLI), *map(str, args)], capture_output=True, text=True, timeout=60)
+    print(result.stdout[-4000:], result.stderr[-2000:])
+    return result
+
+
+def pod_lines(stdout):
+    lines = stdout.split("pods (replicated job, job index, completion index -> domain, nodeSelector):\n", 1)[1]
+    return [line.split() for line in lines.splitlines() if line.startswith("  ")]
+
+
+def test_levels_placement_names_every_level_in_the_selector(tmp_path):
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS,
+                 "--jobset", jobset(tmp_path / "js.yaml", 6, "rack", "block"))
+    assert result.returncode == 0
+    pods = pod_lines(result.stdout)
+    assert len(pods) == 12
+    for job in ("0", "1"):
+        mine = [p for p in pods if p[1] == job]
+        assert [p[2] for p in mine] == [str(i) for i in range(6)]  # every completion index, in order
+        racks = {p[3].rsplit("/", 1)[0] for p in mine}
+        assert len(racks) == 1, racks  # rack required per instance
+        block, rack = next(iter(racks)).split("/")
+        for p in mine:
+            selector = dict(kv.split("=") for kv in p[4].split(","))
+            assert selector["block"] == block and selector["rack"] == rack  # the tuple, not the rack alone
+            assert selector["kubernetes.io/hostname"] == p[3].rsplit("/", 1)[1]
+    # Block preferred for the whole JobSet: both instances in one block.
+    assert len({p[3].split("/")[0] for p in pods}) == 1
+    assert "(nodeSelector block=" in result.stdout
+
+
+def test_hypernode_placement_selects_hostnames(tmp_path):
+    hypernodes = tmp_path / "hn.yaml"
+    hypernodes.write_text(yaml.safe_dump_all([
+        {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "s0"},
+         "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "^n-0-"}}}]}},
+        {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "s1"},
+         "spec": {"tier": 1, "members": [{"type": "Node",
+                                          "selector": {"labelMatch": {"matchLabels": {"block": "b1"}}}}]}}]))
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--hypernodes", hypernodes,
+                 "--jobset", jobset(tmp_path / "js.yaml", 10, "tier 1"))
+    assert result.returncode == 0
+    pods = pod_lines(result.stdout)
+    assert len(pods) == 20
+    for job in ("0", "1"):
+        mine = [p for p in pods if p[1] == job]
+        assert len({p[3].split("/")[0] for p in mine}) == 1  # one tier-1 HyperNode per instance
+        for p in mine:
+            key, host = p[4].split("=")
+            assert key == "kubernetes.io/hostname" and host.startswith("n-")
+            assert p[3].split("/")[0] == ("s0" if host.startswith("n-0-") else "s1")
+
+
+def test_refusal_says_how_much_fits_and_exits_1(tmp_path):
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS,
+                 "--jobset", jobset(tmp_path / "js.yaml", 9, "rack"))
+    assert result.returncode == 1
+    assert "refused: rack: at most 8 of 9 pods fit in any one domain (replicated job workers, job 0)" in result.stdout
+
+
+def test_bad_input_exits_2_naming_the_file(tmp_path):
+    bad = tmp_path / "nodes.json"
+    bad.write_text('{"kind": "List", "items": [{"metadata": {"name": "x"}, "status": {"allocatable": {"cpu": "lots"}}}]}')
+    result = run("--nodes", bad, "--levels", LEVELS, "--jobset", jobset(tmp_path / "js.yaml", 2, "rack"))
+    assert result.returncode == 2
+    assert "nodes.json" in result.stderr and "lots" in result.stderr
+    assert run("--nodes", bad).returncode == 2  # usage
