@@ -165,7 +165,10 @@ struct level_row {
 	uint32_t node;
 };
 
-static size_t row_width; /* levels + 1 while sorting; set and read by the builder only */
+/* The sort keys of qsort's comparators (levels + 1; the HyperNodes and the
+ * nodes being sorted): per thread, so that trees can be built on several
+ * threads at once. */
+static _Thread_local size_t row_width;
 
 static int row_compare(const void *a, const void *b)
 {
@@ -290,8 +293,8 @@ struct hn_build {
 	uint32_t *child_first, *child_next;
 };
 
-static const struct topo_hypernode *sort_hns;
-static const struct topo_node *sort_nodes;
+static _Thread_local const struct topo_hypernode *sort_hns;
+static _Thread_local const struct topo_node *sort_nodes;
 
 static int hn_name_compare(const void *a, const void *b)
 {

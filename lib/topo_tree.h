@@ -46,7 +46,9 @@
  * labels, resources); both must outlive it and stay unchanged. Constructors
  * return NULL with *cause set (malloc'd; NULL only if that allocation
  * failed; the caller frees) and leave nothing allocated on failure.
- * Not thread-safe for writes; a built tree is read-only and may be shared.
+ * Threads: trees may be built on several threads at once (the sort keys are
+ * thread-local); a built tree is read-only and may be shared by placements
+ * running on several threads.
  */
 #ifndef MUSTER_TOPO_TREE_H
 #define MUSTER_TOPO_TREE_H
