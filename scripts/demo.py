@@ -27,6 +27,7 @@ import os
 import pathlib
 import signal
 import socket
+import shutil
 import ssl
 import subprocess
 import sys
@@ -148,7 +149,7 @@ def main():
     parser.add_argument("--pods-per-job", type=int, default=4, help="pods per Indexed Job (4 Jobs; default 4)")
     parser.add_argument("--stagger", type=float, default=12, help="seconds between node pools (default 12)")
     parser.add_argument("--timeout", type=int, default=120, help="groupSchedulingConfig.timeoutAfterSeconds")
-    parser.add_argument("--keep", action="store_true", help="keep the namespace and logs")
+    parser.add_argument("--keep", action="store_true", help="keep the namespace, the logs and the certificates")
     options = parser.parse_args()
     start = time.monotonic()
     work = pathlib.Path(tempfile.mkdtemp(prefix="muster-demo-"))
@@ -302,7 +303,8 @@ def main():
             print(f"  controller: {release_line.split('event=', 1)[1]}")
         if min(trainer.values()) < last:
             raise DemoError("a main container started before the last pod reached the barrier")
-        print(f"\nOK: no main container started before the last of the {total} pods; logs in {work}")
+        print(f"\nOK: no main container started before the last of the {total} pods"
+              + (f"; logs in {work}" if options.keep else ""))
         code = 0
     except DemoError as error:
         print(f"\nFAILED: {error}\n(logs in {work})", file=sys.stderr)
@@ -321,6 +323,15 @@ def main():
             if crd_was == "absent":
                 subprocess.run(["bash", str(ROOT / "deploy" / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig,
                                 "--remove", "--force"], capture_output=True)
+        # The demo's CA and serving keys are of no use once the webhook is gone
+        # and its registrations deleted; the logs stay only to explain a
+        # failure, or with --keep.
+        if options.keep:
+            pass
+        elif code == 0:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            shutil.rmtree(work / "certs", ignore_errors=True)
     return code
 
 
