@@ -122,7 +122,7 @@ struct http_serve {
 	struct http_serve_post_route posts[HTTP_SERVE_POST_ROUTES_MAX];
 	size_t post_count;
 	size_t body_max;
-	unsigned threads, connections_max, idle_seconds;
+	unsigned threads, connections_max, idle_seconds, body_seconds;
 	atomic_int stopping; /* set when the stop begins: no new check, render or handler */
 	pthread_mutex_t render_lock; /* one render at a time bounds the memory */
 	pthread_mutex_t log_lock; /* log_window, log_count */
@@ -612,8 +612,17 @@ static enum MHD_Result post_data(struct http_serve *server, struct request *requ
 				 size_t *data_size)
 {
 	size_t len = *data_size;
+	struct timespec now;
 
 	*data_size = 0;
+	/* The idle timeout closes a silent connection; this one a client that
+	 * keeps it alive with a trickle of body. */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec - request->begin.tv_sec > (time_t)server->body_seconds) {
+		mlog(MLOG_WARN, "http-body-too-slow", "listen=%s route=%s received=%zu body_seconds=%u",
+		     server->address, request->post->name, request->received, server->body_seconds);
+		return MHD_NO;
+	}
 	if (len > server->body_max + HTTP_SERVE_DISCARD_MAX - request->received) {
 		mlog(MLOG_WARN, "http-body-dropped", "listen=%s route=%s status=%u received_over=%zu",
 		     server->address, request->post->name, request->refusal ? request->refusal : 413u,
@@ -1414,6 +1423,9 @@ static int check_options(const struct http_serve_options *options, char **cause)
 	if (options->idle_seconds > HTTP_SERVE_IDLE_SECONDS_MAX)
 		return set_cause(cause, -EINVAL, "idle_seconds %u exceeds %u", options->idle_seconds,
 				 HTTP_SERVE_IDLE_SECONDS_MAX);
+	if (options->body_seconds > HTTP_SERVE_BODY_SECONDS_MAX)
+		return set_cause(cause, -EINVAL, "body_seconds %u exceeds %u", options->body_seconds,
+				 HTTP_SERVE_BODY_SECONDS_MAX);
 	if (options->body_max > HTTP_SERVE_BODY_MAX_LIMIT)
 		return set_cause(cause, -EINVAL, "body_max %zu exceeds %u", options->body_max,
 				 HTTP_SERVE_BODY_MAX_LIMIT);
@@ -1485,6 +1497,7 @@ static int server_new(const struct http_serve_routes *routes, const struct http_
 	server->connections_max =
 		options->connections_max ? options->connections_max : HTTP_SERVE_CONNECTIONS_MAX;
 	server->idle_seconds = options->idle_seconds ? options->idle_seconds : HTTP_SERVE_IDLE_SECONDS;
+	server->body_seconds = options->body_seconds ? options->body_seconds : HTTP_SERVE_BODY_SECONDS;
 	server->latency = options->latency;
 	server->tls_on = options->tls_cert_file != NULL;
 	server->tls.inotify_fd = server->tls.wake_fd = -1;
@@ -1654,9 +1667,9 @@ int http_serve_start_options(const char *listen, const struct http_serve_routes 
 	else
 		snprintf(threads, sizeof(threads), "per-connection");
 	mlog(MLOG_INFO, "http-started",
-	     "listen=%s threads=%s connections_max=%u idle_seconds=%u body_max=%zu posts=%zu %s",
-	     server->address, threads, server->connections_max, server->idle_seconds, server->body_max,
-	     server->post_count, tls_text);
+	     "listen=%s threads=%s connections_max=%u idle_seconds=%u body_seconds=%u body_max=%zu posts=%zu %s",
+	     server->address, threads, server->connections_max, server->idle_seconds, server->body_seconds,
+	     server->body_max, server->post_count, tls_text);
 	*out = server;
 	server = NULL;
 out:

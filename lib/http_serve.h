@@ -72,7 +72,9 @@
  *
  * Bounded: at most connections_max connections (HTTP_SERVE_CONNECTIONS_MAX
  * by default), closed after idle_seconds without progress
- * (HTTP_SERVE_IDLE_SECONDS), with HTTP_SERVE_CONNECTION_MEMORY bytes for the
+ * (HTTP_SERVE_IDLE_SECONDS) and when a body is still arriving body_seconds
+ * after its headers (HTTP_SERVE_BODY_SECONDS: a client that trickles its
+ * body holds a connection no longer than that), with HTTP_SERVE_CONNECTION_MEMORY bytes for the
  * request's headers, plus at most body_max bytes of body per connection; one
  * render at a time; TLS files of at most HTTP_SERVE_TLS_FILE_MAX bytes and
  * HTTP_SERVE_TLS_CHAIN_MAX certificates. Start, stop, reloads and failures
@@ -115,6 +117,8 @@
 #define HTTP_SERVE_CONNECTIONS_LIMIT 10000u
 #define HTTP_SERVE_THREADS_MAX 256u
 #define HTTP_SERVE_IDLE_SECONDS_MAX 3600u
+#define HTTP_SERVE_BODY_SECONDS 10u
+#define HTTP_SERVE_BODY_SECONDS_MAX 3600u
 /* Largest POST body unless options->body_max says otherwise, and the largest
  * body_max accepted. */
 #define HTTP_SERVE_BODY_MAX_DEFAULT (4u * 1024u * 1024u)
@@ -201,6 +205,7 @@ struct http_serve_options {
 	unsigned threads; /* 0: a thread per connection; N > 0: a pool of N threads */
 	unsigned connections_max; /* 0: HTTP_SERVE_CONNECTIONS_MAX; at least threads */
 	unsigned idle_seconds; /* 0: HTTP_SERVE_IDLE_SECONDS */
+	unsigned body_seconds; /* 0: HTTP_SERVE_BODY_SECONDS */
 	size_t body_max; /* largest POST body accepted; 0: HTTP_SERVE_BODY_MAX_DEFAULT */
 	const struct http_serve_post_route *posts; /* copied; at most HTTP_SERVE_POST_ROUTES_MAX */
 	size_t post_count;

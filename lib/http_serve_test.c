@@ -26,6 +26,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1408,6 +1409,80 @@ static void plain_http_posts(void **state)
 	http_serve_stop(server);
 }
 
+/* Seconds until the server closes `fd` (read returns 0 or fails), sending
+ * `trickle` one byte every 300 ms meanwhile when it is not NULL; at most
+ * `limit` seconds. */
+static double seconds_until_closed(int fd, const char *trickle, double limit)
+{
+	struct timespec begin, now;
+	size_t sent = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &begin);
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		double elapsed;
+
+		if (poll(&p, 1, 300) > 0) {
+			char buf[256];
+
+			if (read(fd, buf, sizeof(buf)) <= 0)
+				break;
+		} else if (trickle && trickle[sent] && write(fd, trickle + sent, 1) == 1) {
+			sent++;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		elapsed = (double)(now.tv_sec - begin.tv_sec) + (double)(now.tv_nsec - begin.tv_nsec) / 1e9;
+		if (elapsed > limit)
+			break;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - begin.tv_sec) + (double)(now.tv_nsec - begin.tv_nsec) / 1e9;
+}
+
+/* A silent connection is closed after idle_seconds; one that keeps itself
+ * alive by trickling its body, body_seconds after its headers. */
+static void idle_and_slow_bodies_are_closed(void **state)
+{
+	static char trickle[4096];
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route posts[2];
+	struct http_serve_options options = { .threads = 2,
+					      .connections_max = 8,
+					      .idle_seconds = 1,
+					      .body_seconds = 2,
+					      .posts = posts,
+					      .post_count = 2 };
+	struct sockaddr_in address = { .sin_family = AF_INET };
+	const char *head = "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n";
+	struct http_serve *server;
+	double idle, slow;
+	int fd;
+
+	(void)state;
+	memset(trickle, 'x', sizeof(trickle) - 1);
+	mutate_routes(posts, &handler);
+	server = start_with(NULL, &options);
+	address.sin_port = htons(http_serve_port(server));
+	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
+	idle = seconds_until_closed(fd, NULL, 10);
+	close(fd);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
+	assert_int_equal(write(fd, head, strlen(head)), (ssize_t)strlen(head));
+	slow = seconds_until_closed(fd, trickle, 10);
+	close(fd);
+	print_message("idle closed after %.2f s, trickled body after %.2f s\n", idle, slow);
+	/* Each byte of the trickle comes well within the idle timeout, so only
+	 * the body deadline closes it, at 2 s (the upper bounds leave room for a loaded machine). */
+	assert_true(idle >= 0.9 && idle < 6.0);
+	assert_true(slow >= 1.9 && slow < 8.0);
+	http_serve_stop(server);
+}
+
 struct background {
 	uint16_t port;
 	struct call call;
@@ -1951,6 +2026,7 @@ int main(void)
 		cmocka_unit_test(post_body_limit),
 		cmocka_unit_test(post_method_not_allowed),
 		cmocka_unit_test(plain_http_posts),
+		cmocka_unit_test(idle_and_slow_bodies_are_closed),
 		cmocka_unit_test(thread_pool_concurrency),
 		cmocka_unit_test(tls_reload_kubelet_swap),
 		cmocka_unit_test(tls_reload_in_place_and_bad_pair),

@@ -64,6 +64,8 @@ static void usage(FILE *out)
 	      "  --threads N              worker threads, 1..64 (default 4)\n"
 	      "  --max-connections N      open connections at most, 1..10000 (default 512)\n"
 	      "  --idle-timeout S         close a connection idle this long, 1..3600 (default 60)\n"
+	      "  --body-timeout S         close a connection whose request body is still arriving\n"
+	      "                           this long after its headers, 1..3600 (default 10)\n"
 	      "  --max-body-bytes N       largest AdmissionReview accepted (default 4194304)\n"
 	      "  --metrics-addr [A:]PORT  also serve /metrics, /healthz, /readyz over plain HTTP (default 0: off)\n"
 	      "  --quiet                  log denials and errors only, not every admission\n"
@@ -130,6 +132,7 @@ int main(int argc, char **argv)
 		.threads = 4,
 		.connections_max = 512,
 		.idle_seconds = 60,
+		.body_seconds = 10,
 		.body_max = DEFAULT_BODY_MAX,
 	};
 	const char *listen = DEFAULT_LISTEN, *metrics_addr = "0";
@@ -185,6 +188,10 @@ int main(int argc, char **argv)
 			if (flag_number(value, 1, 3600, &number))
 				return bad_flag(flag, value, "not a number of seconds from 1 to 3600");
 			serve.idle_seconds = (unsigned)number;
+		} else if (strcmp(flag, "--body-timeout") == 0) {
+			if (flag_number(value, 1, 3600, &number))
+				return bad_flag(flag, value, "not a number of seconds from 1 to 3600");
+			serve.body_seconds = (unsigned)number;
 		} else if (strcmp(flag, "--max-body-bytes") == 0) {
 			if (flag_number(value, 4096, 64ul * 1024 * 1024, &number))
 				return bad_flag(flag, value, "not a number from 4096 to 67108864");
