@@ -327,7 +327,7 @@ static void preferred_reaches_the_root_past_fragmented_blocks(void **state)
 	struct topo_placement *p;
 	struct topo_group g = one_cpu_group("w", 3, 4, TOPO_MODE_REQUIRED, 2);
 	struct topo_request req = { .groups = &g, .group_count = 1, .search_budget = 4 };
-	char name[48], block[16], rack[16];
+	char name[48], block[32], rack[32];
 	uint32_t blocks[3];
 
 	(void)state;
