@@ -289,6 +289,10 @@ test: deps
 	@$(MAKE) --no-print-directory lint
 	@rm -f build/test-summary
 	@$(MAKE) --no-print-directory -k unit binary-test check fuzz e2e; status=$$?; \
+		if [ $$status -ne 0 ] && ! awk '$$4 > 0 { bad = 1 } END { exit !bad }' build/test-summary 2>/dev/null; then \
+			echo "test: a target failed to build or run without a test to show it (see the errors above)"; \
+			scripts/run-tests --record make build-or-run 0 1; \
+		fi; \
 		scripts/run-tests --summary && exit $$status
 
 cluster:
