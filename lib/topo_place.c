@@ -50,7 +50,7 @@ struct ctx {
 	size_t *start; /* per order position: its first log entry */
 	uint32_t *domain; /* per order position: the domain it was placed in */
 	uint32_t *placed; /* per order position: pods placed (fewer than wanted only when elastic) */
-	size_t descents, budget, scope_descents, pass_start;
+	size_t descents, budget, scope_descents, level_start;
 	int budget_hit;
 	int elastic; /* this pass may place fewer slices (min_slices) */
 	char *first_cause;
@@ -842,8 +842,8 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 	/* Each level has a budget of its own: a level whose candidates are
 	 * many and fragmented cannot use up the search of the levels above
 	 * it, so a preferred constraint always gets to try the root. */
-	x->pass_start = x->descents;
-	for (size_t i = 0; i < n && !ok && x->descents - x->pass_start < 8 * (size_t)x->budget; i++) {
+	x->level_start = x->descents;
+	for (size_t i = 0; i < n && !ok && x->descents - x->level_start < 8 * (size_t)x->budget; i++) {
 		x->scope_descents = 0;
 		x->budget_hit = 0;
 		ok = dfs(x, 0, cands[i].domain);
@@ -861,7 +861,6 @@ static int run_pass(struct ctx *x, uint64_t total, int one_shape, uint32_t *whol
 	const struct topo_request *req = x->req;
 	size_t top;
 
-	x->pass_start = x->descents;
 	x->budget_hit = 0;
 	if (x->instance_count == 0)
 		return 1;

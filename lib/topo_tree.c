@@ -870,20 +870,35 @@ int topo_tree_tier_level(const struct topo_tree *tree, int tier)
 	return -1;
 }
 
-char *topo_tree_path(const struct topo_tree *tree, uint32_t domain, char *buf, size_t size)
+/* The domains from level 1 down to `domain` (the root left out), top first
+ * in chain[n - 1 .. 0]; returns n. */
+static size_t domain_chain(const struct topo_tree *tree, uint32_t domain, uint32_t chain[TOPO_LEVELS_MAX + 2])
+{
+	size_t n = 0;
+
+	for (uint32_t d = domain; d != TOPO_NONE && d != 0 && n < TOPO_LEVELS_MAX + 2;
+	     d = tree->domains[d].parent)
+		chain[n++] = d;
+	return n;
+}
+
+/* Joins the chain to `domain` into buf: each domain as its name (path) or
+ * as "label=name" (selector, a leaf as its hostname), truncated to size. */
+static char *join_chain(const struct topo_tree *tree, uint32_t domain, int selector, char *buf, size_t size)
 {
 	uint32_t chain[TOPO_LEVELS_MAX + 2];
-	size_t n = 0, used = 0;
+	size_t n = domain_chain(tree, domain, chain), used = 0;
 
 	if (size == 0)
 		return buf;
 	buf[0] = '\0';
-	for (uint32_t d = domain; d != TOPO_NONE && d != 0 && n < TOPO_LEVELS_MAX + 2;
-	     d = tree->domains[d].parent)
-		chain[n++] = d;
 	while (n-- > 0 && used < size) {
-		int w = snprintf(buf + used, size - used, "%s%s", used ? "/" : "",
-				 tree->domains[chain[n]].name);
+		const struct topo_domain *dom = &tree->domains[chain[n]];
+		int leaf = dom->level == tree->node_level && dom->node != TOPO_NONE;
+		int w = selector ? snprintf(buf + used, size - used, "%s%s=%s", used ? "," : "",
+					    leaf ? "kubernetes.io/hostname" : tree->level_names[dom->level],
+					    leaf ? tree->cluster->nodes[dom->node].name : dom->name)
+				 : snprintf(buf + used, size - used, "%s%s", used ? "/" : "", dom->name);
 
 		if (w < 0)
 			break;
@@ -892,32 +907,19 @@ char *topo_tree_path(const struct topo_tree *tree, uint32_t domain, char *buf, s
 	return buf;
 }
 
+char *topo_tree_path(const struct topo_tree *tree, uint32_t domain, char *buf, size_t size)
+{
+	return join_chain(tree, domain, 0, buf, size);
+}
+
 char *topo_tree_selector(const struct topo_tree *tree, uint32_t domain, uint32_t node, char *buf, size_t size)
 {
-	uint32_t chain[TOPO_LEVELS_MAX + 2];
-	size_t n = 0, used = 0;
-
+	if (!tree->from_hypernodes)
+		return join_chain(tree, domain, 1, buf, size);
 	if (size == 0)
 		return buf;
 	buf[0] = '\0';
-	if (tree->from_hypernodes) {
-		if (node != TOPO_NONE && node < tree->cluster->node_count)
-			snprintf(buf, size, "kubernetes.io/hostname=%s", tree->cluster->nodes[node].name);
-		return buf;
-	}
-	for (uint32_t d = domain; d != TOPO_NONE && d != 0 && n < TOPO_LEVELS_MAX + 2;
-	     d = tree->domains[d].parent)
-		chain[n++] = d;
-	while (n-- > 0 && used < size) {
-		const struct topo_domain *dom = &tree->domains[chain[n]];
-		int leaf = dom->level == tree->node_level && dom->node != TOPO_NONE;
-		int w = snprintf(buf + used, size - used, "%s%s=%s", used ? "," : "",
-				 leaf ? "kubernetes.io/hostname" : tree->level_names[dom->level],
-				 leaf ? tree->cluster->nodes[dom->node].name : dom->name);
-
-		if (w < 0)
-			break;
-		used += (size_t)w;
-	}
+	if (node != TOPO_NONE && node < tree->cluster->node_count)
+		snprintf(buf, size, "kubernetes.io/hostname=%s", tree->cluster->nodes[node].name);
 	return buf;
 }

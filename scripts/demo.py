@@ -326,12 +326,8 @@ def main():
         # The demo's CA and serving keys are of no use once the webhook is gone
         # and its registrations deleted; the logs stay only to explain a
         # failure, or with --keep.
-        if options.keep:
-            pass
-        elif code == 0:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            shutil.rmtree(work / "certs", ignore_errors=True)
+        if not options.keep:
+            shutil.rmtree(work if code == 0 else work / "certs", ignore_errors=True)
     return code
 
 

@@ -236,14 +236,8 @@ static int patch_template(cJSON *patch, size_t index, const cJSON *template, con
 
 		if (!want)
 			return -1;
-		if (cJSON_Compare(found, want, 1) && position == at) {
-			cJSON_Delete(want);
-		} else if (position == at) {
-			snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base, at);
-			if (patch_op(patch, "replace", path, want))
-				return -1;
-		} else {
-			snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base, at);
+		snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base, at);
+		if (position != at) {
 			if (patch_op(patch, "remove", path, NULL)) {
 				cJSON_Delete(want);
 				return -1;
@@ -251,6 +245,10 @@ static int patch_template(cJSON *patch, size_t index, const cJSON *template, con
 			snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base, position);
 			if (add_op(patch, path, want))
 				return -1;
+		} else if (cJSON_Compare(found, want, 1)) {
+			cJSON_Delete(want);
+		} else if (patch_op(patch, "replace", path, want)) {
+			return -1;
 		}
 	}
 	if (!cJSON_IsArray(volumes)) {
