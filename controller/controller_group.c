@@ -77,6 +77,7 @@ struct job {
 	char uid[GROUP_UID_MAX + 1];
 	/* JOB_PUSH */
 	uint32_t attempt;
+	uint32_t generation;
 	char token[RELEASE_TOKEN_MAX + 1];
 	struct push_target *targets; /* malloc'd, may be NULL */
 	size_t count;
@@ -393,13 +394,25 @@ static void report_conflict(struct controller_group *group, struct entry *e)
 		    e->name);
 }
 
-/* Reads the released attempt back from the ConfigMap into the tracker. A
+/* A decimal number in 0..GROUP_ATTEMPT_MAX from a string item. Returns 0 or -1. */
+static int parse_number(const cJSON *item, unsigned long *value)
+{
+	char *end = NULL;
+
+	if (!cJSON_IsString(item) || item->valuestring[0] < '0' || item->valuestring[0] > '9')
+		return -1;
+	errno = 0;
+	*value = strtoul(item->valuestring, &end, 10);
+	return errno || *end || *value > GROUP_ATTEMPT_MAX ? -1 : 0;
+}
+
+/* Reads the released epoch back from the ConfigMap into the tracker. A
  * ConfigMap that is not this JobSet's releases nothing. */
 static int read_released(struct controller_group *group, struct entry *e, char **cause)
 {
 	char path[KUBE_PATH_MAX];
 	cJSON *configmap = NULL;
-	const cJSON *started;
+	const cJSON *data, *started, *generation;
 	int err;
 
 	configmap_path(path, sizeof(path), e, 0);
@@ -424,25 +437,28 @@ static int read_released(struct controller_group *group, struct entry *e, char *
 		group_tracker_set_none_released(e->tracker);
 		goto out;
 	}
-	started = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(configmap, "data"),
-						   "started");
+	data = cJSON_GetObjectItemCaseSensitive(configmap, "data");
+	started = cJSON_GetObjectItemCaseSensitive(data, RELEASE_KEY_STARTED);
+	generation = cJSON_GetObjectItemCaseSensitive(data, RELEASE_KEY_GENERATION);
 	if (cJSON_IsString(started)) {
-		char *end = NULL;
-		unsigned long attempt;
+		unsigned long attempt, released_generation = 0;
 
-		errno = 0;
-		attempt = strtoul(started->valuestring, &end, 10);
-		if (errno || end == started->valuestring || *end || attempt > GROUP_ATTEMPT_MAX) {
-			err = kube_cause(cause, KUBE_EPARSE, "%s: data.started is not an attempt number",
+		if (parse_number(started, &attempt) ||
+		    (generation && parse_number(generation, &released_generation))) {
+			err = kube_cause(cause, KUBE_EPARSE,
+					 "%s: data." RELEASE_KEY_STARTED " or data." RELEASE_KEY_GENERATION
+					 " is not a number",
 					 path);
 			goto out;
 		}
-		group_tracker_set_released(e->tracker, (uint32_t)attempt);
+		group_tracker_set_released(e->tracker,
+					   group_epoch((uint32_t)released_generation, (uint32_t)attempt));
 		/* A controller that stopped between the write and the push left
 		 * barriers to the volume sync (up to 90 s): push again to those
 		 * still waiting, once the pods are listed. */
 		e->repush = 1;
-		mlog(MLOG_INFO, "released-read", "jobset=%s/%s attempt=%lu", e->namespace, e->name, attempt);
+		mlog(MLOG_INFO, "released-read", "jobset=%s/%s attempt=%lu generation=%lu", e->namespace,
+		     e->name, attempt, released_generation);
 	} else {
 		group_tracker_set_none_released(e->tracker);
 	}
@@ -542,13 +558,47 @@ static void job_targets(struct controller_group *group, const struct entry *e, s
 	job->count = collect.count;
 }
 
-static cJSON *configmap_body(const struct entry *e, uint32_t attempt)
+/* The release of record: the attempt, the JobSet it belongs to and the
+ * generation (lib/release_line.h), which the barrier checks all three of. */
+static cJSON *release_data(const struct entry *e, uint64_t epoch)
 {
-	char name[GROUP_LABEL_MAX + sizeof(CONTROLLER_CONFIGMAP_SUFFIX)], value[16];
-	cJSON *body = cJSON_CreateObject(), *metadata, *owners, *owner, *data;
+	char attempt[16], generation[16];
+	cJSON *data = cJSON_CreateObject();
+
+	snprintf(attempt, sizeof(attempt), "%u", group_epoch_attempt(epoch));
+	snprintf(generation, sizeof(generation), "%u", group_epoch_generation(epoch));
+	if (!data || !cJSON_AddStringToObject(data, RELEASE_KEY_STARTED, attempt) ||
+	    !cJSON_AddStringToObject(data, RELEASE_KEY_JOBSET_UID, e->uid) ||
+	    !cJSON_AddStringToObject(data, RELEASE_KEY_GENERATION, generation)) {
+		cJSON_Delete(data);
+		return NULL;
+	}
+	return data;
+}
+
+/* The merge patch {"data": {...}} that writes the release of `epoch` into
+ * our own ConfigMap: malloc'd text, NULL without memory. */
+static char *release_patch(const struct entry *e, uint64_t epoch)
+{
+	cJSON *patch = cJSON_CreateObject(), *data = release_data(e, epoch);
+	char *text = NULL;
+
+	if (patch && data) {
+		cJSON_AddItemToObject(patch, "data", data);
+		data = NULL;
+		text = cJSON_PrintUnformatted(patch);
+	}
+	cJSON_Delete(data);
+	cJSON_Delete(patch);
+	return text;
+}
+
+static cJSON *configmap_body(const struct entry *e, uint64_t epoch)
+{
+	char name[GROUP_LABEL_MAX + sizeof(CONTROLLER_CONFIGMAP_SUFFIX)];
+	cJSON *body = cJSON_CreateObject(), *metadata, *owners, *owner, *data = release_data(e, epoch);
 
 	snprintf(name, sizeof(name), "%s" CONTROLLER_CONFIGMAP_SUFFIX, e->name);
-	snprintf(value, sizeof(value), "%u", attempt);
 	if (!body || !(metadata = cJSON_AddObjectToObject(body, "metadata")) ||
 	    !cJSON_AddStringToObject(body, "apiVersion", "v1") ||
 	    !cJSON_AddStringToObject(body, "kind", "ConfigMap") ||
@@ -560,24 +610,24 @@ static cJSON *configmap_body(const struct entry *e, uint32_t attempt)
 	    !cJSON_AddStringToObject(owner, "kind", "JobSet") ||
 	    !cJSON_AddStringToObject(owner, "name", e->name) ||
 	    !cJSON_AddStringToObject(owner, "uid", e->uid) ||
-	    !cJSON_AddBoolToObject(owner, "controller", 1) ||
-	    !(data = cJSON_AddObjectToObject(body, "data")) ||
-	    !cJSON_AddStringToObject(data, "started", value)) {
+	    !cJSON_AddBoolToObject(owner, "controller", 1) || !data) {
 		cJSON_Delete(body);
+		cJSON_Delete(data);
 		return NULL;
 	}
+	cJSON_AddItemToObject(body, "data", data);
 	return body;
 }
 
-/* Writes data.started = attempt: creates the ConfigMap owned by the JobSet,
+/* Writes the release of `epoch`: creates the ConfigMap owned by the JobSet,
  * or, when it exists, merge-patches it if it is ours, replaces it if it is a
  * predecessor's leftover, and refuses (KUBE_ECONFLICT) if it is anyone
  * else's. *how says what was done. */
-static int write_configmap(struct controller_group *group, struct entry *e, uint32_t attempt,
-			   const char **how, char **cause)
+static int write_configmap(struct controller_group *group, struct entry *e, uint64_t epoch, const char **how,
+			   char **cause)
 {
-	char path[KUBE_PATH_MAX], patch[64];
-	cJSON *body = configmap_body(e, attempt), *existing = NULL;
+	char path[KUBE_PATH_MAX], *patch;
+	cJSON *body = configmap_body(e, epoch), *existing = NULL;
 	int err;
 
 	if (!body)
@@ -598,8 +648,10 @@ static int write_configmap(struct controller_group *group, struct entry *e, uint
 	switch (configmap_owner(existing, e)) {
 	case CONFIGMAP_OURS:
 		*how = "patched";
-		snprintf(patch, sizeof(patch), "{\"data\":{\"started\":\"%u\"}}", attempt);
-		err = kube_patch(group->write_api.client, path, KUBE_PATCH_MERGE, patch, NULL, cause);
+		patch = release_patch(e, epoch);
+		err = patch ? kube_patch(group->write_api.client, path, KUBE_PATCH_MERGE, patch, NULL, cause)
+			    : kube_cause(cause, KUBE_ENOMEM, "no memory for the ConfigMap patch");
+		free(patch);
 		break;
 	case CONFIGMAP_PREDECESSOR:
 		*how = "replaced";
@@ -639,12 +691,12 @@ static void release(struct controller_group *group, struct entry *e, const struc
 	int err;
 
 	if (begun < e->retry_at_ms) {
-		group_tracker_release_failed(e->tracker, decision->attempt);
+		group_tracker_release_failed(e->tracker, decision->epoch);
 		return;
 	}
-	err = write_configmap(group, e, decision->attempt, &how, &cause);
+	err = write_configmap(group, e, decision->epoch, &how, &cause);
 	if (err) {
-		group_tracker_release_failed(e->tracker, decision->attempt);
+		group_tracker_release_failed(e->tracker, decision->epoch);
 		stat_add(&group->stats.release_failures, 1);
 		if (err != KUBE_ECONFLICT || !e->conflict_reported) /* a conflict is logged once */
 			mlog(MLOG_ERROR, "release-failed", "jobset=%s/%s attempt=%u err=%s cause=\"%s\"",
@@ -655,15 +707,15 @@ static void release(struct controller_group *group, struct entry *e, const struc
 	}
 	written = now_ms(group);
 	/* The ConfigMap is the release of record; from here on it happened. */
-	group_tracker_release_done(e->tracker, decision->attempt);
+	group_tracker_release_done(e->tracker, decision->epoch);
 	e->repush = 0; /* this release is pushed below */
 	e->retry_at_ms = 0;
 	stat_add(&group->stats.releases, 1);
 	mlog(MLOG_INFO, "release",
-	     "jobset=%s/%s attempt=%u expected=%llu started=%llu configmap=%s spread_ms=%llu write_ms=%llu "
-	     "since_last_start_ms=%llu",
-	     e->namespace, e->name, decision->attempt, (unsigned long long)decision->expected,
-	     (unsigned long long)decision->started, how,
+	     "jobset=%s/%s attempt=%u generation=%u expected=%llu started=%llu configmap=%s spread_ms=%llu "
+	     "write_ms=%llu since_last_start_ms=%llu",
+	     e->namespace, e->name, decision->attempt, decision->generation,
+	     (unsigned long long)decision->expected, (unsigned long long)decision->started, how,
 	     (unsigned long long)(decision->has_starts ? decision->last_start - decision->first_start : 0),
 	     (unsigned long long)(written - begun),
 	     (unsigned long long)(decision->has_starts ? written - decision->last_start : 0));
@@ -675,6 +727,7 @@ static void release(struct controller_group *group, struct entry *e, const struc
 	if (!job)
 		return;
 	job->attempt = decision->attempt;
+	job->generation = decision->generation;
 	job->expected = decision->expected;
 	job->started = decision->started;
 	job->spread_ms = decision->has_starts ? decision->last_start - decision->first_start : 0;
@@ -706,6 +759,7 @@ static void repush(struct controller_group *group, struct entry *e, const struct
 		return;
 	job->repush = 1;
 	job->attempt = decision->attempt;
+	job->generation = decision->generation;
 	job->last_start_ms = now_ms(group);
 	job_targets(group, e, job, (size_t)decision->started, 1);
 	if (!job->count) {
@@ -727,10 +781,10 @@ static void decide(struct controller_group *group, struct entry *e)
 	group_tracker_decide(e->tracker, &decision);
 	if (!e->has_last_action || e->last_action != decision.action) {
 		mlog(decision.action == GROUP_ACTION_ANOMALY ? MLOG_WARN : MLOG_INFO, "group-state",
-		     "jobset=%s/%s action=%s attempt=%u expected=%llu started=%llu tracked=%llu",
+		     "jobset=%s/%s action=%s attempt=%u generation=%u expected=%llu started=%llu tracked=%llu",
 		     e->namespace, e->name, group_action_name(decision.action), decision.attempt,
-		     (unsigned long long)decision.expected, (unsigned long long)decision.started,
-		     (unsigned long long)decision.tracked);
+		     decision.generation, (unsigned long long)decision.expected,
+		     (unsigned long long)decision.started, (unsigned long long)decision.tracked);
 		e->last_action = decision.action;
 		e->has_last_action = 1;
 	}
@@ -848,6 +902,7 @@ static void push_job(struct controller_group *group, struct job *job)
 		.parallelism = group->options.push_parallelism,
 		.target_timeout_ms = group->options.push_target_timeout_ms,
 		.total_timeout_ms = group->options.push_total_timeout_ms,
+		.generation = job->generation,
 	};
 	const char *push_cause = NULL;
 	uint64_t begun = now_ms(group), done;

@@ -205,7 +205,8 @@ static char *pod_line(const char *type, int index, unsigned rv, const char *stat
 	snprintf(line, 1024,
 		 "{\"type\":\"%s\",\"object\":{\"metadata\":{\"name\":\"js-w-%d\",\"namespace\":\"ns\","
 		 "\"uid\":\"pod-uid-%d\",\"resourceVersion\":\"%u\",\"labels\":{"
-		 "\"jobset.sigs.k8s.io/jobset-name\":\"js\",\"jobset.sigs.k8s.io/replicatedjob-name\":\"w\","
+		 "\"jobset.sigs.k8s.io/jobset-name\":\"js\",\"jobset.sigs.k8s.io/jobset-uid\":\"js-uid\","
+		 "\"jobset.sigs.k8s.io/replicatedjob-name\":\"w\","
 		 "\"jobset.sigs.k8s.io/restart-attempt\":\"0\"}},\"spec\":{\"nodeName\":\"node-%d\"},"
 		 "\"status\":{\"phase\":\"%s\",\"podIP\":\"127.0.0.%d\",\"initContainerStatuses\":[{\"name\":"
 		 "\"group-scheduling-init\",\"state\":%s}]}}}",
@@ -328,6 +329,10 @@ static void releases_once_whatever_the_order(void **state)
 	assert_int_equal(count_requests(&r->fake, CM_POST, NULL), 1);
 	assert_int_equal(count_requests(&r->fake, CM_POST, "\"started\":\"0\""), 1);
 	assert_int_equal(count_requests(&r->fake, CM_POST, "\"uid\":\"js-uid\",\"controller\":true"), 1);
+	/* The release names its JobSet and generation: the barrier checks both. */
+	assert_int_equal(count_requests(&r->fake, CM_POST,
+					"\"started\":\"0\",\"jobset-uid\":\"js-uid\",\"generation\":\"0\""),
+			 1);
 	assert_int_equal(count_requests(&r->fake, "PATCH", NULL), 0);
 	assert_int_equal(count_requests(&r->fake, EVENT_POST, "GroupReleased"), 1);
 	finish(r);

@@ -11,6 +11,7 @@
 #include "cause.h"
 
 #include "group_config.h"
+#include "muster_api.h"
 
 #include <arpa/inet.h>
 #include <math.h>
@@ -124,7 +125,9 @@ static int decode_replicated_job(const cJSON *item, size_t index, struct group_r
 				 char **cause)
 {
 	const cJSON *job_spec = member(member(item, "template"), "spec");
-	char what[64];
+	const cJSON *labels = member(member(member(job_spec, "template"), "metadata"), "labels");
+	char what[96], text[GROUP_LABEL_MAX + 1];
+	uint64_t value;
 	int present;
 
 	if (!cJSON_IsObject(item))
@@ -148,6 +151,13 @@ static int decode_replicated_job(const cJSON *item, size_t index, struct group_r
 	/* A Job without completions runs `parallelism` pods until one succeeds. */
 	if (!present)
 		rj->completions = rj->parallelism;
+	snprintf(what, sizeof(what),
+		 "spec.replicatedJobs[%zu] pod template label " MUSTER_LABEL_GANG_GENERATION, index);
+	if (take_string(member(labels, MUSTER_LABEL_GANG_GENERATION), text, GROUP_LABEL_MAX, 0, what, cause))
+		return -1;
+	if (text[0] && parse_decimal(text, 10, GROUP_ATTEMPT_MAX, &value) != 0)
+		return cause_fail(cause, "%s is not a number from 0 to %u", what, GROUP_ATTEMPT_MAX);
+	rj->generation = text[0] ? (uint32_t)value : 0;
 	return 0;
 }
 
@@ -220,6 +230,8 @@ int group_jobset_from_json(const struct cJSON *object, struct group_jobset *out,
 		rj->targeted = out->target_count == 0;
 		for (size_t t = 0; t < out->target_count && !rj->targeted; t++)
 			rj->targeted = strcmp(out->targets[t], rj->name) == 0;
+		if (rj->targeted && rj->generation > out->generation)
+			out->generation = rj->generation;
 	}
 	if (take_count(member(member(object, "status"), "restarts"), &out->restarts, &present,
 		       "JobSet status.restarts", cause))
@@ -244,12 +256,14 @@ int group_jobset_decode(const char *json, size_t len, struct group_jobset *out, 
 }
 
 /* Finds the barrier's entry in status.initContainerStatuses. */
-static int decode_barrier(const cJSON *statuses, enum group_barrier_state *barrier, char **cause)
+static int decode_barrier(const cJSON *statuses, enum group_barrier_state *barrier, int *timed_out_before,
+			  char **cause)
 {
-	const cJSON *item, *state;
+	const cJSON *item, *state, *last_code;
 	size_t seen = 0;
 
 	*barrier = GROUP_BARRIER_ABSENT;
+	*timed_out_before = 0;
 	if (!statuses || cJSON_IsNull(statuses))
 		return 0;
 	if (!cJSON_IsArray(statuses))
@@ -265,6 +279,8 @@ static int decode_barrier(const cJSON *statuses, enum group_barrier_state *barri
 	}
 	if (!item)
 		return 0;
+	last_code = member(member(member(item, "lastState"), "terminated"), "exitCode");
+	*timed_out_before = cJSON_IsNumber(last_code) && last_code->valuedouble == GROUP_BARRIER_EXIT_TIMEOUT;
 	state = member(item, "state");
 	if (!state || cJSON_IsNull(state))
 		return 0;
@@ -322,7 +338,8 @@ static int decode_pod_status(const cJSON *status, struct group_pod *out, char **
 		else
 			return cause_fail(cause, "status.podIP is not an IP address");
 	}
-	return decode_barrier(member(status, "initContainerStatuses"), &out->barrier, cause);
+	return decode_barrier(member(status, "initContainerStatuses"), &out->barrier,
+			      &out->barrier_timed_out_before, cause);
 }
 
 int group_pod_from_json(const struct cJSON *object, struct group_pod *out, char **cause)
@@ -350,6 +367,8 @@ int group_pod_from_json(const struct cJSON *object, struct group_pod *out, char 
 		return cause_fail(cause, "pod metadata.labels is not an object");
 	if (take_string(member(labels, LABEL_JOBSET), out->jobset_name, GROUP_LABEL_MAX, 0,
 			"label " LABEL_JOBSET, cause) ||
+	    take_string(member(labels, JOBSET_LABEL_UID), out->jobset_uid, GROUP_UID_MAX, 0,
+			"label " JOBSET_LABEL_UID, cause) ||
 	    take_string(member(labels, LABEL_RJOB), out->replicated_job, GROUP_LABEL_MAX, 0,
 			"label " LABEL_RJOB, cause) ||
 	    take_string(member(labels, LABEL_ATTEMPT), text, GROUP_LABEL_MAX, 0, "label " LABEL_ATTEMPT,
@@ -358,6 +377,15 @@ int group_pod_from_json(const struct cJSON *object, struct group_pod *out, char 
 	if (text[0] && parse_decimal(text, 10, GROUP_ATTEMPT_MAX, &value) == 0) {
 		out->has_attempt = 1;
 		out->attempt = (uint32_t)value;
+	}
+	if (take_string(member(labels, MUSTER_LABEL_GANG_GENERATION), text, GROUP_LABEL_MAX, 0,
+			"label " MUSTER_LABEL_GANG_GENERATION, cause))
+		return -1;
+	if (text[0]) {
+		if (parse_decimal(text, 10, GROUP_ATTEMPT_MAX, &value) == 0)
+			out->generation = (uint32_t)value;
+		else
+			out->has_attempt = 0;
 	}
 	out->deleting = deletion && !cJSON_IsNull(deletion);
 	if (take_string(member(metadata, "resourceVersion"), text, 20, 0, "pod metadata.resourceVersion",

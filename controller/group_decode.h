@@ -44,6 +44,7 @@ struct group_replicated_job {
 	uint32_t replicas; /* spec.replicatedJobs[].replicas, default 1 */
 	uint32_t parallelism; /* template.spec.parallelism, default 1 */
 	uint32_t completions; /* template.spec.completions, default parallelism */
+	uint32_t generation; /* pod template label muster.dev/gang-generation, 0 when absent */
 	int targeted; /* named by targetReplicatedJobs, or that list is empty */
 };
 
@@ -52,6 +53,9 @@ struct group_jobset {
 	char name[GROUP_LABEL_MAX + 1];
 	char uid[GROUP_UID_MAX + 1];
 	uint32_t restarts; /* status.restarts: the current attempt, 0 when absent */
+	/* The label muster.dev/gang-generation of the targeted pod templates
+	 * (the highest; 0 when absent): muster's count of the JobSet's resumes. */
+	uint32_t generation;
 	int has_config; /* spec.groupSchedulingConfig present (an object) */
 	int has_timeout;
 	uint32_t timeout_seconds; /* groupSchedulingConfig.timeoutAfterSeconds */
@@ -92,12 +96,20 @@ struct group_pod {
 	char namespace[GROUP_LABEL_MAX + 1];
 	char name[GROUP_OBJECT_NAME_MAX + 1];
 	char jobset_name[GROUP_LABEL_MAX + 1]; /* label jobset.sigs.k8s.io/jobset-name, "" if absent */
+	char jobset_uid[GROUP_UID_MAX + 1]; /* label jobset.sigs.k8s.io/jobset-uid, "" if absent */
 	char replicated_job[GROUP_LABEL_MAX + 1]; /* label jobset.sigs.k8s.io/replicatedjob-name */
-	int has_attempt; /* label jobset.sigs.k8s.io/restart-attempt holds a valid number */
+	/* label jobset.sigs.k8s.io/restart-attempt holds a valid number, and
+	 * muster.dev/gang-generation is absent or one too */
+	int has_attempt;
 	uint32_t attempt;
+	uint32_t generation; /* label muster.dev/gang-generation, 0 when absent */
 	int bound; /* spec.nodeName is set */
 	int deleting; /* metadata.deletionTimestamp is set */
 	enum group_barrier_state barrier;
+	/* The barrier's lastState terminated with GROUP_BARRIER_EXIT_TIMEOUT: it
+	 * timed out and kubelet restarted it in place (restartPolicy OnFailure,
+	 * JobSet's default), so `barrier` no longer says so. */
+	int barrier_timed_out_before;
 	enum group_pod_phase phase;
 	int ip_family; /* 0 (no status.podIP), 4 or 6 */
 	uint8_t ip[16]; /* network byte order; the first 4 bytes for IPv4 */
@@ -128,8 +140,9 @@ int group_jobset_from_json(const struct cJSON *object, struct group_jobset *out,
 /* Decodes a pod from `len` bytes of JSON. Requires metadata.uid,
  * metadata.name and metadata.namespace; everything else is optional and read
  * as described at struct group_pod. A restart-attempt label that is not a
- * decimal number in 0..GROUP_ATTEMPT_MAX leaves has_attempt 0 (such a pod
- * never counts) rather than failing, since the pod still exists. */
+ * decimal number in 0..GROUP_ATTEMPT_MAX, or a gang-generation label that
+ * is present and not one, leaves has_attempt 0 (such a pod never counts)
+ * rather than failing, since the pod still exists. */
 int group_pod_decode(const char *json, size_t len, struct group_pod *out, char **cause);
 
 /* The same, from an object the caller already parsed. */

@@ -337,6 +337,80 @@ static void pod_fields(void **state)
 	assert_int_equal(pod.resource_version, 123456);
 }
 
+/* The gang generation: the highest label muster.dev/gang-generation of the
+ * targeted pod templates (absent 0); an untargeted template's is ignored;
+ * a value that is not a number is refused. */
+static void jobset_generation(void **state)
+{
+	static const char format[] =
+		"{\"metadata\":{\"name\":\"js\",\"namespace\":\"ns\",\"uid\":\"u\"},"
+		"\"spec\":{\"groupSchedulingConfig\":{\"targetReplicatedJobs\":[\"workers\",\"ps\"]},"
+		"\"replicatedJobs\":["
+		"{\"name\":\"workers\",\"template\":{\"spec\":{\"template\":{\"metadata\":{\"labels\":{%s}}}}}},"
+		"{\"name\":\"ps\",\"template\":{\"spec\":{\"template\":{\"metadata\":{\"labels\":{%s}}}}}},"
+		"{\"name\":\"aux\",\"template\":{\"spec\":{\"template\":{\"metadata\":{\"labels\":{%s}}}}}}]}}";
+	char json[1024];
+
+	(void)state;
+	snprintf(json, sizeof(json), format, "", "", "");
+	ok_jobset(json);
+	assert_int_equal(jobset.generation, 0);
+	snprintf(json, sizeof(json), format, "\"muster.dev/gang-generation\":\"3\"",
+		 "\"muster.dev/gang-generation\":\"4\"", "\"muster.dev/gang-generation\":\"9\"");
+	ok_jobset(json);
+	assert_int_equal(jobset.generation, 4);
+	assert_int_equal(jobset.replicated_jobs[2].generation, 9);
+	snprintf(json, sizeof(json), format, "\"muster.dev/gang-generation\":\"x\"", "", "");
+	bad_jobset(json, "muster.dev/gang-generation is not a number");
+	snprintf(json, sizeof(json), format, "\"muster.dev/gang-generation\":\"2147483648\"", "", "");
+	bad_jobset(json, "spec.replicatedJobs[0] pod template label");
+}
+
+/* A pod's JobSet uid and gang generation labels. */
+static void pod_identity_labels(void **state)
+{
+	(void)state;
+	make_pod("", "", "{}");
+	ok_pod();
+	assert_string_equal(pod.jobset_uid, "");
+	assert_int_equal(pod.generation, 0);
+	snprintf(pod_json, sizeof(pod_json),
+		 "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"pu\",\"labels\":{"
+		 "\"jobset.sigs.k8s.io/jobset-uid\":\"0b7c1d2e-1111-4222-8333-444455556666\","
+		 "\"jobset.sigs.k8s.io/restart-attempt\":\"2\",\"muster.dev/gang-generation\":\"5\"}}}");
+	ok_pod();
+	assert_string_equal(pod.jobset_uid, "0b7c1d2e-1111-4222-8333-444455556666");
+	assert_true(pod.has_attempt);
+	assert_int_equal(pod.attempt, 2);
+	assert_int_equal(pod.generation, 5);
+	/* A generation muster cannot read: the pod never counts. */
+	snprintf(pod_json, sizeof(pod_json),
+		 "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"pu\",\"labels\":{"
+		 "\"jobset.sigs.k8s.io/restart-attempt\":\"2\",\"muster.dev/gang-generation\":\"five\"}}}");
+	ok_pod();
+	assert_false(pod.has_attempt);
+}
+
+/* A barrier restarted in place after its timeout (restartPolicy OnFailure):
+ * the timeout is in lastState only. */
+static void pod_barrier_last_state(void **state)
+{
+	(void)state;
+	make_pod("", "\"nodeName\":\"n\",",
+		 "{\"initContainerStatuses\":[{\"name\":\"group-scheduling-init\",\"restartCount\":1,"
+		 "\"state\":{\"waiting\":{\"reason\":\"CrashLoopBackOff\"}},"
+		 "\"lastState\":{\"terminated\":{\"exitCode\":3,\"reason\":\"Error\"}}}]}");
+	ok_pod();
+	assert_int_equal(pod.barrier, GROUP_BARRIER_WAITING);
+	assert_true(pod.barrier_timed_out_before);
+	make_pod("", "\"nodeName\":\"n\",",
+		 "{\"initContainerStatuses\":[{\"name\":\"group-scheduling-init\",\"restartCount\":1,"
+		 "\"state\":{\"running\":{}},\"lastState\":{\"terminated\":{\"exitCode\":4}}}]}");
+	ok_pod();
+	assert_int_equal(pod.barrier, GROUP_BARRIER_RUNNING);
+	assert_false(pod.barrier_timed_out_before);
+}
+
 static void pod_barrier_states(void **state)
 {
 	static const struct {
@@ -528,6 +602,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(story1_expects_300),
+		cmocka_unit_test(jobset_generation),
+		cmocka_unit_test(pod_identity_labels),
+		cmocka_unit_test(pod_barrier_last_state),
 		cmocka_unit_test(story2_counts_targets_only),
 		cmocka_unit_test(empty_targets_mean_all),
 		cmocka_unit_test(defaults_and_min_rule),

@@ -3,7 +3,7 @@
  * group_tracker.h for the contract and the STARTED definition.
  *
  * Records live in a chained hash table keyed by pod uid. A record is one
- * allocation: a 48-byte header followed by the uid and the pod name (the name
+ * allocation: a 56-byte header followed by the uid and the pod name (the name
  * is for the push log), so a typical pod costs about 130 requested bytes plus
  * its bucket pointer. The counters (started, tracked) are kept up to date on
  * every change by comparing a record's contribution before and after, so an
@@ -29,14 +29,15 @@ enum record_flag {
 	REC_STARTED = 1u << 5, /* counted in tracker->started */
 	REC_TRACKED = 1u << 6, /* counted in tracker->tracked */
 	REC_TIMED_OUT = 1u << 7, /* its barrier's timeout was counted */
+	REC_TIMED_OUT_BEFORE = 1u << 8, /* the barrier timed out and was restarted in place */
 };
 
 struct record {
 	struct record *next;
 	uint64_t resource_version;
+	uint64_t epoch; /* group_epoch(generation, attempt) of the pod */
 	uint32_t hash;
-	uint32_t attempt;
-	uint8_t flags;
+	uint16_t flags;
 	uint8_t barrier; /* enum group_barrier_state */
 	uint8_t phase; /* enum group_pod_phase */
 	uint8_t ip_family;
@@ -55,15 +56,15 @@ struct group_tracker {
 	uint8_t job_targeted[GROUP_REPLICATED_JOBS_MAX];
 	int has_config;
 	uint64_t expected;
-	uint32_t attempt;
+	uint64_t epoch; /* the current generation and attempt, group_epoch() */
 
 	int listed; /* one re-list completed */
 	int relisting;
 	int release_known; /* set_released or set_none_released called */
 	int has_released;
-	uint32_t released;
+	uint64_t released;
 	int pending;
-	uint32_t pending_attempt;
+	uint64_t pending_epoch;
 
 	uint64_t started;
 	uint64_t tracked;
@@ -127,7 +128,7 @@ static int record_counts_started(const struct group_tracker *t, const struct rec
 {
 	unsigned f = r->flags;
 
-	if (f & (REC_GONE | REC_DELETING) || !(f & REC_BOUND) || r->attempt != t->attempt)
+	if (f & (REC_GONE | REC_DELETING) || !(f & REC_BOUND) || r->epoch != t->epoch)
 		return 0;
 	if (r->phase == GROUP_PHASE_FAILED || r->barrier == GROUP_BARRIER_FAILED ||
 	    r->barrier == GROUP_BARRIER_TIMED_OUT)
@@ -142,19 +143,21 @@ static void uncount(struct group_tracker *t, struct record *r)
 		t->started--;
 	if (r->flags & REC_TRACKED)
 		t->tracked--;
-	r->flags &= (uint8_t) ~(REC_STARTED | REC_TRACKED);
+	r->flags &= (uint16_t) ~(REC_STARTED | REC_TRACKED);
 }
 
 static void count(struct group_tracker *t, struct record *r, uint64_t seq, int stamp)
 {
-	/* A timeout is counted once per pod, whatever happens to it after. */
-	if (r->barrier == GROUP_BARRIER_TIMED_OUT && !(r->flags & REC_TIMED_OUT) &&
-	    r->attempt == t->attempt) {
+	/* A timeout is counted once per pod, whatever happens to it after:
+	 * seen as the barrier's state, or, when kubelet restarted it in place
+	 * (restartPolicy OnFailure), as its last state. */
+	if ((r->barrier == GROUP_BARRIER_TIMED_OUT || (r->flags & REC_TIMED_OUT_BEFORE)) &&
+	    !(r->flags & REC_TIMED_OUT) && r->epoch == t->epoch) {
 		r->flags |= REC_TIMED_OUT;
 		t->timeouts++;
 		t->timeouts_untaken++;
 	}
-	if (!(r->flags & REC_GONE) && r->attempt == t->attempt) {
+	if (!(r->flags & REC_GONE) && r->epoch == t->epoch) {
 		r->flags |= REC_TRACKED;
 		t->tracked++;
 	}
@@ -307,7 +310,7 @@ struct group_tracker *group_tracker_new(const struct group_jobset *jobset, size_
 		memcpy(t->job_names[i], jobset->replicated_jobs[i].name, sizeof(t->job_names[i]));
 		t->job_targeted[i] = jobset->replicated_jobs[i].targeted != 0;
 	}
-	t->attempt = jobset->restarts;
+	t->epoch = group_epoch(jobset->generation, jobset->restarts);
 	return t;
 fail_memory:
 	*cause = cause_text("out of memory for the tracker of JobSet %s/%s", jobset->namespace, jobset->name);
@@ -334,9 +337,9 @@ void group_tracker_free(struct group_tracker *tracker)
 	free(tracker);
 }
 
-static int older_attempt(const struct group_tracker *t, const struct record *r)
+static int older_epoch(const struct group_tracker *t, const struct record *r)
 {
-	return r->attempt < t->attempt;
+	return r->epoch < t->epoch;
 }
 
 int group_tracker_set_jobset(struct group_tracker *tracker, const struct group_jobset *jobset, uint64_t seq,
@@ -356,8 +359,8 @@ int group_tracker_set_jobset(struct group_tracker *tracker, const struct group_j
 			goto changed;
 	if (copy_jobset(tracker, jobset, cause))
 		return -1;
-	if (jobset->restarts > tracker->attempt) {
-		tracker->attempt = jobset->restarts;
+	if (group_epoch(jobset->generation, jobset->restarts) > tracker->epoch) {
+		tracker->epoch = group_epoch(jobset->generation, jobset->restarts);
 		tracker->has_starts = 0;
 		tracker->first_start = tracker->last_start = 0;
 		tracker->timeouts = 0;
@@ -365,7 +368,7 @@ int group_tracker_set_jobset(struct group_tracker *tracker, const struct group_j
 		 * (a barrier ignores a release below its own attempt), and it must
 		 * not hold back the new attempt's decision. */
 		tracker->pending = 0;
-		sweep(tracker, older_attempt);
+		sweep(tracker, older_epoch);
 		/* Pods of the new attempt seen before this call started no later
 		 * than now: stamping them at `seq` keeps the marks a bound. */
 		recount(tracker, seq, 1);
@@ -377,14 +380,14 @@ changed:
 	return -1;
 }
 
-void group_tracker_set_released(struct group_tracker *tracker, uint32_t attempt)
+void group_tracker_set_released(struct group_tracker *tracker, uint64_t epoch)
 {
 	tracker->release_known = 1;
-	if (!tracker->has_released || attempt > tracker->released) {
+	if (!tracker->has_released || epoch > tracker->released) {
 		tracker->has_released = 1;
-		tracker->released = attempt;
+		tracker->released = epoch;
 	}
-	if (tracker->pending && tracker->pending_attempt <= tracker->released)
+	if (tracker->pending && tracker->pending_epoch <= tracker->released)
 		tracker->pending = 0;
 }
 
@@ -393,22 +396,25 @@ void group_tracker_set_none_released(struct group_tracker *tracker)
 	tracker->release_known = 1;
 }
 
-void group_tracker_release_done(struct group_tracker *tracker, uint32_t attempt)
+void group_tracker_release_done(struct group_tracker *tracker, uint64_t epoch)
 {
-	group_tracker_set_released(tracker, attempt);
+	group_tracker_set_released(tracker, epoch);
 }
 
-void group_tracker_release_failed(struct group_tracker *tracker, uint32_t attempt)
+void group_tracker_release_failed(struct group_tracker *tracker, uint64_t epoch)
 {
-	if (tracker->pending && tracker->pending_attempt == attempt)
+	if (tracker->pending && tracker->pending_epoch == epoch)
 		tracker->pending = 0;
 }
 
-/* Index of the pod's replicated job if it belongs to this JobSet and its job
- * is targeted, else -1. */
+/* Index of the pod's replicated job if it belongs to this JobSet (its
+ * namespace, name and uid: a JobSet deleted and made again under the same
+ * name has a new uid, and the old one's pods, still being removed, must not
+ * count) and its job is targeted, else -1. */
 static int targeted_job(const struct group_tracker *t, const struct group_pod *pod)
 {
-	if (strcmp(pod->namespace, t->namespace) != 0 || strcmp(pod->jobset_name, t->name) != 0)
+	if (strcmp(pod->namespace, t->namespace) != 0 || strcmp(pod->jobset_name, t->name) != 0 ||
+	    strcmp(pod->jobset_uid, t->uid) != 0)
 		return -1;
 	for (size_t i = 0; i < t->job_count; i++)
 		if (strcmp(pod->replicated_job, t->job_names[i]) == 0)
@@ -418,7 +424,7 @@ static int targeted_job(const struct group_tracker *t, const struct group_pod *p
 
 static void fill_record(struct record *r, const struct group_pod *pod)
 {
-	uint8_t keep = r->flags & (REC_SEEN | REC_STARTED | REC_TRACKED | REC_TIMED_OUT);
+	uint16_t keep = r->flags & (REC_SEEN | REC_STARTED | REC_TRACKED | REC_TIMED_OUT);
 
 	r->flags = keep;
 	if (pod->has_resource_version)
@@ -427,8 +433,10 @@ static void fill_record(struct record *r, const struct group_pod *pod)
 		r->flags |= REC_BOUND;
 	if (pod->deleting)
 		r->flags |= REC_DELETING;
+	if (pod->barrier_timed_out_before)
+		r->flags |= REC_TIMED_OUT_BEFORE;
 	r->resource_version = pod->resource_version;
-	r->attempt = pod->attempt;
+	r->epoch = group_epoch(pod->generation, pod->attempt);
 	r->barrier = (uint8_t)pod->barrier;
 	r->phase = (uint8_t)pod->phase;
 	r->ip_family = (uint8_t)pod->ip_family;
@@ -449,8 +457,8 @@ enum group_apply_result group_tracker_apply_pod(struct group_tracker *tracker, c
 {
 	size_t uid_len = strnlen(pod->uid, GROUP_UID_MAX + 1);
 	size_t name_len = strnlen(pod->name, GROUP_OBJECT_NAME_MAX + 1);
-	int eligible =
-		targeted_job(tracker, pod) >= 0 && pod->has_attempt && pod->attempt >= tracker->attempt;
+	int eligible = targeted_job(tracker, pod) >= 0 && pod->has_attempt &&
+		       group_epoch(pod->generation, pod->attempt) >= tracker->epoch;
 	uint32_t hash;
 	struct record **slot, *r;
 
@@ -516,7 +524,7 @@ void group_tracker_relist_begin(struct group_tracker *tracker)
 {
 	for (size_t b = 0; b < tracker->bucket_count; b++)
 		for (struct record *r = tracker->buckets[b]; r; r = r->next)
-			r->flags &= (uint8_t)~REC_SEEN;
+			r->flags &= (uint16_t)~REC_SEEN;
 	tracker->relisting = 1;
 }
 
@@ -541,7 +549,9 @@ void group_tracker_peek(const struct group_tracker *tracker, struct group_decisi
 	const struct group_tracker *t = tracker;
 
 	memset(decision, 0, sizeof(*decision));
-	decision->attempt = t->attempt;
+	decision->attempt = group_epoch_attempt(t->epoch);
+	decision->generation = group_epoch_generation(t->epoch);
+	decision->epoch = t->epoch;
 	decision->expected = t->expected;
 	decision->started = t->started;
 	decision->tracked = t->tracked;
@@ -553,9 +563,9 @@ void group_tracker_peek(const struct group_tracker *tracker, struct group_decisi
 		decision->action = GROUP_ACTION_IDLE;
 	else if (!t->listed || t->relisting || !t->release_known)
 		decision->action = GROUP_ACTION_UNKNOWN;
-	else if (t->has_released && t->released >= t->attempt)
+	else if (t->has_released && t->released >= t->epoch)
 		decision->action = GROUP_ACTION_RELEASED;
-	else if (t->pending && t->pending_attempt == t->attempt)
+	else if (t->pending && t->pending_epoch == t->epoch)
 		decision->action = GROUP_ACTION_PENDING;
 	else if (t->started > t->expected)
 		decision->action = GROUP_ACTION_ANOMALY;
@@ -570,7 +580,7 @@ void group_tracker_decide(struct group_tracker *tracker, struct group_decision *
 	group_tracker_peek(tracker, decision);
 	if (decision->action == GROUP_ACTION_RELEASE) {
 		tracker->pending = 1;
-		tracker->pending_attempt = tracker->attempt;
+		tracker->pending_epoch = tracker->epoch;
 	}
 }
 

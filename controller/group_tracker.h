@@ -8,10 +8,20 @@
  * group_tracker_decide() then says whether to write a release now. Time is
  * whatever integer the caller passes as `seq`; the tracker reads no clock.
  *
- * STARTED. A pod counts as started for attempt A when all of these hold:
- *   - its label jobset.sigs.k8s.io/restart-attempt is A, the JobSet's current
- *     attempt (status.restarts): pods of an older attempt are being deleted
- *     and a release of A must not be earned by them;
+ * EPOCH. The JobSet's current generation G (the label muster.dev/gang-
+ * generation of its targeted pod templates, raised by the webhook on every
+ * resume) and attempt A (status.restarts) make its epoch, group_epoch(G, A).
+ * Both only grow, so epochs are ordered as they happened; a barrier passes
+ * for a release of its JobSet at or above its own epoch.
+ *
+ * STARTED. A pod counts as started for epoch (G, A) when all of these hold:
+ *   - its labels jobset.sigs.k8s.io/jobset-name and jobset-uid name this
+ *     JobSet (a JobSet deleted and made again under the same name has a new
+ *     uid, and the old one's pods, still being removed, do not count);
+ *   - its labels jobset.sigs.k8s.io/restart-attempt and muster.dev/gang-
+ *     generation are A and G: pods of an older attempt are being deleted,
+ *     pods of an older generation were deleted by a suspend, and a release
+ *     of (G, A) must not be earned by them;
  *   - its replicated job is targeted (the others have no barrier and are not
  *     part of the expected count);
  *   - it is bound to a node (spec.nodeName): before that it holds no node and
@@ -29,12 +39,12 @@
  *     will not run the workload, and the Job controller makes a replacement
  *     which must be waited for.
  *
- * RELEASE. decide() answers RELEASE(A) exactly when the tracker has a full
+ * RELEASE. decide() answers RELEASE(E) exactly when the tracker has a full
  * picture (one LIST applied since creation, none in progress, the released
- * attempt read back), the JobSet has a group config, the expected count is
- * above zero, started == expected for the current attempt A, A is not
- * released (released attempt < A, or none) and no release of A is pending.
- * It then marks A pending, so a second decide() does not answer RELEASE
+ * epoch read back), the JobSet has a group config, the expected count is
+ * above zero, started == expected for the current epoch E, E is not
+ * released (released epoch < E, or none) and no release of E is pending.
+ * It then marks E pending, so a second decide() does not answer RELEASE
  * again; the caller reports the write with release_done() or
  * release_failed(). More started than expected is an ANOMALY (a bug or a
  * changed spec), never a release.
@@ -60,6 +70,23 @@
 
 struct group_tracker;
 
+/* The epoch of a generation and an attempt: ordered as the pair (generation
+ * first), which is the order they happen in since both only grow. */
+static inline uint64_t group_epoch(uint32_t generation, uint32_t attempt)
+{
+	return (uint64_t)generation << 32 | attempt;
+}
+
+static inline uint32_t group_epoch_attempt(uint64_t epoch)
+{
+	return (uint32_t)epoch;
+}
+
+static inline uint32_t group_epoch_generation(uint64_t epoch)
+{
+	return (uint32_t)(epoch >> 32);
+}
+
 /* Largest expected count and pod capacity a tracker accepts. */
 #define GROUP_TRACKER_PODS_MAX 1000000u
 
@@ -77,20 +104,20 @@ void group_tracker_free(struct group_tracker *tracker);
 /* Applies a newer version of the JobSet. The uid, the replicated job names
  * and the targeted set must be those given to group_tracker_new (the spec is
  * immutable there; a JobSet deleted and made again has a new uid and needs a
- * new tracker): else -1 with *cause set (cause must not be NULL). A restarts
- * value above the current attempt makes it current: records of older
- * attempts are dropped and the first/last start marks start over, at `seq`
- * for pods of the new attempt already started. A lower value is a stale
- * JobSet event and leaves the attempt alone. The expected count is
+ * new tracker): else -1 with *cause set (cause must not be NULL). An epoch
+ * (generation, restarts) above the current one makes it current: records of
+ * older epochs are dropped and the first/last start marks start over, at
+ * `seq` for pods of the new epoch already started. A lower one is a stale
+ * JobSet event and leaves the epoch alone. The expected count is
  * recomputed (replicas may change); a count the tracker cannot hold is an
  * error. Returns 0. */
 int group_tracker_set_jobset(struct group_tracker *tracker, const struct group_jobset *jobset, uint64_t seq,
 			     char **cause);
 
-/* Records that attempts up to `attempt` are released, as read back from the
+/* Records that epochs up to `epoch` are released, as read back from the
  * ConfigMap at start or after a write. Released only grows: a lower value
- * is ignored, as a barrier passes for any release >= its own attempt. */
-void group_tracker_set_released(struct group_tracker *tracker, uint32_t attempt);
+ * is ignored, as a barrier passes for any release >= its own epoch. */
+void group_tracker_set_released(struct group_tracker *tracker, uint64_t epoch);
 
 /* Records that the ConfigMap (or its key) does not exist: nothing released
  * yet. Until this or set_released() is called, decide() never releases. */
@@ -100,7 +127,7 @@ void group_tracker_set_none_released(struct group_tracker *tracker);
 enum group_apply_result {
 	GROUP_APPLY_CHANGED, /* the pod's record was created, updated or tombstoned */
 	GROUP_APPLY_UNCHANGED, /* duplicate, stale (older resourceVersion) or after DELETED */
-	GROUP_APPLY_IGNORED, /* not a pod of this JobSet, older attempt, untargeted job */
+	GROUP_APPLY_IGNORED, /* not a pod of this JobSet (name or uid), older epoch, untargeted job */
 	GROUP_APPLY_FULL, /* a new record would exceed max_pods, or no memory: dropped
 			   * (a dropped pod can only hold the count lower, never release early) */
 };
@@ -127,17 +154,19 @@ void group_tracker_relist_end(struct group_tracker *tracker);
 
 enum group_action {
 	GROUP_ACTION_IDLE, /* no group config, or nothing to wait for */
-	GROUP_ACTION_UNKNOWN, /* no LIST yet, a re-list in progress, or released attempt not read back */
+	GROUP_ACTION_UNKNOWN, /* no LIST yet, a re-list in progress, or released epoch not read back */
 	GROUP_ACTION_WAIT, /* fewer started than expected */
-	GROUP_ACTION_RELEASE, /* write the release of `attempt` now */
-	GROUP_ACTION_PENDING, /* the release of `attempt` was handed out and not yet reported */
-	GROUP_ACTION_RELEASED, /* `attempt` is released: nothing to do */
+	GROUP_ACTION_RELEASE, /* write the release of `epoch` now */
+	GROUP_ACTION_PENDING, /* the release of `epoch` was handed out and not yet reported */
+	GROUP_ACTION_RELEASED, /* `epoch` is released: nothing to do */
 	GROUP_ACTION_ANOMALY, /* more started than expected: hold and report */
 };
 
 struct group_decision {
 	enum group_action action;
 	uint32_t attempt; /* the current attempt */
+	uint32_t generation; /* the current generation */
+	uint64_t epoch; /* group_epoch(generation, attempt) */
 	uint64_t expected;
 	uint64_t started; /* started pods of the current attempt */
 	uint64_t tracked; /* live records (not tombstones) of the current attempt */
@@ -155,12 +184,12 @@ void group_tracker_decide(struct group_tracker *tracker, struct group_decision *
  * reports (metrics) that must not change what the controller does. */
 void group_tracker_peek(const struct group_tracker *tracker, struct group_decision *decision);
 
-/* The write of the release of `attempt` succeeded: same as set_released(). */
-void group_tracker_release_done(struct group_tracker *tracker, uint32_t attempt);
+/* The write of the release of `epoch` succeeded: same as set_released(). */
+void group_tracker_release_done(struct group_tracker *tracker, uint64_t epoch);
 
-/* The write of the release of `attempt` failed: the next decide() may answer
+/* The write of the release of `epoch` failed: the next decide() may answer
  * RELEASE again (the write never happened, so this is not a second release). */
-void group_tracker_release_failed(struct group_tracker *tracker, uint32_t attempt);
+void group_tracker_release_failed(struct group_tracker *tracker, uint64_t epoch);
 
 /* A started pod of the current attempt, for pushing the release to it. */
 struct group_started_pod {

@@ -66,6 +66,7 @@ static void make_pod(struct group_pod *p, int index, uint32_t attempt, enum stag
 	snprintf(p->name, sizeof(p->name), "js-workers-%d-x", index);
 	snprintf(p->namespace, sizeof(p->namespace), "ns");
 	snprintf(p->jobset_name, sizeof(p->jobset_name), "js");
+	snprintf(p->jobset_uid, sizeof(p->jobset_uid), "jobset-uid");
 	snprintf(p->replicated_job, sizeof(p->replicated_job), "workers");
 	p->has_attempt = 1;
 	p->attempt = attempt;
@@ -238,6 +239,105 @@ static void other_pods_do_not_count(void **state)
 	assert_int_equal(d.started, 0);
 	assert_int_equal(d.tracked, 0);
 	assert_int_equal(group_tracker_records(t), 1);
+	group_tracker_free(t);
+}
+
+/* `kubectl delete -f js.yaml && kubectl apply -f js.yaml` while the garbage
+ * collector still removes the old pods: they carry the same JobSet name and
+ * restart attempt, but the old uid, and never count for the new JobSet. */
+static void pods_of_an_earlier_jobset_of_the_same_name_do_not_count(void **state)
+{
+	struct group_jobset js;
+	struct group_tracker *t;
+	struct group_decision d;
+	struct group_pod p;
+
+	(void)state;
+	make_jobset(&js, 2, 2, 1, 0);
+	t = ready_tracker(&js);
+	/* Four old pods (running, at the barrier, finished, about to go). */
+	for (int i = 0; i < 4; i++) {
+		make_pod(&p, 100 + i, 0,
+			 i == 0	  ? MAIN_RUNNING
+			 : i == 1 ? RUNNING
+			 : i == 2 ? PASSED
+				  : BOUND,
+			 5);
+		snprintf(p.jobset_uid, sizeof(p.jobset_uid), "old-jobset-uid");
+		assert_int_equal(group_tracker_apply_pod(t, &p, GROUP_EVENT_ADDED, 1), GROUP_APPLY_IGNORED);
+	}
+	/* A pod without the uid label is nobody's. */
+	make_pod(&p, 200, 0, RUNNING, 5);
+	p.jobset_uid[0] = '\0';
+	assert_int_equal(group_tracker_apply_pod(t, &p, GROUP_EVENT_ADDED, 1), GROUP_APPLY_IGNORED);
+	/* One new pod of four started: no release. */
+	apply(t, 0, 0, RUNNING, 10, GROUP_EVENT_ADDED);
+	assert_int_equal(decide(t, &d), GROUP_ACTION_WAIT);
+	assert_int_equal(d.started, 1);
+	assert_int_equal(d.tracked, 1);
+	for (int i = 1; i < 4; i++)
+		apply(t, i, 0, RUNNING, 10 + (uint64_t)i, GROUP_EVENT_ADDED);
+	assert_int_equal(decide(t, &d), GROUP_ACTION_RELEASE);
+	assert_int_equal(d.started, 4);
+	group_tracker_free(t);
+}
+
+/* A released JobSet suspended and resumed: its new pods carry the same
+ * restart attempt and the next gang generation. The release of the
+ * generation before is not theirs: they wait for their own siblings. */
+static void resumed_jobset_waits_for_its_new_pods(void **state)
+{
+	struct group_jobset js;
+	struct group_tracker *t;
+	struct group_decision d;
+	struct group_pod p;
+	char *cause = NULL;
+
+	(void)state;
+	make_jobset(&js, 2, 1, 1, 0);
+	t = ready_tracker(&js);
+	apply(t, 0, 0, RUNNING, 10, GROUP_EVENT_ADDED);
+	apply(t, 1, 0, RUNNING, 11, GROUP_EVENT_ADDED);
+	assert_int_equal(decide(t, &d), GROUP_ACTION_RELEASE);
+	assert_int_equal(d.generation, 0);
+	group_tracker_release_done(t, d.epoch);
+	assert_int_equal(decide(t, &d), GROUP_ACTION_RELEASED);
+	/* Suspended (the old pods deleted), then resumed with generation 1. */
+	apply(t, 0, 0, RUNNING, 12, GROUP_EVENT_DELETED);
+	apply(t, 1, 0, RUNNING, 13, GROUP_EVENT_DELETED);
+	js.generation = 1;
+	assert_int_equal(group_tracker_set_jobset(t, &js, 20, &cause), 0);
+	assert_int_equal(decide(t, &d), GROUP_ACTION_WAIT);
+	assert_int_equal(d.attempt, 0);
+	assert_int_equal(d.generation, 1);
+	assert_true(d.epoch == group_epoch(1, 0));
+	/* One new pod started; a pod still labelled generation 0 counts for nothing. */
+	make_pod(&p, 2, 0, RUNNING, 30);
+	p.generation = 1;
+	assert_int_equal(group_tracker_apply_pod(t, &p, GROUP_EVENT_ADDED, 30), GROUP_APPLY_CHANGED);
+	make_pod(&p, 4, 0, RUNNING, 31);
+	assert_int_equal(group_tracker_apply_pod(t, &p, GROUP_EVENT_ADDED, 31), GROUP_APPLY_IGNORED);
+	assert_int_equal(decide(t, &d), GROUP_ACTION_WAIT);
+	assert_int_equal(d.started, 1);
+	/* The release read back from before the suspend does not cover it. */
+	group_tracker_set_released(t, group_epoch(0, 0));
+	assert_int_equal(decide(t, &d), GROUP_ACTION_WAIT);
+	make_pod(&p, 3, 0, RUNNING, 32);
+	p.generation = 1;
+	group_tracker_apply_pod(t, &p, GROUP_EVENT_ADDED, 32);
+	assert_int_equal(decide(t, &d), GROUP_ACTION_RELEASE);
+	assert_true(d.epoch == group_epoch(1, 0));
+	group_tracker_release_done(t, d.epoch);
+	assert_int_equal(decide(t, &d), GROUP_ACTION_RELEASED);
+	/* A later restart attempt of generation 1 is above it again. */
+	js.restarts = 1;
+	assert_int_equal(group_tracker_set_jobset(t, &js, 40, &cause), 0);
+	assert_int_equal(decide(t, &d), GROUP_ACTION_WAIT);
+	assert_true(d.epoch == group_epoch(1, 1));
+	/* A stale JobSet event (generation 0) changes nothing. */
+	js.generation = 0;
+	assert_int_equal(group_tracker_set_jobset(t, &js, 41, &cause), 0);
+	assert_true(decide(t, &d) == GROUP_ACTION_WAIT && d.epoch == group_epoch(1, 1));
 	group_tracker_free(t);
 }
 
@@ -850,6 +950,36 @@ static void timeouts_are_counted_once(void **state)
 	group_tracker_free(t);
 }
 
+/* restartPolicy OnFailure (JobSet's default): kubelet restarts a barrier
+ * that timed out in place, so the API shows it waiting (back-off) or
+ * running again, with the timeout only in lastState. It is counted once per
+ * pod, whichever status the watch shows and however often it times out. */
+static void timeouts_restarted_in_place_are_counted_once(void **state)
+{
+	struct group_jobset js;
+	struct group_tracker *t;
+	struct group_decision d;
+	struct group_pod p;
+
+	(void)state;
+	make_jobset(&js, 1, 2, 1, 0);
+	t = ready_tracker(&js);
+	apply(t, 1, 0, RUNNING, 10, GROUP_EVENT_ADDED);
+	assert_int_equal(group_tracker_take_timeouts(t), 0);
+	make_pod(&p, 1, 0, WAITING, 20); /* CrashLoopBackOff, lastState exit code 3 */
+	p.barrier_timed_out_before = 1;
+	group_tracker_apply_pod(t, &p, GROUP_EVENT_MODIFIED, 20);
+	assert_int_equal(group_tracker_take_timeouts(t), 1);
+	make_pod(&p, 1, 0, RUNNING, 30); /* restarted: at the barrier again */
+	p.barrier_timed_out_before = 1;
+	group_tracker_apply_pod(t, &p, GROUP_EVENT_MODIFIED, 30);
+	decide(t, &d);
+	assert_int_equal(d.timeouts, 1);
+	assert_int_equal(d.started, 1); /* waiting at the barrier again: started */
+	assert_int_equal(group_tracker_take_timeouts(t), 0);
+	group_tracker_free(t);
+}
+
 static void memory_per_pod_is_small(void **state)
 {
 	struct group_jobset js;
@@ -890,6 +1020,8 @@ int main(void)
 		cmocka_unit_test(started_semantics),
 		cmocka_unit_test(other_pods_do_not_count),
 		cmocka_unit_test(release_exactly_once),
+		cmocka_unit_test(pods_of_an_earlier_jobset_of_the_same_name_do_not_count),
+		cmocka_unit_test(resumed_jobset_waits_for_its_new_pods),
 		cmocka_unit_test(release_retried_after_failed_write),
 		cmocka_unit_test(no_release_without_full_picture),
 		cmocka_unit_test(idle_without_config_or_pods),
@@ -906,6 +1038,7 @@ int main(void)
 		cmocka_unit_test(capacity_is_bounded),
 		cmocka_unit_test(foreach_started_pods),
 		cmocka_unit_test(timeouts_are_counted_once),
+		cmocka_unit_test(timeouts_restarted_in_place_are_counted_once),
 		cmocka_unit_test(memory_per_pod_is_small),
 		cmocka_unit_test(names_of_actions),
 	};

@@ -192,7 +192,7 @@ int push_fanout(struct push_target *targets, size_t count, uint32_t attempt, con
 	uint64_t total_deadline = begun + (uint64_t)options->total_timeout_ms * 1000u;
 	int line_len, released = -1;
 
-	line_len = release_line_format(line, sizeof(line), attempt, token, cause);
+	line_len = release_line_format(line, sizeof(line), attempt, options->generation, token, cause);
 	if (line_len < 0)
 		return -1;
 	if (parallelism < 1)

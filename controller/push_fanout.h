@@ -2,7 +2,7 @@
  * push_fanout: the controller's fast release path. It connects to every
  * waiting barrier (pod IP and port) and sends the one-line release,
  *
- *     MUSTER1 RELEASE <attempt> <token>\n
+ *     MUSTER1 RELEASE <attempt> <token>[ <generation>]\n
  *
  * with at most `parallelism` connections open at once, and records per
  * target whether the barrier answered OK, refused (ERR ...), could not be
@@ -39,6 +39,7 @@ struct push_fanout_options {
 	size_t parallelism; /* connections in flight, 1..4096 */
 	int target_timeout_ms; /* per target, from connect() to the reply */
 	int total_timeout_ms; /* for the whole fan-out */
+	uint32_t generation; /* the release's generation (lib/release_line.h); 0 for none */
 };
 
 /* Name of a result for logs and metrics ("ok", "refused", ...). */

@@ -27,7 +27,8 @@
 #                       --validate=false is given. Render without them there.
 #
 # What the webhooks match: jobsets in jobset.x-k8s.io/v1alpha2, Namespaced,
-# CREATE (mutating) and CREATE, UPDATE (validating), in every namespace but
+# CREATE and UPDATE (the mutating webhook injects on CREATE and, on an UPDATE
+# that resumes a suspended JobSet, raises its gang generation), in every namespace but
 # kube-system and the muster namespace; with matchConditions (1.28+), only
 # JobSets that ask for a gang start (spec.groupSchedulingConfig or a
 # muster.dev/group-scheduling-* annotation; for UPDATE also the old object, so
@@ -189,7 +190,7 @@ metadata:
 webhooks:
   - name: mutate.jobsets.muster.dev
 $(client_config /mutate)
-$(common '["CREATE"]')
+$(common '["CREATE", "UPDATE"]')
     reinvocationPolicy: Never
 $(match_conditions "$(asks object)")
 ---

@@ -268,6 +268,75 @@ static void update_from_old_attempt_to_current(void **state)
 	assert_output_has(f, "via=volume attempt=2 released_attempt=2");
 }
 
+/* The release must name the barrier's own JobSet: a ConfigMap of the group's
+ * name left by a deleted JobSet (another uid) or made by hand (no uid) keeps
+ * the pod waiting; the JobSet's own release, in one projection with all
+ * three keys, lets it through. */
+static void release_of_another_jobset_stays_blocked(void **state)
+{
+	struct fixture *f = *state;
+	const struct atomic_writer_file leftover[] = { { "started", "0" },
+						       { "jobset-uid",
+							 "11111111-0000-4000-8000-000000000001" },
+						       { "generation", "0" } };
+	const struct atomic_writer_file by_hand[] = { { "started", "5" } };
+	const struct atomic_writer_file own[] = { { "started", "0" },
+						  { "jobset-uid", "22222222-0000-4000-8000-000000000002" },
+						  { "generation", "0" } };
+
+	assert_int_equal(atomic_writer_write(f->volume, leftover, 3, ATOMIC_WRITER_LINKS_AFTER_RENAME, NULL),
+			 1);
+	start(f, NULL, "--attempt", "0", "--jobset-uid", "22222222-0000-4000-8000-000000000002", NULL);
+	wait_waiting(f);
+	assert_output_has(f, "volume=foreign");
+	assert_still_blocked(f, 300);
+	assert_int_equal(atomic_writer_write(f->volume, by_hand, 1, ATOMIC_WRITER_LINKS_AFTER_RENAME, NULL),
+			 1);
+	assert_still_blocked(f, 300);
+	assert_int_equal(atomic_writer_write(f->volume, own, 3, ATOMIC_WRITER_LINKS_BEFORE_RENAME, NULL), 1);
+	assert_exit(f, 0, 2000);
+	assert_output_has(f, "via=volume attempt=0 released_attempt=0 generation=0 released_generation=0");
+}
+
+/* A resumed JobSet's pod (generation 1) ignores the release from before the
+ * suspend (generation 0, same attempt), on both paths, and passes on its own. */
+static void release_of_an_earlier_generation_stays_blocked(void **state)
+{
+	struct fixture *f = *state;
+	const struct atomic_writer_file before[] = { { "started", "0" },
+						     { "jobset-uid", "u-1" },
+						     { "generation", "0" } };
+	char *const env[] = { (char *)TOKEN_ENV, NULL };
+	char reply[64];
+
+	assert_int_equal(atomic_writer_write(f->volume, before, 3, ATOMIC_WRITER_LINKS_AFTER_RENAME, NULL),
+			 1);
+	start(f, env, "--attempt", "0", "--generation", "1", "--jobset-uid", "u-1", "--listen", "127.0.0.1:0",
+	      NULL);
+	wait_waiting(f);
+	assert_output_has(f, "volume=stale");
+	push_line(bound_port(f), "MUSTER1 RELEASE 0 " TOKEN "\n", reply, sizeof(reply));
+	assert_string_equal(reply, "ERR stale-attempt\n");
+	push_line(bound_port(f), "MUSTER1 RELEASE 3 " TOKEN " 0\n", reply, sizeof(reply));
+	assert_string_equal(reply, "ERR stale-attempt\n");
+	assert_still_blocked(f, 300);
+	push_line(bound_port(f), "MUSTER1 RELEASE 0 " TOKEN " 1\n", reply, sizeof(reply));
+	assert_string_equal(reply, "OK\n");
+	assert_exit(f, 0, 2000);
+	assert_output_has(f, "via=push attempt=0 released_attempt=0 generation=1 released_generation=1");
+}
+
+/* An empty --generation is the absent label: generation 0. */
+static void empty_generation_is_zero(void **state)
+{
+	struct fixture *f = *state;
+
+	release(f, "0");
+	start(f, NULL, "--attempt", "0", "--generation", "", NULL);
+	assert_exit(f, 0, 2000);
+	assert_output_has(f, "event=no-jobset-uid");
+}
+
 static void stale_attempt_stays_blocked(void **state)
 {
 	struct fixture *f = *state;
@@ -673,6 +742,9 @@ int main(void)
 		T(empty_dir_populated_by_an_old_kubelet),
 		T(update_from_old_attempt_to_current),
 		T(stale_attempt_stays_blocked),
+		T(release_of_another_jobset_stays_blocked),
+		T(release_of_an_earlier_generation_stays_blocked),
+		T(empty_generation_is_zero),
 		T(invalid_content_blocks_until_valid),
 		T(watched_directory_removed),
 		T(timeout_exits_3_with_a_reason),

@@ -48,25 +48,46 @@ int barrier_parse_attempt(const char *text, size_t len, uint32_t *attempt)
 	return 0;
 }
 
-enum barrier_volume_verdict barrier_judge_volume(int present, const char *content, size_t len,
-						 uint32_t own_attempt, uint32_t *released)
+/* The uid key as kubelet projects it, or as written by hand: surrounding
+ * white space is tolerated like the attempt's. */
+static int uid_matches(const char *text, size_t len, const char *own)
 {
-	uint32_t attempt;
+	size_t start = 0, end = len, own_len = strlen(own);
 
-	if (!present)
+	while (start < end && is_space(text[start]))
+		start++;
+	while (end > start && is_space(text[end - 1]))
+		end--;
+	return end - start == own_len && memcmp(text + start, own, own_len) == 0;
+}
+
+enum barrier_volume_verdict barrier_judge_volume(const struct barrier_volume_keys *keys,
+						 const struct barrier_identity *own,
+						 struct barrier_release *seen)
+{
+	struct barrier_release release = { 0, 0 };
+
+	if (!keys->started_present)
 		return BARRIER_VOLUME_EMPTY;
-	if (barrier_parse_attempt(content, len, &attempt) != 0)
+	if (barrier_parse_attempt(keys->started, keys->started_len, &release.attempt) != 0)
 		return BARRIER_VOLUME_INVALID;
-	*released = attempt;
-	return attempt >= own_attempt ? BARRIER_VOLUME_RELEASED : BARRIER_VOLUME_STALE;
+	if (keys->generation_present &&
+	    barrier_parse_attempt(keys->generation, keys->generation_len, &release.generation) != 0)
+		return BARRIER_VOLUME_INVALID;
+	if (own->jobset_uid && own->jobset_uid[0] &&
+	    (!keys->uid_present || !uid_matches(keys->uid, keys->uid_len, own->jobset_uid)))
+		return BARRIER_VOLUME_FOREIGN;
+	*seen = release;
+	return release.generation >= own->generation && release.attempt >= own->attempt
+		       ? BARRIER_VOLUME_RELEASED
+		       : BARRIER_VOLUME_STALE;
 }
 
 const char *barrier_volume_verdict_name(enum barrier_volume_verdict verdict)
 {
 	static const char *const names[] = {
-		[BARRIER_VOLUME_EMPTY] = "empty",
-		[BARRIER_VOLUME_INVALID] = "invalid",
-		[BARRIER_VOLUME_STALE] = "stale",
+		[BARRIER_VOLUME_EMPTY] = "empty",	[BARRIER_VOLUME_INVALID] = "invalid",
+		[BARRIER_VOLUME_FOREIGN] = "foreign",	[BARRIER_VOLUME_STALE] = "stale",
 		[BARRIER_VOLUME_RELEASED] = "released",
 	};
 	return names[verdict];
@@ -188,15 +209,23 @@ int barrier_push_parse(const char *line, size_t len, struct barrier_push_msg *ms
 		*cause = "token is missing";
 		return -1;
 	}
-	if (pos != len) {
-		*cause = "unexpected data after the token";
-		return -1;
-	}
 	if (check_token_shape(field, field_len, cause) != 0)
 		return -1;
 	msg->attempt = attempt;
+	msg->generation = 0;
 	msg->token = field;
 	msg->token_len = field_len;
+	if (pos == len)
+		return 0;
+	if (next_field(line, len, &pos, &field, &field_len) != 0 || !all_digits(field, field_len) ||
+	    barrier_parse_attempt(field, field_len, &msg->generation) != 0) {
+		*cause = "generation is not a decimal number up to 2147483647";
+		return -1;
+	}
+	if (pos != len) {
+		*cause = "unexpected data after the generation";
+		return -1;
+	}
 	return 0;
 }
 
@@ -217,11 +246,11 @@ int barrier_token_equal(const char *a, size_t a_len, const char *b, size_t b_len
 }
 
 enum barrier_push_verdict barrier_judge_push(const struct barrier_push_msg *msg, const char *token,
-					     size_t token_len, uint32_t own_attempt)
+					     size_t token_len, const struct barrier_identity *own)
 {
 	if (!barrier_token_equal(msg->token, msg->token_len, token, token_len))
 		return BARRIER_PUSH_BAD_TOKEN;
-	if (msg->attempt < own_attempt)
+	if (msg->generation < own->generation || msg->attempt < own->attempt)
 		return BARRIER_PUSH_STALE;
 	return BARRIER_PUSH_RELEASE;
 }

@@ -145,14 +145,16 @@ static void format_addr(const struct sockaddr_storage *addr, char *out, size_t o
 	}
 }
 
-void barrier_push_init(struct barrier_push *push, const char *token, size_t token_len, uint32_t attempt)
+void barrier_push_init(struct barrier_push *push, const char *token, size_t token_len,
+		       const struct barrier_identity *own)
 {
 	memset(push, 0, sizeof(*push));
 	push->listen_fd = -1;
 	push->listen_poll_index = -1;
 	push->token = token;
 	push->token_len = token_len;
-	push->attempt = attempt;
+	push->own = *own;
+	push->own.jobset_uid = NULL;
 	for (size_t i = 0; i < BARRIER_PUSH_CONNS; i++) {
 		push->conns[i].fd = -1;
 		push->conns[i].poll_index = -1;
@@ -320,7 +322,8 @@ static void accept_all(struct barrier_push *push, uint64_t now_ms)
 }
 
 /* Reads what is there. Returns 1 on a valid release, 0 otherwise. */
-static int read_conn(struct barrier_push *push, struct barrier_push_conn *conn, uint32_t *released_attempt)
+static int read_conn(struct barrier_push *push, struct barrier_push_conn *conn,
+		     struct barrier_release *released)
 {
 	for (;;) {
 		ssize_t n = recv(conn->fd, conn->buf + conn->len, sizeof(conn->buf) - conn->len, 0);
@@ -348,17 +351,19 @@ static int read_conn(struct barrier_push *push, struct barrier_push_conn *conn, 
 				reply_and_close(conn, BARRIER_PUSH_MALFORMED);
 				return 0;
 			}
-			verdict = barrier_judge_push(&msg, push->token, push->token_len, push->attempt);
+			verdict = barrier_judge_push(&msg, push->token, push->token_len, &push->own);
 			if (verdict != BARRIER_PUSH_RELEASE) {
 				log_reject(push, conn, verdict,
-					   verdict == BARRIER_PUSH_STALE ? "release is for an earlier attempt"
-									 : "token does not match");
+					   verdict == BARRIER_PUSH_STALE
+						   ? "release is for an earlier generation or attempt"
+						   : "token does not match");
 				reply_and_close(conn, verdict);
 				return 0;
 			}
-			*released_attempt = msg.attempt;
-			mlog(MLOG_INFO, "push-accepted", "peer=%s released_attempt=%u", conn->peer,
-			     msg.attempt);
+			released->attempt = msg.attempt;
+			released->generation = msg.generation;
+			mlog(MLOG_INFO, "push-accepted", "peer=%s released_attempt=%u released_generation=%u",
+			     conn->peer, msg.attempt, msg.generation);
 			reply_and_close(conn, BARRIER_PUSH_RELEASE);
 			return 1;
 		}
@@ -371,14 +376,14 @@ static int read_conn(struct barrier_push *push, struct barrier_push_conn *conn, 
 }
 
 int barrier_push_handle(struct barrier_push *push, const struct pollfd *fds, uint64_t now_ms,
-			uint32_t *released_attempt)
+			struct barrier_release *released)
 {
 	for (size_t i = 0; i < BARRIER_PUSH_CONNS; i++) {
 		struct barrier_push_conn *conn = &push->conns[i];
 
 		if (conn->fd < 0 || conn->poll_index < 0 || !fds[conn->poll_index].revents)
 			continue;
-		if (read_conn(push, conn, released_attempt))
+		if (read_conn(push, conn, released))
 			return 1;
 	}
 	for (size_t i = 0; i < BARRIER_PUSH_CONNS; i++) {

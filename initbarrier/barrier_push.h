@@ -3,7 +3,7 @@
  * barrier at once, instead of waiting up to 90 s for kubelet to refresh the
  * ConfigMap volume.
  *
- * Protocol: the client sends one line, `MUSTER1 RELEASE <attempt> <token>\n`,
+ * Protocol: the client sends one line, `MUSTER1 RELEASE <attempt> <token>[ <generation>]\n`,
  * and gets one line back, `OK\n` or `ERR <reason>\n`, then the barrier closes
  * the connection. Everything a client can do is bounded: at most
  * BARRIER_PUSH_CONNS connections at once (a new one evicts the oldest), at most
@@ -50,7 +50,7 @@ struct barrier_push {
 	char bound[72]; /* "addr:port" actually bound, for the log */
 	const char *token;
 	size_t token_len;
-	uint32_t attempt;
+	struct barrier_identity own; /* jobset_uid unused: the token names the JobSet */
 	unsigned long rejected;
 	unsigned long suppressed;
 	struct barrier_push_conn conns[BARRIER_PUSH_CONNS];
@@ -60,9 +60,10 @@ struct barrier_push {
  * Returns 0, or -1 with *cause set to a static sentence. */
 int barrier_listen_parse(const char *spec, struct barrier_listen_addr *out, const char **cause);
 
-/* Prepares an idle listener that accepts `token` for attempts >= `attempt`.
- * The token is borrowed and must outlive the listener. */
-void barrier_push_init(struct barrier_push *push, const char *token, size_t token_len, uint32_t attempt);
+/* Prepares an idle listener that accepts `token` for generations and
+ * attempts >= own's. The token is borrowed and must outlive the listener. */
+void barrier_push_init(struct barrier_push *push, const char *token, size_t token_len,
+		       const struct barrier_identity *own);
 
 /* Binds and listens. Returns 0, or -1 with err set (the caller logs it and
  * relies on the volume: with hostNetwork the port may be taken). */
@@ -77,10 +78,10 @@ size_t barrier_push_pollfds(struct barrier_push *push, struct pollfd *fds);
 uint64_t barrier_push_next_deadline(const struct barrier_push *push);
 
 /* Handles what poll() reported for the descriptors added last, and drops
- * connections past their deadline. Returns 1 and sets *released_attempt when
- * a valid release arrived (the client has been answered OK), else 0. */
+ * connections past their deadline. Returns 1 and sets *released when a valid
+ * release arrived (the client has been answered OK), else 0. */
 int barrier_push_handle(struct barrier_push *push, const struct pollfd *fds, uint64_t now_ms,
-			uint32_t *released_attempt);
+			struct barrier_release *released);
 
 /* Closes every connection and the listener. */
 void barrier_push_close(struct barrier_push *push);

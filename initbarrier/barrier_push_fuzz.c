@@ -27,7 +27,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (msg.token < line || msg.token + msg.token_len > line + size ||
 		    msg.attempt > BARRIER_ATTEMPT_MAX)
 			abort();
-		(void)barrier_judge_push(&msg, "0123456789abcdef", 16, 1);
+		const struct barrier_identity own = { .attempt = 1, .generation = 1 };
+
+		if (msg.generation > BARRIER_ATTEMPT_MAX)
+			abort();
+		(void)barrier_judge_push(&msg, "0123456789abcdef", 16, &own);
 	} else if (!cause) {
 		abort();
 	}

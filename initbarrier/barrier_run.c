@@ -27,12 +27,13 @@
 
 struct loop_state {
 	const struct barrier_config *config;
+	struct barrier_identity own;
 	struct barrier_volume volume;
 	struct barrier_push push;
 	int signal_fd;
 	enum barrier_volume_verdict last_verdict;
 	int have_verdict;
-	uint32_t last_seen_attempt;
+	struct barrier_release last_seen;
 };
 
 static uint64_t now_ms(void)
@@ -70,39 +71,53 @@ static int fail(const struct barrier_config *config, int code, const char *event
 }
 
 /* Reads and judges the volume. Returns 1 when released, 0 when still
- * blocked, -1 on a read error (logged). */
+ * blocked or on a read error (logged). */
 static int check_volume(struct loop_state *state)
 {
-	char buf[BARRIER_KEY_MAX + 2];
+	struct barrier_volume_content content;
+	const struct barrier_volume_keys *keys = &content.keys;
 	char err[ERR_SIZE];
-	size_t len = 0;
-	int present = 0;
-	uint32_t released = 0;
+	struct barrier_release seen = { 0, 0 };
 	enum barrier_volume_verdict verdict;
+	int changed;
 
-	if (barrier_volume_read(&state->volume, buf, sizeof(buf), &len, &present, err, sizeof(err)) != 0) {
+	if (barrier_volume_read(&state->volume, &content, err, sizeof(err)) != 0) {
 		mlog(MLOG_WARN, "volume-read-failed", "error=\"%s\"", err);
 		return 0;
 	}
-	verdict = barrier_judge_volume(present, buf, len, state->config->attempt, &released);
+	verdict = barrier_judge_volume(keys, &state->own, &seen);
 	if (verdict == BARRIER_VOLUME_RELEASED) {
-		mlog(MLOG_INFO, "released", "via=volume attempt=%u released_attempt=%u",
-		     state->config->attempt, released);
+		mlog(MLOG_INFO, "released",
+		     "via=volume attempt=%u released_attempt=%u generation=%u released_generation=%u",
+		     state->own.attempt, seen.attempt, state->own.generation, seen.generation);
 		return 1;
 	}
-	if (verdict == BARRIER_VOLUME_STALE)
-		state->last_seen_attempt = released;
 	/* One line per change of state, not per event. */
-	if (!state->have_verdict || verdict != state->last_verdict ||
-	    (verdict == BARRIER_VOLUME_STALE && released != state->last_seen_attempt)) {
-		char quoted[BARRIER_KEY_MAX * 4 + 8];
+	changed = !state->have_verdict || verdict != state->last_verdict ||
+		  (verdict == BARRIER_VOLUME_STALE && (seen.attempt != state->last_seen.attempt ||
+						       seen.generation != state->last_seen.generation));
+	if (verdict == BARRIER_VOLUME_STALE)
+		state->last_seen = seen;
+	if (changed) {
+		char quoted[BARRIER_KEY_MAX * 4 + 8], quoted_uid[BARRIER_KEY_MAX * 4 + 8];
 
 		if (verdict == BARRIER_VOLUME_STALE)
-			mlog(MLOG_INFO, "volume", "verdict=stale released_attempt=%u attempt=%u", released,
-			     state->config->attempt);
+			mlog(MLOG_INFO, "volume",
+			     "verdict=stale released_attempt=%u attempt=%u released_generation=%u generation=%u",
+			     seen.attempt, state->own.attempt, seen.generation, state->own.generation);
 		else if (verdict == BARRIER_VOLUME_INVALID)
-			mlog(MLOG_WARN, "volume", "verdict=invalid content=%s",
-			     mlog_quote(quoted, sizeof(quoted), buf, len));
+			mlog(MLOG_WARN, "volume", "verdict=invalid content=%s generation=%s",
+			     mlog_quote(quoted, sizeof(quoted), keys->started, keys->started_len),
+			     mlog_quote(quoted_uid, sizeof(quoted_uid), keys->generation,
+					keys->generation_len));
+		else if (verdict == BARRIER_VOLUME_FOREIGN)
+			/* A ConfigMap of the group's name that is not this JobSet's
+			 * release: a leftover of an earlier JobSet, or somebody else's. */
+			mlog(MLOG_WARN, "volume", "verdict=foreign jobset_uid=%s released_jobset_uid=%s",
+			     state->own.jobset_uid,
+			     keys->uid_present
+				     ? mlog_quote(quoted_uid, sizeof(quoted_uid), keys->uid, keys->uid_len)
+				     : "none");
 		else if (state->have_verdict)
 			mlog(MLOG_INFO, "volume", "verdict=empty");
 	}
@@ -153,10 +168,13 @@ static int timed_out(struct loop_state *state)
 {
 	const struct barrier_config *config = state->config;
 	char message[ERR_SIZE];
-	char seen[48];
+	char seen[64];
 
 	if (state->have_verdict && state->last_verdict == BARRIER_VOLUME_STALE)
-		snprintf(seen, sizeof(seen), "stale release for attempt %u", state->last_seen_attempt);
+		snprintf(seen, sizeof(seen), "stale release for attempt %u generation %u",
+			 state->last_seen.attempt, state->last_seen.generation);
+	else if (state->have_verdict && state->last_verdict == BARRIER_VOLUME_FOREIGN)
+		snprintf(seen, sizeof(seen), "a release of another JobSet");
 	else
 		snprintf(seen, sizeof(seen), "%s",
 			 state->have_verdict ? barrier_volume_verdict_name(state->last_verdict) : "empty");
@@ -178,7 +196,7 @@ static int loop(struct loop_state *state)
 		uint64_t now = now_ms(), wake = deadline, conn_deadline;
 		char err[ERR_SIZE];
 		size_t n = 2;
-		uint32_t released = 0;
+		struct barrier_release released = { 0, 0 };
 		int ready;
 
 		fds[0] = (struct pollfd){ .fd = state->signal_fd, .events = POLLIN };
@@ -214,8 +232,9 @@ static int loop(struct loop_state *state)
 		}
 		/* Connection deadlines are checked here even when poll() timed out. */
 		if (barrier_push_handle(&state->push, fds + 2, now, &released)) {
-			mlog(MLOG_INFO, "released", "via=push attempt=%u released_attempt=%u",
-			     config->attempt, released);
+			mlog(MLOG_INFO, "released",
+			     "via=push attempt=%u released_attempt=%u generation=%u released_generation=%u",
+			     config->attempt, released.attempt, config->generation, released.generation);
 			return BARRIER_EXIT_RELEASED;
 		}
 		if (now >= deadline)
@@ -225,14 +244,20 @@ static int loop(struct loop_state *state)
 
 int barrier_run(const struct barrier_config *config)
 {
-	struct loop_state state = { .config = config, .signal_fd = -1 };
+	struct loop_state state = {
+		.config = config,
+		.own = { .attempt = config->attempt,
+			 .generation = config->generation,
+			 .jobset_uid = config->jobset_uid },
+		.signal_fd = -1,
+	};
 	char err[ERR_SIZE];
 	struct stat st;
 	int code;
 
 	state.volume.event_fd = -1;
 	state.volume.dir_fd = -1;
-	barrier_push_init(&state.push, config->token, config->token_len, config->attempt);
+	barrier_push_init(&state.push, config->token, config->token_len, &state.own);
 	if (stat(config->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		snprintf(
 			err, sizeof(err),
@@ -252,13 +277,19 @@ int barrier_run(const struct barrier_config *config)
 	}
 	if (config->listen && barrier_push_listen(&state.push, &config->listen_addr, err, sizeof(err)) != 0)
 		mlog(MLOG_WARN, "listen-failed", "error=\"%s\" fallback=volume", err);
+	if (!config->jobset_uid[0])
+		mlog(MLOG_WARN, "no-jobset-uid",
+		     "reason=\"--jobset-uid is empty (no jobset.sigs.k8s.io/jobset-uid label): a release is "
+		     "judged by its generation and attempt only\"");
 	if (check_volume(&state)) {
 		code = BARRIER_EXIT_RELEASED;
 		goto out;
 	}
-	mlog(MLOG_INFO, "waiting", "dir=%s watch=%s attempt=%u timeout=%u listen=%s volume=%s",
+	mlog(MLOG_INFO, "waiting",
+	     "dir=%s watch=%s attempt=%u generation=%u jobset_uid=%s timeout=%u listen=%s volume=%s",
 	     mlog_quote(err, sizeof(err), config->dir, strlen(config->dir)),
-	     barrier_watch_name(config->watch), config->attempt, config->timeout_seconds,
+	     barrier_watch_name(config->watch), config->attempt, config->generation,
+	     config->jobset_uid[0] ? config->jobset_uid : "none", config->timeout_seconds,
 	     state.push.listen_fd >= 0 ? state.push.bound : "none",
 	     barrier_volume_verdict_name(state.last_verdict));
 	code = loop(&state);

@@ -19,6 +19,8 @@ struct barrier_config {
 	const char *dir; /* mount directory of the ConfigMap volume */
 	enum barrier_watch watch; /* kernel interface that watches it */
 	uint32_t attempt; /* restart attempt this pod belongs to */
+	uint32_t generation; /* muster's generation of the JobSet (resumes), 0 by default */
+	char jobset_uid[RELEASE_UID_MAX + 1]; /* the JobSet's uid; "": not checked */
 	int listen; /* 1 when listen_addr is set */
 	const char *listen_spec; /* as given, for the log */
 	struct barrier_listen_addr listen_addr;

@@ -20,7 +20,6 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#define KEY_NAME "started"
 #define DATA_NAME "..data"
 
 /* dnotify's signal. musl and glibc keep the first real-time signals for
@@ -119,7 +118,10 @@ static int name_matters(const struct inotify_event *event)
 {
 	/* IN_CLOSE_WRITE covers a plain file written in place (a hostPath or
 	 * a person testing by hand); kubelet never does that. */
-	return event->len > 0 && (strcmp(event->name, DATA_NAME) == 0 || strcmp(event->name, KEY_NAME) == 0);
+	return event->len > 0 &&
+	       (strcmp(event->name, DATA_NAME) == 0 || strcmp(event->name, RELEASE_KEY_STARTED) == 0 ||
+		strcmp(event->name, RELEASE_KEY_JOBSET_UID) == 0 ||
+		strcmp(event->name, RELEASE_KEY_GENERATION) == 0);
 }
 
 /* dnotify says only "this directory changed": every signal is a change. */
@@ -182,17 +184,19 @@ int barrier_volume_drain(struct barrier_volume *volume, char *err, size_t err_si
 						     : drain_inotify(volume, err, err_size);
 }
 
-int barrier_read_small_file(const char *path, char *buf, size_t buf_size, size_t *len, char *err,
-			    size_t err_size)
+/* Reads `name` relative to dir_fd (AT_FDCWD: a path). Returns 1 with the
+ * content NUL-terminated in buf, 0 when it does not exist, -1 on error. */
+static int read_small_at(int dir_fd, const char *name, char *buf, size_t buf_size, size_t *len, char *err,
+			 size_t err_size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	size_t used = 0;
 
 	if (fd < 0) {
 		/* ENOTDIR: `..data` is not (yet) a directory link. */
 		if (errno == ENOENT || errno == ENOTDIR)
 			return 0;
-		snprintf(err, err_size, "opening %s: %s", path, strerror(errno));
+		snprintf(err, err_size, "opening %s: %s", name, strerror(errno));
 		return -1;
 	}
 	while (used < buf_size - 1) {
@@ -201,7 +205,7 @@ int barrier_read_small_file(const char *path, char *buf, size_t buf_size, size_t
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			snprintf(err, err_size, "reading %s: %s", path, strerror(errno));
+			snprintf(err, err_size, "reading %s: %s", name, strerror(errno));
 			close(fd);
 			return -1;
 		}
@@ -215,32 +219,68 @@ int barrier_read_small_file(const char *path, char *buf, size_t buf_size, size_t
 	return 1;
 }
 
-int barrier_volume_read(const struct barrier_volume *volume, char *buf, size_t buf_size, size_t *len,
-			int *present, char *err, size_t err_size)
+int barrier_read_small_file(const char *path, char *buf, size_t buf_size, size_t *len, char *err,
+			    size_t err_size)
 {
-	static const char *const candidates[] = { KEY_NAME, DATA_NAME "/" KEY_NAME };
+	return read_small_at(AT_FDCWD, path, buf, buf_size, len, err, err_size);
+}
+
+/* One key into its buffer and its slot of the keys. */
+static int read_key(int dir_fd, const char *name, char *buf, size_t buf_size, int *present, const char **text,
+		    size_t *len, char *err, size_t err_size)
+{
+	int found = read_small_at(dir_fd, name, buf, buf_size, len, err, err_size);
+
+	if (found < 0)
+		return -1;
+	*present = found;
+	*text = buf;
+	if (!found)
+		*len = 0;
+	return 0;
+}
+
+int barrier_volume_read(const struct barrier_volume *volume, struct barrier_volume_content *content,
+			char *err, size_t err_size)
+{
+	struct barrier_volume_keys *keys = &content->keys;
 	char path[PATH_MAX];
+	int dir_fd, rc = -1;
 
 	err[0] = '\0';
-	*present = 0;
-	*len = 0;
-	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
-		int found;
-
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", volume->dir, candidates[i]) >=
-		    sizeof(path)) {
-			snprintf(err, err_size, "path of the key under %s is too long", volume->dir);
+	memset(keys, 0, sizeof(*keys));
+	/* Kubelet's volume: every key of one projection lives in the directory
+	 * `..data` points to, and a projection is never changed in place (the
+	 * next one is a new directory swapped in by a rename). Reading all keys
+	 * through one descriptor of that directory gives a consistent release,
+	 * whatever kubelet does meanwhile. Without `..data` (a directory written
+	 * by hand, or kubelet before its first projection) the keys are read
+	 * where they are. */
+	if ((size_t)snprintf(path, sizeof(path), "%s/" DATA_NAME, volume->dir) >= sizeof(path)) {
+		snprintf(err, err_size, "path of the keys under %s is too long", volume->dir);
+		return -1;
+	}
+	dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0 && errno != ENOENT && errno != ENOTDIR) {
+		snprintf(err, err_size, "opening %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (dir_fd < 0) {
+		dir_fd = open(volume->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dir_fd < 0) {
+			snprintf(err, err_size, "opening %s: %s", volume->dir, strerror(errno));
 			return -1;
-		}
-		found = barrier_read_small_file(path, buf, buf_size, len, err, err_size);
-		if (found < 0)
-			return -1;
-		if (found) {
-			*present = 1;
-			return 0;
 		}
 	}
-	return 0;
+	if (read_key(dir_fd, RELEASE_KEY_STARTED, content->started, sizeof(content->started),
+		     &keys->started_present, &keys->started, &keys->started_len, err, err_size) == 0 &&
+	    read_key(dir_fd, RELEASE_KEY_JOBSET_UID, content->uid, sizeof(content->uid), &keys->uid_present,
+		     &keys->uid, &keys->uid_len, err, err_size) == 0 &&
+	    read_key(dir_fd, RELEASE_KEY_GENERATION, content->generation, sizeof(content->generation),
+		     &keys->generation_present, &keys->generation, &keys->generation_len, err, err_size) == 0)
+		rc = 0;
+	close(dir_fd);
+	return rc;
 }
 
 void barrier_volume_close(struct barrier_volume *volume)

@@ -63,7 +63,7 @@ int barrier_volume_fd(const struct barrier_volume *volume);
 /* What draining the inotify queue found. */
 enum barrier_volume_change {
 	BARRIER_VOLUME_NOTHING, /* events about other names only */
-	BARRIER_VOLUME_CHANGED, /* `..data` or `started` may have changed, or events were lost */
+	BARRIER_VOLUME_CHANGED, /* `..data` or a release key may have changed, or events were lost */
 	BARRIER_VOLUME_GONE, /* the directory was deleted, moved or unmounted (inotify only) */
 };
 
@@ -71,15 +71,24 @@ enum barrier_volume_change {
  * seen, or -1 with err set when reading fails. */
 int barrier_volume_drain(struct barrier_volume *volume, char *err, size_t err_size);
 
-/* Reads the `started` key: first `<dir>/started`, and when that link does not
- * exist yet, `<dir>/..data/started` (the key is there as soon as `..data` is
- * renamed, before kubelet creates the user-visible link). At most
- * BARRIER_KEY_MAX bytes are read; a longer value is reported as present with
- * its first BARRIER_KEY_MAX + 1 bytes, which never parse as an attempt.
- * Sets *present to 0 when neither path exists. Returns 0, or -1 with err set
- * on an unexpected read error. */
-int barrier_volume_read(const struct barrier_volume *volume, char *buf, size_t buf_size, size_t *len,
-			int *present, char *err, size_t err_size);
+/* The release keys as last read, with the buffers they point into. */
+struct barrier_volume_content {
+	struct barrier_volume_keys keys;
+	char started[BARRIER_KEY_MAX + 2];
+	char uid[BARRIER_KEY_MAX + 2];
+	char generation[BARRIER_KEY_MAX + 2];
+};
+
+/* Reads the release keys `started`, `jobset-uid` and `generation` from one
+ * projection: through `<dir>/..data` when it exists (the keys are there as
+ * soon as `..data` is renamed, before kubelet creates the user-visible
+ * links, and all come from the same payload directory), else from `<dir>`
+ * itself. At most BARRIER_KEY_MAX + 1 bytes of a key are read; a longer
+ * value is reported as present with those bytes, which never parse as a
+ * number nor match a uid. Returns 0, or -1 with err set on an unexpected
+ * read error. */
+int barrier_volume_read(const struct barrier_volume *volume, struct barrier_volume_content *content,
+			char *err, size_t err_size);
 
 /* Reads at most buf_size - 1 bytes of the file at `path` (following links,
  * never blocking on a FIFO) and NUL-terminates them. Returns 1 when read,

@@ -34,9 +34,11 @@ static void usage(FILE *out)
 		"Usage: muster-barrier [flags]\n"
 		"\n"
 		"Blocks until the controller releases this pod's restart attempt, then exits 0 so\n"
-		"the main containers start. Release by volume: the key `started` of the ConfigMap\n"
-		"mounted at --dir holds an attempt >= --attempt. Release by push: a valid line\n"
-		"`MUSTER1 RELEASE <attempt> <token>` on the --listen port.\n"
+		"the main containers start. Release by volume: the ConfigMap mounted at --dir names\n"
+		"this JobSet (key `jobset-uid` = --jobset-uid), a generation >= --generation (key\n"
+		"`generation`, absent = 0) and an attempt >= --attempt (key `started`). Release by\n"
+		"push: a valid line `MUSTER1 RELEASE <attempt> <token>[ <generation>]` on the\n"
+		"--listen port.\n"
 		"\n"
 		"Flags:\n"
 		"  --dir PATH              ConfigMap volume mount directory (default " DEFAULT_DIR ")\n"
@@ -45,6 +47,10 @@ static void usage(FILE *out)
 		"                          vanishing but adds 6-14 ms to the exit)\n"
 		"  --attempt N             restart attempt of this pod, 0..2147483647 (default 0);\n"
 		"                          from the label jobset.sigs.k8s.io/restart-attempt\n"
+		"  --generation N          muster's generation of the JobSet (its resumes), from the\n"
+		"                          label muster.dev/gang-generation; empty or absent: 0\n"
+		"  --jobset-uid UID        the JobSet's uid, from the label jobset.sigs.k8s.io/jobset-uid;\n"
+		"                          a volume release must name it (empty: not checked)\n"
 		"  --listen [ADDR:]PORT    also accept a pushed release on this TCP port\n"
 		"                          (IPv6 as [ADDR]:PORT or ADDR:PORT; port 0 picks a free port)\n"
 		"  --token-file PATH       file holding the push token (overrides $" TOKEN_ENV ")\n"
@@ -128,6 +134,8 @@ int main(int argc, char **argv)
 		OPT_DIR = 256,
 		OPT_WATCH,
 		OPT_ATTEMPT,
+		OPT_GENERATION,
+		OPT_JOBSET_UID,
 		OPT_LISTEN,
 		OPT_TOKEN_FILE,
 		OPT_TIMEOUT,
@@ -139,6 +147,8 @@ int main(int argc, char **argv)
 		{ "dir", required_argument, NULL, OPT_DIR },
 		{ "watch", required_argument, NULL, OPT_WATCH },
 		{ "attempt", required_argument, NULL, OPT_ATTEMPT },
+		{ "generation", required_argument, NULL, OPT_GENERATION },
+		{ "jobset-uid", required_argument, NULL, OPT_JOBSET_UID },
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -172,6 +182,21 @@ int main(int argc, char **argv)
 					"--attempt '%.100s' is not a number from 0 to 2147483647 (is the "
 					"restart-attempt label missing?)",
 					optarg);
+			break;
+		case OPT_GENERATION:
+			/* Empty: the label is absent (a JobSet never resumed). */
+			if (optarg[0] && parse_u32(optarg, RELEASE_GENERATION_MAX, &config.generation) != 0)
+				return usage_error(
+					config.termination_log,
+					"--generation '%.100s' is not a number from 0 to 2147483647", optarg);
+			break;
+		case OPT_JOBSET_UID:
+			if (strlen(optarg) > RELEASE_UID_MAX || strpbrk(optarg, " \t\r\n"))
+				return usage_error(
+					config.termination_log,
+					"--jobset-uid '%.100s' is not a uid (at most %d bytes, no spaces)",
+					optarg, RELEASE_UID_MAX);
+			memcpy(config.jobset_uid, optarg, strlen(optarg) + 1);
 			break;
 		case OPT_LISTEN:
 			if (barrier_listen_parse(optarg, &config.listen_addr, &cause) != 0)

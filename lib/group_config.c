@@ -53,11 +53,23 @@ static int decode_spec(const cJSON *config, struct group_config *out, char **cau
 	if (timeout && !cJSON_IsNull(timeout)) {
 		double d = timeout->valuedouble;
 
-		if (!cJSON_IsNumber(timeout) || !isfinite(d) || floor(d) != d || d < 0 ||
-		    d > (double)INT32_MAX_VALUE)
+		if (!cJSON_IsNumber(timeout))
+			return cause_fail(
+				cause,
+				"spec.groupSchedulingConfig.timeoutAfterSeconds is not a number: give "
+				"a whole number of seconds from %u to %u",
+				GROUP_CONFIG_TIMEOUT_MIN, GROUP_CONFIG_TIMEOUT_MAX);
+		if (!isfinite(d) || floor(d) != d)
 			return cause_fail(cause,
-					  "spec.groupSchedulingConfig.timeoutAfterSeconds is not a whole "
-					  "number of seconds");
+					  "spec.groupSchedulingConfig.timeoutAfterSeconds is %g, not a whole "
+					  "number of seconds: give one from %u to %u",
+					  d, GROUP_CONFIG_TIMEOUT_MIN, GROUP_CONFIG_TIMEOUT_MAX);
+		if (d < 0 || d > (double)INT32_MAX_VALUE)
+			return cause_fail(
+				cause,
+				"spec.groupSchedulingConfig.timeoutAfterSeconds is %.0f: it must be "
+				"between %u and %u seconds (a day)",
+				d, GROUP_CONFIG_TIMEOUT_MIN, GROUP_CONFIG_TIMEOUT_MAX);
 		out->has_timeout = 1;
 		out->timeout_seconds = (uint32_t)d;
 	}
@@ -109,16 +121,22 @@ static int decode_annotations(const cJSON *jobset, struct group_config *out, cha
 		return 0;
 	}
 	out->in_annotations = 1;
-	len = strnlen(timeout, 11);
-	if (len == 0 || len > 10)
-		goto bad_timeout;
-	for (size_t i = 0; i < len; i++) {
-		if (timeout[i] < '0' || timeout[i] > '9')
+	len = strnlen(timeout, 21);
+	/* A sign, then digits: "-1" or "99999999999" is a number out of range,
+	 * which the message says, not a malformed one. */
+	for (size_t i = timeout[0] == '-'; i < len; i++) {
+		if (timeout[i] < '0' || timeout[i] > '9' || len > 20)
 			goto bad_timeout;
-		seconds = seconds * 10 + (uint64_t)(timeout[i] - '0');
+		if (seconds <= INT32_MAX_VALUE)
+			seconds = seconds * 10 + (uint64_t)(timeout[i] - '0');
 	}
-	if (seconds > INT32_MAX_VALUE)
+	if (len == 0 || (timeout[0] == '-' && len == 1))
 		goto bad_timeout;
+	if (timeout[0] == '-' || seconds > INT32_MAX_VALUE)
+		return cause_fail(cause,
+				  "annotation " GROUP_CONFIG_ANNOTATION_TIMEOUT
+				  " is \"%.20s\": it must be between %u and %u seconds (a day)",
+				  timeout, GROUP_CONFIG_TIMEOUT_MIN, GROUP_CONFIG_TIMEOUT_MAX);
 	out->has_timeout = 1;
 	out->timeout_seconds = (uint32_t)seconds;
 	if (!targets)
@@ -152,8 +170,8 @@ bad_timeout:
 	return cause_fail(cause,
 			  "annotation " GROUP_CONFIG_ANNOTATION_TIMEOUT
 			  " is \"%.20s\", not a whole number of "
-			  "seconds (e.g. \"300\")",
-			  timeout);
+			  "seconds (e.g. \"300\"; from %u to %u)",
+			  timeout, GROUP_CONFIG_TIMEOUT_MIN, GROUP_CONFIG_TIMEOUT_MAX);
 }
 
 static int same_targets(const struct group_config *a, const struct group_config *b)

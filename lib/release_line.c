@@ -25,7 +25,8 @@ int release_token_check(const char *token, size_t len, const char **cause)
 	return 0;
 }
 
-int release_line_format(char *buf, size_t size, uint32_t attempt, const char *token, const char **cause)
+int release_line_format(char *buf, size_t size, uint32_t attempt, uint32_t generation, const char *token,
+			const char **cause)
 {
 	int n;
 
@@ -33,9 +34,17 @@ int release_line_format(char *buf, size_t size, uint32_t attempt, const char *to
 		*cause = "attempt is above 2147483647";
 		return -1;
 	}
+	if (generation > RELEASE_GENERATION_MAX) {
+		*cause = "generation is above 2147483647";
+		return -1;
+	}
 	if (release_token_check(token, strlen(token), cause) != 0)
 		return -1;
-	n = snprintf(buf, size, RELEASE_LINE_MAGIC " " RELEASE_LINE_VERB " %u %s\n", attempt, token);
+	if (generation)
+		n = snprintf(buf, size, RELEASE_LINE_MAGIC " " RELEASE_LINE_VERB " %u %s %u\n", attempt,
+			     token, generation);
+	else
+		n = snprintf(buf, size, RELEASE_LINE_MAGIC " " RELEASE_LINE_VERB " %u %s\n", attempt, token);
 	if (n < 0 || (size_t)n >= size) {
 		*cause = "release line does not fit the buffer";
 		return -1;

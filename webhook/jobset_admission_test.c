@@ -103,9 +103,14 @@ static void apply_patch(cJSON *doc, const cJSON *patch)
 		}
 		value = cJSON_Duplicate(cJSON_GetObjectItem(op, "value"), 1);
 		assert_non_null(value);
+		if (strcmp(kind, "replace") == 0 && cJSON_IsObject(parent)) {
+			/* A label muster owns (the gang generation on a resume). */
+			assert_non_null(cJSON_GetObjectItemCaseSensitive(parent, last));
+			assert_true(cJSON_ReplaceItemInObjectCaseSensitive(parent, last, value));
+			continue;
+		}
 		if (strcmp(kind, "replace") == 0) {
-			/* The mutator replaces array items only (a user's container
-			 * of the barrier's reserved name). */
+			/* Array items: a user's container of the barrier's reserved name. */
 			long index = strtol(last, NULL, 10);
 
 			assert_true(cJSON_IsArray(parent));
@@ -179,6 +184,17 @@ static int args_contain(const cJSON *container, const char *a, const char *b)
 	return 0;
 }
 
+/* The downward-API field path of the container's env variable `name`. */
+static const char *field_path(const cJSON *container, const char *name)
+{
+	const cJSON *var = jobset_find_named(jobset_member(container, "env"), name, NULL);
+	const cJSON *path =
+		jobset_member(jobset_member(jobset_member(var, "valueFrom"), "fieldRef"), "fieldPath");
+
+	assert_non_null(path);
+	return path->valuestring;
+}
+
 static void check_injected(const cJSON *jobset, int job, size_t barrier_index, const char *timeout)
 {
 	const cJSON *spec = jobset_member(template_of(jobset, job), "spec");
@@ -191,6 +207,13 @@ static void check_injected(const cJSON *jobset, int job, size_t barrier_index, c
 	assert_string_equal(jobset_member(barrier_c, "image")->valuestring, "muster-barrier:test");
 	assert_true(args_contain(barrier_c, "--timeout", timeout));
 	assert_true(args_contain(barrier_c, "--attempt", "$(MUSTER_RESTART_ATTEMPT)"));
+	/* Its identity: the JobSet's uid and the gang generation, from the pod's labels. */
+	assert_true(args_contain(barrier_c, "--jobset-uid", "$(MUSTER_JOBSET_UID)"));
+	assert_true(args_contain(barrier_c, "--generation", "$(MUSTER_GANG_GENERATION)"));
+	assert_string_equal(field_path(barrier_c, "MUSTER_JOBSET_UID"),
+			    "metadata.labels['jobset.sigs.k8s.io/jobset-uid']");
+	assert_string_equal(field_path(barrier_c, "MUSTER_GANG_GENERATION"),
+			    "metadata.labels['muster.dev/gang-generation']");
 	assert_true(args_contain(barrier_c, "--listen", "$(MUSTER_POD_IP):9443"));
 	assert_true(args_contain(barrier_c, "--dir", JOBSET_BARRIER_MOUNT));
 	assert_non_null(jobset_find_named(jobset_member(barrier_c, "env"), "MUSTER_BARRIER_TOKEN", NULL));
@@ -487,6 +510,106 @@ static void mutate_without_config_is_empty(void **state)
 	cJSON_Delete(jobset);
 }
 
+/* ---- resume: a new gang generation ---- */
+
+/* The generation label of replicated job `job`'s pod template, or NULL. */
+static const char *generation_of(const cJSON *jobset, int job)
+{
+	const cJSON *value =
+		jobset_member(jobset_member(jobset_member(template_of(jobset, job), "metadata"), "labels"),
+			      "muster.dev/gang-generation");
+
+	return cJSON_IsString(value) ? value->valuestring : NULL;
+}
+
+/* Sets spec.suspend of an admitted JobSet (a copy). */
+static cJSON *with_suspend(const cJSON *jobset, int suspend)
+{
+	cJSON *copy = cJSON_Duplicate(jobset, 1), *spec = cJSON_GetObjectItem(copy, "spec");
+
+	cJSON_DeleteItemFromObject(spec, "suspend");
+	if (suspend >= 0)
+		cJSON_AddBoolToObject(spec, "suspend", suspend);
+	return copy;
+}
+
+/* The UPDATE admitted: the patch applied to new_jobset (in place). Returns
+ * the number of operations. */
+static size_t admit_update(const cJSON *old_jobset, cJSON *new_jobset)
+{
+	struct group_config config;
+	cJSON *patch = NULL;
+	char *cause = NULL;
+	size_t ops;
+
+	assert_int_equal(group_config_decode(new_jobset, &config, &cause), 0);
+	assert_int_equal(jobset_mutate_resume(old_jobset, new_jobset, &config, &patch, &cause), 0);
+	assert_null(cause);
+	ops = (size_t)cJSON_GetArraySize(patch);
+	apply_patch(new_jobset, patch);
+	cJSON_Delete(patch);
+	return ops;
+}
+
+/* Suspend and resume (Kueue's preemption): each resume raises the gang
+ * generation of the targeted templates, so the release of the generation
+ * before (still in the ConfigMap) does not let the new pods through. Other
+ * updates change nothing. */
+static void resume_raises_the_generation(void **state)
+{
+	cJSON *created, *suspended, *resumed, *again, *suspended_again, *resumed_again;
+
+	(void)state;
+	created = admit(STORY2, &barrier, NULL);
+	assert_null(generation_of(created, 0));
+	/* Not a resume: created running, then suspended; an update while suspended. */
+	suspended = with_suspend(created, 1);
+	assert_int_equal(admit_update(created, suspended), 0);
+	again = with_suspend(suspended, 1);
+	assert_int_equal(admit_update(suspended, again), 0);
+	assert_null(generation_of(again, 0));
+	/* The resume (suspend removed or false). */
+	resumed = with_suspend(suspended, -1);
+	assert_int_equal(admit_update(suspended, resumed), 1);
+	assert_string_equal(generation_of(resumed, 0), "1");
+	assert_null(generation_of(resumed, 1)); /* auxiliary: not targeted */
+	/* A second suspend and resume: 2. */
+	suspended_again = with_suspend(resumed, 1);
+	assert_int_equal(admit_update(resumed, suspended_again), 0);
+	resumed_again = with_suspend(suspended_again, 0);
+	assert_int_equal(admit_update(suspended_again, resumed_again), 1);
+	assert_string_equal(generation_of(resumed_again, 0), "2");
+	cJSON_Delete(created);
+	cJSON_Delete(suspended);
+	cJSON_Delete(again);
+	cJSON_Delete(resumed);
+	cJSON_Delete(suspended_again);
+	cJSON_Delete(resumed_again);
+}
+
+static void resume_refuses_a_generation_it_cannot_read(void **state)
+{
+	struct group_config config;
+	cJSON *created, *suspended, *resumed, *patch = NULL, *labels;
+	char *cause = NULL;
+
+	(void)state;
+	created = admit(STORY2, &barrier, NULL);
+	suspended = with_suspend(created, 1);
+	labels = cJSON_GetObjectItem(cJSON_GetObjectItem((cJSON *)template_of(suspended, 0), "metadata"),
+				     "labels");
+	cJSON_AddStringToObject(labels, "muster.dev/gang-generation", "two");
+	resumed = with_suspend(suspended, 0);
+	assert_int_equal(group_config_decode(resumed, &config, &cause), 0);
+	assert_int_equal(jobset_mutate_resume(suspended, resumed, &config, &patch, &cause), -1);
+	assert_null(patch);
+	assert_non_null(strstr(cause, "muster.dev/gang-generation is muster's and must be a number"));
+	free(cause);
+	cJSON_Delete(created);
+	cJSON_Delete(suspended);
+	cJSON_Delete(resumed);
+}
+
 /* ---- validation ---- */
 
 /* Builds a JobSet from pieces and expects a denial mentioning needle (or
@@ -743,13 +866,19 @@ static void config_forms(void **state)
 		      0, "empty replicated job name", &c);
 	expect_config(
 		"{\"metadata\":{\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"99999999999\"}}}",
-		0, "not a whole number", &c);
+		0, "is \"99999999999\": it must be between 1 and 86400 seconds", &c);
 	expect_config("{\"metadata\":{\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"-1\"}}}", 0,
-		      "not a whole number", &c);
+		      "is \"-1\": it must be between 1 and 86400 seconds", &c);
+	expect_config("{\"metadata\":{\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"-\"}}}", 0,
+		      "not a whole number of seconds (e.g. \"300\"; from 1 to 86400)", &c);
+	expect_config("{\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":-3}}}", 0,
+		      "timeoutAfterSeconds is -3: it must be between 1 and 86400 seconds", &c);
+	expect_config("{\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":\"300\"}}}", 0,
+		      "is not a number: give a whole number of seconds from 1 to 86400", &c);
 	expect_config("{\"metadata\":{\"annotations\":{\"muster.dev/group-scheduling-timeout\":7}}}", 0,
 		      "is not a string", &c);
 	expect_config("{\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":2147483648}}}", 0,
-		      "not a whole number", &c);
+		      "is 2147483648: it must be between 1 and 86400 seconds", &c);
 	expect_config("{\"spec\":{\"groupSchedulingConfig\":{\"targetReplicatedJobs\":[1]}}}", 0,
 		      "not a name", &c);
 	expect_config(
@@ -764,6 +893,8 @@ int main(void)
 		cmocka_unit_test(admission_envelope),
 		cmocka_unit_test(admission_encoding),
 		cmocka_unit_test(mutate_story2_targets_only_workers),
+		cmocka_unit_test(resume_raises_the_generation),
+		cmocka_unit_test(resume_refuses_a_generation_it_cannot_read),
 		cmocka_unit_test(mutate_is_idempotent),
 		cmocka_unit_test(mutate_replaces_a_user_container_of_the_reserved_name),
 		cmocka_unit_test(mutate_story1_every_job_and_default_timeout),

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "jobset_shape.h"
+#include "muster_api.h"
 
 /* Longest JSON Pointer written: a replicated job index and fixed keys. */
 #define POINTER_MAX 192
@@ -99,11 +100,16 @@ static cJSON *barrier_container(const struct group_config *config,
 	     (args = cJSON_AddArrayToObject(c, "args")) && !add_string(args, "--dir") &&
 	     !add_string(args, JOBSET_BARRIER_MOUNT) && !add_string(args, "--attempt") &&
 	     !add_string(args, "$(MUSTER_RESTART_ATTEMPT)") && !add_string(args, "--timeout") &&
-	     !add_string(args, timeout) &&
+	     !add_string(args, timeout) && !add_string(args, "--generation") &&
+	     !add_string(args, "$(MUSTER_GANG_GENERATION)") && !add_string(args, "--jobset-uid") &&
+	     !add_string(args, "$(MUSTER_JOBSET_UID)") &&
 	     (!options->barrier_port || (!add_string(args, "--listen") && !add_string(args, listen))) &&
 	     (env = cJSON_AddArrayToObject(c, "env")) &&
 	     !add_item(env, env_field("MUSTER_RESTART_ATTEMPT",
 				      "metadata.labels['jobset.sigs.k8s.io/restart-attempt']")) &&
+	     !add_item(env, env_field("MUSTER_GANG_GENERATION",
+				      "metadata.labels['" MUSTER_LABEL_GANG_GENERATION "']")) &&
+	     !add_item(env, env_field("MUSTER_JOBSET_UID", "metadata.labels['" JOBSET_LABEL_UID "']")) &&
 	     (!options->barrier_port || !add_item(env, env_field("MUSTER_POD_IP", "status.podIP"))) &&
 	     !add_item(env, env_field("POD_NAME", "metadata.name")) &&
 	     !add_item(env, env_field("POD_NAMESPACE", "metadata.namespace")) &&
@@ -183,12 +189,42 @@ static cJSON *one_entry_object(const char *key, cJSON *value)
 	return object;
 }
 
+/* Sets the label `key` (`key_pointer`: the same as a JSON Pointer token) of
+ * the pod template at `base` to `value`, creating metadata and labels where
+ * missing. With `only_missing`, a label already there is left alone. */
+static int set_template_label(cJSON *patch, const char *base, const cJSON *template, const char *key,
+			      const char *key_pointer, const char *value, int only_missing)
+{
+	const cJSON *metadata = jobset_member(template, "metadata");
+	const cJSON *labels = jobset_member(metadata, "labels");
+	char path[POINTER_MAX];
+
+	if (!cJSON_IsObject(metadata)) {
+		snprintf(path, sizeof(path), "%s/metadata", base);
+		return add_op(patch, path,
+			      one_entry_object("labels", one_entry_object(key, cJSON_CreateString(value))));
+	}
+	if (!cJSON_IsObject(labels)) {
+		snprintf(path, sizeof(path), "%s/metadata/labels", base);
+		return add_op(patch, path, one_entry_object(key, cJSON_CreateString(value)));
+	}
+	if (only_missing && jobset_member(labels, key))
+		return 0;
+	snprintf(path, sizeof(path), "%s/metadata/labels/%s", base, key_pointer);
+	return patch_op(patch, jobset_member(labels, key) ? "replace" : "add", path,
+			cJSON_CreateString(value));
+}
+
+/* The JSON Pointer of replicated job `index`'s pod template. */
+static void template_base(char *base, size_t size, size_t index)
+{
+	snprintf(base, size, "/spec/replicatedJobs/%zu/template/spec/template", index);
+}
+
 static int patch_template(cJSON *patch, size_t index, const cJSON *template, const char *jobset,
 			  const struct group_config *config, const struct jobset_mutate_options *options,
 			  const char *token)
 {
-	const cJSON *metadata = jobset_member(template, "metadata");
-	const cJSON *labels = jobset_member(metadata, "labels");
 	const cJSON *spec = jobset_member(template, "spec");
 	const cJSON *init = jobset_member(spec, "initContainers");
 	const cJSON *volumes = jobset_member(spec, "volumes");
@@ -196,22 +232,10 @@ static int patch_template(cJSON *patch, size_t index, const cJSON *template, con
 	size_t at = 0;
 	char base[80], path[POINTER_MAX]; /* base: 47 bytes and an index */
 
-	snprintf(base, sizeof(base), "/spec/replicatedJobs/%zu/template/spec/template", index);
-	if (!cJSON_IsObject(metadata)) {
-		snprintf(path, sizeof(path), "%s/metadata", base);
-		if (add_op(patch, path,
-			   one_entry_object("labels",
-					    one_entry_object(JOBSET_POD_LABEL, cJSON_CreateString("true")))))
-			return -1;
-	} else if (!cJSON_IsObject(labels)) {
-		snprintf(path, sizeof(path), "%s/metadata/labels", base);
-		if (add_op(patch, path, one_entry_object(JOBSET_POD_LABEL, cJSON_CreateString("true"))))
-			return -1;
-	} else if (!jobset_member(labels, JOBSET_POD_LABEL)) {
-		snprintf(path, sizeof(path), "%s/metadata/labels/muster.dev~1group-scheduling", base);
-		if (add_op(patch, path, cJSON_CreateString("true")))
-			return -1;
-	}
+	template_base(base, sizeof(base), index);
+	if (set_template_label(patch, base, template, JOBSET_POD_LABEL, "muster.dev~1group-scheduling",
+			       "true", 1))
+		return -1;
 	if (!cJSON_IsArray(init)) {
 		cJSON *list = cJSON_CreateArray();
 
@@ -318,4 +342,114 @@ int jobset_mutate(const cJSON *jobset, const struct group_config *config,
 no_memory:
 	cJSON_Delete(ops);
 	return cause_fail(cause, "out of memory");
+}
+
+/* The gang generation of a pod template's labels: 0 when absent, -1 when
+ * not a number in 0..2147483647. */
+static long long template_generation(const cJSON *template)
+{
+	const cJSON *value = jobset_member(jobset_member(jobset_member(template, "metadata"), "labels"),
+					   MUSTER_LABEL_GANG_GENERATION);
+	long long n = 0;
+
+	if (!value)
+		return 0;
+	if (!cJSON_IsString(value) || !value->valuestring[0] || strlen(value->valuestring) > 10)
+		return -1;
+	for (const char *p = value->valuestring; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		n = n * 10 + (*p - '0');
+	}
+	return n > JOBSET_GENERATION_MAX ? -1 : n;
+}
+
+static int suspended(const cJSON *jobset)
+{
+	return cJSON_IsTrue(jobset_member(jobset_member(jobset, "spec"), "suspend"));
+}
+
+/* The highest generation among the targeted templates of `jobset`, or -1
+ * with *cause when one is not a number. */
+static long long highest_generation(const cJSON *jobset, const struct group_config *config, char **cause)
+{
+	const cJSON *job;
+	long long highest = 0;
+	size_t index = 0;
+
+	cJSON_ArrayForEach(job, jobset_replicated_jobs(jobset))
+	{
+		const char *job_name = jobset_replicated_job_name(job);
+		long long generation;
+
+		if (job_name && group_config_targets(config, job_name)) {
+			generation = template_generation(jobset_pod_template(job));
+			if (generation < 0)
+				return cause_fail(
+					cause,
+					"spec.replicatedJobs[%zu] (%s): the pod template label " MUSTER_LABEL_GANG_GENERATION
+					" is muster's and must be a number from 0 to 2147483647; "
+					"remove it or restore its value",
+					index, job_name);
+			if (generation > highest)
+				highest = generation;
+		}
+		index++;
+	}
+	return highest;
+}
+
+int jobset_mutate_resume(const cJSON *old_jobset, const cJSON *jobset, const struct group_config *config,
+			 cJSON **patch, char **cause)
+{
+	const cJSON *job;
+	long long old_highest, new_highest = 0;
+	char value[16], base[80];
+	size_t index = 0;
+	cJSON *ops;
+
+	if (cause)
+		*cause = NULL;
+	*patch = NULL;
+	ops = cJSON_CreateArray();
+	if (!ops)
+		return cause_fail(cause, "out of memory");
+	if (!config->present || !suspended(old_jobset) || suspended(jobset)) {
+		*patch = ops;
+		return 0;
+	}
+	old_highest = highest_generation(old_jobset, config, cause);
+	if (old_highest >= 0)
+		new_highest = highest_generation(jobset, config, cause);
+	if (old_highest < 0 || new_highest < 0) {
+		cJSON_Delete(ops);
+		return -1;
+	}
+	if (new_highest > old_highest)
+		old_highest = new_highest;
+	if (old_highest >= JOBSET_GENERATION_MAX) {
+		cJSON_Delete(ops);
+		return cause_fail(cause,
+				  "the JobSet was resumed %lld times, the most muster counts; "
+				  "create it anew",
+				  old_highest);
+	}
+	snprintf(value, sizeof(value), "%lld", old_highest + 1);
+	cJSON_ArrayForEach(job, jobset_replicated_jobs(jobset))
+	{
+		const char *job_name = jobset_replicated_job_name(job);
+
+		if (job_name && group_config_targets(config, job_name)) {
+			template_base(base, sizeof(base), index);
+			if (set_template_label(ops, base, jobset_pod_template(job),
+					       MUSTER_LABEL_GANG_GENERATION,
+					       MUSTER_LABEL_GANG_GENERATION_POINTER, value, 0)) {
+				cJSON_Delete(ops);
+				return cause_fail(cause, "out of memory");
+			}
+		}
+		index++;
+	}
+	*patch = ops;
+	return 0;
 }

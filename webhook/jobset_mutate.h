@@ -22,6 +22,9 @@
  *     `<jobset>-group-scheduling`), mounted read-only at /mnt/group-scheduling
  *     in the barrier only, without subPath (subPath mounts never update).
  * and on the JobSet the annotation muster.dev/barrier-token when absent.
+ * The barrier also gets its generation (the pod label muster.dev/gang-
+ * generation) and its JobSet's uid (the label jobset.sigs.k8s.io/jobset-uid)
+ * through the downward API: a release names both (lib/release_line.h).
  *
  * The JobSet must have passed jobset_validate_create() (the caller's job);
  * what it needs and does not find is still refused, never guessed.
@@ -52,5 +55,22 @@ struct cJSON;
 int jobset_mutate(const struct cJSON *jobset, const struct group_config *config,
 		  const struct jobset_mutate_options *options, const char *token, struct cJSON **patch,
 		  char **cause);
+
+/* The highest gang generation muster writes (an int32, like the attempt). */
+#define JOBSET_GENERATION_MAX 2147483647LL
+
+/* On an UPDATE that resumes a group-scheduled JobSet (the stored object
+ * `old_jobset` has spec.suspend true, the new `jobset` not), the patch that
+ * sets the label muster.dev/gang-generation of every targeted pod template
+ * to one more than the highest it held in either object (absent: 0). JobSet
+ * copies the label into the child Jobs' pod templates when it resumes them,
+ * so the new pods carry it and a release of the generation before (the
+ * ConfigMap still says the group started) does not let them through while
+ * their siblings are not scheduled yet. Any other UPDATE gets an empty
+ * patch. config is the new object's decoded settings. A label muster cannot
+ * read is refused (-1 with *cause), never guessed. Same ownership as
+ * jobset_mutate(). */
+int jobset_mutate_resume(const struct cJSON *old_jobset, const struct cJSON *jobset,
+			 const struct group_config *config, struct cJSON **patch, char **cause);
 
 #endif

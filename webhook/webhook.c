@@ -148,7 +148,8 @@ static void mutate(struct webhook *w, const struct admission_request *request, s
 		o->code = 500;
 		return;
 	}
-	if (request->operation != ADMISSION_CREATE || !request->object)
+	if ((request->operation != ADMISSION_CREATE && request->operation != ADMISSION_UPDATE) ||
+	    !request->object)
 		goto allow;
 	if (group_config_decode(request->object, config, &cause)) {
 		o->message = cause;
@@ -157,6 +158,17 @@ static void mutate(struct webhook *w, const struct admission_request *request, s
 	}
 	if (!config->present)
 		goto allow;
+	if (request->operation == ADMISSION_UPDATE) {
+		/* A resume starts a new gang: the generation label goes up. */
+		if (!request->old_object)
+			goto allow;
+		if (jobset_mutate_resume(request->old_object, request->object, config, &patch, &cause)) {
+			o->message = cause;
+			cause = NULL;
+			goto deny;
+		}
+		goto patched;
+	}
 	if (jobset_validate_create(request->object, config, &o->message))
 		goto deny;
 	if (!jobset_annotation(request->object, JOBSET_TOKEN_ANNOTATION) && new_token(token, sizeof(token))) {
@@ -171,6 +183,7 @@ static void mutate(struct webhook *w, const struct admission_request *request, s
 		cause = NULL;
 		goto deny;
 	}
+patched:
 	o->patch_ops = (size_t)cJSON_GetArraySize(patch);
 	if (o->patch_ops) {
 		o->patch = cJSON_PrintUnformatted(patch);

@@ -362,11 +362,31 @@ def build_job(view, rjob, job_index, restarts):
     return job
 
 
-def build_pod(job, index):
-    """What the Job controller creates for one completion index of an Indexed Job."""
+def merge_resumed_template(template, update):
+    """Upstream resumeJob: the replicated job's pod template labels,
+    annotations and nodeSelector are merged over the Job's (the JobSet's
+    values win, keys the JobSet dropped stay), tolerations and scheduling
+    gates added where missing."""
+    template_meta = template.setdefault("metadata", {})
+    spec = template.setdefault("spec", {})
+    for field, into in (("labels", template_meta), ("annotations", template_meta), ("nodeSelector", spec)):
+        if update.get(field):
+            into[field] = {**(into.get(field) or {}), **update[field]}
+    for field in ("tolerations", "schedulingGates"):
+        for item in update.get(field) or []:
+            if item not in (spec.get(field) or []):
+                spec.setdefault(field, []).append(item)
+
+
+def build_pod(job, index, resumed=None):
+    """What the Job controller creates for one completion index of an Indexed
+    Job; `resumed` is what resumeJob merged into the Job's pod template (1.20
+    keeps a Job's template immutable, so the stand-in holds it in memory)."""
     job_meta = meta(job)
     name, uid = job_meta["name"], job_meta["uid"]
     template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
+    if resumed:
+        merge_resumed_template(template, resumed)
     template_meta = template.get("metadata") or {}
     spec = template.get("spec") or {}
     for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
@@ -636,6 +656,7 @@ class Controller:
         self.inflight = {}          # job uid -> completion indexes being created
         self.deleting = {}          # uid -> time a delete was requested
         self.job_suspended = {}     # job uid -> bool (1.20 has no Job spec.suspend)
+        self.job_resumed = {}       # job uid -> what resumeJob merged into its pod template
         self.services = set()       # JobSet uids whose headless Service exists
         self.status_written = {}    # job uid -> time of the last status write
         self.create_backoff = {}    # job uid -> (consecutive pod-create failures, retry time)
@@ -745,6 +766,7 @@ class Controller:
                 self.inflight.pop(uid, None)
                 self.create_backoff.pop(uid, None)
             self.job_suspended.pop(uid, None)
+            self.job_resumed.pop(uid, None)
             self.status_written.pop(uid, None)
         elif kind == "jobsets":
             self.services.discard(uid)
@@ -955,7 +977,7 @@ class Controller:
         try:
             if self.stop.is_set():
                 return
-            body = build_pod(job, index)
+            body = build_pod(job, index, self.job_resumed.get(uid))
             pod = self.kube.create(f"/api/v1/namespaces/{meta(job)['namespace']}/pods", body)
             self.pods.upsert(pod, local=True)
             with self.lock:
@@ -1298,6 +1320,14 @@ class Controller:
                 uid = meta(summary.job)["uid"]
                 if self.job_suspended.get(uid, view.suspend):
                     self.job_suspended[uid] = False
+                    pod_template = (rjob.template.get("spec") or {}).get("template") or {}
+                    template_spec = pod_template.get("spec") or {}
+                    self.job_resumed[uid] = copy.deepcopy({
+                        "labels": meta(pod_template).get("labels") or {},
+                        "annotations": meta(pod_template).get("annotations") or {},
+                        "nodeSelector": template_spec.get("nodeSelector") or {},
+                        "tolerations": template_spec.get("tolerations") or [],
+                        "schedulingGates": template_spec.get("schedulingGates") or []})
                     changed = True
                     log("info", "job-resumed", jobset=key, job=meta(summary.job)["name"])
             if view.in_order:

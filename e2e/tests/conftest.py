@@ -176,19 +176,29 @@ def wait_for(predicate, timeout=30.0, interval=0.1, what="condition"):
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
+# muster's label on the targeted pod templates: the JobSet's resumes (lib/muster_api.h).
+GANG_GENERATION_LABEL = "muster.dev/gang-generation"
+
+
 def barrier_init_container(token, timeout="60"):
     """muster's barrier as an init container, shaped as the webhook will inject
     it (docs/barrier.md, "How a pod runs it"): attempt from the restart-attempt
-    label and the listen address from the pod IP, both through the downward
-    API, the ConfigMap volume `group-scheduling` mounted read-only."""
+    label, the gang generation and the JobSet's uid from their labels, and the
+    listen address from the pod IP, all through the downward API, the
+    ConfigMap volume `group-scheduling` mounted read-only."""
     return {
         "name": "group-scheduling-init",
         "image": "muster-barrier:dev",
         "args": ["--dir", "/mnt/group-scheduling", "--attempt", "$(RESTART_ATTEMPT)",
+                 "--generation", "$(GANG_GENERATION)", "--jobset-uid", "$(JOBSET_UID)",
                  "--listen", "$(POD_IP):9443", "--timeout", str(timeout)],
         "env": [
             {"name": "RESTART_ATTEMPT", "valueFrom": {"fieldRef": {
                 "fieldPath": "metadata.labels['jobset.sigs.k8s.io/restart-attempt']"}}},
+            {"name": "GANG_GENERATION", "valueFrom": {"fieldRef": {
+                "fieldPath": f"metadata.labels['{GANG_GENERATION_LABEL}']"}}},
+            {"name": "JOBSET_UID", "valueFrom": {"fieldRef": {
+                "fieldPath": "metadata.labels['jobset.sigs.k8s.io/jobset-uid']"}}},
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},

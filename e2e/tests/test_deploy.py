@@ -461,7 +461,8 @@ def test_rendered_webhooks_apply_and_1_20_drops_match_conditions(kubeconfig, cer
     assert [(d["kind"], d["metadata"]["name"]) for d in docs] == [
         ("MutatingWebhookConfiguration", "muster-jobset-mutate"),
         ("ValidatingWebhookConfiguration", "muster-jobset-validate")]
-    for doc, path, operations in zip(docs, ("/mutate", "/validate"), (["CREATE"], ["CREATE", "UPDATE"])):
+    # Both see UPDATE: the mutating webhook raises the gang generation on a resume.
+    for doc, path, operations in zip(docs, ("/mutate", "/validate"), (["CREATE", "UPDATE"], ["CREATE", "UPDATE"])):
         (hook,) = doc["webhooks"]
         assert base64.b64decode(hook["clientConfig"]["caBundle"]) == ca.read_bytes()
         if mode == "url":
@@ -611,10 +612,12 @@ def test_registered_webhooks_are_called_as_rendered(kube, kubeconfig, namespace,
         kube.create(path, jobset("plain", annotations={"other": "x"}))
         assert [c[:2] for c in calls()] == [("/mutate", "CREATE"), ("/validate", "CREATE")]
 
-        # UPDATE: validated only; status writes (the JobSet controller's) never.
+        # UPDATE: mutated (a resume raises the gang generation) and validated;
+        # status writes (the JobSet controller's) never.
         server.calls.clear()
         kube.patch(f"{path}/gang", {"metadata": {"labels": {"x": "y"}}})
-        assert calls() == [("/validate", "UPDATE", namespace, "gang", "jobsets", None)]
+        assert calls() == [("/mutate", "UPDATE", namespace, "gang", "jobsets", None),
+                           ("/validate", "UPDATE", namespace, "gang", "jobsets", None)]
         server.calls.clear()
         kube.patch(f"{path}/gang/status", {"status": {"restarts": 1}})
         kube.create(f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "cm"}})
@@ -820,8 +823,9 @@ def test_controller_works_with_its_service_account(kube, kubeconfig, namespace, 
 
     name = "gang"
     token_value = "e2e-deploy-token-0123456789"
-    kube.create(JOBSETS.format(namespace), jobset(name, annotations={
+    created = kube.create(JOBSETS.format(namespace), jobset(name, annotations={
         "muster.dev/group-scheduling-timeout": "60", "muster.dev/barrier-token": token_value}))
+    jobset_uid = created["metadata"]["uid"]
 
     pods = []
 
@@ -830,7 +834,8 @@ def test_controller_works_with_its_service_account(kube, kubeconfig, namespace, 
         pods.append(pod_name)
         kube.create(f"/api/v1/namespaces/{namespace}/pods", {"metadata": {"name": pod_name, "labels": {
             "muster.dev/group-scheduling": "true",  # the webhook's label, which the controller watches
-            "jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/replicatedjob-name": "workers",
+            "jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/jobset-uid": jobset_uid,
+            "jobset.sigs.k8s.io/replicatedjob-name": "workers",
             "jobset.sigs.k8s.io/restart-attempt": str(attempt), "jobset.sigs.k8s.io/job-index": str(index)}},
             "spec": {"nodeName": "muster-deploy-test-node", "restartPolicy": "Never",
                      "initContainers": [{"name": "group-scheduling-init", "image": "barrier"}],
