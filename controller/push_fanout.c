@@ -25,7 +25,11 @@
 #define PARALLELISM_MAX 4096
 #define REPLY_MAX 64
 
-enum slot_state { SLOT_FREE, SLOT_CONNECTING, SLOT_SENDING, SLOT_READING };
+enum slot_state { SLOT_FREE, SLOT_CONNECTING, SLOT_SENDING, SLOT_READING, SLOT_RETRY_WAIT };
+
+/* Pause before another try at a shared address: enough for a released
+ * barrier to close its listener, short against the per-target timeout. */
+#define RETRY_PAUSE_US 2000u
 
 struct slot {
 	enum slot_state state;
@@ -34,6 +38,7 @@ struct slot {
 	size_t sent;
 	size_t reply_len;
 	uint64_t deadline_us;
+	uint64_t retry_at_us; /* SLOT_RETRY_WAIT: when to connect again */
 	char reply[REPLY_MAX];
 };
 
@@ -68,10 +73,24 @@ static size_t descriptor_budget(void)
 
 static void finish(struct slot *slot, struct push_target *targets, enum push_result result, uint64_t begun)
 {
+	uint64_t now = now_us();
+
+	/* A shared address: try again while the target has time (see
+	 * push_target.shared); the result is the last try's. */
+	if (result != PUSH_OK && result != PUSH_TIMEOUT && targets[slot->target].shared &&
+	    now + RETRY_PAUSE_US < slot->deadline_us) {
+		if (slot->fd >= 0)
+			close(slot->fd);
+		slot->fd = -1;
+		targets[slot->target].result = result;
+		slot->retry_at_us = now + RETRY_PAUSE_US;
+		slot->state = SLOT_RETRY_WAIT;
+		return;
+	}
 	if (slot->fd >= 0)
 		close(slot->fd);
 	targets[slot->target].result = result;
-	targets[slot->target].elapsed_us = (uint32_t)(now_us() - begun);
+	targets[slot->target].elapsed_us = (uint32_t)(now - begun);
 	slot->fd = -1;
 	slot->state = SLOT_FREE;
 }
@@ -85,6 +104,7 @@ static void start(struct slot *slot, struct push_target *targets, size_t index, 
 	int fd;
 
 	memset(&addr, 0, sizeof(addr));
+	targets[index].tries++;
 	slot->target = index;
 	slot->sent = 0;
 	slot->reply_len = 0;
@@ -181,6 +201,35 @@ static void on_connected(struct slot *slot, struct push_target *targets, const c
 	send_line(slot, targets, line, line_len, begun);
 }
 
+static int compare_address(const void *a, const void *b, void *arg)
+{
+	const struct push_target *targets = arg;
+	const struct push_target *x = &targets[*(const size_t *)a], *y = &targets[*(const size_t *)b];
+	int c = strcmp(x->ip, y->ip);
+
+	return c ? c : (x->port > y->port) - (x->port < y->port);
+}
+
+/* Marks the targets whose address and port another target has too. */
+static int mark_shared(struct push_target *targets, size_t count)
+{
+	size_t *order = count ? malloc(count * sizeof(*order)) : NULL;
+
+	if (count && !order)
+		return -1;
+	for (size_t i = 0; i < count; i++) {
+		order[i] = i;
+		targets[i].shared = 0;
+	}
+	qsort_r(order, count, sizeof(*order), compare_address, targets);
+	for (size_t i = 1; i < count; i++) {
+		if (compare_address(&order[i - 1], &order[i], targets) == 0)
+			targets[order[i - 1]].shared = targets[order[i]].shared = 1;
+	}
+	free(order);
+	return 0;
+}
+
 int push_fanout(struct push_target *targets, size_t count, uint32_t attempt, const char *token,
 		const struct push_fanout_options *options, const char **cause)
 {
@@ -209,8 +258,14 @@ int push_fanout(struct push_target *targets, size_t count, uint32_t attempt, con
 		*cause = "out of memory";
 		goto out;
 	}
-	for (size_t i = 0; i < count; i++)
+	for (size_t i = 0; i < count; i++) {
 		targets[i].result = PUSH_PENDING;
+		targets[i].tries = 0;
+	}
+	if (mark_shared(targets, count) != 0) {
+		*cause = "out of memory";
+		goto out;
+	}
 	for (size_t i = 0; i < parallelism; i++)
 		slots[i].fd = -1;
 
@@ -240,7 +295,20 @@ int push_fanout(struct push_target *targets, size_t count, uint32_t attempt, con
 				finish(slot, targets, PUSH_TIMEOUT, begun);
 				continue;
 			}
+			if (slot->state == SLOT_RETRY_WAIT && slot->retry_at_us <= now) {
+				start(slot, targets, slot->target, slot->deadline_us, begun);
+				if (slot->state == SLOT_SENDING)
+					send_line(slot, targets, line, (size_t)line_len, begun);
+				if (slot->state == SLOT_FREE)
+					continue;
+			}
 			active++;
+			if (slot->state == SLOT_RETRY_WAIT) {
+				/* No descriptor until the pause is over. */
+				if (slot->retry_at_us < wake)
+					wake = slot->retry_at_us;
+				continue;
+			}
 			if (slot->deadline_us < wake)
 				wake = slot->deadline_us;
 			fds[polled].fd = slot->fd;
@@ -253,6 +321,8 @@ int push_fanout(struct push_target *targets, size_t count, uint32_t attempt, con
 		if (active == 0)
 			continue; /* every started target finished at once: refill */
 		ready = poll(fds, (nfds_t)polled, wake > now ? (int)((wake - now + 999) / 1000) : 0);
+		if (ready == 0)
+			continue;
 		if (ready < 0 && errno != EINTR) {
 			*cause = "poll failed";
 			goto out;
@@ -261,7 +331,8 @@ int push_fanout(struct push_target *targets, size_t count, uint32_t attempt, con
 		for (size_t i = 0, k = 0; i < parallelism && ready > 0; i++) {
 			struct slot *slot = &slots[i];
 
-			if (slot->state == SLOT_FREE || slot->deadline_us <= now)
+			if (slot->state == SLOT_FREE || slot->state == SLOT_RETRY_WAIT ||
+			    slot->deadline_us <= now)
 				continue;
 			short revents = fds[k++].revents;
 

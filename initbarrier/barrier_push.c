@@ -169,6 +169,14 @@ static int open_listener(const struct sockaddr_storage *addr, socklen_t addr_len
 	if (fd < 0)
 		return -1;
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* hostNetwork pods of one node share its address: every barrier there
+	 * binds the same port, and the kernel hands each connection to one of
+	 * them. A released barrier closes its listener as it exits, so the
+	 * controller's next connection reaches one still waiting (push_fanout
+	 * retries shared addresses). Only sockets of the same user may join
+	 * (the barrier's fixed non-root uid); a port taken by anything else
+	 * still fails, and the volume releases that pod. */
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	if (dual_stack)
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
 	if (bind(fd, (const struct sockaddr *)addr, addr_len) != 0 || listen(fd, 64) != 0) {

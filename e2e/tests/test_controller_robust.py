@@ -898,7 +898,9 @@ def test_configmap_garbage_collected_with_its_jobset(kube, namespace, harness):
     jobset = kube.create(JOBSETS.format(namespace), jobset_body(name, [("fast", "fast", 2, 1, None)]))
     configmap = wait_for(lambda: get_configmap(kube, namespace, name), timeout=30, interval=0.1,
                          what=f"the release ConfigMap\n{controller.output()}")
-    assert configmap["data"] == {"started": "0"}, configmap
+    # The release names the JobSet and its gang generation (the barrier checks both).
+    assert configmap["data"] == {"started": "0", "jobset-uid": jobset["metadata"]["uid"], "generation": "0"}, \
+        configmap
     owners = configmap["metadata"]["ownerReferences"]
     assert [(o["apiVersion"], o["kind"], o["name"], o["uid"], o.get("controller")) for o in owners] == \
         [("jobset.x-k8s.io/v1alpha2", "JobSet", name, jobset["metadata"]["uid"], True)], owners

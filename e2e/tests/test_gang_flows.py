@@ -36,11 +36,9 @@ SYNC_PERIOD = 2  # the node agent's volume sync: a ConfigMap reaches a barrier w
 HOLD_SECONDS = 5 * SYNC_PERIOD + 4
 
 
-@pytest.fixture
-def gang(run_standin, kubeconfig, kube, hooked, tmp_path):  # noqa: F811 - the imported fixture
+def run_gang(run_standin, kubeconfig, kube, namespace, tmp_path, sync_period):
     """Two nodes of POOL, neither gated; node agent (volume sync every
-    SYNC_PERIOD s), JobSet stand-in and controller for the test's namespace."""
-    namespace = hooked
+    `sync_period` s), JobSet stand-in and controller for the namespace."""
     events = tmp_path / "events.jsonl"
     shape = tmp_path / "shape.yaml"
     shape.write_text(f"groups:\n  - name: {POOL}\n    count: 2\n"
@@ -49,11 +47,26 @@ def gang(run_standin, kubeconfig, kube, hooked, tmp_path):  # noqa: F811 - the i
     # Crash-loop back-off at a tenth of kubelet's (1 s doubling): a barrier
     # restarted in place after its timeout comes back in seconds.
     run_standin("node_agent.py", "--shape", shape, "--work-dir", tmp_path / "agent", "--sync-period",
-                SYNC_PERIOD, "--events", events, "--delete-nodes", "--max-run-seconds", 600, "--backoff-scale", 0.1)
+                sync_period, "--events", events, "--delete-nodes", "--max-run-seconds", 600, "--backoff-scale", 0.1)
     run_standin("jobset_controller.py", "--namespace", namespace)
     wait_for(lambda: len(nodes(kube)) == 2, timeout=60, what="the two nodes")
-    controller = Controller(kubeconfig, namespace, tmp_path / "controller.log")
-    yield namespace, events, controller
+    return events, Controller(kubeconfig, namespace, tmp_path / "controller.log")
+
+
+@pytest.fixture
+def gang(run_standin, kubeconfig, kube, hooked, tmp_path):  # noqa: F811 - the imported fixture
+    """The volume synced every SYNC_PERIOD s: both release paths in play."""
+    events, controller = run_gang(run_standin, kubeconfig, kube, hooked, tmp_path, SYNC_PERIOD)
+    yield hooked, events, controller
+    controller.stop()
+    print(controller.output()[-6000:])
+
+
+@pytest.fixture
+def gang_push_only(run_standin, kubeconfig, kube, hooked, tmp_path):  # noqa: F811 - the imported fixture
+    """The volume synced hourly: a release within the test is the push's."""
+    events, controller = run_gang(run_standin, kubeconfig, kube, hooked, tmp_path, 3600)
+    yield hooked, events, controller
     controller.stop()
     print(controller.output()[-6000:])
 
@@ -70,20 +83,24 @@ def gate(kube, open_):
         kube.patch(f"/api/v1/nodes/{name}", {"metadata": {"labels": {GATE: "open" if open_ else None}}})
 
 
-def jobset_body(name, restart_policy="Never", timeout=600, backoff_limit=0):
-    """`first`: 1 pod anywhere in the pool; `late`: 3 pods that need the
-    gate. 4 pods in the group, every main container runs 10 minutes."""
-    def replicated_job(job, replicas, gated):
-        selector = {"pool": POOL, **({GATE: "open"} if gated else {})}
+def jobset_body(name, restart_policy="Never", timeout=600, backoff_limit=0, jobs=None, host_network=False):
+    """By default `first`: 1 pod anywhere in the pool; `late`: 3 pods that
+    need the gate. 4 pods in the group, every main container runs 10
+    minutes. `jobs`: other (name, replicas, node selector, gated) tuples."""
+    def replicated_job(job, replicas, selector, gated):
+        selector = {"pool": POOL, **selector, **({GATE: "open"} if gated else {})}
+        spec = {"restartPolicy": restart_policy, "nodeSelector": selector,
+                "containers": [{"name": "main", "image": "busybox"}]}
+        if host_network:
+            spec["hostNetwork"] = True
         return {"name": job, "replicas": replicas, "template": {"spec": {
             "parallelism": 1, "completions": 1, "backoffLimit": backoff_limit,
-            "template": {"metadata": {"annotations": {"e2e.muster.dev/run-seconds": "600"}},
-                         "spec": {"restartPolicy": restart_policy, "nodeSelector": selector,
-                                  "containers": [{"name": "main", "image": "busybox"}]}}}}}
+            "template": {"metadata": {"annotations": {"e2e.muster.dev/run-seconds": "600"}}, "spec": spec}}}}
 
+    jobs = jobs or [("first", 1, {}, False), ("late", 3, {}, True)]
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": name},
             "spec": {"groupSchedulingConfig": {"timeoutAfterSeconds": timeout}, "failurePolicy": {"maxRestarts": 0},
-                     "replicatedJobs": [replicated_job("first", 1, False), replicated_job("late", 3, True)]}}
+                     "replicatedJobs": [replicated_job(*job) for job in jobs]}}
 
 
 def gone(kube, path):
@@ -311,7 +328,7 @@ def test_a_timeout_restarted_in_place_is_reported_once(kube, gang):
     def timed_out_twice():
         status = barrier_status(kube, namespace, first)
         last = ((status or {}).get("lastState") or {}).get("terminated") or {}
-        return status if status["restartCount"] >= 2 and last.get("exitCode") == 3 else None
+        return status if status and status["restartCount"] >= 2 and last.get("exitCode") == 3 else None
 
     status = wait_for(timed_out_twice, timeout=90, interval=0.5, what="the barrier timed out twice")
     assert "timed out after 2 s" in status["lastState"]["terminated"].get("message", ""), status
@@ -329,8 +346,39 @@ def test_a_timeout_restarted_in_place_is_reported_once(kube, gang):
     lines = [line for line in controller.output().splitlines() if " event=barrier-timeout " in line]
     assert len(lines) == 1, lines
     # A third timeout changes nothing either.
-    wait_for(lambda: barrier_status(kube, namespace, first)["restartCount"] >= 3, timeout=60, interval=0.5,
+    wait_for(lambda: (barrier_status(kube, namespace, first) or {}).get("restartCount", 0) >= 3, timeout=60,
+             interval=0.5,
              what="a third timeout")
     time.sleep(2)
     assert len(timed_out_events()) == 1
     assert not starts(events_path, "main", {first}), "the main container started with the group incomplete"
+
+
+def test_host_network_pods_sharing_a_node_are_all_released_by_the_push(kube, gang_push_only):
+    """hostNetwork: true (the TPU multislice shape): the pods of a node share
+    its address, so every barrier there listens on the same port. The push
+    must reach all of them, not only the one that got the port: three pods
+    per node on two nodes, the volume synced hourly, and every main
+    container starts together after the last barrier."""
+    namespace, events_path, controller = gang_push_only
+    path = JOBSETS.format(namespace)
+    first_node, second_node = nodes(kube)
+    host = "kubernetes.io/hostname"
+    gate(kube, False)
+    kube.create(path, jobset_body("gang", host_network=True, jobs=[
+        ("left", 3, {host: first_node}, False), ("right", 3, {host: second_node}, True)]))
+    uid = kube.get(f"{path}/gang")["metadata"]["uid"]
+    left = wait_for(lambda: (lambda p: p if len(p) == 3 else None)(pods_of(
+        kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid, "jobset.sigs.k8s.io/replicatedjob-name": "left"})),
+        timeout=60, what="the pods of the first node")
+    wait_for(lambda: len(starts(events_path, BARRIER, left)) == 3, timeout=60, interval=0.2,
+             what="three barriers on the first node")
+    pods = wait_for(lambda: (lambda p: p if len(p) == 6 else None)(
+        pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid})), timeout=60, what="the six pods")
+    ips = {kube.get(f"/api/v1/namespaces/{namespace}/pods/{p.split('/')[1]}")["status"].get("podIP") for p in left}
+    assert len(ips) == 1, f"the first node's pods do not share one address: {ips}"
+    main, barrier = assert_held_then_released_together(kube, events_path, namespace, pods)
+    # Released by the push (the volume syncs hourly): all six well within seconds.
+    assert max(main.values()) - max(barrier.values()) < 5.0, (main, barrier)
+    pushed = [line for line in controller.output().splitlines() if " event=pushed " in line]
+    assert len(pushed) == 1 and " ok=6 " in pushed[0], pushed
