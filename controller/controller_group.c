@@ -81,6 +81,7 @@ struct job {
 	char token[RELEASE_TOKEN_MAX + 1];
 	struct push_target *targets; /* malloc'd, may be NULL */
 	size_t count;
+	size_t passed; /* started pods already past their barrier: not pushed */
 	uint64_t expected, started, spread_ms, last_start_ms;
 	int repush; /* a push again after a restart: logged, no Event */
 	/* JOB_EVENT */
@@ -111,7 +112,7 @@ struct controller_group {
 
 	struct {
 		_Atomic uint64_t releases, release_failures, configmap_conflicts, barrier_timeouts;
-		_Atomic uint64_t push_results[PUSH_TIMEOUT + 1], push_skipped, jobs_dropped;
+		_Atomic uint64_t push_results[PUSH_TIMEOUT + 1], push_passed, push_skipped, jobs_dropped;
 	} stats;
 };
 
@@ -514,8 +515,8 @@ static int list_pods(struct controller_group *group, struct entry *e, char **cau
 struct collect {
 	struct push_target *targets;
 	size_t count, capacity;
+	size_t passed; /* not at the barrier (any more): nothing to push */
 	uint16_t port;
-	int only_at_barrier;
 };
 
 static int collect_started(const struct group_started_pod *pod, void *arg)
@@ -523,9 +524,14 @@ static int collect_started(const struct group_started_pod *pod, void *arg)
 	struct collect *collect = arg;
 	struct push_target *target;
 
-	if (pod->ip_family != 4 && pod->ip_family != 6)
+	/* A pod past its barrier (released by the volume, or its main
+	 * container already running) has no listener left: a push would only
+	 * be refused. It is counted as what it is. */
+	if (!pod->at_barrier) {
+		collect->passed++;
 		return 0;
-	if (collect->only_at_barrier && !pod->at_barrier)
+	}
+	if (pod->ip_family != 4 && pod->ip_family != 6)
 		return 0;
 	if (collect->count == collect->capacity)
 		return 0;
@@ -540,12 +546,12 @@ static int collect_started(const struct group_started_pod *pod, void *arg)
 
 static void job_free(struct job *job);
 
-/* Gives a push job the token and the addresses of the started pods (at most
- * `started`; with only_at_barrier, those whose barrier still runs). */
+/* Gives a push job the token and the addresses of the started pods whose
+ * barrier still waits (at most `started`), and counts the others. */
 static void job_targets(struct controller_group *group, const struct entry *e, struct job *job,
-			size_t started, int only_at_barrier)
+			size_t started)
 {
-	struct collect collect = { .port = group->options.push_port, .only_at_barrier = only_at_barrier };
+	struct collect collect = { .port = group->options.push_port };
 
 	if (!started)
 		return;
@@ -556,6 +562,7 @@ static void job_targets(struct controller_group *group, const struct entry *e, s
 		group_tracker_foreach_started(e->tracker, collect_started, &collect);
 	job->targets = collect.targets;
 	job->count = collect.count;
+	job->passed = collect.passed;
 }
 
 /* The release of record: the attempt, the JobSet it belongs to and the
@@ -737,7 +744,7 @@ static void release(struct controller_group *group, struct entry *e, const struc
 		mlog(MLOG_WARN, "push-skipped", "jobset=%s/%s attempt=%u reason=\"no usable token: %s\"",
 		     e->namespace, e->name, decision->attempt, token_cause);
 	} else {
-		job_targets(group, e, job, (size_t)decision->started, 0);
+		job_targets(group, e, job, (size_t)decision->started);
 	}
 	enqueue(group, job);
 }
@@ -761,7 +768,7 @@ static void repush(struct controller_group *group, struct entry *e, const struct
 	job->attempt = decision->attempt;
 	job->generation = decision->generation;
 	job->last_start_ms = now_ms(group);
-	job_targets(group, e, job, (size_t)decision->started, 1);
+	job_targets(group, e, job, (size_t)decision->started);
 	if (!job->count) {
 		job_free(job);
 		return;
@@ -917,16 +924,17 @@ static void push_job(struct controller_group *group, struct job *job)
 		for (int r = 0; r <= PUSH_TIMEOUT; r++)
 			stat_add(&group->stats.push_results[r], counts[r]);
 	}
+	stat_add(&group->stats.push_passed, job->passed);
 	done = now_ms(group);
 	if (job->count) {
 		mlog(MLOG_INFO, "pushed",
 		     "jobset=%s/%s attempt=%u repush=%d pushed=%zu push_ms=%llu since_last_start_ms=%llu ok=%llu "
-		     "refused=%llu unreachable=%llu timeout=%llu pending=%llu",
+		     "refused=%llu unreachable=%llu timeout=%llu pending=%llu passed=%zu",
 		     job->namespace, job->name, job->attempt, job->repush, job->count,
 		     (unsigned long long)(done - begun), (unsigned long long)(done - job->last_start_ms),
 		     (unsigned long long)counts[PUSH_OK], (unsigned long long)counts[PUSH_REFUSED],
 		     (unsigned long long)counts[PUSH_UNREACHABLE], (unsigned long long)counts[PUSH_TIMEOUT],
-		     (unsigned long long)counts[PUSH_PENDING]);
+		     (unsigned long long)counts[PUSH_PENDING], job->passed);
 		if (group->options.observer && group->options.observer->pushed && !job->repush)
 			group->options.observer->pushed(group->options.observer->arg,
 							(double)(done - job->last_start_ms) / 1e3);
@@ -1424,6 +1432,7 @@ void controller_group_stats(struct controller_group *group, struct controller_gr
 	out->push_timeout = stat_get(&group->stats.push_results[PUSH_TIMEOUT]);
 	out->push_pending = stat_get(&group->stats.push_results[PUSH_PENDING]);
 	out->push_skipped = stat_get(&group->stats.push_skipped);
+	out->push_passed = stat_get(&group->stats.push_passed);
 	out->jobs_dropped = stat_get(&group->stats.jobs_dropped);
 	kube_client_stats(group->jobset_api.client, &out->api[CONTROLLER_API_JOBSETS]);
 	kube_client_stats(group->pod_api.client, &out->api[CONTROLLER_API_PODS]);

@@ -113,6 +113,7 @@ struct controller_group_stats {
 	uint64_t configmap_conflicts; /* release blocked by a ConfigMap that is not ours */
 	uint64_t barrier_timeouts; /* pods whose barrier timed out */
 	uint64_t push_ok, push_refused, push_unreachable, push_timeout, push_pending;
+	uint64_t push_passed; /* started pods already past their barrier at the release: not pushed */
 	uint64_t push_skipped; /* releases with no usable token: no push */
 	uint64_t jobs_dropped; /* pushes or Events not made (queue full, no memory) */
 	struct kube_client_stats api[CONTROLLER_API_COUNT]; /* per API client */

@@ -140,7 +140,7 @@ static int collect(void *arg, struct metrics_writer *w)
 	struct controller_group_stats stats;
 	struct collect_jobsets jobsets = { .writer = w };
 	struct metrics_label result[1] = { { "result", NULL } };
-	const char *const results[] = { "ok", "refused", "unreachable", "timeout", "pending" };
+	const char *const results[] = { "ok", "refused", "unreachable", "timeout", "pending", "passed" };
 
 	controller_group_stats(app->group, &stats);
 	metrics_write_counter(w, "muster_releases_total", "Releases written (ConfigMap data.started)", NULL,
@@ -155,8 +155,8 @@ static int collect(void *arg, struct metrics_writer *w)
 			      "Pods whose barrier timed out (exit code 3)", NULL, 0,
 			      (double)stats.barrier_timeouts);
 	{
-		const uint64_t values[] = { stats.push_ok, stats.push_refused, stats.push_unreachable,
-					    stats.push_timeout, stats.push_pending };
+		const uint64_t values[] = { stats.push_ok,	stats.push_refused, stats.push_unreachable,
+					    stats.push_timeout, stats.push_pending, stats.push_passed };
 
 		for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
 			result[0].value = results[i];
