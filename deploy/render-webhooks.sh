@@ -6,6 +6,7 @@
 #   deploy/render-webhooks.sh --ca-file FILE
 #           [--url https://HOST:PORT | --service NAME --namespace NS [--port 443]]
 #           [--failure-policy Fail|Ignore] [--timeout-seconds N] [--no-match-conditions]
+#           [--namespace-label KEY=VALUE]
 #
 #   --ca-file FILE      PEM CA that signed the webhook's serving certificate
 #                       (gen-certs.sh's ca.crt); its base64 becomes caBundle
@@ -19,6 +20,14 @@
 #                       namespaceSelector and matchConditions exclude
 #   --failure-policy    Fail (default) or Ignore; see deploy/README.md
 #   --timeout-seconds   1..30 (default 5)
+#   --namespace-label KEY=VALUE
+#                       send only the JobSets of namespaces labelled KEY=VALUE
+#                       (opt-in), instead of every namespace but kube-system and
+#                       muster's. Before 1.28 the apiserver ignores
+#                       matchConditions, so with failurePolicy Fail a webhook
+#                       outage refuses every JobSet create and update in the
+#                       namespaces matched; an opt-in label keeps that to the
+#                       namespaces that use gang starts
 #   --no-match-conditions
 #                       leave out matchConditions. They are CEL, used by 1.28+
 #                       (beta, on by default; 1.30 GA). Kubernetes before 1.27
@@ -45,9 +54,10 @@ failure_policy=Fail
 timeout_seconds=5
 match_conditions=1
 service_given=0
+namespace_label=
 
 usage() {
-	sed -n '6,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	sed -n '6,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 # --help: the comment at the top of this file.
@@ -63,7 +73,7 @@ die() {
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--ca-file | --url | --service | --namespace | --port | --failure-policy | --timeout-seconds)
+	--ca-file | --url | --service | --namespace | --port | --failure-policy | --timeout-seconds | --namespace-label)
 		[ $# -ge 2 ] || { say "$1 needs a value"; usage; }
 		case $1 in
 		--ca-file) ca_file=$2 ;;
@@ -73,6 +83,7 @@ while [ $# -gt 0 ]; do
 		--port) port=$2; service_given=1 ;;
 		--failure-policy) failure_policy=$2 ;;
 		--timeout-seconds) timeout_seconds=$2 ;;
+		--namespace-label) namespace_label=$2 ;;
 		esac
 		shift 2
 		;;
@@ -108,6 +119,12 @@ if ! [[ $timeout_seconds =~ ^[1-9][0-9]?$ ]] || [ "$timeout_seconds" -gt 30 ]; t
 	die "--timeout-seconds is 1..30, not '$timeout_seconds'"
 fi
 
+if [ -n "$namespace_label" ]; then
+	# A qualified label key (optional DNS prefix, then a name) and a label value.
+	label_re='^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?=([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$'
+	[[ $namespace_label =~ $label_re ]] || die "--namespace-label '$namespace_label' is not KEY=VALUE with a label key and value"
+fi
+
 ca_bundle=$(base64 <"$ca_file" | tr -d '\n')
 
 client_config() { # $1: the path
@@ -130,6 +147,28 @@ EOF
 	fi
 }
 
+namespace_selector() {
+	if [ -n "$namespace_label" ]; then
+		cat <<EOF
+    namespaceSelector:
+      # Opt-in: only namespaces labelled ${namespace_label%%=*}=${namespace_label#*=}.
+      matchLabels:
+        "${namespace_label%%=*}": "${namespace_label#*=}"
+EOF
+		return
+	fi
+	cat <<EOF
+    namespaceSelector:
+      # kubernetes.io/metadata.name is set on every namespace from 1.21 on;
+      # on 1.20 only where set by hand (muster's namespace sets it), so there
+      # kube-system is not excluded (harmless: the webhooks see jobsets only).
+      matchExpressions:
+        - key: kubernetes.io/metadata.name
+          operator: NotIn
+          values: ["kube-system", "$namespace"]
+EOF
+}
+
 # The rule is shared; only the operations differ.
 common() { # $1: operations, as a YAML flow list
 	cat <<EOF
@@ -140,14 +179,7 @@ common() { # $1: operations, as a YAML flow list
         resources: ["jobsets"]
         scope: Namespaced
     matchPolicy: Equivalent
-    namespaceSelector:
-      # kubernetes.io/metadata.name is set on every namespace from 1.21 on;
-      # on 1.20 only where set by hand (muster's namespace sets it), so there
-      # kube-system is not excluded (harmless: the webhooks see jobsets only).
-      matchExpressions:
-        - key: kubernetes.io/metadata.name
-          operator: NotIn
-          values: ["kube-system", "$namespace"]
+$(namespace_selector)
     sideEffects: None
     admissionReviewVersions: ["v1"]
     timeoutSeconds: $timeout_seconds

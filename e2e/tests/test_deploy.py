@@ -511,6 +511,11 @@ def test_render_options_and_refusals(certs):
                  ["--url", "http://127.0.0.1:8443"], ["--url", "https://h/x?q=1"],
                  ["--url", "https://h", "--service", "s"], ["--service", "Bad_Name"]):
         assert render("--ca-file", ca, *args, check=False).returncode == 1, args
+    # Opt-in namespaces (for clusters before 1.28, which ignore matchConditions).
+    for doc in yaml.safe_load_all(render("--ca-file", ca, "--namespace-label", "muster.dev/gang-start=on").stdout):
+        assert doc["webhooks"][0]["namespaceSelector"] == {"matchLabels": {"muster.dev/gang-start": "on"}}
+    for label in ("no-equals", "bad key=x", "k=bad value", "=v"):
+        assert render("--ca-file", ca, "--namespace-label", label, check=False).returncode == 1, label
     assert render("--ca-file", certs / "ca.key", check=False).returncode == 1  # not a certificate
     assert render(check=False).returncode == 2
     assert render("--ca-file", ca, "--bogus", check=False).returncode == 2
