@@ -38,6 +38,7 @@ a lot when thousands of barriers exit at once.
 
 import argparse
 import concurrent.futures
+import hashlib
 import heapq
 import json
 import math
@@ -157,6 +158,22 @@ def simulated_exit_code(pod):
 
 def is_barrier(container):
     return container.get("name") == BARRIER_NAME or "muster-barrier" in container.get("image", "")
+
+
+# Loopback addresses per cluster: block b gives pods 127.(16+2b).x.y and nodes
+# 127.(17+2b).x.y. Agents of clusters side by side (each with its own state
+# dir) then hand out different addresses, so their barriers never collide on
+# IP:port. 127.0-15.x.y stay free for other tests (push_fanout_test: 127.3).
+ADDRESS_BLOCKS = 120
+
+
+def address_octets(args):
+    """(pod octet, node octet) of the agent's address block."""
+    block = args.address_block
+    if block is None:
+        state_dir = os.path.dirname(os.path.realpath(args.kubeconfig))
+        block = int(hashlib.sha256(state_dir.encode()).hexdigest(), 16) % ADDRESS_BLOCKS
+    return 16 + 2 * block, 17 + 2 * block
 
 
 def expand(text, env):
@@ -355,8 +372,10 @@ class Agent:
         self.events_file = open(args.events, "a") if args.events else None
         self.events_lock = threading.Lock()
         self.exit_clock = ExitClock() if args.events else None
+        self.pod_octet, node_octet = address_octets(args)
+        log("addresses", pods=f"127.{self.pod_octet}.0.0/16", nodes=f"127.{node_octet}.0.0/16")
         for index, node in enumerate(self.nodes.values()):
-            node["ip"] = f"127.2.{index // 250}.{index % 250 + 1}"
+            node["ip"] = f"127.{node_octet}.{index // 250}.{index % 250 + 1}"
             node["ready"] = False
             node["created"] = False
             node["waiting"] = {}  # uid -> pod bound before the node was Ready
@@ -643,9 +662,11 @@ class Agent:
         return run
 
     def allocate_ip(self):
-        n = self.next_ip
+        """The next pod address of this cluster's block: 65,024 of them,
+        then round again (a pod that long gone has freed its address)."""
+        n = self.next_ip % 65024
         self.next_ip += 1
-        return f"127.{1 + n // 65024}.{(n // 254) % 256}.{n % 254 + 1}"
+        return f"127.{self.pod_octet}.{n // 254}.{n % 254 + 1}"
 
     def sync(self, run):
         """Kubelet's pod sync: refresh volumes, then schedule the next one."""
@@ -1006,6 +1027,9 @@ def main():
     parser.add_argument("--default-run-seconds", type=float, default=5.0)
     parser.add_argument("--max-run-seconds", type=float, default=0.0, help="cap simulated runs (0: none)")
     parser.add_argument("--backoff-scale", type=float, default=1.0, help="scales crash-loop back-off")
+    parser.add_argument("--address-block", type=int, choices=range(ADDRESS_BLOCKS), metavar=f"0..{ADDRESS_BLOCKS - 1}",
+                        help="loopback block of pod and node addresses (default: derived from the "
+                             "kubeconfig's directory, the cluster's state dir)")
     parser.add_argument("--workers", type=int, default=16, help="parallel API writes")
     parser.add_argument("--heartbeat-workers", type=int, default=4,
                         help="parallel lease renewals and node status refreshes, apart from the pod "

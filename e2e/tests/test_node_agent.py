@@ -201,3 +201,37 @@ def test_slow_node_pool_gets_pods_only_when_ready(kube, namespace, agent):
     wait_for(lambda: node_ready(kube, "slow-0"), timeout=30, what="slow pool Ready")
     pod = wait_for(lambda: phase(kube, namespace, "waits", "Succeeded"), timeout=60, what="waits Succeeded")
     assert pod["spec"]["nodeName"].startswith("slow-")
+
+
+def test_agents_of_clusters_side_by_side_hand_out_different_addresses(kube, kubeconfig, namespace, run_standin,
+                                                                   tmp_path):
+    """Two node agents for two clusters (two state dirs: here two copies of the
+    kubeconfig, as two suites or a demo beside a test run would have) give
+    their pods and nodes addresses of different blocks, so barriers of both
+    can listen on IP:9443 at once."""
+    shapes, pods = [], []
+    for side in ("left", "right"):
+        state_dir = tmp_path / side
+        state_dir.mkdir()
+        copy = state_dir / "admin.kubeconfig"
+        copy.write_text(pathlib.Path(kubeconfig).read_text())
+        shape = tmp_path / f"{side}.yaml"
+        shape.write_text(f"groups:\n  - name: side-{side}\n    count: 1\n"
+                         "    allocatable: {cpu: \"4\", memory: 8Gi, pods: \"10\"}\n")
+        shapes.append(shape)
+        run_standin("node_agent.py", "--kubeconfig", copy, "--shape", shape, "--work-dir",
+                    state_dir / "agent", "--delete-nodes", "--max-run-seconds", 30)
+        wait_for(lambda: node_ready(kube, f"side-{side}-0"), timeout=60, what=f"node side-{side}-0")
+        name = f"pod-{side}"
+        kube.create(f"/api/v1/namespaces/{namespace}/pods",
+                    pod_body(name, nodeName=f"side-{side}-0", containers=[
+                        {"name": "main", "image": "busybox", "command": ["sleep", "20"]}]))
+        pods.append(name)
+    running = [wait_for(lambda n=n: phase(kube, namespace, n, "Running"), timeout=60, what=f"{n} running")
+               for n in pods]
+    pod_ips = [p["status"]["podIP"] for p in running]
+    host_ips = [p["status"]["hostIP"] for p in running]
+    assert pod_ips[0] != pod_ips[1], pod_ips
+    # Whole blocks differ, not just the next address.
+    assert pod_ips[0].split(".")[1] != pod_ips[1].split(".")[1], pod_ips
+    assert host_ips[0].split(".")[1] != host_ips[1].split(".")[1], host_ips
