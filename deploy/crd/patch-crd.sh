@@ -127,14 +127,16 @@ remove)
 		exit 0
 	fi
 	# JobSets being deleted, or in a namespace being deleted, do not count:
-	# they are going away whatever happens to the schema.
+	# they are going away whatever happens to the schema. The namespaces are
+	# listed after the JobSets, and only Active ones count: a namespace that
+	# finished terminating in between is no longer listed at all.
 	listed=$(k get jobsets.jobset.x-k8s.io --all-namespaces -o 'jsonpath={range .items[?(@.spec.groupSchedulingConfig)]}{.metadata.namespace}/{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}') ||
 		die "cannot list JobSets"
-	terminating=$(k get namespaces -o 'jsonpath={range .items[?(@.status.phase=="Terminating")]}{.metadata.name}{"\n"}{end}') ||
+	active=$(k get namespaces -o 'jsonpath={range .items[?(@.status.phase=="Active")]}{.metadata.name}{"\n"}{end}') ||
 		die "cannot list namespaces"
 	users=$(printf '%s\n' "$listed" | while read -r key deleting; do
 		if [ -z "$key" ] || [ -n "$deleting" ]; then continue; fi
-		printf '%s\n' "$terminating" | grep -qxF -- "${key%%/*}" && continue
+		printf '%s\n' "$active" | grep -qxF -- "${key%%/*}" || continue
 		printf '%s\n' "$key"
 	done)
 	if [ -n "$users" ]; then

@@ -53,7 +53,8 @@ def sample(metrics, name):
 
 
 def test_two_replicas_one_acts_and_the_standby_takes_over(kube, kubeconfig, namespace, standins, tmp_path):
-    replicas = [Controller(kubeconfig, namespace, tmp_path / f"controller-{i}.log") for i in range(2)]
+    replicas = [Controller(kubeconfig, namespace, tmp_path / f"controller-{i}.log", fast_lease=True)
+                for i in range(2)]
     try:
         leader = wait_for(lambda: [r for r in replicas if r.leading()] or None, timeout=15,
                           what="one replica holding the Lease")
@@ -124,10 +125,10 @@ def test_two_replicas_one_acts_and_the_standby_takes_over(kube, kubeconfig, name
 def test_a_stopped_leader_hands_over_at_once(kube, kubeconfig, namespace, tmp_path):
     """SIGTERM: the leader stops acting, then releases the Lease, and the
     standby takes it within one retry period instead of a lease time."""
-    first = Controller(kubeconfig, namespace, tmp_path / "first.log")
+    first = Controller(kubeconfig, namespace, tmp_path / "first.log", fast_lease=True)
     try:
         wait_for(first.leading, timeout=15, what="first replica leading")
-        second = Controller(kubeconfig, namespace, tmp_path / "second.log")
+        second = Controller(kubeconfig, namespace, tmp_path / "second.log", fast_lease=True)
         try:
             wait_for(lambda: "event=lease-held-by-other" in second.output(), timeout=10,
                      what="second replica waiting")

@@ -341,7 +341,8 @@ class Lifetimes:
     def start(self):
         with self.lock:
             controller = Controller(self.kubeconfig, self.namespace,
-                                    self.tmp_path / f"controller.{len(self.all)}.log", extra=self.extra)
+                                    self.tmp_path / f"controller.{len(self.all)}.log", extra=self.extra,
+                                    fast_lease=True)
             self.all.append(controller)
         self.note(f"controller #{len(self.all) - 1} started (pid {controller.process.pid})")
         return controller
