@@ -22,9 +22,11 @@ CRD patch are removed; the control plane stays up for the next run
 """
 
 import argparse
+import collections
 import json
 import os
 import pathlib
+import re
 import signal
 import socket
 import shutil
@@ -101,6 +103,29 @@ def run(args, **kwargs):
     return result.stdout
 
 
+# The step lines of the cluster scripts (e2e/cluster/common.sh's log()):
+# "HH:MM:SS up.sh: [12 s] ...". The first start builds the control plane
+# for minutes; these lines say which step runs, for how long, and where the
+# build log is, while the rest of the scripts' output stays out of the way.
+STEP_LINE = re.compile(r"^\d\d:\d\d:\d\d (?:up|build|deps)\.sh: (.*)$")
+
+
+def run_showing_steps(start, args):
+    """run(), printing the step lines of the scripts' stderr as they come."""
+    process = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    tail = collections.deque(maxlen=40)
+    for line in process.stderr:
+        tail.append(line)
+        step = STEP_LINE.match(line.rstrip("\n"))
+        if step:
+            say(start, f"  {step.group(1)}")
+    stdout = process.stdout.read()
+    if process.wait() != 0:
+        raise DemoError(f"{' '.join(map(str, args[:2]))} failed: {''.join(tail).strip()[-800:]}")
+    return stdout
+
+
 def demo_jobset(name, pods_per_job, timeout):
     """Two replicated jobs of two Indexed Jobs each; every pod asks for one CPU,
     so the scheduler fills the nodes that exist and the rest of the pods wait
@@ -163,7 +188,7 @@ def main():
     try:
         say(start, "starting the local control plane (etcd, kube-apiserver, kube-scheduler, "
                    "kube-controller-manager) ...")
-        kubeconfig = run(["bash", ROOT / "e2e" / "cluster" / "up.sh"]).strip().splitlines()[-1]
+        kubeconfig = run_showing_steps(start, ["bash", ROOT / "e2e" / "cluster" / "up.sh"]).strip().splitlines()[-1]
         kube = Kube(kubeconfig)
         say(start, f"control plane ready; kubeconfig {kubeconfig}")
 

@@ -93,16 +93,27 @@ main() {
 	ln -sfn -- "$GO_BUILD_CACHE" "$tree/_output/local/go/cache"
 	# Debian's Go first on PATH, and no network or toolchain switching:
 	# everything needed is in vendor/.
+	# A line a minute while make runs (it takes minutes and is quiet for long
+	# stretches): elapsed time, where the log is, what it is building.
+	(
+		while sleep 60; do
+			step "make is still running (log: $BUILD_LOG; last line: $(tail -n 1 -- "$BUILD_LOG" 2>/dev/null | cut -c1-100))"
+		done
+	) &
+	local ticker=$! status=0
 	(
 		export PATH=/usr/lib/go/bin:$PATH
 		export GOCACHE=$GO_BUILD_CACHE GOPROXY=off GOFLAGS="" GOTOOLCHAIN=local CGO_ENABLED=0
 		unset GOPATH GOROOT GO111MODULE
 		make -C "$tree" WHAT="cmd/kube-apiserver cmd/kube-scheduler cmd/kube-controller-manager"
-	) 2>&1 | tee "$BUILD_LOG" >&2 || {
+	) 2>&1 | tee "$BUILD_LOG" >&2 || status=$?
+	kill "$ticker" 2>/dev/null || true
+	wait "$ticker" 2>/dev/null || true
+	if ((status != 0)); then
 		log "make failed; last lines of $BUILD_LOG:"
 		tail -n 40 -- "$BUILD_LOG" >&2
 		die "build failed (scratch tree kept in $SCRATCH)"
-	}
+	fi
 
 	# Install via a temporary dir and a rename, so a half-copied set of binaries
 	# never looks like a cache hit.
