@@ -48,6 +48,7 @@ struct entry {
 	int conflict_reported; /* the ConfigMapConflict Event was sent */
 	uint32_t timeout_reported; /* attempt + 1 whose GroupTimedOut Event was sent, 0: none */
 	int repush; /* released before this tracker was made: push again to the pods still waiting */
+	int uid_missing_reported; /* a pod without the jobset-uid label was logged */
 };
 
 /* The group-scheduled JobSets by namespace/name: a chained hash table that
@@ -468,6 +469,21 @@ out:
 	return err;
 }
 
+/* A pod of the JobSet without the label jobset.sigs.k8s.io/jobset-uid
+ * (JobSet before v0.10 does not set it): it is matched by the JobSet's name,
+ * so the pods of a deleted JobSet of the same name could count too. Said
+ * once per JobSet. */
+static void note_pod(struct entry *e, const struct group_pod *pod)
+{
+	if (pod->jobset_uid[0] || e->uid_missing_reported)
+		return;
+	e->uid_missing_reported = 1;
+	mlog(MLOG_WARN, "pod-without-jobset-uid",
+	     "jobset=%s/%s pod=%s reason=\"no label jobset.sigs.k8s.io/jobset-uid (JobSet before v0.10?): pods are "
+	     "matched by the JobSet's name, and those of a deleted JobSet of the same name can count\"",
+	     e->namespace, e->name, pod->name);
+}
+
 struct list_context {
 	struct entry *entry;
 	uint64_t seq;
@@ -484,6 +500,7 @@ static int list_pod_item(void *arg, const cJSON *item)
 		free(cause);
 		return 0;
 	}
+	note_pod(context->entry, &pod);
 	group_tracker_apply_pod(context->entry->tracker, &pod, GROUP_EVENT_ADDED, context->seq);
 	return 0;
 }
@@ -913,14 +930,16 @@ static void push_job(struct controller_group *group, struct job *job)
 	};
 	const char *push_cause = NULL;
 	uint64_t begun = now_ms(group), done;
-	uint64_t counts[PUSH_TIMEOUT + 1] = { 0 };
+	uint64_t counts[PUSH_TIMEOUT + 1] = { 0 }, retries = 0;
 
 	if (job->count) {
 		if (push_fanout(job->targets, job->count, job->attempt, job->token, &push, &push_cause) < 0)
 			mlog(MLOG_WARN, "push-failed", "jobset=%s/%s attempt=%u cause=\"%s\"", job->namespace,
 			     job->name, job->attempt, push_cause);
-		for (size_t i = 0; i < job->count; i++)
+		for (size_t i = 0; i < job->count; i++) {
 			counts[job->targets[i].result]++;
+			retries += job->targets[i].tries > 1 ? job->targets[i].tries - 1 : 0;
+		}
 		for (int r = 0; r <= PUSH_TIMEOUT; r++)
 			stat_add(&group->stats.push_results[r], counts[r]);
 	}
@@ -929,12 +948,12 @@ static void push_job(struct controller_group *group, struct job *job)
 	if (job->count) {
 		mlog(MLOG_INFO, "pushed",
 		     "jobset=%s/%s attempt=%u repush=%d pushed=%zu push_ms=%llu since_last_start_ms=%llu ok=%llu "
-		     "refused=%llu unreachable=%llu timeout=%llu pending=%llu passed=%zu",
+		     "refused=%llu unreachable=%llu timeout=%llu pending=%llu passed=%zu retries=%llu",
 		     job->namespace, job->name, job->attempt, job->repush, job->count,
 		     (unsigned long long)(done - begun), (unsigned long long)(done - job->last_start_ms),
 		     (unsigned long long)counts[PUSH_OK], (unsigned long long)counts[PUSH_REFUSED],
 		     (unsigned long long)counts[PUSH_UNREACHABLE], (unsigned long long)counts[PUSH_TIMEOUT],
-		     (unsigned long long)counts[PUSH_PENDING], job->passed);
+		     (unsigned long long)counts[PUSH_PENDING], job->passed, (unsigned long long)retries);
 		if (group->options.observer && group->options.observer->pushed && !job->repush)
 			group->options.observer->pushed(group->options.observer->arg,
 							(double)(done - job->last_start_ms) / 1e3);
@@ -1154,6 +1173,7 @@ static void pod_changed(struct controller_group *group, const cJSON *object, enu
 	e = entry_find(group, pod.namespace, pod.jobset_name);
 	if (!e)
 		return;
+	note_pod(e, &pod);
 	if (group_tracker_apply_pod(e->tracker, &pod, event, now_ms(group)) == GROUP_APPLY_CHANGED)
 		decide(group, e);
 }

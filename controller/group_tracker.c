@@ -410,11 +410,13 @@ void group_tracker_release_failed(struct group_tracker *tracker, uint64_t epoch)
 /* Index of the pod's replicated job if it belongs to this JobSet (its
  * namespace, name and uid: a JobSet deleted and made again under the same
  * name has a new uid, and the old one's pods, still being removed, must not
- * count) and its job is targeted, else -1. */
+ * count) and its job is targeted, else -1. A pod without the uid label
+ * (JobSet before v0.10 does not set it) is matched by name alone, as it
+ * cannot be told apart: refusing it would make its group never release. */
 static int targeted_job(const struct group_tracker *t, const struct group_pod *pod)
 {
 	if (strcmp(pod->namespace, t->namespace) != 0 || strcmp(pod->jobset_name, t->name) != 0 ||
-	    strcmp(pod->jobset_uid, t->uid) != 0)
+	    (pod->jobset_uid[0] && strcmp(pod->jobset_uid, t->uid) != 0))
 		return -1;
 	for (size_t i = 0; i < t->job_count; i++)
 		if (strcmp(pod->replicated_job, t->job_names[i]) == 0)

@@ -266,10 +266,6 @@ static void pods_of_an_earlier_jobset_of_the_same_name_do_not_count(void **state
 		snprintf(p.jobset_uid, sizeof(p.jobset_uid), "old-jobset-uid");
 		assert_int_equal(group_tracker_apply_pod(t, &p, GROUP_EVENT_ADDED, 1), GROUP_APPLY_IGNORED);
 	}
-	/* A pod without the uid label is nobody's. */
-	make_pod(&p, 200, 0, RUNNING, 5);
-	p.jobset_uid[0] = '\0';
-	assert_int_equal(group_tracker_apply_pod(t, &p, GROUP_EVENT_ADDED, 1), GROUP_APPLY_IGNORED);
 	/* One new pod of four started: no release. */
 	apply(t, 0, 0, RUNNING, 10, GROUP_EVENT_ADDED);
 	assert_int_equal(decide(t, &d), GROUP_ACTION_WAIT);
@@ -279,6 +275,28 @@ static void pods_of_an_earlier_jobset_of_the_same_name_do_not_count(void **state
 		apply(t, i, 0, RUNNING, 10 + (uint64_t)i, GROUP_EVENT_ADDED);
 	assert_int_equal(decide(t, &d), GROUP_ACTION_RELEASE);
 	assert_int_equal(d.started, 4);
+	group_tracker_free(t);
+}
+
+/* JobSet before v0.10 sets no jobset-uid label: its pods are matched by the
+ * JobSet's name, as they cannot be told apart, rather than never counted
+ * (which would leave every such group waiting until its timeout). */
+static void pods_without_the_uid_label_match_by_name(void **state)
+{
+	struct group_jobset js;
+	struct group_tracker *t;
+	struct group_decision d;
+	struct group_pod p;
+
+	(void)state;
+	make_jobset(&js, 2, 1, 1, 0);
+	t = ready_tracker(&js);
+	for (int i = 0; i < 2; i++) {
+		make_pod(&p, i, 0, RUNNING, 5);
+		p.jobset_uid[0] = '\0';
+		assert_int_equal(group_tracker_apply_pod(t, &p, GROUP_EVENT_ADDED, 1), GROUP_APPLY_CHANGED);
+	}
+	assert_int_equal(decide(t, &d), GROUP_ACTION_RELEASE);
 	group_tracker_free(t);
 }
 
@@ -1022,6 +1040,7 @@ int main(void)
 		cmocka_unit_test(release_exactly_once),
 		cmocka_unit_test(pods_of_an_earlier_jobset_of_the_same_name_do_not_count),
 		cmocka_unit_test(resumed_jobset_waits_for_its_new_pods),
+		cmocka_unit_test(pods_without_the_uid_label_match_by_name),
 		cmocka_unit_test(release_retried_after_failed_write),
 		cmocka_unit_test(no_release_without_full_picture),
 		cmocka_unit_test(idle_without_config_or_pods),

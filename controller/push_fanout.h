@@ -32,11 +32,13 @@ struct push_target {
 	char ip[48]; /* IPv4 or IPv6 text, as in status.podIP */
 	uint16_t port;
 	enum push_result result; /* set by push_fanout */
-	/* Set by push_fanout: another target has the same address and port
-	 * (hostNetwork pods of one node, whose barriers share the port). A
-	 * failed try at such a target is repeated until its time is up: the
-	 * kernel may have handed the connection to a sibling that was just
-	 * released, or to another JobSet's barrier. */
+	/* Set by push_fanout: another target of this call has the same address
+	 * and port (hostNetwork pods of one node, whose barriers share the
+	 * port). A failed try at such a target is repeated until its time is
+	 * up: the kernel may have handed the connection to a sibling that was
+	 * just released, or to another JobSet's barrier. A target alone in the
+	 * call is tried once, even if another JobSet's barriers share its
+	 * node's port: refused, it is left to the volume. */
 	int shared;
 	unsigned tries; /* connections made to it */
 	uint32_t elapsed_us; /* from the fan-out's start to this target's answer */

@@ -543,7 +543,7 @@ static size_t admit_update(const cJSON *old_jobset, cJSON *new_jobset)
 	size_t ops;
 
 	assert_int_equal(group_config_decode(new_jobset, &config, &cause), 0);
-	assert_int_equal(jobset_mutate_resume(old_jobset, new_jobset, &config, &patch, &cause), 0);
+	assert_int_equal(jobset_mutate_update(old_jobset, new_jobset, &config, &patch, &cause), 0);
 	assert_null(cause);
 	ops = (size_t)cJSON_GetArraySize(patch);
 	apply_patch(new_jobset, patch);
@@ -570,21 +570,66 @@ static void resume_raises_the_generation(void **state)
 	assert_null(generation_of(again, 0));
 	/* The resume (suspend removed or false). */
 	resumed = with_suspend(suspended, -1);
-	assert_int_equal(admit_update(suspended, resumed), 1);
+	assert_int_equal(admit_update(suspended, resumed), 2); /* the label and the annotation of record */
 	assert_string_equal(generation_of(resumed, 0), "1");
+	assert_string_equal(jobset_annotation(resumed, "muster.dev/gang-generation"), "1");
 	assert_null(generation_of(resumed, 1)); /* auxiliary: not targeted */
 	/* A second suspend and resume: 2. */
 	suspended_again = with_suspend(resumed, 1);
 	assert_int_equal(admit_update(resumed, suspended_again), 0);
 	resumed_again = with_suspend(suspended_again, 0);
-	assert_int_equal(admit_update(suspended_again, resumed_again), 1);
+	assert_int_equal(admit_update(suspended_again, resumed_again), 2);
 	assert_string_equal(generation_of(resumed_again, 0), "2");
+	assert_string_equal(jobset_annotation(resumed_again, "muster.dev/gang-generation"), "2");
 	cJSON_Delete(created);
 	cJSON_Delete(suspended);
 	cJSON_Delete(again);
 	cJSON_Delete(resumed);
 	cJSON_Delete(suspended_again);
 	cJSON_Delete(resumed_again);
+}
+
+/* Kueue, evicting a workload, suspends the JobSet and restores the pod
+ * templates it admitted with: the generation labels are gone. The next
+ * resume must still go above every generation released before, or the
+ * release of that generation (in the ConfigMap) would let the new pods
+ * through: the JobSet's annotation keeps the count. An update that drops
+ * the annotation gets it back. */
+static void generation_never_goes_back(void **state)
+{
+	cJSON *created, *resumed, *evicted, *readmitted, *dropped, *labels;
+
+	(void)state;
+	created = admit(STORY2, &barrier, NULL);
+	cJSON *suspended = with_suspend(created, 1);
+	resumed = with_suspend(suspended, 0);
+	admit_update(suspended, resumed);
+	assert_string_equal(generation_of(resumed, 0), "1");
+	/* Evicted: suspended, templates restored without the label. */
+	evicted = with_suspend(resumed, 1);
+	labels = cJSON_GetObjectItem(cJSON_GetObjectItem((cJSON *)template_of(evicted, 0), "metadata"),
+				     "labels");
+	cJSON_DeleteItemFromObject(labels, "muster.dev/gang-generation");
+	assert_int_equal(admit_update(resumed, evicted), 0);
+	assert_null(generation_of(evicted, 0));
+	/* Re-admitted: generation 2, not 1 again. */
+	readmitted = with_suspend(evicted, 0);
+	assert_int_equal(admit_update(evicted, readmitted), 2);
+	assert_string_equal(generation_of(readmitted, 0), "2");
+	assert_string_equal(jobset_annotation(readmitted, "muster.dev/gang-generation"), "2");
+	/* `kubectl replace` without the annotation: restored. */
+	dropped = cJSON_Duplicate(readmitted, 1);
+	cJSON_DeleteItemFromObject(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(dropped, "metadata"), "annotations"),
+		"muster.dev/gang-generation");
+	assert_int_equal(admit_update(readmitted, dropped), 1);
+	assert_string_equal(jobset_annotation(dropped, "muster.dev/gang-generation"), "2");
+	cJSON_Delete(created);
+	cJSON_Delete(suspended);
+	cJSON_Delete(resumed);
+	cJSON_Delete(evicted);
+	cJSON_Delete(readmitted);
+	cJSON_Delete(dropped);
 }
 
 static void resume_refuses_a_generation_it_cannot_read(void **state)
@@ -601,7 +646,7 @@ static void resume_refuses_a_generation_it_cannot_read(void **state)
 	cJSON_AddStringToObject(labels, "muster.dev/gang-generation", "two");
 	resumed = with_suspend(suspended, 0);
 	assert_int_equal(group_config_decode(resumed, &config, &cause), 0);
-	assert_int_equal(jobset_mutate_resume(suspended, resumed, &config, &patch, &cause), -1);
+	assert_int_equal(jobset_mutate_update(suspended, resumed, &config, &patch, &cause), -1);
 	assert_null(patch);
 	assert_non_null(strstr(cause, "muster.dev/gang-generation is muster's and must be a number"));
 	free(cause);
@@ -895,6 +940,7 @@ int main(void)
 		cmocka_unit_test(mutate_story2_targets_only_workers),
 		cmocka_unit_test(resume_raises_the_generation),
 		cmocka_unit_test(resume_refuses_a_generation_it_cannot_read),
+		cmocka_unit_test(generation_never_goes_back),
 		cmocka_unit_test(mutate_is_idempotent),
 		cmocka_unit_test(mutate_replaces_a_user_container_of_the_reserved_name),
 		cmocka_unit_test(mutate_story1_every_job_and_default_timeout),

@@ -344,97 +344,77 @@ no_memory:
 	return cause_fail(cause, "out of memory");
 }
 
-/* The gang generation of a pod template's labels: 0 when absent, -1 when
- * not a number in 0..2147483647. */
-static long long template_generation(const cJSON *template)
-{
-	const cJSON *value = jobset_member(jobset_member(jobset_member(template, "metadata"), "labels"),
-					   MUSTER_LABEL_GANG_GENERATION);
-	long long n = 0;
-
-	if (!value)
-		return 0;
-	if (!cJSON_IsString(value) || !value->valuestring[0] || strlen(value->valuestring) > 10)
-		return -1;
-	for (const char *p = value->valuestring; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return -1;
-		n = n * 10 + (*p - '0');
-	}
-	return n > JOBSET_GENERATION_MAX ? -1 : n;
-}
-
 static int suspended(const cJSON *jobset)
 {
 	return cJSON_IsTrue(jobset_member(jobset_member(jobset, "spec"), "suspend"));
 }
 
-/* The highest generation among the targeted templates of `jobset`, or -1
- * with *cause when one is not a number. */
-static long long highest_generation(const cJSON *jobset, const struct group_config *config, char **cause)
+/* Sets the JobSet's annotation of record to `value`. */
+static int set_generation_annotation(cJSON *patch, const cJSON *jobset, const char *value)
 {
-	const cJSON *job;
-	long long highest = 0;
-	size_t index = 0;
+	const cJSON *annotations = jobset_member(jobset_member(jobset, "metadata"), "annotations");
 
-	cJSON_ArrayForEach(job, jobset_replicated_jobs(jobset))
-	{
-		const char *job_name = jobset_replicated_job_name(job);
-		long long generation;
-
-		if (job_name && group_config_targets(config, job_name)) {
-			generation = template_generation(jobset_pod_template(job));
-			if (generation < 0)
-				return cause_fail(
-					cause,
-					"spec.replicatedJobs[%zu] (%s): the pod template label " MUSTER_LABEL_GANG_GENERATION
-					" is muster's and must be a number from 0 to 2147483647; "
-					"remove it or restore its value",
-					index, job_name);
-			if (generation > highest)
-				highest = generation;
-		}
-		index++;
-	}
-	return highest;
+	if (!cJSON_IsObject(annotations))
+		return add_op(patch, "/metadata/annotations",
+			      one_entry_object(MUSTER_LABEL_GANG_GENERATION, cJSON_CreateString(value)));
+	return patch_op(patch, jobset_member(annotations, MUSTER_LABEL_GANG_GENERATION) ? "replace" : "add",
+			"/metadata/annotations/" MUSTER_LABEL_GANG_GENERATION_POINTER,
+			cJSON_CreateString(value));
 }
 
-int jobset_mutate_resume(const cJSON *old_jobset, const cJSON *jobset, const struct group_config *config,
+static long long max3(long long a, long long b, long long c)
+{
+	long long m = a > b ? a : b;
+
+	return m > c ? m : c;
+}
+
+int jobset_mutate_update(const cJSON *old_jobset, const cJSON *jobset, const struct group_config *config,
 			 cJSON **patch, char **cause)
 {
 	const cJSON *job;
-	long long old_highest, new_highest = 0;
-	char value[16], base[80];
+	long long old_annotation, old_labels, new_annotation, new_labels, of_record;
+	char value[24], base[80];
 	size_t index = 0;
 	cJSON *ops;
 
 	if (cause)
 		*cause = NULL;
 	*patch = NULL;
+	if (!config->present)
+		return (*patch = cJSON_CreateArray()) ? 0 : cause_fail(cause, "out of memory");
+	if (jobset_gang_generation(old_jobset, config, &old_annotation, &old_labels, cause) ||
+	    jobset_gang_generation(jobset, config, &new_annotation, &new_labels, cause))
+		return -1;
 	ops = cJSON_CreateArray();
 	if (!ops)
 		return cause_fail(cause, "out of memory");
-	if (!config->present || !suspended(old_jobset) || suspended(jobset)) {
+	/* The generation of record: the highest ever seen. Template labels can go
+	 * back while the JobSet is suspended (Kueue restores the pod templates it
+	 * admitted with when it evicts); the annotation is muster's alone. */
+	of_record = max3(old_annotation, old_labels, new_annotation);
+	if (!suspended(old_jobset) || suspended(jobset)) {
+		/* Not a resume: the annotation of record is kept as it was. */
+		if (of_record > 0 && new_annotation != of_record) {
+			snprintf(value, sizeof(value), "%lld", of_record);
+			if (set_generation_annotation(ops, jobset, value))
+				goto no_memory;
+		}
 		*patch = ops;
 		return 0;
 	}
-	old_highest = highest_generation(old_jobset, config, cause);
-	if (old_highest >= 0)
-		new_highest = highest_generation(jobset, config, cause);
-	if (old_highest < 0 || new_highest < 0) {
-		cJSON_Delete(ops);
-		return -1;
-	}
-	if (new_highest > old_highest)
-		old_highest = new_highest;
-	if (old_highest >= JOBSET_GENERATION_MAX) {
+	if (new_labels > of_record)
+		of_record = new_labels;
+	if (of_record >= JOBSET_GENERATION_MAX) {
 		cJSON_Delete(ops);
 		return cause_fail(cause,
 				  "the JobSet was resumed %lld times, the most muster counts; "
 				  "create it anew",
-				  old_highest);
+				  of_record);
 	}
-	snprintf(value, sizeof(value), "%lld", old_highest + 1);
+	snprintf(value, sizeof(value), "%lld", of_record + 1);
+	if (set_generation_annotation(ops, jobset, value))
+		goto no_memory;
 	cJSON_ArrayForEach(job, jobset_replicated_jobs(jobset))
 	{
 		const char *job_name = jobset_replicated_job_name(job);
@@ -443,13 +423,14 @@ int jobset_mutate_resume(const cJSON *old_jobset, const cJSON *jobset, const str
 			template_base(base, sizeof(base), index);
 			if (set_template_label(ops, base, jobset_pod_template(job),
 					       MUSTER_LABEL_GANG_GENERATION,
-					       MUSTER_LABEL_GANG_GENERATION_POINTER, value, 0)) {
-				cJSON_Delete(ops);
-				return cause_fail(cause, "out of memory");
-			}
+					       MUSTER_LABEL_GANG_GENERATION_POINTER, value, 0))
+				goto no_memory;
 		}
 		index++;
 	}
 	*patch = ops;
 	return 0;
+no_memory:
+	cJSON_Delete(ops);
+	return cause_fail(cause, "out of memory");
 }

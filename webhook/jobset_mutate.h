@@ -56,21 +56,25 @@ int jobset_mutate(const struct cJSON *jobset, const struct group_config *config,
 		  const struct jobset_mutate_options *options, const char *token, struct cJSON **patch,
 		  char **cause);
 
-/* The highest gang generation muster writes (an int32, like the attempt). */
-#define JOBSET_GENERATION_MAX 2147483647LL
-
-/* On an UPDATE that resumes a group-scheduled JobSet (the stored object
- * `old_jobset` has spec.suspend true, the new `jobset` not), the patch that
- * sets the label muster.dev/gang-generation of every targeted pod template
- * to one more than the highest it held in either object (absent: 0). JobSet
- * copies the label into the child Jobs' pod templates when it resumes them,
- * so the new pods carry it and a release of the generation before (the
- * ConfigMap still says the group started) does not let them through while
- * their siblings are not scheduled yet. Any other UPDATE gets an empty
- * patch. config is the new object's decoded settings. A label muster cannot
- * read is refused (-1 with *cause), never guessed. Same ownership as
- * jobset_mutate(). */
-int jobset_mutate_resume(const struct cJSON *old_jobset, const struct cJSON *jobset,
+/* The patch for an UPDATE of a group-scheduled JobSet (`old_jobset` is the
+ * stored object, `jobset` the new one; config the new one's settings).
+ *
+ * A resume (spec.suspend true in the stored object, not in the new one)
+ * starts a new gang: the label muster.dev/gang-generation of every targeted
+ * pod template, and the JobSet's annotation of the same name, are set to
+ * one more than the generation of record (the highest of the stored
+ * annotation, the stored labels and the new annotation). JobSet copies the
+ * labels into the child Jobs' pod templates when it resumes them, so the
+ * new pods carry the new generation, and a release of the generation
+ * before (the ConfigMap still says the group started) does not let them
+ * through while their siblings are not scheduled yet. The annotation keeps
+ * the count when the labels go back while suspended (Kueue restores the pod
+ * templates it admitted with when it evicts a workload).
+ *
+ * Any other update only keeps the annotation of record (restored when the
+ * update drops or lowers it). A generation muster cannot read is refused
+ * (-1 with *cause), never guessed. Same ownership as jobset_mutate(). */
+int jobset_mutate_update(const struct cJSON *old_jobset, const struct cJSON *jobset,
 			 const struct group_config *config, struct cJSON **patch, char **cause);
 
 #endif

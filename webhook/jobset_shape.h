@@ -54,4 +54,17 @@ const struct cJSON *jobset_find_named(const struct cJSON *array, const char *nam
 /* 1 when `token` is a token the barrier accepts. */
 int jobset_token_valid(const char *token);
 
+/* The highest gang generation muster writes (an int32, like the attempt). */
+#define JOBSET_GENERATION_MAX 2147483647LL
+
+struct group_config;
+
+/* The gang generation a JobSet carries: *annotation from its annotation
+ * muster.dev/gang-generation (muster's record), *labels the highest of the
+ * label muster.dev/gang-generation of its targeted pod templates (what its
+ * pods get); absent or "" is 0. Returns 0, or -1 with *cause when a value is
+ * not a number from 0 to JOBSET_GENERATION_MAX. */
+int jobset_gang_generation(const struct cJSON *jobset, const struct group_config *config,
+			   long long *annotation, long long *labels, char **cause);
+
 #endif

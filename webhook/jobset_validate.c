@@ -127,6 +127,13 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 				config->timeout_seconds, GROUP_CONFIG_TIMEOUT_MIN, GROUP_CONFIG_TIMEOUT_MAX);
 		if (check_targets(jobs, config, message))
 			return -1;
+		{
+			long long annotation, labels;
+
+			/* Read the same way by the webhook, the controller and the barrier. */
+			if (jobset_gang_generation(jobset, config, &annotation, &labels, message))
+				return -1;
+		}
 	}
 	token = jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION);
 	if (token && !jobset_token_valid(token))

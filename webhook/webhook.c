@@ -162,7 +162,7 @@ static void mutate(struct webhook *w, const struct admission_request *request, s
 		/* A resume starts a new gang: the generation label goes up. */
 		if (!request->old_object)
 			goto allow;
-		if (jobset_mutate_resume(request->old_object, request->object, config, &patch, &cause)) {
+		if (jobset_mutate_update(request->old_object, request->object, config, &patch, &cause)) {
 			o->message = cause;
 			cause = NULL;
 			goto deny;

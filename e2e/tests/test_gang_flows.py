@@ -301,6 +301,26 @@ def test_suspend_and_resume_starts_a_new_gang(kube, gang):
     releases = controller.releases()
     assert [("generation=0" in r, "generation=1" in r) for r in releases] == [(True, False), (False, True)], releases
 
+    # Evicted as Kueue does it: suspended, and the pod templates restored to
+    # what it admitted (without muster's label). The next resume must still
+    # start generation 2: a second generation 1 would pass on the release above.
+    kube.patch(f"{path}/gang", {"spec": {"suspend": True}})
+    wait_for(lambda: not pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid}), timeout=60,
+             what="the evicted JobSet's pods gone")
+    gate(kube, False)
+    kube.patch(f"{path}/gang", [{"op": "remove", "path": f"/spec/replicatedJobs/{i}/template/spec/template/metadata/"
+                                 "labels/muster.dev~1gang-generation"} for i in range(2)], kind="json")
+    readmitted = kube.patch(f"{path}/gang", {"spec": {"suspend": False}})
+    hold_first_only(kube, events_path, namespace, uid, "the re-admitted JobSet")
+    templates = [rj["template"]["spec"]["template"] for rj in readmitted["spec"]["replicatedJobs"]]
+    assert [t["metadata"]["labels"].get("muster.dev/gang-generation") for t in templates] == ["2", "2"], templates
+    third = wait_for(lambda: (lambda p: p if len(p) == 4 else None)(
+        pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid, "muster.dev/gang-generation": "2"})),
+        timeout=60, what="generation 2's pods")
+    assert_held_then_released_together(kube, events_path, namespace, third)
+    configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang-group-scheduling")
+    assert configmap["data"]["generation"] == "2", configmap
+
 
 def barrier_status(kube, namespace, pod_key):
     pod = kube.get(f"/api/v1/namespaces/{namespace}/pods/{pod_key.split('/')[1]}")
