@@ -250,10 +250,13 @@ def test_kep_stories_are_injected_held_and_released_together(kube, kubeconfig, h
             last_barrier = max(barrier.values())
             # Held: the early pods waited for the late pool (20 s after the agent started).
             assert last_barrier - min(barrier.values()) > 5, story
-            # Released together, after the last start, by the push.
+            # Released together, after the last start, by the push: the
+            # volumes sync hourly, so anything well under a minute is the
+            # push. The gap is mostly the node agent reporting 300 barriers
+            # started at once (status writes, seconds on a busy machine).
             assert min(workers.values()) >= last_barrier, story
             assert max(workers.values()) - min(workers.values()) < 5, story
-            assert min(workers.values()) - last_barrier < 5, story
+            assert min(workers.values()) - last_barrier < 60, story
             print(f"{story}: barrier held {last_barrier - min(barrier.values()):.1f} s; mains started "
                   f"{min(workers.values()) - last_barrier:.2f}..{max(workers.values()) - last_barrier:.2f} s "
                   "after the last barrier start")
