@@ -213,14 +213,17 @@ static int compare_address(const void *a, const void *b, void *arg)
 /* Marks the targets whose address and port another target has too. */
 static int mark_shared(struct push_target *targets, size_t count)
 {
-	size_t *order = count ? malloc(count * sizeof(*order)) : NULL;
+	size_t *order;
 
-	if (count && !order)
-		return -1;
-	for (size_t i = 0; i < count; i++) {
-		order[i] = i;
+	for (size_t i = 0; i < count; i++)
 		targets[i].shared = 0;
-	}
+	if (count < 2)
+		return 0;
+	order = malloc(count * sizeof(*order));
+	if (!order)
+		return -1;
+	for (size_t i = 0; i < count; i++)
+		order[i] = i;
 	qsort_r(order, count, sizeof(*order), compare_address, targets);
 	for (size_t i = 1; i < count; i++) {
 		if (compare_address(&order[i - 1], &order[i], targets) == 0)
