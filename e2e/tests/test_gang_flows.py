@@ -135,6 +135,25 @@ def pods_of(kube, namespace, **labels):
     return {f"{namespace}/{p['metadata']['name']}" for p in items if not p["metadata"].get("deletionTimestamp")}
 
 
+def wait_pods(kube, namespace, count, what, **labels):
+    """The `count` live pods whose labels include `labels`, once there are that many."""
+    return wait_for(lambda: (lambda p: p if len(p) == count else None)(pods_of(kube, namespace, **labels)),
+                    timeout=60, what=what)
+
+
+def create_and_run(kube, namespace, events_path, name):
+    """Creates the JobSet `name` with the gate open and waits until its four
+    main containers run (released). Returns (uid, pod keys)."""
+    path = JOBSETS.format(namespace)
+    gate(kube, True)
+    kube.create(path, jobset_body(name))
+    uid = kube.get(f"{path}/{name}")["metadata"]["uid"]
+    pods = wait_pods(kube, namespace, 4, f"the pods of {name}", **{"jobset.sigs.k8s.io/jobset-uid": uid})
+    wait_for(lambda: len(starts(events_path, "main", pods)) == 4, timeout=90, interval=0.2,
+             what=f"the main containers of {name}")
+    return uid, pods
+
+
 def assert_held_then_released_together(kube, events_path, namespace, pods):
     """The group's barriers are all running or the pods are held; open the
     gate, then every main container starts after the last barrier did."""
@@ -171,13 +190,7 @@ def test_same_name_new_jobset_does_not_count_the_old_pods(kube, gang):
     the four the group expects, yet the new group must wait for its own."""
     namespace, events_path, controller = gang
     path = JOBSETS.format(namespace)
-    gate(kube, True)
-    kube.create(path, jobset_body("gang"))
-    old_uid = kube.get(f"{path}/gang")["metadata"]["uid"]
-    old = wait_for(lambda: (lambda p: p if len(p) == 4 else None)(
-        pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": old_uid})), timeout=60, what="the old pods")
-    wait_for(lambda: len(starts(events_path, "main", old)) == 4, timeout=90, interval=0.2,
-             what="the old JobSet's main containers")
+    old_uid, old = create_and_run(kube, namespace, events_path, "gang")
 
     # Delete, leaving the pods; the old Jobs go too, their pods stay.
     orphan = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Orphan"}
@@ -205,8 +218,7 @@ def test_same_name_new_jobset_does_not_count_the_old_pods(kube, gang):
     hold_first_only(kube, events_path, namespace, new_uid, "the new JobSet")
     assert len(controller.releases()) == released_before, controller.releases()
 
-    new = wait_for(lambda: (lambda p: p if len(p) == 4 else None)(
-        pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": new_uid})), timeout=60, what="the new pods")
+    new = wait_pods(kube, namespace, 4, "the new pods", **{"jobset.sigs.k8s.io/jobset-uid": new_uid})
     assert_held_then_released_together(kube, events_path, namespace, new)
     configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang-group-scheduling")
     assert configmap["data"]["jobset-uid"] == new_uid, configmap
@@ -253,8 +265,7 @@ def test_a_configmap_that_is_not_the_jobsets_never_releases_it(kube, gang, whose
         # The collector finishes; the controller would otherwise replace it.
         kube.delete(cm_path)
         kube.patch(cm_path, {"metadata": {"finalizers": None}})
-    pods = wait_for(lambda: (lambda p: p if len(p) == 4 else None)(
-        pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid})), timeout=60, what="the pods")
+    pods = wait_pods(kube, namespace, 4, "the pods", **{"jobset.sigs.k8s.io/jobset-uid": uid})
     assert_held_then_released_together(kube, events_path, namespace, pods)
     configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang-group-scheduling")
     assert configmap["data"] == {"started": "0", "jobset-uid": uid, "generation": "0"}, configmap
@@ -268,13 +279,7 @@ def test_suspend_and_resume_starts_a_new_gang(kube, gang):
     through while their siblings cannot be scheduled."""
     namespace, events_path, controller = gang
     path = JOBSETS.format(namespace)
-    gate(kube, True)
-    kube.create(path, jobset_body("gang"))
-    uid = kube.get(f"{path}/gang")["metadata"]["uid"]
-    before = wait_for(lambda: (lambda p: p if len(p) == 4 else None)(
-        pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid})), timeout=60, what="the pods")
-    wait_for(lambda: len(starts(events_path, "main", before)) == 4, timeout=90, interval=0.2,
-             what="generation 0's main containers")
+    uid, before = create_and_run(kube, namespace, events_path, "gang")
     configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang-group-scheduling")
     assert configmap["data"]["started"] == "0", configmap
 
@@ -291,9 +296,7 @@ def test_suspend_and_resume_starts_a_new_gang(kube, gang):
     assert pod["metadata"]["labels"]["muster.dev/gang-generation"] == "1"
     assert pod["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "0"
 
-    after = wait_for(lambda: (lambda p: p if len(p) == 4 else None)(
-        pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid, "muster.dev/gang-generation": "1"})),
-        timeout=60, what="generation 1's pods")
+    after = wait_pods(kube, namespace, 4, "generation 1's pods", **{"jobset.sigs.k8s.io/jobset-uid": uid, "muster.dev/gang-generation": "1"})
     assert not after & before
     assert_held_then_released_together(kube, events_path, namespace, after)
     configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang-group-scheduling")
@@ -314,9 +317,7 @@ def test_suspend_and_resume_starts_a_new_gang(kube, gang):
     hold_first_only(kube, events_path, namespace, uid, "the re-admitted JobSet")
     templates = [rj["template"]["spec"]["template"] for rj in readmitted["spec"]["replicatedJobs"]]
     assert [t["metadata"]["labels"].get("muster.dev/gang-generation") for t in templates] == ["2", "2"], templates
-    third = wait_for(lambda: (lambda p: p if len(p) == 4 else None)(
-        pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid, "muster.dev/gang-generation": "2"})),
-        timeout=60, what="generation 2's pods")
+    third = wait_pods(kube, namespace, 4, "generation 2's pods", **{"jobset.sigs.k8s.io/jobset-uid": uid, "muster.dev/gang-generation": "2"})
     assert_held_then_released_together(kube, events_path, namespace, third)
     configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang-group-scheduling")
     assert configmap["data"]["generation"] == "2", configmap
@@ -388,13 +389,10 @@ def test_host_network_pods_sharing_a_node_are_all_released_by_the_push(kube, gan
     kube.create(path, jobset_body("gang", host_network=True, jobs=[
         ("left", 3, {host: first_node}, False), ("right", 3, {host: second_node}, True)]))
     uid = kube.get(f"{path}/gang")["metadata"]["uid"]
-    left = wait_for(lambda: (lambda p: p if len(p) == 3 else None)(pods_of(
-        kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid, "jobset.sigs.k8s.io/replicatedjob-name": "left"})),
-        timeout=60, what="the pods of the first node")
+    left = wait_pods(kube, namespace, 3, "the pods of the first node", **{"jobset.sigs.k8s.io/jobset-uid": uid, "jobset.sigs.k8s.io/replicatedjob-name": "left"})
     wait_for(lambda: len(starts(events_path, BARRIER, left)) == 3, timeout=60, interval=0.2,
              what="three barriers on the first node")
-    pods = wait_for(lambda: (lambda p: p if len(p) == 6 else None)(
-        pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid})), timeout=60, what="the six pods")
+    pods = wait_pods(kube, namespace, 6, "the six pods", **{"jobset.sigs.k8s.io/jobset-uid": uid})
     ips = {kube.get(f"/api/v1/namespaces/{namespace}/pods/{p.split('/')[1]}")["status"].get("podIP") for p in left}
     assert len(ips) == 1, f"the first node's pods do not share one address: {ips}"
     main, barrier = assert_held_then_released_together(kube, events_path, namespace, pods)
