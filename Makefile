@@ -26,159 +26,55 @@ FUZZ_SECONDS ?= 15
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
 	-Wmissing-prototypes -Wpointer-arith -Wcast-align -Wvla -Wwrite-strings \
 	-Wundef
-BASE_CFLAGS := -std=c11 $(WARNINGS) -Ilib -MMD -MP -DMUSTER_VERSION='"$(VERSION)"'
+BASE_CFLAGS := -std=c11 $(WARNINGS) -MMD -MP -DMUSTER_VERSION='"$(VERSION)"'
 OPT_CFLAGS  := -O2 -g
 SAN_CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 
-# The barrier: static, musl, size-optimised (see initbarrier/README section in README.md).
-BARRIER_SRCS := initbarrier/main.c initbarrier/barrier_core.c initbarrier/barrier_volume.c \
-	initbarrier/barrier_push.c initbarrier/barrier_run.c lib/mlog.c lib/release_line.c
+# Layout (docs/layout.md). lib/ is split by layer; each layer is a static
+# archive, as is each program folder's non-main code and testing/ (test
+# helpers shared by several folders). A program is its own main file(s) plus
+# the archives, so a new library file is added to the build by being created
+# in its folder. The archives are linked in layer order, top to bottom:
+LIB_LAYERS := topo muster kube http base
+ARCHIVE_DIRS := controller webhook topology initbarrier testing $(LIB_LAYERS:%=lib/%)
+# Files with a main() (or a test/fuzz/bench entry point): not in an archive.
+MAIN_PATTERNS := %/main.c %_test.c %_fuzz.c %_bench.c %_tool.c %_load.c
+archive_srcs = $(filter-out $(MAIN_PATTERNS),$(wildcard $(1)/*.c))
+INCLUDES := $(LIB_LAYERS:%=-Ilib/%) -Itesting
+BASE_CFLAGS += $(INCLUDES)
+# Libraries every host program may need; --as-needed keeps only the used ones.
+SYS_LIBS := -Wl,--as-needed -lcurl -lcjson -lyaml -lmicrohttpd -lgnutls -lm -pthread
+
+# The barrier: static, musl, size-optimised (docs/barrier.md), so its sources
+# are listed rather than archived (musl has no cJSON; the barrier needs none).
+BARRIER_SRCS := initbarrier/main.c $(call archive_srcs,initbarrier) lib/base/mlog.c lib/muster/release_line.c
 BARRIER_MUSL_OBJS := $(BARRIER_SRCS:%.c=build/musl/%.o)
 BARRIER_ASAN_OBJS := $(BARRIER_SRCS:%.c=build/asan/%.o)
 MUSL_CFLAGS := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
 	-fno-unwind-tables -fno-stack-protector
 MUSL_LDFLAGS := -static -s -Wl,--gc-sections -Wl,--build-id=none
 
-# Unit tests (cmocka): name -> sources under test.
-UNIT_TESTS := initbarrier/barrier_core_test controller/push_fanout_test
-initbarrier/barrier_core_test_SRCS := initbarrier/barrier_core_test.c initbarrier/barrier_core.c lib/release_line.c
-# push_fanout's tests release real barriers (bin/muster-barrier or $$MUSTER_BARRIER_BIN).
-controller/push_fanout_test_SRCS := controller/push_fanout_test.c controller/push_fanout.c lib/release_line.c \
-	initbarrier/barrier_testproc.c
-
+# Programs by kind; each is NAME.c plus the archives unless NAME_SRCS says more.
+# Unit tests (cmocka). push_fanout's tests release real barriers
+# (bin/muster-barrier or $$MUSTER_BARRIER_BIN).
+UNIT_TESTS := initbarrier/barrier_core_test controller/push_fanout_test \
+	lib/kube/kube_client_test lib/kube/kube_config_test lib/base/json_arena_test lib/kube/kube_lease_test \
+	lib/base/flag_test lib/http/metrics_test lib/http/http_serve_test \
+	controller/group_decode_test controller/group_tracker_test controller/controller_group_test \
+	webhook/jobset_admission_test topology/topo_test topology/topo_input_test
 # Tests that drive a real binary (cmocka too).
 BINARY_TESTS := initbarrier/barrier_binary_test
-initbarrier/barrier_binary_test_SRCS := initbarrier/barrier_binary_test.c initbarrier/atomic_writer.c \
-	initbarrier/barrier_testproc.c
-
-TOOLS := initbarrier/atomic_write_tool
-initbarrier/atomic_write_tool_SRCS := initbarrier/atomic_write_tool.c initbarrier/atomic_writer.c
-
-BENCHES := initbarrier/barrier_bench controller/push_fanout_bench
-controller/push_fanout_bench_SRCS := controller/push_fanout_bench.c controller/push_fanout.c lib/release_line.c \
-	initbarrier/barrier_testproc.c
-initbarrier/barrier_bench_SRCS := initbarrier/barrier_bench.c initbarrier/atomic_writer.c \
-	initbarrier/barrier_testproc.c
-
-FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initbarrier/barrier_listen_fuzz
-initbarrier/barrier_push_fuzz_SRCS := initbarrier/barrier_push_fuzz.c initbarrier/barrier_core.c \
-	lib/release_line.c
-initbarrier/barrier_attempt_fuzz_SRCS := initbarrier/barrier_attempt_fuzz.c initbarrier/barrier_core.c \
-	lib/release_line.c
-initbarrier/barrier_listen_fuzz_SRCS := initbarrier/barrier_listen_fuzz.c initbarrier/barrier_push.c \
-	initbarrier/barrier_core.c lib/mlog.c lib/release_line.c
-
-# The Kubernetes API client (lib/kube_client.md).
-KUBE_SRCS := lib/kube_client.c lib/kube_curl.c lib/kube_config.c lib/kube_ratelimit.c lib/kube_error.c \
-	lib/json_arena.c
-KUBE_LIBS := -lcurl -lcjson -lyaml
-UNIT_TESTS += lib/kube_client_test lib/kube_config_test lib/json_arena_test
-lib/kube_client_test_SRCS := lib/kube_client_test.c lib/kube_client.c lib/kube_config.c \
-	lib/kube_ratelimit.c lib/kube_error.c lib/json_arena.c
-lib/kube_client_test_LIBS := $(KUBE_LIBS) -pthread
-lib/json_arena_test_SRCS := lib/json_arena_test.c lib/json_arena.c
-lib/json_arena_test_LIBS := -lcjson -pthread
-lib/kube_config_test_SRCS := lib/kube_config_test.c lib/kube_config.c lib/kube_error.c
-lib/kube_config_test_LIBS := -lyaml
-FUZZERS += lib/kube_watch_fuzz lib/kube_config_fuzz
-lib/kube_watch_fuzz_SRCS := lib/kube_watch_fuzz.c lib/kube_client.c lib/kube_ratelimit.c lib/kube_error.c \
-	lib/json_arena.c
-lib/kube_watch_fuzz_LIBS := -lcjson -pthread
-lib/kube_config_fuzz_SRCS := lib/kube_config_fuzz.c lib/kube_config.c lib/kube_error.c
-lib/kube_config_fuzz_LIBS := -lyaml
 # C tests against the real control plane, run by `make e2e`.
-E2E_C_TESTS := lib/kube_client_e2e_test
-lib/kube_client_e2e_test_SRCS := lib/kube_client_e2e_test.c $(KUBE_SRCS)
-lib/kube_client_e2e_test_LIBS := $(KUBE_LIBS) -pthread
-# Leader election on a Lease (lib/kube_lease.h).
-UNIT_TESTS += lib/kube_lease_test
-lib/kube_lease_test_SRCS := lib/kube_lease_test.c lib/kube_lease.c lib/kube_client.c lib/kube_config.c \
-	lib/kube_ratelimit.c lib/kube_error.c lib/json_arena.c lib/mlog.c
-lib/kube_lease_test_LIBS := $(KUBE_LIBS) -pthread
-E2E_C_TESTS += lib/kube_lease_e2e_test
-lib/kube_lease_e2e_test_SRCS := lib/kube_lease_e2e_test.c lib/kube_lease.c lib/mlog.c $(KUBE_SRCS)
-lib/kube_lease_e2e_test_LIBS := $(KUBE_LIBS) -pthread
-
-# Command-line conventions of the daemons (lib/flag.h).
-UNIT_TESTS += lib/flag_test
-lib/flag_test_SRCS := lib/flag_test.c lib/flag.c
-
-# Metrics registry and the /metrics, /healthz, /readyz server (lib/metrics.h, lib/http_serve.h).
-HTTP_SERVE_SRCS := lib/http_serve.c lib/metrics.c lib/mlog.c
-HTTP_SERVE_LIBS := -lmicrohttpd -lgnutls -pthread -lm
-UNIT_TESTS += lib/metrics_test lib/http_serve_test
-lib/metrics_test_SRCS := lib/metrics_test.c lib/metrics.c
-lib/metrics_test_LIBS := -pthread -lm
-lib/http_serve_test_SRCS := lib/http_serve_test.c $(HTTP_SERVE_SRCS)
-lib/http_serve_test_LIBS := $(HTTP_SERVE_LIBS) -lcurl
-FUZZERS += lib/http_listen_fuzz
-lib/http_listen_fuzz_SRCS := lib/http_listen_fuzz.c $(HTTP_SERVE_SRCS)
-lib/http_listen_fuzz_LIBS := $(HTTP_SERVE_LIBS)
-
-# Group-start core of the controller: decode, expected count, tracker (controller/group_core.md).
-GROUP_CORE_SRCS := controller/group_decode.c controller/group_expect.c controller/group_tracker.c lib/group_config.c \
-	lib/cause.c
-GROUP_CORE_LIBS := -lcjson -lm
-UNIT_TESTS += controller/group_decode_test controller/group_tracker_test
-controller/group_decode_test_SRCS := controller/group_decode_test.c $(GROUP_CORE_SRCS)
-controller/group_decode_test_LIBS := $(GROUP_CORE_LIBS)
-controller/group_tracker_test_SRCS := controller/group_tracker_test.c $(GROUP_CORE_SRCS)
-controller/group_tracker_test_LIBS := $(GROUP_CORE_LIBS)
-BENCHES += controller/group_bench
-controller/group_bench_SRCS := controller/group_bench.c $(GROUP_CORE_SRCS)
-controller/group_bench_LIBS := $(GROUP_CORE_LIBS)
-FUZZERS += controller/group_decode_fuzz
-controller/group_decode_fuzz_SRCS := controller/group_decode_fuzz.c $(GROUP_CORE_SRCS)
-controller/group_decode_fuzz_LIBS := $(GROUP_CORE_LIBS)
-
-# The admission webhook (webhook/webhook.md): pure modules, the routes, the binary.
-WEBHOOK_CORE_SRCS := webhook/admission.c webhook/jobset_shape.c webhook/jobset_validate.c webhook/jobset_mutate.c \
-	lib/group_config.c lib/cause.c
-WEBHOOK_SRCS := webhook/main.c webhook/webhook.c $(WEBHOOK_CORE_SRCS) $(HTTP_SERVE_SRCS) lib/flag.c
-UNIT_TESTS += webhook/jobset_admission_test
-webhook/jobset_admission_test_SRCS := webhook/jobset_admission_test.c $(WEBHOOK_CORE_SRCS)
-webhook/jobset_admission_test_LIBS := -lcjson -lm
-FUZZERS += webhook/admission_fuzz webhook/jobset_mutate_fuzz
-webhook/admission_fuzz_SRCS := webhook/admission_fuzz.c $(WEBHOOK_CORE_SRCS)
-webhook/admission_fuzz_LIBS := -lcjson -lm
-webhook/jobset_mutate_fuzz_SRCS := webhook/jobset_mutate_fuzz.c $(WEBHOOK_CORE_SRCS)
-webhook/jobset_mutate_fuzz_LIBS := -lcjson -lm
-
-# The webhook's paced HTTPS load generator (webhook/webhook_load.c), driven by e2e/bench/webhook_latency.py.
-BENCHES += webhook/webhook_load
-webhook/webhook_load_SRCS := webhook/webhook_load.c
-webhook/webhook_load_LIBS := -lcurl -lm
-
-# Topology placement core and muster-topology (docs/topology.md).
-TOPO_CORE_SRCS := lib/topo_tree.c lib/topo_place.c lib/cause.c
-TOPOLOGY_SRCS := topology/main.c topology/topo_input.c $(TOPO_CORE_SRCS)
-TOPO_INPUT_LIBS := -lcjson -lyaml
-UNIT_TESTS += topology/topo_test topology/topo_input_test
-topology/topo_test_SRCS := topology/topo_test.c $(TOPO_CORE_SRCS)
-topology/topo_input_test_SRCS := topology/topo_input_test.c topology/topo_input.c $(TOPO_CORE_SRCS)
-topology/topo_input_test_LIBS := $(TOPO_INPUT_LIBS)
-BENCHES += topology/topo_bench
-topology/topo_bench_SRCS := topology/topo_bench.c $(TOPO_CORE_SRCS)
-FUZZERS += topology/topo_input_fuzz
-topology/topo_input_fuzz_SRCS := topology/topo_input_fuzz.c topology/topo_input.c $(TOPO_CORE_SRCS)
-topology/topo_input_fuzz_LIBS := $(TOPO_INPUT_LIBS)
-
-# The controller (controller/controller.md): host libc, dynamically linked.
-CONTROLLER_SRCS := controller/main.c lib/flag.c controller/controller_group.c $(GROUP_CORE_SRCS) \
-	controller/push_fanout.c $(KUBE_SRCS) lib/kube_lease.c lib/http_serve.c lib/metrics.c lib/mlog.c \
-	lib/release_line.c
-
-# The whole loop against a fake transport.
-UNIT_TESTS += controller/controller_group_test
-controller/controller_group_test_SRCS := controller/controller_group_test.c controller/controller_group.c \
-	$(GROUP_CORE_SRCS) controller/push_fanout.c $(KUBE_SRCS) lib/mlog.c lib/release_line.c
-controller/controller_group_test_LIBS := $(KUBE_LIBS) -lm -pthread
-
-# The controller's event rate, replaying a watch stream recorded by e2e/bench/release_latency.py.
-BENCHES += controller/replay_bench
-controller/replay_bench_SRCS := controller/replay_bench.c controller/controller_group.c $(GROUP_CORE_SRCS) \
-	controller/push_fanout.c $(KUBE_SRCS) lib/mlog.c lib/release_line.c
-controller/replay_bench_LIBS := $(KUBE_LIBS) -lm -pthread
+E2E_C_TESTS := lib/kube/kube_client_e2e_test lib/kube/kube_lease_e2e_test
+TOOLS := testing/atomic_write_tool
+# controller/replay_bench: the controller's event rate, replaying a watch
+# stream recorded by e2e/bench/release_latency.py. webhook/webhook_load: the
+# webhook's paced HTTPS load generator, driven by e2e/bench/webhook_latency.py.
+BENCHES := initbarrier/barrier_bench controller/push_fanout_bench controller/group_bench topology/topo_bench \
+	controller/replay_bench webhook/webhook_load
+FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initbarrier/barrier_listen_fuzz \
+	lib/kube/kube_watch_fuzz lib/kube/kube_config_fuzz lib/http/http_listen_fuzz controller/group_decode_fuzz \
+	webhook/admission_fuzz webhook/jobset_mutate_fuzz topology/topo_input_fuzz
 
 BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology
 
@@ -190,18 +86,6 @@ all: $(BINARIES)
 bin/muster-barrier: $(BARRIER_MUSL_OBJS)
 	@mkdir -p $(@D)
 	$(MUSL_CC) $(MUSL_LDFLAGS) $(LDFLAGS) -o $@ $^
-
-bin/muster-controller: $(CONTROLLER_SRCS:%.c=build/host/%.o)
-	@mkdir -p $(@D)
-	$(CC) $(OPT_CFLAGS) -pthread $(LDFLAGS) -o $@ $^ $(KUBE_LIBS) $(HTTP_SERVE_LIBS)
-
-bin/muster-topology: $(TOPOLOGY_SRCS:%.c=build/host/%.o)
-	@mkdir -p $(@D)
-	$(CC) $(OPT_CFLAGS) $(LDFLAGS) -o $@ $^ $(TOPO_INPUT_LIBS) -lm
-
-bin/muster-webhook: $(WEBHOOK_SRCS:%.c=build/host/%.o)
-	@mkdir -p $(@D)
-	$(CC) $(OPT_CFLAGS) -pthread $(LDFLAGS) -o $@ $^ -lcjson $(HTTP_SERVE_LIBS)
 
 build/musl/%.o: %.c
 	@mkdir -p $(@D)
@@ -219,21 +103,48 @@ build/fuzz/%.o: %.c
 	@mkdir -p $(@D)
 	$(CLANG) $(BASE_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all $(CFLAGS) -c -o $@ $<
 
-# One link rule per flavour; each program lists its sources in NAME_SRCS and
-# its libraries in NAME_LIBS.
+# Archives: one per folder of ARCHIVE_DIRS and flavour.
+define archive
+build/$(2)/$(1)/lib.a: $$(patsubst %.c,build/$(2)/%.o,$$(call archive_srcs,$(1)))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(foreach f,host asan fuzz,$(foreach d,$(ARCHIVE_DIRS),$(eval $(call archive,$(d),$(f)))))
+
+# A program's sources (NAME.c unless NAME_SRCS lists them) and its archives:
+# its own folder's (a folder of PROGRAM_DIRS), testing/, then the layers.
+PROGRAM_DIRS := controller webhook topology initbarrier
+srcs_of = $(or $($(1)_SRCS),$(1).c)
+archives_of = $(foreach d,$(filter $(patsubst %/,%,$(dir $(firstword $(call srcs_of,$(1))))),$(PROGRAM_DIRS)) \
+	testing $(LIB_LAYERS:%=lib/%),build/$(2)/$(d)/lib.a)
+objs_of = $(patsubst %.c,build/$(2)/%.o,$(call srcs_of,$(1))) $(call archives_of,$(1),$(2))
+
+# One link rule per flavour.
 define program
-build/host/$(1): $$($(1)_SRCS:%.c=build/host/%.o)
-	$$(CC) $$(OPT_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$($(1)_LIBS) -lcmocka
-build/asan/$(1): $$($(1)_SRCS:%.c=build/asan/%.o)
-	$$(CC) $$(SAN_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$($(1)_LIBS) -lcmocka
+build/host/$(1): $$(call objs_of,$(1),host)
+	$$(CC) $$(OPT_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(SYS_LIBS) -lcmocka
+build/asan/$(1): $$(call objs_of,$(1),asan)
+	$$(CC) $$(SAN_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(SYS_LIBS) -lcmocka
 endef
 $(foreach p,$(UNIT_TESTS) $(BINARY_TESTS) $(BENCHES) $(TOOLS) $(E2E_C_TESTS),$(eval $(call program,$(p))))
 
 define fuzzer
-build/fuzz/$(1): $$($(1)_SRCS:%.c=build/fuzz/%.o)
-	$$(CLANG) -fsanitize=fuzzer,address,undefined $$(LDFLAGS) -o $$@ $$^ $$($(1)_LIBS)
+build/fuzz/$(1): $$(call objs_of,$(1),fuzz)
+	$$(CLANG) -fsanitize=fuzzer,address,undefined $$(LDFLAGS) -o $$@ $$^ $$(SYS_LIBS)
 endef
 $(foreach p,$(FUZZERS),$(eval $(call fuzzer,$(p))))
+
+# The daemons: host libc, dynamically linked (controller/controller.md, webhook/webhook.md, docs/topology.md).
+bin/muster-controller_SRCS := controller/main.c
+bin/muster-webhook_SRCS := webhook/main.c
+bin/muster-topology_SRCS := topology/main.c
+define daemon
+$(1): $$(call objs_of,$(1),host)
+	@mkdir -p $$(@D)
+	$$(CC) $$(OPT_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(SYS_LIBS)
+endef
+$(foreach p,bin/muster-controller bin/muster-webhook bin/muster-topology,$(eval $(call daemon,$(p))))
 
 # A sanitized, dynamically linked barrier: the binary tests also run against it.
 build/asan/bin/muster-barrier: $(BARRIER_ASAN_OBJS)
@@ -341,7 +252,7 @@ demo: deps
 
 # The barrier alone, no cluster: four "pods" of one group on local directories.
 demo-barrier: deps
-	@$(MAKE) --no-print-directory all build/host/initbarrier/atomic_write_tool
+	@$(MAKE) --no-print-directory all build/host/testing/atomic_write_tool
 	scripts/barrier-demo
 
 clean:

@@ -33,7 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../initbarrier/barrier_testproc.h"
+#include "barrier_testproc.h"
 #include "push_fanout.h"
 
 #define TOKEN "bench-fanout-token-0123456789"

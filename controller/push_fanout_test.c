@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "../initbarrier/barrier_testproc.h"
+#include "barrier_testproc.h"
 #include "push_fanout.h"
 
 #define TOKEN "fanout-token-0123456789"

@@ -1,7 +1,7 @@
 """Kubelet's AtomicWriter, for the node agent's ConfigMap volumes.
 
 The same steps as pkg/volume/util/atomic_writer.go (and as the C test helper
-initbarrier/atomic_writer.c, which the barrier's own tests use):
+testing/atomic_writer.c, which the barrier's own tests use):
 
 1. read the `..data` link to find the current timestamped directory;
 2. find user-visible keys that the new payload drops;
