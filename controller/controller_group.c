@@ -27,7 +27,6 @@
 #include "release_line.h"
 
 #define JOBSETS_GROUP_PATH "/apis/jobset.x-k8s.io/v1alpha2"
-#define POD_JOBSET_LABEL "jobset.sigs.k8s.io/jobset-name"
 #define LIST_PAGE_SIZE 500u
 
 /* One group-scheduled JobSet. */
@@ -183,7 +182,7 @@ static int jobset_decode(const cJSON *object, struct group_jobset *jobset, char 
 	if (group_jobset_from_json(object, jobset, cause))
 		return -1;
 	token[0] = '\0';
-	value = annotation(object, CONTROLLER_ANNOTATION_TOKEN);
+	value = annotation(object, MUSTER_ANNOTATION_BARRIER_TOKEN);
 	if (value && strlen(value) < token_size)
 		memcpy(token, value, strlen(value) + 1);
 	return 0;
@@ -294,7 +293,7 @@ static void configmap_path(char *out, size_t size, const struct entry *e, int co
 	if (collection)
 		snprintf(out, size, "/api/v1/namespaces/%s/configmaps", e->namespace);
 	else
-		snprintf(out, size, "/api/v1/namespaces/%s/configmaps/%s" CONTROLLER_CONFIGMAP_SUFFIX,
+		snprintf(out, size, "/api/v1/namespaces/%s/configmaps/%s" MUSTER_CONFIGMAP_SUFFIX,
 			 e->namespace, e->name);
 }
 
@@ -386,11 +385,11 @@ static void report_conflict(struct controller_group *group, struct entry *e)
 		return;
 	e->conflict_reported = 1;
 	mlog(MLOG_WARN, "configmap-conflict",
-	     "jobset=%s/%s configmap=%s" CONTROLLER_CONFIGMAP_SUFFIX
+	     "jobset=%s/%s configmap=%s" MUSTER_CONFIGMAP_SUFFIX
 	     " reason=\"exists and is not owned by this JobSet; left alone\"",
 	     e->namespace, e->name, e->name);
 	event_later(group, e, "ConfigMapConflict", 1,
-		    "ConfigMap %s" CONTROLLER_CONFIGMAP_SUFFIX
+		    "ConfigMap %s" MUSTER_CONFIGMAP_SUFFIX
 		    " exists and is not owned by this JobSet. muster does not overwrite it, so the group "
 		    "cannot be released until that ConfigMap is deleted.",
 		    e->name);
@@ -440,16 +439,16 @@ static int read_released(struct controller_group *group, struct entry *e, char *
 		goto out;
 	}
 	data = cJSON_GetObjectItemCaseSensitive(configmap, "data");
-	started = cJSON_GetObjectItemCaseSensitive(data, RELEASE_KEY_STARTED);
-	generation = cJSON_GetObjectItemCaseSensitive(data, RELEASE_KEY_GENERATION);
+	started = cJSON_GetObjectItemCaseSensitive(data, MUSTER_CONFIGMAP_KEY_STARTED);
+	generation = cJSON_GetObjectItemCaseSensitive(data, MUSTER_CONFIGMAP_KEY_GENERATION);
 	if (cJSON_IsString(started)) {
 		unsigned long attempt, released_generation = 0;
 
 		if (parse_number(started, &attempt) ||
 		    (generation && parse_number(generation, &released_generation))) {
 			err = kube_cause(cause, KUBE_EPARSE,
-					 "%s: data." RELEASE_KEY_STARTED " or data." RELEASE_KEY_GENERATION
-					 " is not a number",
+					 "%s: data." MUSTER_CONFIGMAP_KEY_STARTED
+					 " or data." MUSTER_CONFIGMAP_KEY_GENERATION " is not a number",
 					 path);
 			goto out;
 		}
@@ -479,7 +478,7 @@ static void note_pod(struct entry *e, const struct group_pod *pod)
 		return;
 	e->uid_missing_reported = 1;
 	mlog(MLOG_WARN, "pod-without-jobset-uid",
-	     "jobset=%s/%s pod=%s reason=\"no label jobset.sigs.k8s.io/jobset-uid (JobSet before v0.10?): pods are "
+	     "jobset=%s/%s pod=%s reason=\"no label " JOBSET_LABEL_UID " (JobSet before v0.10?): pods are "
 	     "matched by the JobSet's name, and those of a deleted JobSet of the same name can count\"",
 	     e->namespace, e->name, pod->name);
 }
@@ -510,14 +509,15 @@ static int list_pod_item(void *arg, const cJSON *item)
  * under the lock: no pod event is applied meanwhile. */
 static int list_pods(struct controller_group *group, struct entry *e, char **cause)
 {
-	char path[KUBE_PATH_MAX],
-		selector[sizeof(CONTROLLER_POD_LABEL) + sizeof(POD_JOBSET_LABEL) + GROUP_LABEL_MAX + 2];
+	char path[KUBE_PATH_MAX], selector[sizeof(MUSTER_LABEL_GROUP_SCHEDULING) + sizeof(JOBSET_LABEL_NAME) +
+					   GROUP_LABEL_MAX + 2];
 	struct kube_selectors selectors = { .label = selector, .field = NULL };
 	struct list_context context = { .entry = e, .seq = now_ms(group) };
 	int err;
 
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", e->namespace);
-	snprintf(selector, sizeof(selector), "%s,%s=%s", CONTROLLER_POD_LABEL, POD_JOBSET_LABEL, e->name);
+	snprintf(selector, sizeof(selector), "%s,%s=%s", MUSTER_LABEL_GROUP_SCHEDULING, JOBSET_LABEL_NAME,
+		 e->name);
 	group_tracker_relist_begin(e->tracker);
 	err = kube_list(group->write_api.client, path, &selectors, LIST_PAGE_SIZE, list_pod_item, &context,
 			NULL, cause);
@@ -591,9 +591,9 @@ static cJSON *release_data(const struct entry *e, uint64_t epoch)
 
 	snprintf(attempt, sizeof(attempt), "%u", group_epoch_attempt(epoch));
 	snprintf(generation, sizeof(generation), "%u", group_epoch_generation(epoch));
-	if (!data || !cJSON_AddStringToObject(data, RELEASE_KEY_STARTED, attempt) ||
-	    !cJSON_AddStringToObject(data, RELEASE_KEY_JOBSET_UID, e->uid) ||
-	    !cJSON_AddStringToObject(data, RELEASE_KEY_GENERATION, generation)) {
+	if (!data || !cJSON_AddStringToObject(data, MUSTER_CONFIGMAP_KEY_STARTED, attempt) ||
+	    !cJSON_AddStringToObject(data, MUSTER_CONFIGMAP_KEY_JOBSET_UID, e->uid) ||
+	    !cJSON_AddStringToObject(data, MUSTER_CONFIGMAP_KEY_GENERATION, generation)) {
 		cJSON_Delete(data);
 		return NULL;
 	}
@@ -619,10 +619,10 @@ static char *release_patch(const struct entry *e, uint64_t epoch)
 
 static cJSON *configmap_body(const struct entry *e, uint64_t epoch)
 {
-	char name[GROUP_LABEL_MAX + sizeof(CONTROLLER_CONFIGMAP_SUFFIX)];
+	char name[GROUP_LABEL_MAX + sizeof(MUSTER_CONFIGMAP_SUFFIX)];
 	cJSON *body = cJSON_CreateObject(), *metadata, *owners, *owner, *data = release_data(e, epoch);
 
-	snprintf(name, sizeof(name), "%s" CONTROLLER_CONFIGMAP_SUFFIX, e->name);
+	snprintf(name, sizeof(name), "%s" MUSTER_CONFIGMAP_SUFFIX, e->name);
 	if (!body || !(metadata = cJSON_AddObjectToObject(body, "metadata")) ||
 	    !cJSON_AddStringToObject(body, "apiVersion", "v1") ||
 	    !cJSON_AddStringToObject(body, "kind", "ConfigMap") ||
@@ -693,7 +693,7 @@ static int write_configmap(struct controller_group *group, struct entry *e, uint
 	case CONFIGMAP_FOREIGN:
 		report_conflict(group, e);
 		err = kube_cause(cause, KUBE_ECONFLICT,
-				 "ConfigMap %s/%s" CONTROLLER_CONFIGMAP_SUFFIX
+				 "ConfigMap %s/%s" MUSTER_CONFIGMAP_SUFFIX
 				 " exists and is not owned by this JobSet",
 				 e->namespace, e->name);
 		break;
@@ -1317,7 +1317,7 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 					 group->namespace);
 			else
 				snprintf(w->path, sizeof(w->path), "/api/v1/pods");
-			w->selectors.label = CONTROLLER_POD_LABEL;
+			w->selectors.label = MUSTER_LABEL_GROUP_SCHEDULING;
 			w->callbacks = (struct kube_watch_callbacks){ pod_relist_begin, pod_item,
 								      pod_relist_end, pod_event, group };
 		}

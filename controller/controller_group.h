@@ -45,13 +45,8 @@
 #include "group_tracker.h"
 #include "kube_client.h"
 #include "kube_config.h"
+#include "muster_api.h"
 
-/* Annotations read from a JobSet (see the top of this file). */
-#define CONTROLLER_ANNOTATION_TOKEN "muster.dev/barrier-token"
-/* The label on the pods the controller watches (the webhook's). */
-#define CONTROLLER_POD_LABEL "muster.dev/group-scheduling"
-/* Suffix of the release ConfigMap's name. */
-#define CONTROLLER_CONFIGMAP_SUFFIX "-group-scheduling"
 /* Most JobSets tracked at once; more are logged and ignored. */
 #define CONTROLLER_JOBSETS_MAX 100000u
 
@@ -67,7 +62,7 @@ struct controller_group_observer {
 
 struct controller_group_options {
 	const char *namespace; /* NULL or "": every namespace */
-	uint16_t push_port; /* the barrier's port, 9443 */
+	uint16_t push_port; /* the barrier's port, MUSTER_BARRIER_PORT */
 	size_t push_parallelism; /* connections in flight, 1..4096 */
 	int push_target_timeout_ms;
 	int push_total_timeout_ms;

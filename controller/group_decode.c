@@ -22,10 +22,6 @@
 
 #include <cjson/cJSON.h>
 
-#define LABEL_JOBSET "jobset.sigs.k8s.io/jobset-name"
-#define LABEL_RJOB "jobset.sigs.k8s.io/replicatedjob-name"
-#define LABEL_ATTEMPT "jobset.sigs.k8s.io/restart-attempt"
-
 /* Initial and largest containers scanned for the barrier's status; a pod with
  * more init containers than this is not a pod JobSet made. */
 #define INIT_STATUSES_MAX 64
@@ -274,13 +270,14 @@ static int decode_barrier(const cJSON *statuses, enum group_barrier_state *barri
 
 		if (++seen > INIT_STATUSES_MAX)
 			return cause_fail(cause, "more than %d initContainerStatuses", INIT_STATUSES_MAX);
-		if (cJSON_IsString(name) && strcmp(name->valuestring, GROUP_BARRIER_CONTAINER) == 0)
+		if (cJSON_IsString(name) && strcmp(name->valuestring, MUSTER_BARRIER_CONTAINER) == 0)
 			break;
 	}
 	if (!item)
 		return 0;
 	last_code = member(member(member(item, "lastState"), "terminated"), "exitCode");
-	*timed_out_before = cJSON_IsNumber(last_code) && last_code->valuedouble == GROUP_BARRIER_EXIT_TIMEOUT;
+	*timed_out_before =
+		cJSON_IsNumber(last_code) && last_code->valuedouble == MUSTER_BARRIER_EXIT_TIMEOUT;
 	state = member(item, "state");
 	if (!state || cJSON_IsNull(state))
 		return 0;
@@ -293,9 +290,9 @@ static int decode_barrier(const cJSON *statuses, enum group_barrier_state *barri
 
 		if (!cJSON_IsNumber(code))
 			return cause_fail(cause, "barrier container terminated without an exitCode");
-		*barrier = code->valuedouble == 0			     ? GROUP_BARRIER_PASSED
-			   : code->valuedouble == GROUP_BARRIER_EXIT_TIMEOUT ? GROUP_BARRIER_TIMED_OUT
-									     : GROUP_BARRIER_FAILED;
+		*barrier = code->valuedouble == 0			      ? GROUP_BARRIER_PASSED
+			   : code->valuedouble == MUSTER_BARRIER_EXIT_TIMEOUT ? GROUP_BARRIER_TIMED_OUT
+									      : GROUP_BARRIER_FAILED;
 	} else if (cJSON_IsObject(member(state, "running"))) {
 		*barrier = GROUP_BARRIER_RUNNING;
 	} else if (cJSON_IsObject(member(state, "waiting"))) {
@@ -365,14 +362,14 @@ int group_pod_from_json(const struct cJSON *object, struct group_pod *out, char 
 		return -1;
 	if (labels && !cJSON_IsNull(labels) && !cJSON_IsObject(labels))
 		return cause_fail(cause, "pod metadata.labels is not an object");
-	if (take_string(member(labels, LABEL_JOBSET), out->jobset_name, GROUP_LABEL_MAX, 0,
-			"label " LABEL_JOBSET, cause) ||
+	if (take_string(member(labels, JOBSET_LABEL_NAME), out->jobset_name, GROUP_LABEL_MAX, 0,
+			"label " JOBSET_LABEL_NAME, cause) ||
 	    take_string(member(labels, JOBSET_LABEL_UID), out->jobset_uid, GROUP_UID_MAX, 0,
 			"label " JOBSET_LABEL_UID, cause) ||
-	    take_string(member(labels, LABEL_RJOB), out->replicated_job, GROUP_LABEL_MAX, 0,
-			"label " LABEL_RJOB, cause) ||
-	    take_string(member(labels, LABEL_ATTEMPT), text, GROUP_LABEL_MAX, 0, "label " LABEL_ATTEMPT,
-			cause))
+	    take_string(member(labels, JOBSET_LABEL_REPLICATED_JOB), out->replicated_job, GROUP_LABEL_MAX, 0,
+			"label " JOBSET_LABEL_REPLICATED_JOB, cause) ||
+	    take_string(member(labels, JOBSET_LABEL_RESTART_ATTEMPT), text, GROUP_LABEL_MAX, 0,
+			"label " JOBSET_LABEL_RESTART_ATTEMPT, cause))
 		return -1;
 	if (text[0] && parse_decimal(text, 10, GROUP_ATTEMPT_MAX, &value) == 0) {
 		out->has_attempt = 1;

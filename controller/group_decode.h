@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "muster_api.h"
+
 /* A label value, a DNS label (namespace, replicated job name, JobSet name:
  * JobSet copies the name into a label, so it cannot be longer). */
 #define GROUP_LABEL_MAX 63
@@ -35,9 +37,6 @@
 #define GROUP_JSON_MAX (2u * 1024u * 1024u)
 /* JobSet status.restarts and the restart-attempt label are int32 upstream. */
 #define GROUP_ATTEMPT_MAX 2147483647u
-
-/* The init container the webhook injects: the barrier. */
-#define GROUP_BARRIER_CONTAINER "group-scheduling-init"
 
 struct group_replicated_job {
 	char name[GROUP_LABEL_MAX + 1];
@@ -75,11 +74,8 @@ enum group_barrier_state {
 	GROUP_BARRIER_RUNNING, /* the barrier process is up and holding */
 	GROUP_BARRIER_PASSED, /* terminated with exit code 0: released */
 	GROUP_BARRIER_FAILED, /* terminated with another code: an error */
-	GROUP_BARRIER_TIMED_OUT, /* terminated with GROUP_BARRIER_EXIT_TIMEOUT: its own timeout */
+	GROUP_BARRIER_TIMED_OUT, /* terminated with MUSTER_BARRIER_EXIT_TIMEOUT: its own timeout */
 };
-
-/* The barrier's exit code when its timeout passed (initbarrier's exit table). */
-#define GROUP_BARRIER_EXIT_TIMEOUT 3
 
 enum group_pod_phase {
 	GROUP_PHASE_UNKNOWN, /* absent, "Unknown", or a value this code does not know */
@@ -106,7 +102,7 @@ struct group_pod {
 	int bound; /* spec.nodeName is set */
 	int deleting; /* metadata.deletionTimestamp is set */
 	enum group_barrier_state barrier;
-	/* The barrier's lastState terminated with GROUP_BARRIER_EXIT_TIMEOUT: it
+	/* The barrier's lastState terminated with MUSTER_BARRIER_EXIT_TIMEOUT: it
 	 * timed out and kubelet restarted it in place (restartPolicy OnFailure,
 	 * JobSet's default), so `barrier` no longer says so. */
 	int barrier_timed_out_before;

@@ -25,6 +25,7 @@
 #include "kube_error.h"
 #include "kube_lease.h"
 #include "metrics.h"
+#include "muster_api.h"
 #include "mlog.h"
 
 static atomic_int stop_requested;
@@ -40,7 +41,8 @@ static void usage(FILE *out)
 	fputs("usage: muster-controller [flags]\n"
 	      "\n"
 	      "Releases the barrier of every group-scheduled JobSet once all its pods have started:\n"
-	      "writes the ConfigMap <jobset>-group-scheduling (data.started) and pushes the release\n"
+	      "writes the ConfigMap <jobset>" MUSTER_CONFIGMAP_SUFFIX " (data." MUSTER_CONFIGMAP_KEY_STARTED
+	      ") and pushes the release\n"
 	      "to each pod's barrier at POD_IP:push-port.\n"
 	      "\n"
 	      "API server\n"
@@ -50,23 +52,24 @@ static void usage(FILE *out)
 	      "  --kube-qps N             client-side requests per second per client (default 50; 0: no limit)\n"
 	      "  --kube-burst N           burst above that rate (default 100)\n"
 	      "Release\n"
-	      "  --push-port N            the barrier's port (default 9443)\n"
-	      "  --push-parallelism N     push connections in flight, 1..4096 (default 256)\n"
-	      "  --push-timeout-ms N      time per pushed pod (default 2000; the whole push gets 5x)\n"
-	      "Leader election (a coordination.k8s.io/v1 Lease; one replica acts, the others wait)\n"
-	      "  --leader-elect BOOL      true (default) or false: act at once, alone\n"
-	      "  --lease-name NAME        default muster-controller\n"
-	      "  --lease-namespace NS     default $POD_NAMESPACE, else the --namespace value, else default\n"
-	      "  --lease-duration S       seconds a standby waits before taking an unrenewed lease (default 15)\n"
-	      "  --renew-deadline S       seconds the leader keeps trying to renew before it stops (default 10)\n"
-	      "  --retry-period S         seconds between tries (default 2)\n"
-	      "Endpoints\n"
-	      "  --metrics-addr [A:]PORT  serve /metrics, /healthz, /readyz over HTTP (default :8080; 0: off)\n"
-	      "  --help                   this text\n"
-	      "\n"
-	      "Environment: POD_NAME (the leader identity; default hostname_pid), POD_NAMESPACE.\n"
-	      "Exit codes: 0 stopped by SIGTERM/SIGINT; 1 configuration, a watch that failed for good\n"
-	      "(401/403, 404: is the JobSet CRD installed?), or the Lease lost; 2 bad flags.\n",
+	      "  --push-port N            the barrier's port (default " MUSTER_API_TEXT(
+		      MUSTER_BARRIER_PORT) ")\n"
+					   "  --push-parallelism N     push connections in flight, 1..4096 (default 256)\n"
+					   "  --push-timeout-ms N      time per pushed pod (default 2000; the whole push gets 5x)\n"
+					   "Leader election (a coordination.k8s.io/v1 Lease; one replica acts, the others wait)\n"
+					   "  --leader-elect BOOL      true (default) or false: act at once, alone\n"
+					   "  --lease-name NAME        default muster-controller\n"
+					   "  --lease-namespace NS     default $POD_NAMESPACE, else the --namespace value, else default\n"
+					   "  --lease-duration S       seconds a standby waits before taking an unrenewed lease (default 15)\n"
+					   "  --renew-deadline S       seconds the leader keeps trying to renew before it stops (default 10)\n"
+					   "  --retry-period S         seconds between tries (default 2)\n"
+					   "Endpoints\n"
+					   "  --metrics-addr [A:]PORT  serve /metrics, /healthz, /readyz over HTTP (default :8080; 0: off)\n"
+					   "  --help                   this text\n"
+					   "\n"
+					   "Environment: POD_NAME (the leader identity; default hostname_pid), POD_NAMESPACE.\n"
+					   "Exit codes: 0 stopped by SIGTERM/SIGINT; 1 configuration, a watch that failed for good\n"
+					   "(401/403, 404: is the JobSet CRD installed?), or the Lease lost; 2 bad flags.\n",
 	      out);
 }
 
@@ -273,7 +276,7 @@ int main(int argc, char **argv)
 {
 	struct controller_group_options options = {
 		.namespace = NULL,
-		.push_port = 9443,
+		.push_port = MUSTER_BARRIER_PORT,
 		.push_parallelism = 256,
 		.push_target_timeout_ms = 2000,
 		.push_total_timeout_ms = 10000,

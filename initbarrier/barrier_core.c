@@ -8,16 +8,16 @@
 #include <string.h>
 
 const struct barrier_exit_info barrier_exit_table[] = {
-	{ BARRIER_EXIT_RELEASED, "released",
+	{ MUSTER_BARRIER_EXIT_RELEASED, "released",
 	  "the group was released for this attempt; the main containers may start" },
-	{ BARRIER_EXIT_USAGE, "usage",
+	{ MUSTER_BARRIER_EXIT_USAGE, "usage",
 	  "bad flags or configuration (unknown flag, bad attempt, token or address, missing directory)" },
-	{ BARRIER_EXIT_TIMEOUT, "timeout",
+	{ MUSTER_BARRIER_EXIT_TIMEOUT, "timeout",
 	  "no release arrived within --timeout seconds: not every pod of the group started in time" },
-	{ BARRIER_EXIT_FAILURE, "failure",
+	{ MUSTER_BARRIER_EXIT_FAILURE, "failure",
 	  "a system call the barrier depends on failed (inotify, poll, the watched directory vanished)" },
-	{ BARRIER_EXIT_SIGINT, "sigint", "stopped by SIGINT" },
-	{ BARRIER_EXIT_SIGTERM, "sigterm", "stopped by SIGTERM (e.g. the pod was deleted)" },
+	{ MUSTER_BARRIER_EXIT_SIGINT, "sigint", "stopped by SIGINT" },
+	{ MUSTER_BARRIER_EXIT_SIGTERM, "sigterm", "stopped by SIGTERM (e.g. the pod was deleted)" },
 	{ 0, NULL, NULL },
 };
 

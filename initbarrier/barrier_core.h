@@ -22,18 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "muster_api.h"
 #include "release_line.h"
-
-/* Exit codes of muster-barrier. Signals follow the shell's 128+signal rule so
- * that kubelet and `kubectl describe` read them the usual way. */
-enum barrier_exit {
-	BARRIER_EXIT_RELEASED = 0,
-	BARRIER_EXIT_USAGE = 2,
-	BARRIER_EXIT_TIMEOUT = 3,
-	BARRIER_EXIT_FAILURE = 4,
-	BARRIER_EXIT_SIGINT = 130,
-	BARRIER_EXIT_SIGTERM = 143,
-};
 
 struct barrier_exit_info {
 	int code;

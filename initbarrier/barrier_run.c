@@ -148,8 +148,8 @@ static int on_signal(struct loop_state *state)
 	if (n != (ssize_t)sizeof(info))
 		return -1;
 	mlog(MLOG_INFO, "stopped", "signal=%s exit_code=%d", info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM",
-	     info.ssi_signo == SIGINT ? BARRIER_EXIT_SIGINT : BARRIER_EXIT_SIGTERM);
-	return info.ssi_signo == SIGINT ? BARRIER_EXIT_SIGINT : BARRIER_EXIT_SIGTERM;
+	     info.ssi_signo == SIGINT ? MUSTER_BARRIER_EXIT_SIGINT : MUSTER_BARRIER_EXIT_SIGTERM);
+	return info.ssi_signo == SIGINT ? MUSTER_BARRIER_EXIT_SIGINT : MUSTER_BARRIER_EXIT_SIGTERM;
 }
 
 static int poll_timeout(uint64_t deadline, uint64_t now)
@@ -182,7 +182,7 @@ static int timed_out(struct loop_state *state)
 		 "timed out after %u s waiting for the group release of attempt %u (volume: %s; "
 		 "pushes rejected: %lu): not every pod of the group started in time",
 		 config->timeout_seconds, config->attempt, seen, state->push.rejected);
-	return fail(config, BARRIER_EXIT_TIMEOUT, "timeout", message);
+	return fail(config, MUSTER_BARRIER_EXIT_TIMEOUT, "timeout", message);
 }
 
 static int loop(struct loop_state *state)
@@ -208,7 +208,7 @@ static int loop(struct loop_state *state)
 		ready = poll(fds, (nfds_t)n, poll_timeout(wake, now));
 		if (ready < 0 && errno != EINTR) {
 			snprintf(err, sizeof(err), "poll: %s", strerror(errno));
-			return fail(config, BARRIER_EXIT_FAILURE, "failure", err);
+			return fail(config, MUSTER_BARRIER_EXIT_FAILURE, "failure", err);
 		}
 		now = now_ms();
 		if (ready > 0 && fds[0].revents) {
@@ -221,21 +221,21 @@ static int loop(struct loop_state *state)
 			int change = barrier_volume_drain(&state->volume, err, sizeof(err));
 
 			if (change < 0)
-				return fail(config, BARRIER_EXIT_FAILURE, "failure", err);
+				return fail(config, MUSTER_BARRIER_EXIT_FAILURE, "failure", err);
 			if (change == BARRIER_VOLUME_GONE) {
 				snprintf(err, sizeof(err),
 					 "the watched directory %s was removed or unmounted", config->dir);
-				return fail(config, BARRIER_EXIT_FAILURE, "failure", err);
+				return fail(config, MUSTER_BARRIER_EXIT_FAILURE, "failure", err);
 			}
 			if (change == BARRIER_VOLUME_CHANGED && check_volume(state))
-				return BARRIER_EXIT_RELEASED;
+				return MUSTER_BARRIER_EXIT_RELEASED;
 		}
 		/* Connection deadlines are checked here even when poll() timed out. */
 		if (barrier_push_handle(&state->push, fds + 2, now, &released)) {
 			mlog(MLOG_INFO, "released",
 			     "via=push attempt=%u released_attempt=%u generation=%u released_generation=%u",
 			     config->attempt, released.attempt, config->generation, released.generation);
-			return BARRIER_EXIT_RELEASED;
+			return MUSTER_BARRIER_EXIT_RELEASED;
 		}
 		if (now >= deadline)
 			return timed_out(state);
@@ -263,26 +263,26 @@ int barrier_run(const struct barrier_config *config)
 			err, sizeof(err),
 			"%s is not a directory: mount the group-scheduling ConfigMap volume there or pass --dir",
 			config->dir);
-		return fail(config, BARRIER_EXIT_USAGE, "usage", err);
+		return fail(config, MUSTER_BARRIER_EXIT_USAGE, "usage", err);
 	}
 	state.signal_fd = open_signals();
 	if (state.signal_fd < 0) {
 		snprintf(err, sizeof(err), "signalfd: %s", strerror(errno));
-		return fail(config, BARRIER_EXIT_FAILURE, "failure", err);
+		return fail(config, MUSTER_BARRIER_EXIT_FAILURE, "failure", err);
 	}
 	/* The watch first, then the first read: see the file comment. */
 	if (barrier_volume_open(&state.volume, config->dir, config->watch, err, sizeof(err)) != 0) {
-		code = fail(config, BARRIER_EXIT_FAILURE, "failure", err);
+		code = fail(config, MUSTER_BARRIER_EXIT_FAILURE, "failure", err);
 		goto out;
 	}
 	if (config->listen && barrier_push_listen(&state.push, &config->listen_addr, err, sizeof(err)) != 0)
 		mlog(MLOG_WARN, "listen-failed", "error=\"%s\" fallback=volume", err);
 	if (!config->jobset_uid[0])
 		mlog(MLOG_WARN, "no-jobset-uid",
-		     "reason=\"--jobset-uid is empty (no jobset.sigs.k8s.io/jobset-uid label): a release is "
+		     "reason=\"--jobset-uid is empty (no " JOBSET_LABEL_UID " label): a release is "
 		     "judged by its generation and attempt only\"");
 	if (check_volume(&state)) {
-		code = BARRIER_EXIT_RELEASED;
+		code = MUSTER_BARRIER_EXIT_RELEASED;
 		goto out;
 	}
 	mlog(MLOG_INFO, "waiting",

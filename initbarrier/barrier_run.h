@@ -31,7 +31,7 @@ struct barrier_config {
 };
 
 /* Blocks until released, timed out, signalled or failed, and returns the
- * process exit code (enum barrier_exit). Logs every state change. */
+ * process exit code (enum muster_barrier_exit). Logs every state change. */
 int barrier_run(const struct barrier_config *config);
 
 /* Writes `message` to the termination-log file when it exists (never creates

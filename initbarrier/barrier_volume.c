@@ -118,10 +118,10 @@ static int name_matters(const struct inotify_event *event)
 {
 	/* IN_CLOSE_WRITE covers a plain file written in place (a hostPath or
 	 * a person testing by hand); kubelet never does that. */
-	return event->len > 0 &&
-	       (strcmp(event->name, DATA_NAME) == 0 || strcmp(event->name, RELEASE_KEY_STARTED) == 0 ||
-		strcmp(event->name, RELEASE_KEY_JOBSET_UID) == 0 ||
-		strcmp(event->name, RELEASE_KEY_GENERATION) == 0);
+	return event->len > 0 && (strcmp(event->name, DATA_NAME) == 0 ||
+				  strcmp(event->name, MUSTER_CONFIGMAP_KEY_STARTED) == 0 ||
+				  strcmp(event->name, MUSTER_CONFIGMAP_KEY_JOBSET_UID) == 0 ||
+				  strcmp(event->name, MUSTER_CONFIGMAP_KEY_GENERATION) == 0);
 }
 
 /* dnotify says only "this directory changed": every signal is a change. */
@@ -272,12 +272,13 @@ int barrier_volume_read(const struct barrier_volume *volume, struct barrier_volu
 			return -1;
 		}
 	}
-	if (read_key(dir_fd, RELEASE_KEY_STARTED, content->started, sizeof(content->started),
+	if (read_key(dir_fd, MUSTER_CONFIGMAP_KEY_STARTED, content->started, sizeof(content->started),
 		     &keys->started_present, &keys->started, &keys->started_len, err, err_size) == 0 &&
-	    read_key(dir_fd, RELEASE_KEY_JOBSET_UID, content->uid, sizeof(content->uid), &keys->uid_present,
-		     &keys->uid, &keys->uid_len, err, err_size) == 0 &&
-	    read_key(dir_fd, RELEASE_KEY_GENERATION, content->generation, sizeof(content->generation),
-		     &keys->generation_present, &keys->generation, &keys->generation_len, err, err_size) == 0)
+	    read_key(dir_fd, MUSTER_CONFIGMAP_KEY_JOBSET_UID, content->uid, sizeof(content->uid),
+		     &keys->uid_present, &keys->uid, &keys->uid_len, err, err_size) == 0 &&
+	    read_key(dir_fd, MUSTER_CONFIGMAP_KEY_GENERATION, content->generation,
+		     sizeof(content->generation), &keys->generation_present, &keys->generation,
+		     &keys->generation_len, err, err_size) == 0)
 		rc = 0;
 	close(dir_fd);
 	return rc;

@@ -18,14 +18,13 @@
 #include "barrier_run.h"
 #include "barrier_volume.h"
 #include "mlog.h"
+#include "muster_api.h"
 
 #ifndef MUSTER_VERSION
 #define MUSTER_VERSION "dev"
 #endif
 
-#define DEFAULT_DIR "/mnt/group-scheduling"
 #define DEFAULT_TERMINATION_LOG "/dev/termination-log"
-#define TOKEN_ENV "MUSTER_BARRIER_TOKEN"
 #define TIMEOUT_MAX 604800u /* one week */
 
 static void usage(FILE *out)
@@ -41,26 +40,28 @@ static void usage(FILE *out)
 		"--listen port.\n"
 		"\n"
 		"Flags:\n"
-		"  --dir PATH              ConfigMap volume mount directory (default " DEFAULT_DIR ")\n"
+		"  --dir PATH              ConfigMap volume mount directory (default " MUSTER_BARRIER_MOUNT
+		")\n"
 		"  --watch dnotify|inotify kernel interface watching --dir (default dnotify: its\n"
 		"                          teardown is free; inotify also notices the directory\n"
 		"                          vanishing but adds 6-14 ms to the exit)\n"
 		"  --attempt N             restart attempt of this pod, 0..2147483647 (default 0);\n"
-		"                          from the label jobset.sigs.k8s.io/restart-attempt\n"
+		"                          from the label " JOBSET_LABEL_RESTART_ATTEMPT "\n"
 		"  --generation N          muster's generation of the JobSet (its resumes), from the\n"
-		"                          label muster.dev/gang-generation; empty or absent: 0\n"
-		"  --jobset-uid UID        the JobSet's uid, from the label jobset.sigs.k8s.io/jobset-uid;\n"
+		"                          label " MUSTER_LABEL_GANG_GENERATION "; empty or absent: 0\n"
+		"  --jobset-uid UID        the JobSet's uid, from the label " JOBSET_LABEL_UID ";\n"
 		"                          a volume release must name it (empty: not checked)\n"
 		"  --listen [ADDR:]PORT    also accept a pushed release on this TCP port\n"
 		"                          (IPv6 as [ADDR]:PORT or ADDR:PORT; port 0 picks a free port)\n"
-		"  --token-file PATH       file holding the push token (overrides $" TOKEN_ENV ")\n"
+		"  --token-file PATH       file holding the push token (overrides $" MUSTER_ENV_BARRIER_TOKEN
+		")\n"
 		"  --timeout SECONDS       give up after this long, 0..604800 (default 0: never)\n"
 		"  --termination-log PATH  where the failure reason goes if the file exists\n"
 		"                          (default " DEFAULT_TERMINATION_LOG ")\n"
 		"  --help, --version\n"
 		"\n"
 		"Environment:\n"
-		"  " TOKEN_ENV "    push token, 16..256 printable ASCII bytes, no spaces\n"
+		"  " MUSTER_ENV_BARRIER_TOKEN "    push token, 16..256 printable ASCII bytes, no spaces\n"
 		"  POD_NAMESPACE, POD_NAME  printed on every log line as pod=NAMESPACE/NAME\n"
 		"\n"
 		"Exit codes:\n");
@@ -84,7 +85,7 @@ static int usage_error(const char *termination_log, const char *fmt, ...)
 	fprintf(stderr, "muster-barrier: %s (see --help)\n", message);
 	snprintf(line, sizeof(line), "muster-barrier: %s\n", message);
 	barrier_write_termination_log(termination_log, line);
-	return BARRIER_EXIT_USAGE;
+	return MUSTER_BARRIER_EXIT_USAGE;
 }
 
 static int parse_u32(const char *text, uint32_t max, uint32_t *out)
@@ -162,7 +163,7 @@ int main(int argc, char **argv)
 	char object[256];
 	int opt;
 
-	config.dir = DEFAULT_DIR;
+	config.dir = MUSTER_BARRIER_MOUNT;
 	config.termination_log = DEFAULT_TERMINATION_LOG;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -238,11 +239,12 @@ int main(int argc, char **argv)
 		if (read_token_file(token_file, &config, err, sizeof(err)) != 0)
 			return usage_error(config.termination_log, "--token-file %.200s: %s", token_file,
 					   err);
-	} else if ((env_token = getenv(TOKEN_ENV)) != NULL && env_token[0]) {
+	} else if ((env_token = getenv(MUSTER_ENV_BARRIER_TOKEN)) != NULL && env_token[0]) {
 		size_t len = strnlen(env_token, BARRIER_TOKEN_MAX + 1);
 
 		if (len > BARRIER_TOKEN_MAX)
-			return usage_error(config.termination_log, "%s is longer than 256 bytes", TOKEN_ENV);
+			return usage_error(config.termination_log, "%s is longer than 256 bytes",
+					   MUSTER_ENV_BARRIER_TOKEN);
 		memcpy(config.token, env_token, len);
 		config.token[len] = '\0';
 		config.token_len = len;
@@ -250,7 +252,8 @@ int main(int argc, char **argv)
 	if (config.listen) {
 		if (config.token_len == 0)
 			return usage_error(config.termination_log,
-					   "--listen needs a token: set %s or --token-file", TOKEN_ENV);
+					   "--listen needs a token: set %s or --token-file",
+					   MUSTER_ENV_BARRIER_TOKEN);
 		if (barrier_token_check(config.token, config.token_len, &cause) != 0)
 			return usage_error(config.termination_log, "push token rejected: %s", cause);
 	}

@@ -44,8 +44,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "e2e" / "standins"))
 
 from kube import ApiError, Kube  # noqa: E402
+import muster_api as api  # noqa: E402
 
-BARRIER = "group-scheduling-init"
+BARRIER = api.BARRIER_CONTAINER
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
 
 
@@ -281,7 +282,7 @@ def main():
         while True:
             processes.check()
             pods, _ = kube.list(f"/api/v1/namespaces/{namespace}/pods",
-                                labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}")
+                                labelSelector=f"{api.JOBSET_LABEL_NAME}={name}")
             pods.sort(key=lambda p: p["metadata"]["name"])
             letters = "".join(pod_letter(p) for p in pods)
             nodes, _ = kube.list("/api/v1/nodes")

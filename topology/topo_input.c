@@ -1146,13 +1146,13 @@ static int decode_network_annotation(struct topo_input *in, const cJSON *annotat
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (get_string(annotations, TOPO_ANNOTATION_NETWORK, 4096, &text, where, prefix, cause))
+	if (get_string(annotations, MUSTER_ANNOTATION_NETWORK_TOPOLOGY, 4096, &text, where, prefix, cause))
 		return -1;
 	if (!text)
 		return 0;
-	if (annotation_object(text, where, TOPO_ANNOTATION_NETWORK, &obj, cause))
+	if (annotation_object(text, where, MUSTER_ANNOTATION_NETWORK_TOPOLOGY, &obj, cause))
 		return -1;
-	snprintf(field, sizeof(field), "annotation %s: ", TOPO_ANNOTATION_NETWORK);
+	snprintf(field, sizeof(field), "annotation %s: ", MUSTER_ANNOTATION_NETWORK_TOPOLOGY);
 	rc = network_of(in, obj, out, where, field, cause);
 	cJSON_Delete(obj);
 	return rc;
@@ -1167,13 +1167,13 @@ static int decode_partitions(struct topo_input *in, const cJSON *annotations, st
 	char field[96];
 	int rc = -1;
 
-	if (get_string(annotations, TOPO_ANNOTATION_PARTITIONS, 4096, &text, where, prefix, cause))
+	if (get_string(annotations, MUSTER_ANNOTATION_PARTITION_POLICY, 4096, &text, where, prefix, cause))
 		return -1;
 	if (!text)
 		return 0;
-	if (annotation_object(text, where, TOPO_ANNOTATION_PARTITIONS, &obj, cause))
+	if (annotation_object(text, where, MUSTER_ANNOTATION_PARTITION_POLICY, &obj, cause))
 		return -1;
-	snprintf(field, sizeof(field), "annotation %s: ", TOPO_ANNOTATION_PARTITIONS);
+	snprintf(field, sizeof(field), "annotation %s: ", MUSTER_ANNOTATION_PARTITION_POLICY);
 	if (get_count(obj, "totalPartitions", 0, TOPO_PODS_MAX, &total, where, field, cause) ||
 	    get_count(obj, "partitionSize", 0, TOPO_PODS_MAX, &size, where, field, cause) ||
 	    get_count(obj, "minPartitions", 0, TOPO_PODS_MAX, &least, where, field, cause))
@@ -1194,7 +1194,7 @@ static int decode_partitions(struct topo_input *in, const cJSON *annotations, st
 			      least, total);
 		goto out;
 	}
-	snprintf(field, sizeof(field), "annotation %s: networkTopology.", TOPO_ANNOTATION_PARTITIONS);
+	snprintf(field, sizeof(field), "annotation %s: networkTopology.", MUSTER_ANNOTATION_PARTITION_POLICY);
 	if (network_of(in, member(obj, "networkTopology"), &g->partition_network, where, field, cause))
 		goto out;
 	if (g->partition_network.set && !g->partition_network.hard) {
@@ -1219,9 +1219,9 @@ static int decode_annotations(struct topo_input *in, const cJSON *annotations, s
 	char field[] = "template.spec.template.metadata.annotations.";
 	int constraints;
 
-	static const char *const known[] = { TOPO_ANNOTATION_REQUIRED,	    TOPO_ANNOTATION_PREFERRED,
-					     TOPO_ANNOTATION_UNCONSTRAINED, TOPO_ANNOTATION_SLICE,
-					     TOPO_ANNOTATION_SLICE_SIZE,    TOPO_ANNOTATION_GROUP };
+	static const char *const known[] = { KUEUE_ANNOTATION_REQUIRED,	     KUEUE_ANNOTATION_PREFERRED,
+					     KUEUE_ANNOTATION_UNCONSTRAINED, KUEUE_ANNOTATION_SLICE,
+					     KUEUE_ANNOTATION_SLICE_SIZE,    KUEUE_ANNOTATION_GROUP };
 	const cJSON *a;
 
 	if (annotations && !cJSON_IsObject(annotations))
@@ -1231,7 +1231,8 @@ static int decode_annotations(struct topo_input *in, const cJSON *annotations, s
 	{
 		size_t k;
 
-		if (!a->string || strncmp(a->string, "kueue.x-k8s.io/podset-", 22) != 0)
+		if (!a->string ||
+		    strncmp(a->string, KUEUE_ANNOTATION_PREFIX, sizeof(KUEUE_ANNOTATION_PREFIX) - 1) != 0)
 			continue;
 		for (k = 0; k < sizeof(known) / sizeof(known[0]) && strcmp(known[k], a->string) != 0; k++)
 			;
@@ -1239,31 +1240,32 @@ static int decode_annotations(struct topo_input *in, const cJSON *annotations, s
 			return cause_replace(cause, "%s: %s%.64s: not supported by muster-topology", where,
 					     field, a->string);
 	}
-	if (copy_string(in, annotations, TOPO_ANNOTATION_REQUIRED, TOPO_INPUT_KEY_MAX, &g->required, where,
+	if (copy_string(in, annotations, KUEUE_ANNOTATION_REQUIRED, TOPO_INPUT_KEY_MAX, &g->required, where,
 			field, cause) ||
-	    copy_string(in, annotations, TOPO_ANNOTATION_PREFERRED, TOPO_INPUT_KEY_MAX, &g->preferred, where,
+	    copy_string(in, annotations, KUEUE_ANNOTATION_PREFERRED, TOPO_INPUT_KEY_MAX, &g->preferred, where,
 			field, cause) ||
-	    copy_string(in, annotations, TOPO_ANNOTATION_SLICE, TOPO_INPUT_KEY_MAX, &g->slice_level, where,
+	    copy_string(in, annotations, KUEUE_ANNOTATION_SLICE, TOPO_INPUT_KEY_MAX, &g->slice_level, where,
 			field, cause) ||
-	    copy_string(in, annotations, TOPO_ANNOTATION_GROUP, TOPO_NAME_MAX, &g->podset_group, where, field,
-			cause) ||
-	    get_string(annotations, TOPO_ANNOTATION_UNCONSTRAINED, 16, &unconstrained, where, field, cause) ||
-	    get_string(annotations, TOPO_ANNOTATION_SLICE_SIZE, 16, &slice_size, where, field, cause) ||
+	    copy_string(in, annotations, KUEUE_ANNOTATION_GROUP, TOPO_NAME_MAX, &g->podset_group, where,
+			field, cause) ||
+	    get_string(annotations, KUEUE_ANNOTATION_UNCONSTRAINED, 16, &unconstrained, where, field,
+		       cause) ||
+	    get_string(annotations, KUEUE_ANNOTATION_SLICE_SIZE, 16, &slice_size, where, field, cause) ||
 	    decode_network_annotation(in, annotations, where, field, &g->network, cause) ||
 	    decode_partitions(in, annotations, g, where, field, cause))
 		return -1;
 	if (unconstrained && strcmp(unconstrained, "true") != 0 && strcmp(unconstrained, "false") != 0)
 		return cause_replace(cause, "%s: %s%s: \"%s\" is neither true nor false", where, field,
-				     TOPO_ANNOTATION_UNCONSTRAINED, unconstrained);
+				     KUEUE_ANNOTATION_UNCONSTRAINED, unconstrained);
 	g->unconstrained = unconstrained && strcmp(unconstrained, "true") == 0;
 	constraints = !!g->required + !!g->preferred + g->unconstrained + g->network.set;
 	if (constraints > 1)
 		return cause_replace(cause, "%s: %s: at most one of %s, %s, %s, %s", where, field,
-				     TOPO_ANNOTATION_REQUIRED, TOPO_ANNOTATION_PREFERRED,
-				     TOPO_ANNOTATION_UNCONSTRAINED, TOPO_ANNOTATION_NETWORK);
+				     KUEUE_ANNOTATION_REQUIRED, KUEUE_ANNOTATION_PREFERRED,
+				     KUEUE_ANNOTATION_UNCONSTRAINED, MUSTER_ANNOTATION_NETWORK_TOPOLOGY);
 	if (!!g->slice_level != !!slice_size)
 		return cause_replace(cause, "%s: %s: %s and %s go together", where, field,
-				     TOPO_ANNOTATION_SLICE, TOPO_ANNOTATION_SLICE_SIZE);
+				     KUEUE_ANNOTATION_SLICE, KUEUE_ANNOTATION_SLICE_SIZE);
 	if (slice_size) {
 		char *end;
 		long v;
@@ -1272,15 +1274,15 @@ static int decode_annotations(struct topo_input *in, const cJSON *annotations, s
 		v = strtol(slice_size, &end, 10);
 		if (errno || *end || end == slice_size || v < 1 || v > (long)TOPO_PODS_MAX)
 			return cause_replace(cause, "%s: %s%s: \"%s\" is not a positive integer", where,
-					     field, TOPO_ANNOTATION_SLICE_SIZE, slice_size);
+					     field, KUEUE_ANNOTATION_SLICE_SIZE, slice_size);
 		if (g->pods % (unsigned)v)
 			return cause_replace(cause, "%s: %s%s: %ld does not divide the job's %u pods", where,
-					     field, TOPO_ANNOTATION_SLICE_SIZE, v, g->pods);
+					     field, KUEUE_ANNOTATION_SLICE_SIZE, v, g->pods);
 		g->slice_size = (unsigned)v;
 	}
 	if (g->slice_level && g->partitions)
 		return cause_replace(cause, "%s: %s: %s and %s exclude each other", where, field,
-				     TOPO_ANNOTATION_SLICE, TOPO_ANNOTATION_PARTITIONS);
+				     KUEUE_ANNOTATION_SLICE, MUSTER_ANNOTATION_PARTITION_POLICY);
 	return 0;
 }
 
@@ -1442,16 +1444,16 @@ int topo_input_jobset(struct topo_input *in, const char *data, size_t size, char
 		cause_replace(cause, "jobset: metadata.annotations: not a map");
 		goto out;
 	}
-	if (copy_string(in, ann, TOPO_ANNOTATION_WHOLE_REQUIRED, TOPO_INPUT_KEY_MAX, &in->whole_required,
+	if (copy_string(in, ann, MUSTER_ANNOTATION_TOPOLOGY_REQUIRED, TOPO_INPUT_KEY_MAX, &in->whole_required,
 			"jobset", field, cause) ||
-	    copy_string(in, ann, TOPO_ANNOTATION_WHOLE_PREFERRED, TOPO_INPUT_KEY_MAX, &in->whole_preferred,
-			"jobset", field, cause) ||
+	    copy_string(in, ann, MUSTER_ANNOTATION_TOPOLOGY_PREFERRED, TOPO_INPUT_KEY_MAX,
+			&in->whole_preferred, "jobset", field, cause) ||
 	    decode_network_annotation(in, ann, "jobset", field, &in->whole_network, cause))
 		goto out;
 	if (!!in->whole_required + !!in->whole_preferred + in->whole_network.set > 1) {
 		cause_replace(cause, "jobset: metadata.annotations: at most one of %s, %s, %s",
-			      TOPO_ANNOTATION_WHOLE_REQUIRED, TOPO_ANNOTATION_WHOLE_PREFERRED,
-			      TOPO_ANNOTATION_NETWORK);
+			      MUSTER_ANNOTATION_TOPOLOGY_REQUIRED, MUSTER_ANNOTATION_TOPOLOGY_PREFERRED,
+			      MUSTER_ANNOTATION_NETWORK_TOPOLOGY);
 		goto out;
 	}
 	rjs = member_path(root, "spec", "replicatedJobs", NULL);

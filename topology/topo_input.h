@@ -77,6 +77,8 @@
 
 #include <stddef.h>
 
+#include "muster_api.h"
+
 #include "topo_place.h"
 #include "topo_tree.h"
 
@@ -94,17 +96,6 @@
 #define TOPO_INPUT_CONTAINERS_MAX 256 /* per pod, containers and init containers each */
 #define TOPO_INPUT_REQUESTS_MAX 32 /* distinct resources requested by one pod */
 #define TOPO_INPUT_PATTERN_MAX 1024 /* a regexMatch pattern */
-
-#define TOPO_ANNOTATION_REQUIRED "kueue.x-k8s.io/podset-required-topology"
-#define TOPO_ANNOTATION_PREFERRED "kueue.x-k8s.io/podset-preferred-topology"
-#define TOPO_ANNOTATION_UNCONSTRAINED "kueue.x-k8s.io/podset-unconstrained-topology"
-#define TOPO_ANNOTATION_SLICE "kueue.x-k8s.io/podset-slice-required-topology"
-#define TOPO_ANNOTATION_SLICE_SIZE "kueue.x-k8s.io/podset-slice-size"
-#define TOPO_ANNOTATION_GROUP "kueue.x-k8s.io/podset-group-name"
-#define TOPO_ANNOTATION_NETWORK "muster.dev/network-topology"
-#define TOPO_ANNOTATION_PARTITIONS "muster.dev/partition-policy"
-#define TOPO_ANNOTATION_WHOLE_REQUIRED "muster.dev/topology-required"
-#define TOPO_ANNOTATION_WHOLE_PREFERRED "muster.dev/topology-preferred"
 
 /* A Volcano networkTopology as written. */
 struct topo_input_network {

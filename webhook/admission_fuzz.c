@@ -17,13 +17,14 @@
 #include "group_config.h"
 #include "jobset_mutate.h"
 #include "jobset_validate.h"
+#include "muster_api.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const struct jobset_mutate_options options = {
 	.barrier_image = "muster-barrier:fuzz",
 	.image_pull_policy = "IfNotPresent",
-	.barrier_port = 9443,
+	.barrier_port = MUSTER_BARRIER_PORT,
 	.cpu_request = "10m",
 	.memory_request = "16Mi",
 	.memory_limit = "32Mi",

@@ -201,7 +201,7 @@ static void check_injected(const cJSON *jobset, int job, size_t barrier_index, c
 	const cJSON *init = jobset_member(spec, "initContainers"), *barrier_c, *volume, *mount;
 	size_t index = 99;
 
-	barrier_c = jobset_find_named(init, JOBSET_BARRIER_CONTAINER, &index);
+	barrier_c = jobset_find_named(init, MUSTER_BARRIER_CONTAINER, &index);
 	assert_non_null(barrier_c);
 	assert_int_equal(index, barrier_index);
 	assert_string_equal(jobset_member(barrier_c, "image")->valuestring, "muster-barrier:test");
@@ -215,7 +215,7 @@ static void check_injected(const cJSON *jobset, int job, size_t barrier_index, c
 	assert_string_equal(field_path(barrier_c, "MUSTER_GANG_GENERATION"),
 			    "metadata.labels['muster.dev/gang-generation']");
 	assert_true(args_contain(barrier_c, "--listen", "$(MUSTER_POD_IP):9443"));
-	assert_true(args_contain(barrier_c, "--dir", JOBSET_BARRIER_MOUNT));
+	assert_true(args_contain(barrier_c, "--dir", MUSTER_BARRIER_MOUNT));
 	assert_non_null(jobset_find_named(jobset_member(barrier_c, "env"), "MUSTER_BARRIER_TOKEN", NULL));
 	assert_string_equal(
 		jobset_member(jobset_member(jobset_member(jobset_find_named(jobset_member(barrier_c, "env"),
@@ -224,9 +224,9 @@ static void check_injected(const cJSON *jobset, int job, size_t barrier_index, c
 					    "fieldRef"),
 			      "fieldPath")
 			->valuestring,
-		"metadata.labels['jobset.sigs.k8s.io/restart-attempt']");
+		"metadata.labels['" JOBSET_LABEL_RESTART_ATTEMPT "']");
 	mount = cJSON_GetArrayItem(jobset_member(barrier_c, "volumeMounts"), 0);
-	assert_string_equal(jobset_member(mount, "mountPath")->valuestring, JOBSET_BARRIER_MOUNT);
+	assert_string_equal(jobset_member(mount, "mountPath")->valuestring, MUSTER_BARRIER_MOUNT);
 	assert_true(cJSON_IsTrue(jobset_member(mount, "readOnly")));
 	assert_null(jobset_member(mount, "subPath"));
 	assert_true(cJSON_IsTrue(jobset_member(jobset_member(barrier_c, "securityContext"), "runAsNonRoot")));
@@ -234,14 +234,14 @@ static void check_injected(const cJSON *jobset, int job, size_t barrier_index, c
 		jobset_member(jobset_member(jobset_member(barrier_c, "resources"), "requests"), "cpu")
 			->valuestring,
 		"10m");
-	volume = jobset_find_named(jobset_member(spec, "volumes"), JOBSET_BARRIER_VOLUME, NULL);
+	volume = jobset_find_named(jobset_member(spec, "volumes"), MUSTER_BARRIER_VOLUME, NULL);
 	assert_non_null(volume);
 	assert_string_equal(jobset_member(jobset_member(volume, "configMap"), "name")->valuestring,
 			    "my-jobset-group-scheduling");
 	assert_true(cJSON_IsTrue(jobset_member(jobset_member(volume, "configMap"), "optional")));
 	assert_string_equal(
 		jobset_member(jobset_member(jobset_member(template_of(jobset, job), "metadata"), "labels"),
-			      JOBSET_POD_LABEL)
+			      MUSTER_LABEL_GROUP_SCHEDULING)
 			->valuestring,
 		"true");
 }
@@ -364,7 +364,7 @@ static void mutate_story2_targets_only_workers(void **state)
 	assert_null(jobset_member(aux, "initContainers"));
 	assert_null(jobset_member(aux, "volumes"));
 	assert_null(jobset_member(template_of(jobset, 1), "metadata"));
-	assert_string_equal(jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION), TOKEN);
+	assert_string_equal(jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN), TOKEN);
 	assert_int_equal(ops, 4); /* annotations, metadata, initContainers, volumes */
 	cJSON_Delete(jobset);
 }
@@ -400,7 +400,7 @@ static void replaces_reserved(const char *json)
 	/* Moved to the barrier's place, first, before the user's setup. */
 	assert_int_equal(cJSON_GetArraySize(init), 2);
 	assert_string_equal(jobset_member(cJSON_GetArrayItem(init, 1), "name")->valuestring, "setup");
-	assert_string_equal(jobset_member(replaced, "name")->valuestring, JOBSET_BARRIER_CONTAINER);
+	assert_string_equal(jobset_member(replaced, "name")->valuestring, MUSTER_BARRIER_CONTAINER);
 	assert_string_equal(jobset_member(replaced, "image")->valuestring, "muster-barrier:test");
 	assert_null(jobset_member(replaced, "command"));
 	check_injected(jobset, 0, 0, "60");
@@ -445,7 +445,7 @@ static void mutate_story1_every_job_and_default_timeout(void **state)
 	check_injected(jobset, 0, 0, "300"); /* GROUP_CONFIG_TIMEOUT_DEFAULT */
 	check_injected(jobset, 1, 0, "300");
 	assert_string_equal(jobset_annotation(jobset, "x"), "y");
-	assert_string_equal(jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION), TOKEN);
+	assert_string_equal(jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN), TOKEN);
 	volumes = jobset_member(jobset_member(template_of(jobset, 0), "spec"), "volumes");
 	assert_int_equal(cJSON_GetArraySize(volumes), 2);
 	assert_string_equal(jobset_member(cJSON_GetArrayItem(volumes, 0), "name")->valuestring, "data");
@@ -473,7 +473,8 @@ static void mutate_places_barrier_after_sidecars(void **state)
 	check_injected(jobset, 0, 2, "60");
 	assert_string_equal(jobset_member(cJSON_GetArrayItem(init, 3), "name")->valuestring, "setup");
 	/* The user's token is kept and used. */
-	assert_string_equal(jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION), "user-token-0123456789");
+	assert_string_equal(jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN),
+			    "user-token-0123456789");
 	env = jobset_find_named(jobset_member(cJSON_GetArrayItem(init, 2), "env"), "MUSTER_BARRIER_TOKEN",
 				NULL);
 	assert_string_equal(jobset_member(env, "value")->valuestring, "user-token-0123456789");

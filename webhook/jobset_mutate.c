@@ -94,11 +94,11 @@ static cJSON *barrier_container(const struct group_config *config,
 	snprintf(timeout, sizeof(timeout), "%u",
 		 config->has_timeout ? config->timeout_seconds : GROUP_CONFIG_TIMEOUT_DEFAULT);
 	snprintf(listen, sizeof(listen), "$(MUSTER_POD_IP):%u", options->barrier_port);
-	ok = cJSON_AddStringToObject(c, "name", JOBSET_BARRIER_CONTAINER) &&
+	ok = cJSON_AddStringToObject(c, "name", MUSTER_BARRIER_CONTAINER) &&
 	     cJSON_AddStringToObject(c, "image", options->barrier_image) &&
 	     cJSON_AddStringToObject(c, "imagePullPolicy", options->image_pull_policy) &&
 	     (args = cJSON_AddArrayToObject(c, "args")) && !add_string(args, "--dir") &&
-	     !add_string(args, JOBSET_BARRIER_MOUNT) && !add_string(args, "--attempt") &&
+	     !add_string(args, MUSTER_BARRIER_MOUNT) && !add_string(args, "--attempt") &&
 	     !add_string(args, "$(MUSTER_RESTART_ATTEMPT)") && !add_string(args, "--timeout") &&
 	     !add_string(args, timeout) && !add_string(args, "--generation") &&
 	     !add_string(args, "$(MUSTER_GANG_GENERATION)") && !add_string(args, "--jobset-uid") &&
@@ -106,17 +106,17 @@ static cJSON *barrier_container(const struct group_config *config,
 	     (!options->barrier_port || (!add_string(args, "--listen") && !add_string(args, listen))) &&
 	     (env = cJSON_AddArrayToObject(c, "env")) &&
 	     !add_item(env, env_field("MUSTER_RESTART_ATTEMPT",
-				      "metadata.labels['jobset.sigs.k8s.io/restart-attempt']")) &&
+				      "metadata.labels['" JOBSET_LABEL_RESTART_ATTEMPT "']")) &&
 	     !add_item(env, env_field("MUSTER_GANG_GENERATION",
 				      "metadata.labels['" MUSTER_LABEL_GANG_GENERATION "']")) &&
 	     !add_item(env, env_field("MUSTER_JOBSET_UID", "metadata.labels['" JOBSET_LABEL_UID "']")) &&
 	     (!options->barrier_port || !add_item(env, env_field("MUSTER_POD_IP", "status.podIP"))) &&
 	     !add_item(env, env_field("POD_NAME", "metadata.name")) &&
 	     !add_item(env, env_field("POD_NAMESPACE", "metadata.namespace")) &&
-	     (!options->barrier_port || !add_item(env, env_value("MUSTER_BARRIER_TOKEN", token))) &&
+	     (!options->barrier_port || !add_item(env, env_value(MUSTER_ENV_BARRIER_TOKEN, token))) &&
 	     (mounts = cJSON_AddArrayToObject(c, "volumeMounts")) && (mount = cJSON_CreateObject()) &&
-	     !add_item(mounts, mount) && cJSON_AddStringToObject(mount, "name", JOBSET_BARRIER_VOLUME) &&
-	     cJSON_AddStringToObject(mount, "mountPath", JOBSET_BARRIER_MOUNT) &&
+	     !add_item(mounts, mount) && cJSON_AddStringToObject(mount, "name", MUSTER_BARRIER_VOLUME) &&
+	     cJSON_AddStringToObject(mount, "mountPath", MUSTER_BARRIER_MOUNT) &&
 	     cJSON_AddTrueToObject(mount, "readOnly") &&
 	     (resources = cJSON_AddObjectToObject(c, "resources")) &&
 	     (requests = cJSON_AddObjectToObject(resources, "requests")) &&
@@ -145,8 +145,8 @@ static cJSON *barrier_volume(const char *jobset)
 	cJSON *v = cJSON_CreateObject(), *cm;
 	char name[JOBSET_OBJECT_NAME_MAX + 1];
 
-	snprintf(name, sizeof(name), "%s" JOBSET_CONFIGMAP_SUFFIX, jobset);
-	if (!v || !cJSON_AddStringToObject(v, "name", JOBSET_BARRIER_VOLUME) ||
+	snprintf(name, sizeof(name), "%s" MUSTER_CONFIGMAP_SUFFIX, jobset);
+	if (!v || !cJSON_AddStringToObject(v, "name", MUSTER_BARRIER_VOLUME) ||
 	    !(cm = cJSON_AddObjectToObject(v, "configMap")) || !cJSON_AddStringToObject(cm, "name", name) ||
 	    !cJSON_AddTrueToObject(cm, "optional")) {
 		cJSON_Delete(v);
@@ -233,8 +233,8 @@ static int patch_template(cJSON *patch, size_t index, const cJSON *template, con
 	char base[80], path[POINTER_MAX]; /* base: 47 bytes and an index */
 
 	template_base(base, sizeof(base), index);
-	if (set_template_label(patch, base, template, JOBSET_POD_LABEL, "muster.dev~1group-scheduling",
-			       "true", 1))
+	if (set_template_label(patch, base, template, MUSTER_LABEL_GROUP_SCHEDULING,
+			       MUSTER_LABEL_GROUP_SCHEDULING_POINTER, "true", 1))
 		return -1;
 	if (!cJSON_IsArray(init)) {
 		cJSON *list = cJSON_CreateArray();
@@ -245,7 +245,7 @@ static int patch_template(cJSON *patch, size_t index, const cJSON *template, con
 			cJSON_Delete(list);
 			return -1;
 		}
-	} else if (!(found = jobset_find_named(init, JOBSET_BARRIER_CONTAINER, &at))) {
+	} else if (!(found = jobset_find_named(init, MUSTER_BARRIER_CONTAINER, &at))) {
 		snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base,
 			 barrier_position(init, SIZE_MAX));
 		if (add_op(patch, path, barrier_container(config, options, token)))
@@ -283,7 +283,7 @@ static int patch_template(cJSON *patch, size_t index, const cJSON *template, con
 			cJSON_Delete(list);
 			return -1;
 		}
-	} else if (!jobset_find_named(volumes, JOBSET_BARRIER_VOLUME, NULL)) {
+	} else if (!jobset_find_named(volumes, MUSTER_BARRIER_VOLUME, NULL)) {
 		snprintf(path, sizeof(path), "%s/spec/volumes/-", base);
 		if (add_op(patch, path, barrier_volume(jobset)))
 			return -1;
@@ -297,7 +297,7 @@ int jobset_mutate(const cJSON *jobset, const struct group_config *config,
 	const cJSON *jobs = jobset_replicated_jobs(jobset), *job;
 	const cJSON *metadata = jobset_member(jobset, "metadata");
 	const char *name = jobset_name(jobset),
-		   *existing = jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION);
+		   *existing = jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN);
 	size_t index = 0;
 	cJSON *ops;
 
@@ -315,9 +315,9 @@ int jobset_mutate(const cJSON *jobset, const struct group_config *config,
 		token = existing;
 	else if (!cJSON_IsObject(jobset_member(metadata, "annotations"))) {
 		if (add_op(ops, "/metadata/annotations",
-			   one_entry_object(JOBSET_TOKEN_ANNOTATION, cJSON_CreateString(token))))
+			   one_entry_object(MUSTER_ANNOTATION_BARRIER_TOKEN, cJSON_CreateString(token))))
 			goto no_memory;
-	} else if (add_op(ops, "/metadata/annotations/muster.dev~1barrier-token",
+	} else if (add_op(ops, "/metadata/annotations/" MUSTER_ANNOTATION_BARRIER_TOKEN_POINTER,
 			  cJSON_CreateString(token))) {
 		goto no_memory;
 	}

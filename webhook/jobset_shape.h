@@ -12,16 +12,8 @@
 
 #include <stddef.h>
 
-/* The barrier init container (KEP-498's reserved name). */
-#define JOBSET_BARRIER_CONTAINER "group-scheduling-init"
-/* The ConfigMap volume, its mount and the ConfigMap's name suffix. */
-#define JOBSET_BARRIER_VOLUME "group-scheduling"
-#define JOBSET_BARRIER_MOUNT "/mnt/group-scheduling"
-#define JOBSET_CONFIGMAP_SUFFIX "-group-scheduling"
-/* The pod label the controller's watch selects on. */
-#define JOBSET_POD_LABEL "muster.dev/group-scheduling"
-/* The per-JobSet push token, written by the webhook at creation. */
-#define JOBSET_TOKEN_ANNOTATION "muster.dev/barrier-token"
+#include "muster_api.h"
+
 /* The barrier accepts tokens of 16..256 printable ASCII bytes, no spaces. */
 #define JOBSET_TOKEN_MIN 16
 #define JOBSET_TOKEN_MAX 256

@@ -44,32 +44,32 @@ static int check_reserved(const char *jobset, const char *job_name, size_t index
 {
 	const cJSON *volume;
 
-	if (jobset_find_named(jobset_member(pod_spec, "containers"), JOBSET_BARRIER_CONTAINER, NULL))
+	if (jobset_find_named(jobset_member(pod_spec, "containers"), MUSTER_BARRIER_CONTAINER, NULL))
 		return cause_fail(
 			message,
-			"spec.replicatedJobs[%zu] (%s): the container name \"" JOBSET_BARRIER_CONTAINER
+			"spec.replicatedJobs[%zu] (%s): the container name \"" MUSTER_BARRIER_CONTAINER
 			"\" is "
 			"reserved for muster's barrier init container; rename your container",
 			index, job_name);
 	if (!targeted &&
-	    jobset_find_named(jobset_member(pod_spec, "initContainers"), JOBSET_BARRIER_CONTAINER, NULL))
+	    jobset_find_named(jobset_member(pod_spec, "initContainers"), MUSTER_BARRIER_CONTAINER, NULL))
 		return cause_fail(
 			message,
-			"spec.replicatedJobs[%zu] (%s): the init container name \"" JOBSET_BARRIER_CONTAINER
+			"spec.replicatedJobs[%zu] (%s): the init container name \"" MUSTER_BARRIER_CONTAINER
 			"\" is reserved for muster's barrier, which this replicated job is not subject to "
 			"(it is not group-scheduled); rename your init container",
 			index, job_name);
-	volume = jobset_find_named(jobset_member(pod_spec, "volumes"), JOBSET_BARRIER_VOLUME, NULL);
+	volume = jobset_find_named(jobset_member(pod_spec, "volumes"), MUSTER_BARRIER_VOLUME, NULL);
 	if (targeted && volume) {
 		const cJSON *config_map = jobset_member(volume, "configMap");
 		const cJSON *name = jobset_member(config_map, "name");
 		char expected[JOBSET_OBJECT_NAME_MAX + 1];
 
-		snprintf(expected, sizeof(expected), "%s" JOBSET_CONFIGMAP_SUFFIX, jobset);
+		snprintf(expected, sizeof(expected), "%s" MUSTER_CONFIGMAP_SUFFIX, jobset);
 		if (!cJSON_IsString(name) || strcmp(name->valuestring, expected) != 0)
 			return cause_fail(
 				message,
-				"spec.replicatedJobs[%zu] (%s): the volume name \"" JOBSET_BARRIER_VOLUME
+				"spec.replicatedJobs[%zu] (%s): the volume name \"" MUSTER_BARRIER_VOLUME
 				"\" is "
 				"reserved for the barrier's ConfigMap %s; rename your volume",
 				index, job_name, expected);
@@ -109,15 +109,15 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 			return cause_fail(
 				message,
 				"group scheduling needs metadata.name: with generateName the name is not "
-				"known when muster adds the ConfigMap volume " JOBSET_BARRIER_VOLUME
+				"known when muster adds the ConfigMap volume " MUSTER_BARRIER_VOLUME
 				"; give the JobSet a name");
-		if (strlen(name) + strlen(JOBSET_CONFIGMAP_SUFFIX) > JOBSET_OBJECT_NAME_MAX)
+		if (strlen(name) + strlen(MUSTER_CONFIGMAP_SUFFIX) > JOBSET_OBJECT_NAME_MAX)
 			return cause_fail(
 				message,
-				"metadata.name is %zu characters: the barrier's ConfigMap \"<name>" JOBSET_CONFIGMAP_SUFFIX
+				"metadata.name is %zu characters: the barrier's ConfigMap \"<name>" MUSTER_CONFIGMAP_SUFFIX
 				"\" would be longer than %d; use a name of at most %zu characters",
 				strlen(name), JOBSET_OBJECT_NAME_MAX,
-				(size_t)JOBSET_OBJECT_NAME_MAX - strlen(JOBSET_CONFIGMAP_SUFFIX));
+				(size_t)JOBSET_OBJECT_NAME_MAX - strlen(MUSTER_CONFIGMAP_SUFFIX));
 		if (config->has_timeout && (config->timeout_seconds < GROUP_CONFIG_TIMEOUT_MIN ||
 					    config->timeout_seconds > GROUP_CONFIG_TIMEOUT_MAX))
 			return cause_fail(
@@ -135,10 +135,10 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 				return -1;
 		}
 	}
-	token = jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION);
+	token = jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN);
 	if (token && !jobset_token_valid(token))
 		return cause_fail(message,
-				  "annotation " JOBSET_TOKEN_ANNOTATION
+				  "annotation " MUSTER_ANNOTATION_BARRIER_TOKEN
 				  " must be %d to %d printable ASCII characters "
 				  "without spaces; leave it out and muster makes one",
 				  JOBSET_TOKEN_MIN, JOBSET_TOKEN_MAX);
@@ -212,8 +212,8 @@ static void describe(const struct group_config *config, char *out, size_t size)
 int jobset_validate_update(const cJSON *old_jobset, const cJSON *jobset, char **message)
 {
 	struct group_config *configs = calloc(2, sizeof(*configs));
-	const char *old_token = jobset_annotation(old_jobset, JOBSET_TOKEN_ANNOTATION);
-	const char *token = jobset_annotation(jobset, JOBSET_TOKEN_ANNOTATION);
+	const char *old_token = jobset_annotation(old_jobset, MUSTER_ANNOTATION_BARRIER_TOKEN);
+	const char *token = jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN);
 	char *cause = NULL;
 	int err = -1;
 
@@ -243,7 +243,7 @@ int jobset_validate_update(const cJSON *old_jobset, const cJSON *jobset, char **
 		goto out;
 	}
 	if (old_token && (!token || strcmp(old_token, token) != 0)) {
-		cause_fail(message, "annotation " JOBSET_TOKEN_ANNOTATION
+		cause_fail(message, "annotation " MUSTER_ANNOTATION_BARRIER_TOKEN
 				    " cannot change or be removed after the JobSet is "
 				    "created: its pods' barriers accept releases only with it");
 		goto out;

@@ -19,6 +19,7 @@
 #include "http_serve.h"
 #include "metrics.h"
 #include "mlog.h"
+#include "muster_api.h"
 #include "webhook.h"
 
 #define DEFAULT_LISTEN ":8443"
@@ -52,7 +53,7 @@ static void usage(FILE *out)
 	fputs("usage: muster-webhook --tls-cert-file PATH --tls-key-file PATH [flags]\n"
 	      "\n"
 	      "Admission webhook for jobset.x-k8s.io/v1alpha2 JobSets with groupSchedulingConfig (or the\n"
-	      "annotation muster.dev/group-scheduling-timeout): POST /mutate injects the barrier init\n"
+	      "annotation " MUSTER_ANNOTATION_GROUP_TIMEOUT "): POST /mutate injects the barrier init\n"
 	      "container, its ConfigMap volume and the pod label; POST /validate checks the settings.\n"
 	      "GET /healthz, /readyz and /metrics are served on the same port.\n"
 	      "\n"
@@ -75,13 +76,14 @@ static void usage(FILE *out)
 	      "  --barrier-image IMAGE    default " DEFAULT_IMAGE "\n"
 	      "  --barrier-pull-policy P  Always, IfNotPresent (default) or Never\n"
 	      "  --barrier-port N         port the barrier listens on for the pushed release\n"
-	      "                           (default 9443; 0: no push, release through the volume only)\n"
-	      "  --barrier-cpu Q          CPU request (default 10m)\n"
-	      "  --barrier-memory Q       memory request (default 16Mi)\n"
-	      "  --barrier-memory-limit Q memory limit (default 32Mi; \"\" for none)\n"
-	      "  --help, --version\n"
-	      "\n"
-	      "Exit codes: 0 stopped by SIGTERM/SIGINT, 1 could not serve (cause logged), 2 bad flags.\n",
+	      "                           (default " MUSTER_API_TEXT(
+		      MUSTER_BARRIER_PORT) "; 0: no push, release through the volume only)\n"
+					   "  --barrier-cpu Q          CPU request (default 10m)\n"
+					   "  --barrier-memory Q       memory request (default 16Mi)\n"
+					   "  --barrier-memory-limit Q memory limit (default 32Mi; \"\" for none)\n"
+					   "  --help, --version\n"
+					   "\n"
+					   "Exit codes: 0 stopped by SIGTERM/SIGINT, 1 could not serve (cause logged), 2 bad flags.\n",
 	      out);
 }
 
@@ -122,7 +124,7 @@ int main(int argc, char **argv)
 		.barrier = {
 			.barrier_image = DEFAULT_IMAGE,
 			.image_pull_policy = "IfNotPresent",
-			.barrier_port = 9443,
+			.barrier_port = MUSTER_BARRIER_PORT,
 			.cpu_request = "10m",
 			.memory_request = "16Mi",
 			.memory_limit = "32Mi",

@@ -171,7 +171,8 @@ static void mutate(struct webhook *w, const struct admission_request *request, s
 	}
 	if (jobset_validate_create(request->object, config, &o->message))
 		goto deny;
-	if (!jobset_annotation(request->object, JOBSET_TOKEN_ANNOTATION) && new_token(token, sizeof(token))) {
+	if (!jobset_annotation(request->object, MUSTER_ANNOTATION_BARRIER_TOKEN) &&
+	    new_token(token, sizeof(token))) {
 		o->message =
 			strdup("muster-webhook could not read random bytes for the barrier token; try again");
 		o->code = 500;

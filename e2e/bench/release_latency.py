@@ -50,10 +50,11 @@ from benchlib import (JOBSETS, ROOT, EventsTail, Kube, Proc, WatchRecorder, clus
 
 sys.path.insert(0, str(ROOT / "e2e" / "tests"))
 from conftest import barrier_init_container, group_scheduling_volume  # noqa: E402
+import muster_api as api  # noqa: E402
 
-BARRIER = "group-scheduling-init"
+BARRIER = api.BARRIER_CONTAINER
 TOKEN = "bench-release-token-0123456789abcdef"
-JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_LABEL = api.JOBSET_LABEL_NAME
 JOBSET_NAME = "gang"
 GOAL_P99_PUSH = 1.0
 
@@ -78,7 +79,7 @@ def pod_template(mode, barrier_timeout, push_port):
     """The pods of the JobSet as the webhook will make them: the real barrier
     first, the optional ConfigMap volume, a main container that runs an hour."""
     barrier = barrier_init_container(TOKEN, str(barrier_timeout))
-    barrier["args"] = [arg.replace(":9443", f":{push_port}") for arg in barrier["args"]]
+    barrier["args"] = [arg.replace(f":{api.BARRIER_PORT}", f":{push_port}") for arg in barrier["args"]]
     if mode == "volume":
         # Push disabled: no listener, no token (as the webhook would inject a
         # pod of a JobSet without a token).
@@ -87,21 +88,21 @@ def pod_template(mode, barrier_timeout, push_port):
         del args[at:at + 2]
         barrier["env"] = [e for e in barrier["env"] if e["name"] not in ("MUSTER_BARRIER_TOKEN", "POD_IP")]
     return {
-        "metadata": {"labels": {"muster.dev/group-scheduling": "true"},
+        "metadata": {"labels": {api.LABEL_GROUP_SCHEDULING: "true"},
                      "annotations": {"e2e.muster.dev/run-seconds": "3600"}},
         "spec": {
             "restartPolicy": "Never",
             "initContainers": [barrier],
             "containers": [{"name": "worker", "image": "busybox", "command": ["sleep", "3600"]}],
-            "volumes": [group_scheduling_volume(f"{JOBSET_NAME}-group-scheduling")],
+            "volumes": [group_scheduling_volume(f"{JOBSET_NAME}{api.CONFIGMAP_SUFFIX}")],
         },
     }
 
 
 def make_jobset(mode, replicas, parallelism, barrier_timeout, push_port):
-    annotations = {"muster.dev/group-scheduling-timeout": str(barrier_timeout)}
+    annotations = {api.ANNOTATION_GROUP_TIMEOUT: str(barrier_timeout)}
     if mode == "push":
-        annotations["muster.dev/barrier-token"] = TOKEN
+        annotations[api.ANNOTATION_BARRIER_TOKEN] = TOKEN
     body = jobset_body(JOBSET_NAME, replicas, parallelism, pod_template(mode, barrier_timeout, push_port),
                        annotations)
     body["spec"]["groupSchedulingConfig"] = {"timeoutAfterSeconds": barrier_timeout}  # pruned by the 1.20 CRD

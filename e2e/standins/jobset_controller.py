@@ -44,21 +44,22 @@ from collections import deque
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from kube import ApiError, Kube, now_rfc3339, start_watch  # noqa: E402
+import muster_api as api  # noqa: E402
 
 JOBSET_API = "/apis/jobset.x-k8s.io/v1alpha2"
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 CONTROLLER_NAME = "jobset.sigs.k8s.io/jobset-controller"
 
 # Labels and annotations the JobSet controller puts on child Jobs and pods.
-JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
-JOBSET_UID = "jobset.sigs.k8s.io/jobset-uid"
-REPLICATED_JOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
+JOBSET_NAME = api.JOBSET_LABEL_NAME
+JOBSET_UID = api.JOBSET_LABEL_UID
+REPLICATED_JOB_NAME = api.JOBSET_LABEL_REPLICATED_JOB
 REPLICATED_JOB_REPLICAS = "jobset.sigs.k8s.io/replicatedjob-replicas"
 GLOBAL_REPLICAS = "jobset.sigs.k8s.io/global-replicas"
 JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 JOB_GLOBAL_INDEX = "jobset.sigs.k8s.io/job-global-index"
 JOB_KEY = "jobset.sigs.k8s.io/job-key"
-RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
+RESTART_ATTEMPT = api.JOBSET_LABEL_RESTART_ATTEMPT
 GROUP_NAME = "jobset.sigs.k8s.io/group-name"
 GROUP_REPLICAS = "jobset.sigs.k8s.io/group-replicas"
 JOB_GROUP_INDEX = "jobset.sigs.k8s.io/job-group-index"

@@ -61,9 +61,10 @@ import atomic_writer  # noqa: E402
 from kube import ApiError, Kube, now_rfc3339, start_watch  # noqa: E402
 
 import yaml  # noqa: E402
+import muster_api as api  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BARRIER_NAME = "group-scheduling-init"
+BARRIER_NAME = api.BARRIER_CONTAINER
 ANNOTATION_RUN = "e2e.muster.dev/run-seconds"
 ANNOTATION_EXIT = "e2e.muster.dev/exit-code"
 ANNOTATION_FAIL_INDEX = "e2e.muster.dev/fail-completion-index"

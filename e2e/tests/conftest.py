@@ -19,6 +19,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "e2e" / "standins"))
 
 from kube import ApiError, Kube  # noqa: E402
+import muster_api as api  # noqa: E402
 
 # MUSTER_CONTROLLER / MUSTER_BARRIER point the tests at other builds (e.g. one
 # with ASan, or a copy taken while the tree is being edited).
@@ -181,7 +182,7 @@ def wait_for(predicate, timeout=30.0, interval=0.1, what="condition"):
 
 
 # muster's label on the targeted pod templates: the JobSet's resumes (lib/muster_api.h).
-GANG_GENERATION_LABEL = "muster.dev/gang-generation"
+GANG_GENERATION_LABEL = api.LABEL_GANG_GENERATION
 
 
 def barrier_init_container(token, timeout="60"):
@@ -191,27 +192,27 @@ def barrier_init_container(token, timeout="60"):
     listen address from the pod IP, all through the downward API, the
     ConfigMap volume `group-scheduling` mounted read-only."""
     return {
-        "name": "group-scheduling-init",
+        "name": api.BARRIER_CONTAINER,
         "image": "muster-barrier:dev",
-        "args": ["--dir", "/mnt/group-scheduling", "--attempt", "$(RESTART_ATTEMPT)",
+        "args": ["--dir", api.BARRIER_MOUNT, "--attempt", "$(RESTART_ATTEMPT)",
                  "--generation", "$(GANG_GENERATION)", "--jobset-uid", "$(JOBSET_UID)",
-                 "--listen", "$(POD_IP):9443", "--timeout", str(timeout)],
+                 "--listen", f"$(POD_IP):{api.BARRIER_PORT}", "--timeout", str(timeout)],
         "env": [
             {"name": "RESTART_ATTEMPT", "valueFrom": {"fieldRef": {
-                "fieldPath": "metadata.labels['jobset.sigs.k8s.io/restart-attempt']"}}},
+                "fieldPath": f"metadata.labels['{api.JOBSET_LABEL_RESTART_ATTEMPT}']"}}},
             {"name": "GANG_GENERATION", "valueFrom": {"fieldRef": {
                 "fieldPath": f"metadata.labels['{GANG_GENERATION_LABEL}']"}}},
             {"name": "JOBSET_UID", "valueFrom": {"fieldRef": {
-                "fieldPath": "metadata.labels['jobset.sigs.k8s.io/jobset-uid']"}}},
+                "fieldPath": f"metadata.labels['{api.JOBSET_LABEL_UID}']"}}},
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
             {"name": "MUSTER_BARRIER_TOKEN", "value": token},
         ],
-        "volumeMounts": [{"name": "group-scheduling", "mountPath": "/mnt/group-scheduling", "readOnly": True}],
+        "volumeMounts": [{"name": api.BARRIER_VOLUME, "mountPath": api.BARRIER_MOUNT, "readOnly": True}],
     }
 
 
 def group_scheduling_volume(configmap):
     """The optional ConfigMap volume the barrier watches."""
-    return {"name": "group-scheduling", "configMap": {"name": configmap, "optional": True}}
+    return {"name": api.BARRIER_VOLUME, "configMap": {"name": configmap, "optional": True}}

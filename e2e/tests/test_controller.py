@@ -18,11 +18,12 @@ import pytest
 
 from conftest import CONTROLLER, ROOT, Controller, barrier_init_container, group_scheduling_volume, wait_for
 from kube import ApiError
+import muster_api as api  # noqa: E402
 
 SHAPES = ROOT / "e2e" / "shapes"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
 TOKEN = "e2e-controller-token-0123456789"
-BARRIER = "group-scheduling-init"
+BARRIER = api.BARRIER_CONTAINER
 
 pytestmark = pytest.mark.skipif(not CONTROLLER.exists(), reason=f"{CONTROLLER} is not built (make)")
 
@@ -50,13 +51,13 @@ def cluster(run_standin, kubeconfig, namespace, tmp_path):
 
 def pod_template(jobset, pool, annotations=None):
     return {
-        "metadata": {"labels": {"muster.dev/group-scheduling": "true"}, "annotations": dict(annotations or {})},
+        "metadata": {"labels": {api.LABEL_GROUP_SCHEDULING: "true"}, "annotations": dict(annotations or {})},
         "spec": {
             "restartPolicy": "Never",
             "nodeSelector": {"pool": pool},
             "initContainers": [barrier_init_container(TOKEN, "120")],
             "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3"]}],
-            "volumes": [group_scheduling_volume(f"{jobset}-group-scheduling")],
+            "volumes": [group_scheduling_volume(f"{jobset}{api.CONFIGMAP_SUFFIX}")],
         },
     }
 
@@ -72,7 +73,7 @@ def jobset_body(name, fast_annotations=None, max_restarts=0):
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
         "metadata": {"name": name, "annotations": {
-            "muster.dev/barrier-token": TOKEN, "muster.dev/group-scheduling-timeout": "120"}},
+            api.ANNOTATION_BARRIER_TOKEN: TOKEN, api.ANNOTATION_GROUP_TIMEOUT: "120"}},
         "spec": {
             "groupSchedulingConfig": {"timeoutAfterSeconds": 120},
             "failurePolicy": {"maxRestarts": max_restarts},
@@ -90,7 +91,7 @@ def read_events(path):
 def attempt_of(kube, namespace):
     """pod key -> restart attempt, for the pods still there."""
     items, _ = kube.list(f"/api/v1/namespaces/{namespace}/pods")
-    return {f"{namespace}/{p['metadata']['name']}": p["metadata"]["labels"].get("jobset.sigs.k8s.io/restart-attempt")
+    return {f"{namespace}/{p['metadata']['name']}": p["metadata"]["labels"].get(api.JOBSET_LABEL_RESTART_ATTEMPT)
             for p in items}
 
 
@@ -104,7 +105,7 @@ def starts(events, container, namespace, pods=None):
 
 def get_configmap(kube, namespace, name):
     try:
-        return kube.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}-group-scheduling")
+        return kube.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}{api.CONFIGMAP_SUFFIX}")
     except ApiError as error:
         if error.status == 404:
             return None
@@ -134,7 +135,7 @@ def test_group_released_at_once_when_the_last_pod_starts(kube, kubeconfig, names
     assert min(main.values()) - last_barrier < 3.0, (main, barrier)
 
     configmap = get_configmap(kube, namespace, name)
-    assert configmap["data"]["started"] == "0"
+    assert configmap["data"][api.CONFIGMAP_KEY_STARTED] == "0"
     owners = configmap["metadata"]["ownerReferences"]
     assert [(o["kind"], o["name"], o["uid"], o.get("controller")) for o in owners] == \
         [("JobSet", name, jobset["metadata"]["uid"], True)]
@@ -179,7 +180,7 @@ def test_restarted_jobset_is_held_until_its_new_pods_start_then_released_once(ku
 
     def released(attempt):
         configmap = get_configmap(kube, namespace, name)
-        return configmap and configmap["data"].get("started") == str(attempt)
+        return configmap and configmap["data"].get(api.CONFIGMAP_KEY_STARTED) == str(attempt)
 
     wait_for(lambda: released(0), timeout=90, interval=0.5, what="attempt 0 released")
     wait_for(lambda: released(1), timeout=120, interval=0.5, what="attempt 1 released")

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import CONTROLLER, Controller, wait_for
 from test_controller import JOBSETS, SHAPES, get_configmap, jobset_body, read_events, starts
+import muster_api as api  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not CONTROLLER.exists(), reason=f"{CONTROLLER} is not built (make)")
 
@@ -74,7 +75,7 @@ def test_two_replicas_one_acts_and_the_standby_takes_over(kube, kubeconfig, name
         name = "gang"
         kube.create(JOBSETS.format(namespace), jobset_body(name))
         # The fast pods start at once and wait; the slow pool appears 8 s later.
-        wait_for(lambda: len(starts(read_events(standins), "group-scheduling-init", namespace)) >= 2,
+        wait_for(lambda: len(starts(read_events(standins), api.BARRIER_CONTAINER, namespace)) >= 2,
                  timeout=60, interval=0.2, what="the fast pods at their barriers")
         assert get_configmap(kube, namespace, name) is None
         leader.kill()
@@ -91,10 +92,10 @@ def test_two_replicas_one_acts_and_the_standby_takes_over(kube, kubeconfig, name
             return main if len(main) == 4 else None
 
         main = wait_for(all_main_started, timeout=90, interval=0.2, what="all 4 main containers started")
-        barrier = starts(read_events(standins), "group-scheduling-init", namespace)
+        barrier = starts(read_events(standins), api.BARRIER_CONTAINER, namespace)
         assert min(main.values()) >= max(barrier.values()), (main, barrier)
         assert max(main.values()) - min(main.values()) < 1.0, main
-        assert get_configmap(kube, namespace, name)["data"]["started"] == "0"
+        assert get_configmap(kube, namespace, name)["data"][api.CONFIGMAP_KEY_STARTED] == "0"
         releases = leader.releases() + standby.releases()
         assert len(releases) == 1 and releases[0] in standby.releases(), releases
 

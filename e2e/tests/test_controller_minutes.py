@@ -11,6 +11,7 @@ import pytest
 
 from conftest import CONTROLLER, Controller, wait_for
 from test_controller import JOBSETS, SHAPES, get_configmap, jobset_body, read_events, starts
+import muster_api as api  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not CONTROLLER.exists(), reason=f"{CONTROLLER} is not built (make)")
 
@@ -32,7 +33,7 @@ def test_pools_ready_minutes_apart_start_together(kube, kubeconfig, namespace, r
 
         # The fast pods are at their barriers long before the slow pool exists,
         # through several volume syncs: none may pass.
-        wait_for(lambda: len(starts(read_events(events), "group-scheduling-init", namespace)) >= 2,
+        wait_for(lambda: len(starts(read_events(events), api.BARRIER_CONTAINER, namespace)) >= 2,
                  timeout=60, interval=0.5, what="the fast pods at their barriers")
         wait_for(lambda: False if get_configmap(kube, namespace, name) is None else True,
                  timeout=LATE_SECONDS + 60, interval=1, what="the release ConfigMap")
@@ -42,7 +43,7 @@ def test_pools_ready_minutes_apart_start_together(kube, kubeconfig, namespace, r
             return main if len(main) == 4 else None
 
         main = wait_for(all_main_started, timeout=60, interval=0.2, what="all 4 main containers started")
-        barrier = starts(read_events(events), "group-scheduling-init", namespace)
+        barrier = starts(read_events(events), api.BARRIER_CONTAINER, namespace)
         assert len(barrier) == 4, barrier
         waited = max(barrier.values()) - min(barrier.values())
         assert waited > LATE_SECONDS - 15, f"the pools were only {waited:.0f} s apart"

@@ -68,6 +68,7 @@ import pytest
 from conftest import (BARRIER_BINARY, CONTROLLER, ROOT, Controller, barrier_init_container,
                       group_scheduling_volume, wait_for)
 from kube import ApiError, Kube, start_watch
+import muster_api as api  # noqa: E402
 
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
 # A token of this module's own: concurrent e2e runs on one host share the
@@ -79,8 +80,8 @@ TOKEN = "e2e-robust-" + uuid.uuid4().hex
 # IP's port (another run's barrier holds it) is left to the volume, and a
 # push to 9443 could reach another run's barrier.
 PUSH_PORT = random.SystemRandom().randrange(20000, 30000)
-BARRIER = "group-scheduling-init"
-ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
+BARRIER = api.BARRIER_CONTAINER
+ATTEMPT_LABEL = api.JOBSET_LABEL_RESTART_ATTEMPT
 SYNC_PERIOD = 5  # seconds, + up to 50 % jitter: the volume path's worst case is 7.5 s
 
 pytestmark = pytest.mark.skipif(not CONTROLLER.exists(), reason=f"{CONTROLLER} is not built (make)")
@@ -133,7 +134,7 @@ def rng(request):
 
 def barrier_on_push_port():
     barrier = barrier_init_container(TOKEN, "120")
-    barrier["args"] = [arg.replace("$(POD_IP):9443", f"$(POD_IP):{PUSH_PORT}") for arg in barrier["args"]]
+    barrier["args"] = [arg.replace(f"$(POD_IP):{api.BARRIER_PORT}", f"$(POD_IP):{PUSH_PORT}") for arg in barrier["args"]]
     assert f"$(POD_IP):{PUSH_PORT}" in barrier["args"], barrier["args"]
     return barrier
 
@@ -158,11 +159,11 @@ def jobset_body(name, replicated_jobs, max_restarts=0, gated=()):
     <name>-gate (a required volume): the node agent, like kubelet, starts them
     only at its first sync after the ConfigMap exists."""
     def pod_template(job, pool, annotations):
-        volumes = [group_scheduling_volume(f"{name}-group-scheduling")]
+        volumes = [group_scheduling_volume(f"{name}{api.CONFIGMAP_SUFFIX}")]
         if job in gated:
             volumes.append({"name": "gate", "configMap": {"name": f"{name}-gate"}})
         return {
-            "metadata": {"labels": {"muster.dev/group-scheduling": "true"},
+            "metadata": {"labels": {api.LABEL_GROUP_SCHEDULING: "true"},
                          "annotations": dict(annotations or {})},
             "spec": {
                 "restartPolicy": "Never",
@@ -176,7 +177,7 @@ def jobset_body(name, replicated_jobs, max_restarts=0, gated=()):
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
         "metadata": {"name": name, "annotations": {
-            "muster.dev/barrier-token": TOKEN, "muster.dev/group-scheduling-timeout": "120"}},
+            api.ANNOTATION_BARRIER_TOKEN: TOKEN, api.ANNOTATION_GROUP_TIMEOUT: "120"}},
         "spec": {
             "groupSchedulingConfig": {"timeoutAfterSeconds": 120},
             "failurePolicy": {"maxRestarts": max_restarts},
@@ -260,7 +261,7 @@ class ConfigMapWatch:
     callback in the watch thread the moment data.started becomes value."""
 
     def __init__(self, kube, namespace, jobset):
-        self.name = f"{jobset}-group-scheduling"
+        self.name = f"{jobset}{api.CONFIGMAP_SUFFIX}"
         self.history = []
         self.seen = set()
         self.lock = threading.Lock()
@@ -279,7 +280,7 @@ class ConfigMapWatch:
 
     def on_event(self, event_type, obj):
         now = time.time()
-        started = None if event_type == "DELETED" else (obj.get("data") or {}).get("started")
+        started = None if event_type == "DELETED" else (obj.get("data") or {}).get(api.CONFIGMAP_KEY_STARTED)
         key = (event_type, obj["metadata"].get("resourceVersion"))
         with self.lock:
             if key in self.seen:
@@ -428,7 +429,7 @@ def released_events(kube, namespace, jobset, attempt):
 
 def get_configmap(kube, namespace, jobset):
     try:
-        return kube.get(f"/api/v1/namespaces/{namespace}/configmaps/{jobset}-group-scheduling")
+        return kube.get(f"/api/v1/namespaces/{namespace}/configmaps/{jobset}{api.CONFIGMAP_SUFFIX}")
     except ApiError as error:
         if error.status == 404:
             return None
@@ -584,7 +585,7 @@ def test_controller_killed_at_random_moments_releases_once(kube, namespace, harn
 
         # The ConfigMap: attempt 0, written once, owned by the JobSet.
         configmap = get_configmap(kube, namespace, name)
-        assert configmap["data"]["started"] == "0", configmap
+        assert configmap["data"][api.CONFIGMAP_KEY_STARTED] == "0", configmap
         assert configmaps.values() == ["0"], (configmaps.history, lifetimes.describe())
         assert [(o["kind"], o["uid"], o.get("controller")) for o in configmap["metadata"]["ownerReferences"]] \
             == [("JobSet", jobset["metadata"]["uid"], True)], configmap["metadata"]
@@ -900,7 +901,7 @@ def test_configmap_garbage_collected_with_its_jobset(kube, namespace, harness):
     configmap = wait_for(lambda: get_configmap(kube, namespace, name), timeout=30, interval=0.1,
                          what=f"the release ConfigMap\n{controller.output()}")
     # The release names the JobSet and its gang generation (the barrier checks both).
-    assert configmap["data"] == {"started": "0", "jobset-uid": jobset["metadata"]["uid"], "generation": "0"}, \
+    assert configmap["data"] == {api.CONFIGMAP_KEY_STARTED: "0", api.CONFIGMAP_KEY_JOBSET_UID: jobset["metadata"]["uid"], api.CONFIGMAP_KEY_GENERATION: "0"}, \
         configmap
     owners = configmap["metadata"]["ownerReferences"]
     assert [(o["apiVersion"], o["kind"], o["name"], o["uid"], o.get("controller")) for o in owners] == \
@@ -919,10 +920,10 @@ def test_configmap_garbage_collected_with_its_jobset(kube, namespace, harness):
             return error.status == 404
 
     wait_for(lambda: gone(JOBSETS.format(namespace) + f"/{name}"), timeout=10, what="the JobSet deleted")
-    wait_for(lambda: gone(f"/api/v1/namespaces/{namespace}/configmaps/{name}-group-scheduling"), timeout=30,
+    wait_for(lambda: gone(f"/api/v1/namespaces/{namespace}/configmaps/{name}{api.CONFIGMAP_SUFFIX}"), timeout=30,
              interval=0.2, what="the ConfigMap garbage-collected with its JobSet")
     wait_for(lambda: not kube.list(f"/apis/batch/v1/namespaces/{namespace}/jobs",
-                                   labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}")[0],
+                                   labelSelector=f"{api.JOBSET_LABEL_NAME}={name}")[0],
              timeout=30, interval=0.2, what="the JobSet's Jobs garbage-collected")
     # The controller forgot the JobSet and did not write the ConfigMap again.
     wait_for(lambda: f"event=jobset-forgotten jobset={namespace}/{name}" in controller.output(), timeout=10,

@@ -42,6 +42,7 @@ import yaml
 
 from conftest import CONTROLLER, ROOT, Controller, wait_for
 from kube import ApiError
+import muster_api as api  # noqa: E402
 
 DEPLOY = ROOT / "deploy"
 PATCH_CRD = DEPLOY / "crd" / "patch-crd.sh"
@@ -544,7 +545,7 @@ class FakeWebhook:
                     op = ({"op": "add", "path": "/metadata/annotations/muster.dev~1barrier-token",
                            "value": "fake-token-0123456789abcdef"} if annotations is not None else
                           {"op": "add", "path": "/metadata/annotations",
-                           "value": {"muster.dev/barrier-token": "fake-token-0123456789abcdef"}})
+                           "value": {api.ANNOTATION_BARRIER_TOKEN: "fake-token-0123456789abcdef"}})
                     response["patchType"] = "JSONPatch"
                     response["patch"] = base64.b64encode(json.dumps([op]).encode()).decode()
                 body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
@@ -607,8 +608,8 @@ def test_registered_webhooks_are_called_as_rendered(kube, kubeconfig, namespace,
         server.calls.clear()
 
         # CREATE: mutated (token annotation added), then validated.
-        created = kube.create(path, jobset("gang", annotations={"muster.dev/group-scheduling-timeout": "60"}))
-        assert created["metadata"]["annotations"]["muster.dev/barrier-token"] == "fake-token-0123456789abcdef"
+        created = kube.create(path, jobset("gang", annotations={api.ANNOTATION_GROUP_TIMEOUT: "60"}))
+        assert created["metadata"]["annotations"][api.ANNOTATION_BARRIER_TOKEN] == "fake-token-0123456789abcdef"
         assert calls() == [("/mutate", "CREATE", namespace, "gang", "jobsets", None),
                            ("/validate", "CREATE", namespace, "gang", "jobsets", None)]
         # matchConditions are ignored by 1.20: a JobSet that does not ask for a
@@ -829,7 +830,7 @@ def test_controller_works_with_its_service_account(kube, kubeconfig, namespace, 
     name = "gang"
     token_value = "e2e-deploy-token-0123456789"
     created = kube.create(JOBSETS.format(namespace), jobset(name, annotations={
-        "muster.dev/group-scheduling-timeout": "60", "muster.dev/barrier-token": token_value}))
+        api.ANNOTATION_GROUP_TIMEOUT: "60", api.ANNOTATION_BARRIER_TOKEN: token_value}))
     jobset_uid = created["metadata"]["uid"]
 
     pods = []
@@ -838,23 +839,23 @@ def test_controller_works_with_its_service_account(kube, kubeconfig, namespace, 
         pod_name = f"{name}-workers-{index}-0-a{attempt}"
         pods.append(pod_name)
         kube.create(f"/api/v1/namespaces/{namespace}/pods", {"metadata": {"name": pod_name, "labels": {
-            "muster.dev/group-scheduling": "true",  # the webhook's label, which the controller watches
-            "jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/jobset-uid": jobset_uid,
-            "jobset.sigs.k8s.io/replicatedjob-name": "workers",
-            "jobset.sigs.k8s.io/restart-attempt": str(attempt), "jobset.sigs.k8s.io/job-index": str(index)}},
+            api.LABEL_GROUP_SCHEDULING: "true",  # the webhook's label, which the controller watches
+            api.JOBSET_LABEL_NAME: name, api.JOBSET_LABEL_UID: jobset_uid,
+            api.JOBSET_LABEL_REPLICATED_JOB: "workers",
+            api.JOBSET_LABEL_RESTART_ATTEMPT: str(attempt), "jobset.sigs.k8s.io/job-index": str(index)}},
             "spec": {"nodeName": "muster-deploy-test-node", "restartPolicy": "Never",
-                     "initContainers": [{"name": "group-scheduling-init", "image": "barrier"}],
+                     "initContainers": [{"name": api.BARRIER_CONTAINER, "image": "barrier"}],
                      "containers": [{"name": "main", "image": "busybox"}]}})
         now = datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
         kube.patch(f"/api/v1/namespaces/{namespace}/pods/{pod_name}/status", {"status": {
             "phase": "Pending", "podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}], "startTime": now,
-            "initContainerStatuses": [{"name": "group-scheduling-init", "image": "barrier", "imageID": "",
+            "initContainerStatuses": [{"name": api.BARRIER_CONTAINER, "image": "barrier", "imageID": "",
                                        "ready": False, "restartCount": 0,
                                        "state": {"running": {"startedAt": now}}}]}})
 
     def started_value():
         try:
-            return kube.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}-group-scheduling")["data"]["started"]
+            return kube.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}{api.CONFIGMAP_SUFFIX}")["data"][api.CONFIGMAP_KEY_STARTED]
         except (ApiError, KeyError):
             return None
 
@@ -867,7 +868,7 @@ def test_controller_works_with_its_service_account(kube, kubeconfig, namespace, 
         started_pod(0, 0)
         started_pod(1, 0)
         assert wait_for(lambda: started_value() == "0", timeout=20, what="the release of attempt 0")
-        configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}-group-scheduling")
+        configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}{api.CONFIGMAP_SUFFIX}")
         assert configmap["metadata"]["ownerReferences"][0]["name"] == name
 
         # A JobSet restart: the ConfigMap is patched for attempt 1.

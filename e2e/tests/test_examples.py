@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, wait_for
+import muster_api as api  # noqa: E402
 
 EXAMPLES = ROOT.parent / "shared" / "jobset" / "examples"
 SHAPE = ROOT / "e2e" / "shapes" / "examples.yaml"
@@ -35,7 +36,7 @@ def jobset_state(kube, namespace, name):
 
 def pods_of(kube, namespace, name):
     items, _ = kube.list(f"/api/v1/namespaces/{namespace}/pods",
-                         labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}")
+                         labelSelector=f"{api.JOBSET_LABEL_NAME}={name}")
     return items
 
 
@@ -77,7 +78,7 @@ def test_failing_pod_restarts_the_jobset_with_a_new_attempt(kube, namespace, sta
 
     def attempt_pods(attempt):
         pods = [p for p in pods_of(kube, namespace, name)
-                if p["metadata"]["labels"].get("jobset.sigs.k8s.io/restart-attempt") == str(attempt)
+                if p["metadata"]["labels"].get(api.JOBSET_LABEL_RESTART_ATTEMPT) == str(attempt)
                 and not p["metadata"].get("deletionTimestamp")]
         return pods if len(pods) == 4 else None
 
@@ -85,7 +86,7 @@ def test_failing_pod_restarts_the_jobset_with_a_new_attempt(kube, namespace, sta
     second = wait_for(lambda: attempt_pods(1), timeout=120, what="attempt 1 pods after the failure")
     assert not {p["metadata"]["uid"] for p in first} & {p["metadata"]["uid"] for p in second}
     for pod in second:
-        assert pod["metadata"]["annotations"]["jobset.sigs.k8s.io/restart-attempt"] == "1"
+        assert pod["metadata"]["annotations"][api.JOBSET_LABEL_RESTART_ATTEMPT] == "1"
     # maxRestarts 3: the fourth failure ends it.
     wait_for(lambda: jobset_state(kube, namespace, name) == "Failed", timeout=240, interval=1,
              what="JobSet Failed after maxRestarts")

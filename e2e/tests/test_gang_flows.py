@@ -25,8 +25,9 @@ import pytest
 from conftest import Controller, wait_for
 from kube import ApiError
 from test_webhook import JOBSETS, hooked, webhook  # noqa: F401 - fixtures used by name
+import muster_api as api  # noqa: E402
 
-BARRIER = "group-scheduling-init"
+BARRIER = api.BARRIER_CONTAINER
 GATE = "e2e.muster.dev/gate"
 POOL = "gang-flows"
 SYNC_PERIOD = 2  # the node agent's volume sync: a ConfigMap reaches a barrier within 2-3 s
@@ -148,7 +149,7 @@ def create_and_run(kube, namespace, events_path, name):
     gate(kube, True)
     kube.create(path, jobset_body(name))
     uid = kube.get(f"{path}/{name}")["metadata"]["uid"]
-    pods = wait_pods(kube, namespace, 4, f"the pods of {name}", **{"jobset.sigs.k8s.io/jobset-uid": uid})
+    pods = wait_pods(kube, namespace, 4, f"the pods of {name}", **{api.JOBSET_LABEL_UID: uid})
     wait_for(lambda: len(starts(events_path, "main", pods)) == 4, timeout=90, interval=0.2,
              what=f"the main containers of {name}")
     return uid, pods
@@ -169,13 +170,13 @@ def assert_held_then_released_together(kube, events_path, namespace, pods):
 def hold_first_only(kube, events_path, namespace, uid, what):
     """`first` of the JobSet `uid` reaches its barrier while `late` cannot be
     scheduled; for HOLD_SECONDS no main container of that JobSet may start."""
-    first = wait_for(lambda: pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid,
-                                                          "jobset.sigs.k8s.io/replicatedjob-name": "first"}),
+    first = wait_for(lambda: pods_of(kube, namespace, **{api.JOBSET_LABEL_UID: uid,
+                                                          api.JOBSET_LABEL_REPLICATED_JOB: "first"}),
                      timeout=60, what=f"{what}: the pod of `first`")
     wait_for(lambda: starts(events_path, BARRIER, first), timeout=60, interval=0.2,
              what=f"{what}: the barrier of `first` running")
     time.sleep(HOLD_SECONDS)
-    mine = pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid})
+    mine = pods_of(kube, namespace, **{api.JOBSET_LABEL_UID: uid})
     early = starts(events_path, "main", mine)
     assert not early, f"{what}: main containers started with the group incomplete: {early}"
     return first
@@ -203,11 +204,11 @@ def test_same_name_new_jobset_does_not_count_the_old_pods(kube, gang):
              what="the old Jobs gone")
     # The orphaned release of the old JobSet goes as the garbage collector
     # would take it (a leftover still there is the next test's case).
-    kube.delete(f"/api/v1/namespaces/{namespace}/configmaps/gang-group-scheduling")
+    kube.delete(f"/api/v1/namespaces/{namespace}/configmaps/gang{api.CONFIGMAP_SUFFIX}")
     # One old pod finishes going, three stay: 3 + the first new pod = 4.
     leaving = sorted(old)[0]
     kube.delete(f"/api/v1/namespaces/{namespace}/pods/{leaving.split('/')[1]}")
-    wait_for(lambda: len(pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": old_uid})) == 3,
+    wait_for(lambda: len(pods_of(kube, namespace, **{api.JOBSET_LABEL_UID: old_uid})) == 3,
              timeout=60, what="three old pods left")
 
     gate(kube, False)
@@ -218,9 +219,9 @@ def test_same_name_new_jobset_does_not_count_the_old_pods(kube, gang):
     hold_first_only(kube, events_path, namespace, new_uid, "the new JobSet")
     assert len(controller.releases()) == released_before, controller.releases()
 
-    new = wait_pods(kube, namespace, 4, "the new pods", **{"jobset.sigs.k8s.io/jobset-uid": new_uid})
+    new = wait_pods(kube, namespace, 4, "the new pods", **{api.JOBSET_LABEL_UID: new_uid})
     assert_held_then_released_together(kube, events_path, namespace, new)
-    configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang-group-scheduling")
+    configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang{api.CONFIGMAP_SUFFIX}")
     assert configmap["data"]["jobset-uid"] == new_uid, configmap
     assert [o["uid"] for o in configmap["metadata"]["ownerReferences"]] == [new_uid]
     releases = controller.releases()
@@ -235,8 +236,8 @@ def test_a_configmap_that_is_not_the_jobsets_never_releases_it(kube, gang, whose
     projects it into every barrier's volume; the barriers must not pass."""
     namespace, events_path, controller = gang
     path = JOBSETS.format(namespace)
-    metadata = {"name": "gang-group-scheduling"}
-    data = {"started": "0"}
+    metadata = {"name": api.configmap_name("gang")}
+    data = {api.CONFIGMAP_KEY_STARTED: "0"}
     if whose == "leftover":
         # The garbage collector deletes it (its owner is gone); the test's
         # finalizer holds it there, Terminating, as long as the collector
@@ -253,7 +254,7 @@ def test_a_configmap_that_is_not_the_jobsets_never_releases_it(kube, gang, whose
     uid = kube.get(f"{path}/gang")["metadata"]["uid"]
     hold_first_only(kube, events_path, namespace, uid, f"the {whose}'s ConfigMap")
 
-    cm_path = f"/api/v1/namespaces/{namespace}/configmaps/gang-group-scheduling"
+    cm_path = f"/api/v1/namespaces/{namespace}/configmaps/gang{api.CONFIGMAP_SUFFIX}"
     if whose == "user":
         # Left alone and reported; the group waits until it is deleted.
         def conflict_event():
@@ -265,10 +266,10 @@ def test_a_configmap_that_is_not_the_jobsets_never_releases_it(kube, gang, whose
         # The collector finishes; the controller would otherwise replace it.
         kube.delete(cm_path)
         kube.patch(cm_path, {"metadata": {"finalizers": None}})
-    pods = wait_pods(kube, namespace, 4, "the pods", **{"jobset.sigs.k8s.io/jobset-uid": uid})
+    pods = wait_pods(kube, namespace, 4, "the pods", **{api.JOBSET_LABEL_UID: uid})
     assert_held_then_released_together(kube, events_path, namespace, pods)
-    configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang-group-scheduling")
-    assert configmap["data"] == {"started": "0", "jobset-uid": uid, "generation": "0"}, configmap
+    configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang{api.CONFIGMAP_SUFFIX}")
+    assert configmap["data"] == {api.CONFIGMAP_KEY_STARTED: "0", api.CONFIGMAP_KEY_JOBSET_UID: uid, api.CONFIGMAP_KEY_GENERATION: "0"}, configmap
 
 
 def test_suspend_and_resume_starts_a_new_gang(kube, gang):
@@ -280,27 +281,27 @@ def test_suspend_and_resume_starts_a_new_gang(kube, gang):
     namespace, events_path, controller = gang
     path = JOBSETS.format(namespace)
     uid, before = create_and_run(kube, namespace, events_path, "gang")
-    configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang-group-scheduling")
-    assert configmap["data"]["started"] == "0", configmap
+    configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang{api.CONFIGMAP_SUFFIX}")
+    assert configmap["data"][api.CONFIGMAP_KEY_STARTED] == "0", configmap
 
     kube.patch(f"{path}/gang", {"spec": {"suspend": True}})
-    wait_for(lambda: not pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid}), timeout=60,
+    wait_for(lambda: not pods_of(kube, namespace, **{api.JOBSET_LABEL_UID: uid}), timeout=60,
              what="the suspended JobSet's pods gone")
     gate(kube, False)
     resumed = kube.patch(f"{path}/gang", {"spec": {"suspend": False}})
 
     first = hold_first_only(kube, events_path, namespace, uid, "the resumed JobSet")
     templates = [rj["template"]["spec"]["template"] for rj in resumed["spec"]["replicatedJobs"]]
-    assert [t["metadata"]["labels"].get("muster.dev/gang-generation") for t in templates] == ["1", "1"], templates
+    assert [t["metadata"]["labels"].get(api.LABEL_GANG_GENERATION) for t in templates] == ["1", "1"], templates
     (pod,) = [kube.get(f"/api/v1/namespaces/{namespace}/pods/{p.split('/')[1]}") for p in first]
-    assert pod["metadata"]["labels"]["muster.dev/gang-generation"] == "1"
-    assert pod["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "0"
+    assert pod["metadata"]["labels"][api.LABEL_GANG_GENERATION] == "1"
+    assert pod["metadata"]["labels"][api.JOBSET_LABEL_RESTART_ATTEMPT] == "0"
 
-    after = wait_pods(kube, namespace, 4, "generation 1's pods", **{"jobset.sigs.k8s.io/jobset-uid": uid, "muster.dev/gang-generation": "1"})
+    after = wait_pods(kube, namespace, 4, "generation 1's pods", **{api.JOBSET_LABEL_UID: uid, api.LABEL_GANG_GENERATION: "1"})
     assert not after & before
     assert_held_then_released_together(kube, events_path, namespace, after)
-    configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang-group-scheduling")
-    assert configmap["data"] == {"started": "0", "jobset-uid": uid, "generation": "1"}, configmap
+    configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang{api.CONFIGMAP_SUFFIX}")
+    assert configmap["data"] == {api.CONFIGMAP_KEY_STARTED: "0", api.CONFIGMAP_KEY_JOBSET_UID: uid, api.CONFIGMAP_KEY_GENERATION: "1"}, configmap
     releases = controller.releases()
     assert [("generation=0" in r, "generation=1" in r) for r in releases] == [(True, False), (False, True)], releases
 
@@ -308,7 +309,7 @@ def test_suspend_and_resume_starts_a_new_gang(kube, gang):
     # what it admitted (without muster's label). The next resume must still
     # start generation 2: a second generation 1 would pass on the release above.
     kube.patch(f"{path}/gang", {"spec": {"suspend": True}})
-    wait_for(lambda: not pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid}), timeout=60,
+    wait_for(lambda: not pods_of(kube, namespace, **{api.JOBSET_LABEL_UID: uid}), timeout=60,
              what="the evicted JobSet's pods gone")
     gate(kube, False)
     kube.patch(f"{path}/gang", [{"op": "remove", "path": f"/spec/replicatedJobs/{i}/template/spec/template/metadata/"
@@ -316,10 +317,10 @@ def test_suspend_and_resume_starts_a_new_gang(kube, gang):
     readmitted = kube.patch(f"{path}/gang", {"spec": {"suspend": False}})
     hold_first_only(kube, events_path, namespace, uid, "the re-admitted JobSet")
     templates = [rj["template"]["spec"]["template"] for rj in readmitted["spec"]["replicatedJobs"]]
-    assert [t["metadata"]["labels"].get("muster.dev/gang-generation") for t in templates] == ["2", "2"], templates
-    third = wait_pods(kube, namespace, 4, "generation 2's pods", **{"jobset.sigs.k8s.io/jobset-uid": uid, "muster.dev/gang-generation": "2"})
+    assert [t["metadata"]["labels"].get(api.LABEL_GANG_GENERATION) for t in templates] == ["2", "2"], templates
+    third = wait_pods(kube, namespace, 4, "generation 2's pods", **{api.JOBSET_LABEL_UID: uid, api.LABEL_GANG_GENERATION: "2"})
     assert_held_then_released_together(kube, events_path, namespace, third)
-    configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang-group-scheduling")
+    configmap = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/gang{api.CONFIGMAP_SUFFIX}")
     assert configmap["data"]["generation"] == "2", configmap
 
 
@@ -342,8 +343,8 @@ def test_a_timeout_restarted_in_place_is_reported_once(kube, gang):
     gate(kube, False)
     kube.create(path, jobset_body("gang", restart_policy="OnFailure", timeout=2, backoff_limit=6))
     uid = kube.get(f"{path}/gang")["metadata"]["uid"]
-    (first,) = wait_for(lambda: pods_of(kube, namespace, **{"jobset.sigs.k8s.io/jobset-uid": uid,
-                                                             "jobset.sigs.k8s.io/replicatedjob-name": "first"}),
+    (first,) = wait_for(lambda: pods_of(kube, namespace, **{api.JOBSET_LABEL_UID: uid,
+                                                             api.JOBSET_LABEL_REPLICATED_JOB: "first"}),
                         timeout=60, what="the pod of `first`")
 
     def timed_out_twice():
@@ -389,10 +390,10 @@ def test_host_network_pods_sharing_a_node_are_all_released_by_the_push(kube, gan
     kube.create(path, jobset_body("gang", host_network=True, jobs=[
         ("left", 3, {host: first_node}, False), ("right", 3, {host: second_node}, True)]))
     uid = kube.get(f"{path}/gang")["metadata"]["uid"]
-    left = wait_pods(kube, namespace, 3, "the pods of the first node", **{"jobset.sigs.k8s.io/jobset-uid": uid, "jobset.sigs.k8s.io/replicatedjob-name": "left"})
+    left = wait_pods(kube, namespace, 3, "the pods of the first node", **{api.JOBSET_LABEL_UID: uid, api.JOBSET_LABEL_REPLICATED_JOB: "left"})
     wait_for(lambda: len(starts(events_path, BARRIER, left)) == 3, timeout=60, interval=0.2,
              what="three barriers on the first node")
-    pods = wait_pods(kube, namespace, 6, "the six pods", **{"jobset.sigs.k8s.io/jobset-uid": uid})
+    pods = wait_pods(kube, namespace, 6, "the six pods", **{api.JOBSET_LABEL_UID: uid})
     ips = {kube.get(f"/api/v1/namespaces/{namespace}/pods/{p.split('/')[1]}")["status"].get("podIP") for p in left}
     assert len(ips) == 1, f"the first node's pods do not share one address: {ips}"
     main, barrier = assert_held_then_released_together(kube, events_path, namespace, pods)

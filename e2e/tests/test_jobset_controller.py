@@ -17,6 +17,7 @@ import yaml
 
 from conftest import ROOT, wait_for
 from kube import now_rfc3339
+import muster_api as api  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
 EXAMPLES = SHARED / "jobset" / "examples"
@@ -26,11 +27,11 @@ pytestmark = pytest.mark.skipif(
     not EXAMPLES.is_dir(),
     reason=f"{EXAMPLES} is absent: the upstream JobSet examples come from ../shared beside the repository")
 
-JOBSET_KEYS = ("jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/jobset-uid",
-               "jobset.sigs.k8s.io/replicatedjob-name", "jobset.sigs.k8s.io/replicatedjob-replicas",
+JOBSET_KEYS = (api.JOBSET_LABEL_NAME, api.JOBSET_LABEL_UID,
+               api.JOBSET_LABEL_REPLICATED_JOB, "jobset.sigs.k8s.io/replicatedjob-replicas",
                "jobset.sigs.k8s.io/global-replicas", "jobset.sigs.k8s.io/job-index",
                "jobset.sigs.k8s.io/job-global-index", "jobset.sigs.k8s.io/job-key",
-               "jobset.sigs.k8s.io/restart-attempt", "jobset.sigs.k8s.io/group-name",
+               api.JOBSET_LABEL_RESTART_ATTEMPT, "jobset.sigs.k8s.io/group-name",
                "jobset.sigs.k8s.io/group-replicas", "jobset.sigs.k8s.io/job-group-index")
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 INDEX_ENV = {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
@@ -66,7 +67,7 @@ def get_jobset(kube, namespace, name):
 
 def list_pods(kube, namespace, jobset, live_only=True):
     items, _ = kube.list(f"/api/v1/namespaces/{namespace}/pods",
-                         labelSelector=f"jobset.sigs.k8s.io/jobset-name={jobset}")
+                         labelSelector=f"{api.JOBSET_LABEL_NAME}={jobset}")
     if live_only:
         items = [p for p in items if not p["metadata"].get("deletionTimestamp")]
     return items
@@ -74,7 +75,7 @@ def list_pods(kube, namespace, jobset, live_only=True):
 
 def list_jobs(kube, namespace, jobset):
     items, _ = kube.list(f"/apis/batch/v1/namespaces/{namespace}/jobs",
-                         labelSelector=f"jobset.sigs.k8s.io/jobset-name={jobset}")
+                         labelSelector=f"{api.JOBSET_LABEL_NAME}={jobset}")
     return items
 
 
@@ -83,11 +84,11 @@ def active(pods):
 
 
 def attempt_of(obj):
-    return obj["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"]
+    return obj["metadata"]["labels"][api.JOBSET_LABEL_RESTART_ATTEMPT]
 
 
 def rjob_of(obj):
-    return obj["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"]
+    return obj["metadata"]["labels"][api.JOBSET_LABEL_REPLICATED_JOB]
 
 
 def job_names(kube, namespace, jobset):
@@ -173,15 +174,15 @@ def expected_keys(namespace, js, rjob_name, job_index, restarts=0):
     group_replicas = sum(r.get("replicas", 1) for r in rjobs if r.get("groupName", "default") == group)
     name = f"{js['metadata']['name']}-{rjob_name}-{job_index}"
     return {
-        "jobset.sigs.k8s.io/jobset-name": js["metadata"]["name"],
-        "jobset.sigs.k8s.io/jobset-uid": js["metadata"]["uid"],
-        "jobset.sigs.k8s.io/replicatedjob-name": rjob_name,
+        api.JOBSET_LABEL_NAME: js["metadata"]["name"],
+        api.JOBSET_LABEL_UID: js["metadata"]["uid"],
+        api.JOBSET_LABEL_REPLICATED_JOB: rjob_name,
         "jobset.sigs.k8s.io/replicatedjob-replicas": str(replicas),
         "jobset.sigs.k8s.io/global-replicas": str(sum(r.get("replicas", 1) for r in rjobs)),
         "jobset.sigs.k8s.io/job-index": str(job_index),
         "jobset.sigs.k8s.io/job-global-index": str(global_index + job_index),
         "jobset.sigs.k8s.io/job-key": hashlib.sha1(f"{namespace}/{name}".encode()).hexdigest(),
-        "jobset.sigs.k8s.io/restart-attempt": str(restarts),
+        api.JOBSET_LABEL_RESTART_ATTEMPT: str(restarts),
         "jobset.sigs.k8s.io/group-name": group,
         "jobset.sigs.k8s.io/group-replicas": str(group_replicas),
         "jobset.sigs.k8s.io/job-group-index": str(group_index + job_index),
@@ -239,7 +240,7 @@ def test_simple_paralleljobs_pods_labels_service_and_completion(kube, namespace,
 
     service = kube.get(f"/api/v1/namespaces/{namespace}/services/{name}")
     assert service["spec"]["clusterIP"] == "None"
-    assert service["spec"]["selector"] == {"jobset.sigs.k8s.io/jobset-name": name}
+    assert service["spec"]["selector"] == {api.JOBSET_LABEL_NAME: name}
     assert service["spec"]["publishNotReadyAddresses"] is True
     assert owner(service)["uid"] == uid
 
@@ -263,21 +264,21 @@ def test_injected_init_container_volume_and_scheduling_survive_exactly(kube, nam
     (KEP-498, "Example JobSet spec AFTER webhook injection"); every pod must get
     them exactly. Fields the apiserver would default are spelled out, so what
     was admitted and what the pods carry can be compared byte for byte."""
-    init = {"name": "group-scheduling-init", "image": "bash:5.2", "imagePullPolicy": "IfNotPresent",
-            "command": ["bash", "-c", "while true; do if [ -f /mnt/group-scheduling/started ]; "
+    init = {"name": api.BARRIER_CONTAINER, "image": "bash:5.2", "imagePullPolicy": "IfNotPresent",
+            "command": ["bash", "-c", f"while true; do if [ -f {api.BARRIER_MOUNT}/started ]; "
                                       "then break; fi; sleep 1; done"],
             "env": [{"name": "MUSTER_TIMEOUT", "value": "300"}],
-            "volumeMounts": [{"mountPath": "/mnt/group-scheduling", "name": "group-scheduling"}],
+            "volumeMounts": [{"mountPath": api.BARRIER_MOUNT, "name": api.BARRIER_VOLUME}],
             "resources": {}, "terminationMessagePath": "/dev/termination-log",
             "terminationMessagePolicy": "File"}
-    volume = {"name": "group-scheduling",
-              "configMap": {"name": "my-jobset-group-scheduling", "optional": True, "defaultMode": 420}}
+    volume = {"name": api.BARRIER_VOLUME,
+              "configMap": {"name": api.configmap_name("my-jobset"), "optional": True, "defaultMode": 420}}
     node_selector = {"cloud.google.com/gke-nodepool": "pool-1", "topology.example.com/rack": "r7"}
     tolerations = [{"key": "example.com/accelerator", "operator": "Exists", "effect": "NoSchedule"}]
     affinity = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 10, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {
-            "matchLabels": {"jobset.sigs.k8s.io/jobset-name": "my-jobset"}}}}]}}
-    template_annotations = {"muster.dev/group-scheduling": "300"}
+            "matchLabels": {api.JOBSET_LABEL_NAME: "my-jobset"}}}}]}}
+    template_annotations = {api.LABEL_GROUP_SCHEDULING: "300"}
     body = {
         "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "my-jobset"},
         "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
@@ -333,7 +334,7 @@ def test_failure_policy_restarts_then_fails(kube, namespace, controller, strateg
                              what=f"{count} pods of restart attempt {attempt}")
         assert get_jobset(kube, namespace, name)["status"]["restarts"] == attempt
         for pod in pods:
-            assert pod["metadata"]["annotations"]["jobset.sigs.k8s.io/restart-attempt"] == str(attempt)
+            assert pod["metadata"]["annotations"][api.JOBSET_LABEL_RESTART_ATTEMPT] == str(attempt)
         leader = next(p for p in pods if job_of(p) == f"{name}-leader-0" and index_of(p) == 0)
         old_names = {p["metadata"]["name"] for p in pods}
         play_kubelet(kube, leader, "Failed")

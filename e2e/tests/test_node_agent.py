@@ -12,6 +12,7 @@ import pytest
 
 from conftest import ROOT, barrier_init_container, group_scheduling_volume, wait_for
 from kube import ApiError
+import muster_api as api  # noqa: E402
 
 SHAPES = ROOT / "e2e" / "shapes"
 TOKEN = "e2e-token-0123456789abcdef"
@@ -56,7 +57,7 @@ def barrier_pod(name, attempt="0", timeout="60", token=TOKEN, restart_policy="Ne
     """A pod as the muster webhook will shape it (KEP-498's example, with the
     real barrier instead of the bash loop)."""
     body = pod_body(name, restartPolicy=restart_policy)
-    body["metadata"]["labels"] = {"jobset.sigs.k8s.io/restart-attempt": attempt}
+    body["metadata"]["labels"] = {api.JOBSET_LABEL_RESTART_ATTEMPT: attempt}
     body["spec"]["initContainers"] = [barrier_init_container(token, timeout)]
     body["spec"]["volumes"] = [group_scheduling_volume("group-scheduling")]
     return body
@@ -118,17 +119,17 @@ def test_barrier_holds_until_configmap_release_reaches_the_volume(kube, namespac
     # A release of an earlier attempt reaches the volume at the next sync
     # (2 s + jitter) and must not let the pod through.
     kube.create(f"/api/v1/namespaces/{namespace}/configmaps",
-                {"metadata": {"name": "group-scheduling"}, "data": {"started": "0"}})
+                {"metadata": {"name": "group-scheduling"}, "data": {api.CONFIGMAP_KEY_STARTED: "0"}})
     time.sleep(5)
     assert init_running(kube, namespace, "gated"), "a stale release let the pod through"
-    kube.patch(f"/api/v1/namespaces/{namespace}/configmaps/group-scheduling", {"data": {"started": "1"}})
+    kube.patch(f"/api/v1/namespaces/{namespace}/configmaps/group-scheduling", {"data": {api.CONFIGMAP_KEY_STARTED: "1"}})
     pod = wait_for(lambda: phase(kube, namespace, "gated", "Succeeded"), timeout=30, what="gated Succeeded")
     init = pod["status"]["initContainerStatuses"][0]["state"]["terminated"]
     assert init["exitCode"] == 0
     events = [json.loads(line) for line in pathlib.Path(agent_events(tmp_path)).read_text().splitlines()]
     mine = [e for e in events if e["pod"] == f"{namespace}/gated"]
     order = [(e["container"], e["event"]) for e in mine]
-    assert order[:3] == [("group-scheduling-init", "started"), ("group-scheduling-init", "exited"),
+    assert order[:3] == [(api.BARRIER_CONTAINER, "started"), (api.BARRIER_CONTAINER, "exited"),
                          ("main", "started")]
 
 
@@ -137,7 +138,7 @@ def agent_events(tmp_path):
 
 
 def push(ip, line):
-    with socket.create_connection((ip, 9443), timeout=5) as conn:
+    with socket.create_connection((ip, api.BARRIER_PORT), timeout=5) as conn:
         conn.sendall(line.encode())
         return conn.recv(64).decode()
 

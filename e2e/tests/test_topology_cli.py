@@ -9,6 +9,7 @@ import subprocess
 import yaml
 
 from conftest import ROOT
+import muster_api as api  # noqa: E402
 
 CLI = ROOT / "bin" / "muster-topology"
 LEVELS = "block,rack,kubernetes.io/hostname"
@@ -27,12 +28,12 @@ def nodes(path):
 def jobset(path, pods, instance_level, whole_level=None):
     metadata = {"name": "train"}
     if whole_level:
-        metadata["annotations"] = {"muster.dev/topology-preferred": whole_level}
+        metadata["annotations"] = {api.ANNOTATION_TOPOLOGY_PREFERRED: whole_level}
     path.write_text(yaml.safe_dump({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": metadata,
                                     "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
                                         "parallelism": pods, "completions": pods, "template": {
                                             "metadata": {"annotations": {
-                                                "kueue.x-k8s.io/podset-required-topology": instance_level}},
+                                                api.KUEUE_ANNOTATION_REQUIRED: instance_level}},
                                             "spec": {"containers": [{"name": "c", "resources": {
                                                 "requests": {"cpu": "1"}}}]}}}}}]}}))
     return path

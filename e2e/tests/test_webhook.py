@@ -29,13 +29,14 @@ import yaml
 
 from conftest import CONTROLLER, ROOT, Controller, wait_for
 from kube import ApiError
+import muster_api as api  # noqa: E402
 
 WEBHOOK = ROOT / "bin" / "muster-webhook"
 DEPLOY = ROOT / "deploy"
 EXAMPLES = ROOT.parent / "shared" / "jobset" / "examples"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
 SELECTOR_LABEL = "e2e.muster.dev/webhook"
-BARRIER = "group-scheduling-init"
+BARRIER = api.BARRIER_CONTAINER
 
 pytestmark = pytest.mark.skipif(not WEBHOOK.exists() or not CONTROLLER.exists(),
                                 reason=f"{WEBHOOK} or {CONTROLLER} is not built (make)")
@@ -173,7 +174,7 @@ def starts(events, container, namespace, prefix=""):
 
 def pods_of(kube, namespace, name):
     items, _ = kube.list(f"/api/v1/namespaces/{namespace}/pods",
-                         labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}")
+                         labelSelector=f"{api.JOBSET_LABEL_NAME}={name}")
     return items
 
 
@@ -192,7 +193,7 @@ def check_injected(jobset, targeted):
     """The stored JobSet: settings kept, token written, barrier injected into
     exactly the targeted replicated jobs."""
     assert jobset["spec"]["groupSchedulingConfig"]["timeoutAfterSeconds"] == 300
-    token = jobset["metadata"]["annotations"]["muster.dev/barrier-token"]
+    token = jobset["metadata"]["annotations"][api.ANNOTATION_BARRIER_TOKEN]
     assert len(token) == 32
     for job in jobset["spec"]["replicatedJobs"]:
         template = job["template"]["spec"]["template"]
@@ -203,10 +204,10 @@ def check_injected(jobset, targeted):
         assert init[0]["name"] == BARRIER
         assert init[0]["args"][init[0]["args"].index("--timeout") + 1] == "300"
         assert {"name": "MUSTER_BARRIER_TOKEN", "value": token} in init[0]["env"]
-        assert template["metadata"]["labels"]["muster.dev/group-scheduling"] == "true"
-        volume = [v for v in template["spec"]["volumes"] if v["name"] == "group-scheduling"][0]
-        assert volume["configMap"] == {"name": f"{jobset['metadata']['name']}-group-scheduling", "optional": True}
-        assert init[0]["volumeMounts"] == [{"name": "group-scheduling", "mountPath": "/mnt/group-scheduling",
+        assert template["metadata"]["labels"][api.LABEL_GROUP_SCHEDULING] == "true"
+        volume = [v for v in template["spec"]["volumes"] if v["name"] == api.BARRIER_VOLUME][0]
+        assert volume["configMap"] == {"name": f"{jobset['metadata']['name']}{api.CONFIGMAP_SUFFIX}", "optional": True}
+        assert init[0]["volumeMounts"] == [{"name": api.BARRIER_VOLUME, "mountPath": api.BARRIER_MOUNT,
                                             "readOnly": True}]
 
 
@@ -312,7 +313,7 @@ def test_every_example_with_group_scheduling_runs(kube, kubeconfig, hooked, run_
             targets = doc["spec"]["groupSchedulingConfig"].get("targetReplicatedJobs") or \
                 [j["name"] for j in doc["spec"]["replicatedJobs"]]
             pods = pods_of(kube, namespace, name)
-            held = [p for p in pods if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] in targets]
+            held = [p for p in pods if p["metadata"]["labels"][api.JOBSET_LABEL_REPLICATED_JOB] in targets]
             assert held and all(p["spec"]["initContainers"][0]["name"] == BARRIER for p in held), name
             free = [p for p in pods if p not in held]
             assert all(BARRIER not in [c["name"] for c in p["spec"].get("initContainers", [])] for p in free), name
@@ -367,20 +368,20 @@ def test_each_invalid_case_is_denied_through_the_apiserver(kube, hooked):
         denied(kube, namespace, jobset("in-order", ("driver", "workers"), {"timeoutAfterSeconds": 60}, startup="InOrder"),
                "startupPolicy InOrder cannot be combined with a group that spans 2 replicated jobs"),
         denied(kube, namespace, jobset("reserved", config={"timeoutAfterSeconds": 60}, containers=[{"name": BARRIER, "image": "busybox"}]),
-               'the container name "group-scheduling-init" is reserved'),
+               f'the container name "{api.BARRIER_CONTAINER}" is reserved'),
         denied(kube, namespace, jobset("no-target", ("workers",), {"timeoutAfterSeconds": 60, "targetReplicatedJobs": ["wrkers"]}),
                'targetReplicatedJobs[0] "wrkers" names no replicated job of this JobSet (its replicated jobs: '
                'workers)'),
-        denied(kube, namespace, jobset("timeout", annotations={"muster.dev/group-scheduling-timeout": "0"}),
+        denied(kube, namespace, jobset("timeout", annotations={api.ANNOTATION_GROUP_TIMEOUT: "0"}),
                "must be between 1 and 86400"),
-        denied(kube, namespace, jobset("timeout2", annotations={"muster.dev/group-scheduling-timeout": "90000"}),
+        denied(kube, namespace, jobset("timeout2", annotations={api.ANNOTATION_GROUP_TIMEOUT: "90000"}),
                "must be between 1 and 86400"),
         denied(kube, namespace, jobset("n" * 240, config={"timeoutAfterSeconds": 60}), "use a name of at most 236 characters"),
         denied(kube, namespace, jobset("changed", config={"timeoutAfterSeconds": 60}),
                "groupSchedulingConfig cannot change after the JobSet is created (was: timeout 60 s",
                update={"spec": {"groupSchedulingConfig": {"timeoutAfterSeconds": 120}}}),
         denied(kube, namespace, jobset("both", config={"timeoutAfterSeconds": 60},
-                                       annotations={"muster.dev/group-scheduling-timeout": "30"}), "disagree"),
+                                       annotations={api.ANNOTATION_GROUP_TIMEOUT: "30"}), "disagree"),
     ]
     for message in messages:
         print(message)
@@ -388,7 +389,7 @@ def test_each_invalid_case_is_denied_through_the_apiserver(kube, hooked):
     kube.create(JOBSETS.format(namespace), jobset("in-order-one", ("driver", "workers"),
                                                   {"timeoutAfterSeconds": 60, "targetReplicatedJobs": ["workers"]}, startup="InOrder"))
     kube.create(JOBSETS.format(namespace), jobset("annotated", ("a", "b"), annotations={
-        "muster.dev/group-scheduling-timeout": "45", "muster.dev/group-scheduling-targets": "b"}))
+        api.ANNOTATION_GROUP_TIMEOUT: "45", api.ANNOTATION_GROUP_TARGETS: "b"}))
     stored = kube.get(JOBSETS.format(namespace) + "/annotated")
     init = [job["template"]["spec"]["template"]["spec"].get("initContainers", []) for job in stored["spec"]["replicatedJobs"]]
     assert init[0] == [] and init[1][0]["name"] == BARRIER and "45" in init[1][0]["args"]

@@ -103,20 +103,20 @@ static const char *annotation(const cJSON *jobset, const char *key, int *wrong_t
 static int decode_annotations(const cJSON *jobset, struct group_config *out, char **cause)
 {
 	int wrong_timeout, wrong_targets;
-	const char *timeout = annotation(jobset, GROUP_CONFIG_ANNOTATION_TIMEOUT, &wrong_timeout);
-	const char *targets = annotation(jobset, GROUP_CONFIG_ANNOTATION_TARGETS, &wrong_targets);
+	const char *timeout = annotation(jobset, MUSTER_ANNOTATION_GROUP_TIMEOUT, &wrong_timeout);
+	const char *targets = annotation(jobset, MUSTER_ANNOTATION_GROUP_TARGETS, &wrong_targets);
 	uint64_t seconds = 0;
 	size_t len;
 
 	if (wrong_timeout || wrong_targets)
 		return cause_fail(cause, "annotation %s is not a string",
-				  wrong_timeout ? GROUP_CONFIG_ANNOTATION_TIMEOUT
-						: GROUP_CONFIG_ANNOTATION_TARGETS);
+				  wrong_timeout ? MUSTER_ANNOTATION_GROUP_TIMEOUT
+						: MUSTER_ANNOTATION_GROUP_TARGETS);
 	if (!timeout) {
 		if (targets)
 			return cause_fail(cause,
-					  "annotation " GROUP_CONFIG_ANNOTATION_TARGETS " needs "
-					  "annotation " GROUP_CONFIG_ANNOTATION_TIMEOUT " too (it is the one "
+					  "annotation " MUSTER_ANNOTATION_GROUP_TARGETS " needs "
+					  "annotation " MUSTER_ANNOTATION_GROUP_TIMEOUT " too (it is the one "
 					  "that turns group scheduling on)");
 		return 0;
 	}
@@ -134,7 +134,7 @@ static int decode_annotations(const cJSON *jobset, struct group_config *out, cha
 		goto bad_timeout;
 	if (timeout[0] == '-' || seconds > INT32_MAX_VALUE)
 		return cause_fail(cause,
-				  "annotation " GROUP_CONFIG_ANNOTATION_TIMEOUT
+				  "annotation " MUSTER_ANNOTATION_GROUP_TIMEOUT
 				  " is \"%.20s\": it must be between %u and %u seconds (a day)",
 				  timeout, GROUP_CONFIG_TIMEOUT_MIN, GROUP_CONFIG_TIMEOUT_MAX);
 	out->has_timeout = 1;
@@ -143,7 +143,7 @@ static int decode_annotations(const cJSON *jobset, struct group_config *out, cha
 		return 0;
 	if (strnlen(targets, GROUP_CONFIG_ANNOTATION_MAX + 1) > GROUP_CONFIG_ANNOTATION_MAX)
 		return cause_fail(
-			cause, "annotation " GROUP_CONFIG_ANNOTATION_TARGETS " is longer than %d characters",
+			cause, "annotation " MUSTER_ANNOTATION_GROUP_TARGETS " is longer than %d characters",
 			GROUP_CONFIG_ANNOTATION_MAX);
 	/* Comma-separated; spaces around a name are allowed ("a, b"). */
 	for (const char *p = targets; *p;) {
@@ -156,19 +156,19 @@ static int decode_annotations(const cJSON *jobset, struct group_config *out, cha
 		while (last > first && last[-1] == ' ')
 			last--;
 		if (add_target(out, first, (size_t)(last - first),
-			       "annotation " GROUP_CONFIG_ANNOTATION_TARGETS, cause))
+			       "annotation " MUSTER_ANNOTATION_GROUP_TARGETS, cause))
 			return -1;
 		if (!end)
 			break;
 		p = end + 1;
 		if (!*p)
 			return cause_fail(cause,
-					  "annotation " GROUP_CONFIG_ANNOTATION_TARGETS " ends with a comma");
+					  "annotation " MUSTER_ANNOTATION_GROUP_TARGETS " ends with a comma");
 	}
 	return 0;
 bad_timeout:
 	return cause_fail(cause,
-			  "annotation " GROUP_CONFIG_ANNOTATION_TIMEOUT
+			  "annotation " MUSTER_ANNOTATION_GROUP_TIMEOUT
 			  " is \"%.20s\", not a whole number of "
 			  "seconds (e.g. \"300\"; from %u to %u)",
 			  timeout, GROUP_CONFIG_TIMEOUT_MIN, GROUP_CONFIG_TIMEOUT_MAX);
@@ -212,8 +212,8 @@ int group_config_decode(const cJSON *jobset, struct group_config *out, char **ca
 		    !same_targets(out, from_annotations)) {
 			cause_fail(
 				cause,
-				"spec.groupSchedulingConfig and the annotations " GROUP_CONFIG_ANNOTATION_TIMEOUT
-				"/" GROUP_CONFIG_ANNOTATION_TARGETS " disagree: keep one of them, or make "
+				"spec.groupSchedulingConfig and the annotations " MUSTER_ANNOTATION_GROUP_TIMEOUT
+				"/" MUSTER_ANNOTATION_GROUP_TARGETS " disagree: keep one of them, or make "
 				"them say the same");
 			goto out;
 		}

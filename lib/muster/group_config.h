@@ -31,8 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GROUP_CONFIG_ANNOTATION_TIMEOUT "muster.dev/group-scheduling-timeout"
-#define GROUP_CONFIG_ANNOTATION_TARGETS "muster.dev/group-scheduling-targets"
+#include "muster_api.h"
 
 /* The documented range of timeoutAfterSeconds (checked by the webhook and by
  * the CRD patch's schema): at least a second, at most a day. A gang that has

@@ -1,26 +1,107 @@
 /*
- * muster_api: names of muster's contract with the cluster that more than one
- * binary reads (the webhook writes them, the controller and the barrier read
- * them). Names of the release of record (the ConfigMap keys) and the push
- * line live in release_line.h, shared with the barrier.
+ * muster_api: muster's contract with the cluster, each name once.
  *
- * Not all of the contract is here yet: moving every label, annotation and
- * object name into this one header is the restructure issue's work.
+ * Every label, annotation, container, volume, mount path, ConfigMap name rule
+ * and key, environment variable and exit code that more than one party reads
+ * (the webhook writes them, the controller and the barrier read them, users
+ * write some of them) is defined here and nowhere else; so are the upstream
+ * names (JobSet's labels, Kueue's annotations) muster reads. The e2e suite
+ * reads this file too (e2e/muster_api.py parses its #define lines), so a
+ * name changed here changes for the tests as well.
+ *
+ * A name that appears in a JSON Pointer (a JSON Patch path) has a _POINTER
+ * twin, built from the same words, with '/' escaped as "~1" (RFC 6901).
+ *
+ * The wire format of the pushed release line is release_line.h's.
  */
 #ifndef MUSTER_API_H
 #define MUSTER_API_H
 
-/* Label on the targeted pod templates of a group-scheduled JobSet: muster's
- * count of the JobSet's resumes (suspend true -> false). The webhook raises
- * it on every resume, JobSet copies it to the child Jobs' pod templates when
- * it resumes them, and the barrier (through the downward API) and the
- * controller compare it: a release of an earlier generation never lets a
- * pod of a later one through. Absent means 0. */
+/* --- Group scheduling (gang start) ------------------------------------- */
+
+/* The JobSet annotations of the group-scheduling settings, for clusters where
+ * the JobSet CRD prunes spec.groupSchedulingConfig (lib/muster/group_config.h):
+ * "<seconds>" and "<name>,<name>". */
+#define MUSTER_ANNOTATION_GROUP_TIMEOUT "muster.dev/group-scheduling-timeout"
+#define MUSTER_ANNOTATION_GROUP_TARGETS "muster.dev/group-scheduling-targets"
+
+/* Label (value "true") on the pod template of every targeted replicated job;
+ * the controller's pod watch selects on it. */
+#define MUSTER_LABEL_GROUP_SCHEDULING "muster.dev/group-scheduling"
+#define MUSTER_LABEL_GROUP_SCHEDULING_POINTER "muster.dev~1group-scheduling"
+
+/* The per-JobSet push token, written by the webhook at creation
+ * (webhook/webhook.md says why not a Secret), and the barrier's environment
+ * variable that carries it. */
+#define MUSTER_ANNOTATION_BARRIER_TOKEN "muster.dev/barrier-token"
+#define MUSTER_ANNOTATION_BARRIER_TOKEN_POINTER "muster.dev~1barrier-token"
+#define MUSTER_ENV_BARRIER_TOKEN "MUSTER_BARRIER_TOKEN"
+
+/* muster's count of a JobSet's resumes (suspend true -> false). The webhook
+ * raises it on every resume: as a label on the targeted pod templates (JobSet
+ * copies it to the child Jobs' pods when it resumes them; the barrier reads it
+ * through the downward API and the controller compares it: a release of an
+ * earlier generation never lets a pod of a later one through) and as the
+ * JobSet annotation of record of the same name. Absent means 0. */
 #define MUSTER_LABEL_GANG_GENERATION "muster.dev/gang-generation"
-/* The same name as a JSON Pointer token ('/' escaped as "~1"). */
 #define MUSTER_LABEL_GANG_GENERATION_POINTER "muster.dev~1gang-generation"
 
-/* Upstream JobSet's label on every child Job and pod: the JobSet's uid. */
+/* The barrier init container (KEP-498's reserved name), its ConfigMap volume
+ * and the volume's mount path (the barrier's default --dir). */
+#define MUSTER_BARRIER_CONTAINER "group-scheduling-init"
+#define MUSTER_BARRIER_VOLUME "group-scheduling"
+#define MUSTER_BARRIER_MOUNT "/mnt/group-scheduling"
+/* The barrier's push port (webhook --barrier-port, controller --push-port). */
+#define MUSTER_BARRIER_PORT 9443
+/* A number of this header as a string literal, for usage texts. */
+#define MUSTER_API_TEXT(n) MUSTER_API_TEXT_(n)
+#define MUSTER_API_TEXT_(n) #n
+
+/* The release of record: the ConfigMap `<jobset>` MUSTER_CONFIGMAP_SUFFIX,
+ * owned by the JobSet, with these keys: the restart attempt released, the
+ * JobSet's uid, and the gang generation released. */
+#define MUSTER_CONFIGMAP_SUFFIX "-group-scheduling"
+#define MUSTER_CONFIGMAP_KEY_STARTED "started"
+#define MUSTER_CONFIGMAP_KEY_JOBSET_UID "jobset-uid"
+#define MUSTER_CONFIGMAP_KEY_GENERATION "generation"
+
+/* Exit codes of muster-barrier. Signals follow the shell's 128+signal rule so
+ * that kubelet and `kubectl describe` read them the usual way; the controller
+ * reads MUSTER_BARRIER_EXIT_TIMEOUT from the container's status. */
+enum muster_barrier_exit {
+	MUSTER_BARRIER_EXIT_RELEASED = 0,
+	MUSTER_BARRIER_EXIT_USAGE = 2,
+	MUSTER_BARRIER_EXIT_TIMEOUT = 3,
+	MUSTER_BARRIER_EXIT_FAILURE = 4,
+	MUSTER_BARRIER_EXIT_SIGINT = 130,
+	MUSTER_BARRIER_EXIT_SIGTERM = 143,
+};
+
+/* --- Topology placement (docs/topology.md) ------------------------------ */
+
+/* muster's own JobSet/replicated-job annotations: Volcano's networkTopology
+ * and partitionPolicy as JSON, and a whole-JobSet level. */
+#define MUSTER_ANNOTATION_NETWORK_TOPOLOGY "muster.dev/network-topology"
+#define MUSTER_ANNOTATION_PARTITION_POLICY "muster.dev/partition-policy"
+#define MUSTER_ANNOTATION_TOPOLOGY_REQUIRED "muster.dev/topology-required"
+#define MUSTER_ANNOTATION_TOPOLOGY_PREFERRED "muster.dev/topology-preferred"
+
+/* --- Upstream names muster reads ---------------------------------------- */
+
+/* JobSet's labels on every child Job and pod. */
+#define JOBSET_LABEL_NAME "jobset.sigs.k8s.io/jobset-name"
 #define JOBSET_LABEL_UID "jobset.sigs.k8s.io/jobset-uid"
+#define JOBSET_LABEL_REPLICATED_JOB "jobset.sigs.k8s.io/replicatedjob-name"
+#define JOBSET_LABEL_RESTART_ATTEMPT "jobset.sigs.k8s.io/restart-attempt"
+
+/* Kueue TAS's pod-set annotations on a replicated job's pod template, and
+ * the prefix they share (any other annotation with it is refused). */
+#define KUEUE_ANNOTATION_PREFIX "kueue.x-k8s.io/podset-"
+#define KUEUE_ANNOTATION_REQUIRED "kueue.x-k8s.io/podset-required-topology"
+#define KUEUE_ANNOTATION_PREFERRED "kueue.x-k8s.io/podset-preferred-topology"
+#define KUEUE_ANNOTATION_UNCONSTRAINED "kueue.x-k8s.io/podset-unconstrained-topology"
+#define KUEUE_ANNOTATION_SLICE "kueue.x-k8s.io/podset-slice-required-topology"
+#define KUEUE_ANNOTATION_SLICE_SIZE "kueue.x-k8s.io/podset-slice-size"
+#define KUEUE_ANNOTATION_GROUP "kueue.x-k8s.io/podset-group-name"
 
 #endif

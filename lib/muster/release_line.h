@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "muster_api.h"
+
 #define RELEASE_LINE_MAGIC "MUSTER1"
 #define RELEASE_LINE_VERB "RELEASE"
 /* Longest line, newline included. */
@@ -32,10 +34,6 @@
 #define RELEASE_GENERATION_MAX 2147483647u
 /* A JobSet's metadata.uid: a UUID (36 bytes); up to 64 accepted. */
 #define RELEASE_UID_MAX 64
-/* The keys of the release of record (data of the ConfigMap). */
-#define RELEASE_KEY_STARTED "started"
-#define RELEASE_KEY_JOBSET_UID "jobset-uid"
-#define RELEASE_KEY_GENERATION "generation"
 /* A token is TOKEN_MIN..TOKEN_MAX bytes of printable ASCII without spaces. */
 #define RELEASE_TOKEN_MIN 16
 #define RELEASE_TOKEN_MAX 256
