@@ -583,7 +583,7 @@ static void job_targets(struct controller_group *group, const struct entry *e, s
 }
 
 /* The release of record: the attempt, the JobSet it belongs to and the
- * generation (lib/release_line.h), which the barrier checks all three of. */
+ * generation (lib/muster/release_line.h), which the barrier checks all three of. */
 static cJSON *release_data(const struct entry *e, uint64_t epoch)
 {
 	char attempt[16], generation[16];

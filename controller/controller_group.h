@@ -27,7 +27,7 @@
  *
  * A JobSet is group-scheduled when it has spec.groupSchedulingConfig or,
  * where the JobSet CRD is not patched and prunes that field, the annotation
- * `muster.dev/group-scheduling-timeout: "<seconds>"` (lib/group_config). The
+ * `muster.dev/group-scheduling-timeout: "<seconds>"` (lib/muster/group_config). The
  * per-JobSet barrier token is the annotation `muster.dev/barrier-token`, which
  * the webhook writes at creation (webhook/webhook.md says why not a Secret).
  *

@@ -157,7 +157,7 @@ static int decode_replicated_job(const cJSON *item, size_t index, struct group_r
 	return 0;
 }
 
-/* The settings, from the spec field or the annotations (lib/group_config). */
+/* The settings, from the spec field or the annotations (lib/muster/group_config). */
 static int decode_config(const cJSON *object, struct group_jobset *out, char **cause)
 {
 	struct group_config *config = malloc(sizeof(*config));

@@ -48,7 +48,7 @@ struct push_fanout_options {
 	size_t parallelism; /* connections in flight, 1..4096 */
 	int target_timeout_ms; /* per target, from connect() to the reply */
 	int total_timeout_ms; /* for the whole fan-out */
-	uint32_t generation; /* the release's generation (lib/release_line.h); 0 for none */
+	uint32_t generation; /* the release's generation (lib/muster/release_line.h); 0 for none */
 };
 
 /* Name of a result for logs and metrics ("ok", "refused", ...). */

@@ -68,7 +68,7 @@ struct barrier_release {
 };
 
 /* Longest push line, newline included; a longer one is refused unread.
- * The wire format and its limits live in lib/release_line.h, shared with the
+ * The wire format and its limits live in lib/muster/release_line.h, shared with the
  * controller that sends the line. */
 #define BARRIER_PUSH_MAX RELEASE_LINE_MAX
 

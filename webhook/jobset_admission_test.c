@@ -1,7 +1,7 @@
 /*
  * Unit tests of the webhook's pure modules: the AdmissionReview envelope
  * (admission), the rules (jobset_validate) and the injection (jobset_mutate),
- * with the settings from lib/group_config. Patches are applied with a small
+ * with the settings from lib/muster/group_config. Patches are applied with a small
  * RFC 6902 "add" applier below and the result is checked field by field.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -856,7 +856,7 @@ static void validate_update_rules(void **state)
 		      "was: no group scheduling");
 }
 
-/* ---- the settings (lib/group_config) ---- */
+/* ---- the settings (lib/muster/group_config) ---- */
 
 static void expect_config(const char *json, int ok, const char *needle, struct group_config *out)
 {

@@ -24,7 +24,7 @@
  * and on the JobSet the annotation muster.dev/barrier-token when absent.
  * The barrier also gets its generation (the pod label muster.dev/gang-
  * generation) and its JobSet's uid (the label jobset.sigs.k8s.io/jobset-uid)
- * through the downward API: a release names both (lib/release_line.h).
+ * through the downward API: a release names both (lib/muster/release_line.h).
  *
  * The JobSet must have passed jobset_validate_create() (the caller's job);
  * what it needs and does not find is still refused, never guessed.

@@ -3,7 +3,7 @@
  *
  * On CREATE (jobset_validate_create) a JobSet is denied when:
  *   - its groupSchedulingConfig (spec field or annotations) does not decode,
- *     or the two forms disagree (lib/group_config);
+ *     or the two forms disagree (lib/muster/group_config);
  *   - timeoutAfterSeconds is outside GROUP_CONFIG_TIMEOUT_MIN..MAX;
  *   - a targetReplicatedJobs entry names no replicated job;
  *   - startupPolicyOrder is InOrder and the group holds more than one

@@ -1,7 +1,7 @@
 /*
  * muster-webhook: the admission webhook that gives a group-scheduled JobSet
  * its barrier. Parses the flags, serves the routes of webhook.h over HTTPS
- * (lib/http_serve: libmicrohttpd and GnuTLS, the certificate reloaded when
+ * (lib/http/http_serve: libmicrohttpd and GnuTLS, the certificate reloaded when
  * its files change) until SIGTERM or SIGINT. See webhook/webhook.md.
  */
 #define _POSIX_C_SOURCE 200809L

@@ -1,6 +1,6 @@
 /*
  * webhook: the two admission routes of bin/muster-webhook, between the HTTPS
- * server (lib/http_serve) and the pure modules (admission, jobset_validate,
+ * server (lib/http/http_serve) and the pure modules (admission, jobset_validate,
  * jobset_mutate).
  *
  *   POST /mutate    JobSet CREATE: validates (a JobSet the barrier cannot be
@@ -19,7 +19,7 @@
  * Each review is logged as one line (event=admission: route, jobset
  * namespace/name, uid, operation, result, patch operations, duration);
  * bodies and tokens never. Counters by route and result are the server's
- * latency histogram (lib/http_serve).
+ * latency histogram (lib/http/http_serve).
  *
  * Lifecycle: webhook_new() succeeds fully or leaves nothing; the handlers
  * may run concurrently from the server's threads; webhook_free() (accepts

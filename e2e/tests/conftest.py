@@ -181,7 +181,7 @@ def wait_for(predicate, timeout=30.0, interval=0.1, what="condition"):
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
-# muster's label on the targeted pod templates: the JobSet's resumes (lib/muster_api.h).
+# muster's label on the targeted pod templates: the JobSet's resumes (lib/muster/muster_api.h).
 GANG_GENERATION_LABEL = api.LABEL_GANG_GENERATION
 
 

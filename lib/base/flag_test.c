@@ -1,5 +1,5 @@
 /*
- * Unit tests of lib/flag: both value forms, a missing value, number ranges.
+ * Unit tests of lib/base/flag: both value forms, a missing value, number ranges.
  */
 #include <setjmp.h>
 #include <stdarg.h>

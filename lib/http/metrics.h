@@ -1,6 +1,6 @@
 /*
  * metrics: a Prometheus metrics registry, rendered in the text exposition
- * format 0.0.4 (what /metrics serves, see lib/http_serve.h).
+ * format 0.0.4 (what /metrics serves, see lib/http/http_serve.h).
  *
  * Two kinds of series:
  *
