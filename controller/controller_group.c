@@ -33,9 +33,9 @@
 struct entry {
 	struct entry *next; /* in its registry bucket */
 	uint64_t hash;
-	char namespace[GROUP_LABEL_MAX + 1];
-	char name[GROUP_LABEL_MAX + 1];
-	char uid[GROUP_UID_MAX + 1];
+	char namespace[MODEL_LABEL_MAX + 1];
+	char name[MODEL_LABEL_MAX + 1];
+	char uid[MODEL_UID_MAX + 1];
 	char token[RELEASE_TOKEN_MAX + 1]; /* "" when the annotation is absent */
 	struct group_tracker *tracker;
 	int seen; /* confirmed by the JobSet LIST in progress */
@@ -72,9 +72,9 @@ enum job_kind { JOB_PUSH, JOB_EVENT };
 struct job {
 	struct job *next;
 	enum job_kind kind;
-	char namespace[GROUP_LABEL_MAX + 1];
-	char name[GROUP_LABEL_MAX + 1];
-	char uid[GROUP_UID_MAX + 1];
+	char namespace[MODEL_LABEL_MAX + 1];
+	char name[MODEL_LABEL_MAX + 1];
+	char uid[MODEL_UID_MAX + 1];
 	/* JOB_PUSH */
 	uint32_t attempt;
 	uint32_t generation;
@@ -97,7 +97,7 @@ struct job {
 struct controller_group {
 	pthread_mutex_t lock; /* the registry and every tracker */
 	struct registry registry;
-	char namespace[GROUP_LABEL_MAX + 1];
+	char namespace[MODEL_LABEL_MAX + 1];
 	struct controller_group_options options;
 	struct api jobset_api, pod_api, write_api, side_api;
 	struct timespec start;
@@ -171,15 +171,15 @@ static const char *annotation(const cJSON *object, const char *key)
 	return cJSON_IsString(value) ? value->valuestring : NULL;
 }
 
-/* group_jobset_from_json (which reads the settings from the spec field or
+/* jobset_model_decode (which reads the settings from the spec field or
  * the annotations), plus the token annotation (copied into token, "" when
  * absent or too long). */
-static int jobset_decode(const cJSON *object, struct group_jobset *jobset, char *token, size_t token_size,
+static int jobset_decode(const cJSON *object, struct jobset_model *jobset, char *token, size_t token_size,
 			 char **cause)
 {
 	const char *value;
 
-	if (group_jobset_from_json(object, jobset, cause))
+	if (jobset_model_decode(object, jobset, cause))
 		return -1;
 	token[0] = '\0';
 	value = annotation(object, MUSTER_ANNOTATION_BARRIER_TOKEN);
@@ -395,7 +395,7 @@ static void report_conflict(struct controller_group *group, struct entry *e)
 		    e->name);
 }
 
-/* A decimal number in 0..GROUP_ATTEMPT_MAX from a string item. Returns 0 or -1. */
+/* A decimal number in 0..MODEL_INT32_MAX from a string item. Returns 0 or -1. */
 static int parse_number(const cJSON *item, unsigned long *value)
 {
 	char *end = NULL;
@@ -404,7 +404,7 @@ static int parse_number(const cJSON *item, unsigned long *value)
 		return -1;
 	errno = 0;
 	*value = strtoul(item->valuestring, &end, 10);
-	return errno || *end || *value > GROUP_ATTEMPT_MAX ? -1 : 0;
+	return errno || *end || *value > MODEL_INT32_MAX ? -1 : 0;
 }
 
 /* Reads the released epoch back from the ConfigMap into the tracker. A
@@ -510,7 +510,7 @@ static int list_pod_item(void *arg, const cJSON *item)
 static int list_pods(struct controller_group *group, struct entry *e, char **cause)
 {
 	char path[KUBE_PATH_MAX], selector[sizeof(MUSTER_LABEL_GROUP_SCHEDULING) + sizeof(JOBSET_LABEL_NAME) +
-					   GROUP_LABEL_MAX + 2];
+					   MODEL_LABEL_MAX + 2];
 	struct kube_selectors selectors = { .label = selector, .field = NULL };
 	struct list_context context = { .entry = e, .seq = now_ms(group) };
 	int err;
@@ -619,7 +619,7 @@ static char *release_patch(const struct entry *e, uint64_t epoch)
 
 static cJSON *configmap_body(const struct entry *e, uint64_t epoch)
 {
-	char name[GROUP_LABEL_MAX + sizeof(MUSTER_CONFIGMAP_SUFFIX)];
+	char name[MODEL_LABEL_MAX + sizeof(MUSTER_CONFIGMAP_SUFFIX)];
 	cJSON *body = cJSON_CreateObject(), *metadata, *owners, *owner, *data = release_data(e, epoch);
 
 	snprintf(name, sizeof(name), "%s" MUSTER_CONFIGMAP_SUFFIX, e->name);
@@ -874,7 +874,7 @@ static void enqueue(struct controller_group *group, struct job *job)
  * happened to its group. Best effort: a failure is logged. */
 static void send_event(struct controller_group *group, const struct job *job)
 {
-	char path[KUBE_PATH_MAX], stamp[32], prefix[GROUP_LABEL_MAX + 2];
+	char path[KUBE_PATH_MAX], stamp[32], prefix[MODEL_LABEL_MAX + 2];
 	cJSON *body = cJSON_CreateObject(), *metadata, *object, *source;
 	char *cause = NULL;
 	time_t now = time(NULL);
@@ -1021,7 +1021,7 @@ static void entry_read(struct controller_group *group, struct entry *e)
 
 /* Makes the tracker of a new group-scheduled JobSet: reads the released
  * attempt back and, when the pod watch has listed already, lists its pods. */
-static void jobset_add(struct controller_group *group, const struct group_jobset *jobset, const char *token)
+static void jobset_add(struct controller_group *group, const struct jobset_model *jobset, const char *token)
 {
 	struct entry *e;
 	char *cause = NULL;
@@ -1059,7 +1059,7 @@ static void jobset_add(struct controller_group *group, const struct group_jobset
 
 static void jobset_changed(struct controller_group *group, const cJSON *object, int deleted)
 {
-	struct group_jobset *jobset = malloc(sizeof(*jobset));
+	struct jobset_model *jobset = malloc(sizeof(*jobset));
 	char token[RELEASE_TOKEN_MAX + 1];
 	struct entry *e;
 	char *cause = NULL;
@@ -1365,9 +1365,9 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 	*out = NULL;
 	if (!group)
 		return kube_cause(cause, KUBE_ENOMEM, "no memory for the controller");
-	if (options->namespace && strlen(options->namespace) > GROUP_LABEL_MAX) {
+	if (options->namespace && strlen(options->namespace) > MODEL_LABEL_MAX) {
 		free(group);
-		return kube_cause(cause, KUBE_EINVAL, "namespace longer than %d bytes", GROUP_LABEL_MAX);
+		return kube_cause(cause, KUBE_EINVAL, "namespace longer than %d bytes", MODEL_LABEL_MAX);
 	}
 	if (options->namespace)
 		memcpy(group->namespace, options->namespace, strlen(options->namespace) + 1);

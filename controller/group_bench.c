@@ -164,7 +164,7 @@ static const char jobset_json[] =
 	"\"spec\":{\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":300},\"replicatedJobs\":[{\"name\":\"workers\","
 	"\"replicas\":%d,\"template\":{\"spec\":{\"parallelism\":%d,\"completions\":%d}}}]},\"status\":{\"restarts\":0}}";
 
-static struct group_tracker *ready_tracker(const struct group_jobset *js)
+static struct group_tracker *ready_tracker(const struct jobset_model *js)
 {
 	char *cause = NULL;
 	struct group_tracker *t = group_tracker_new(js, 0, &cause);
@@ -184,7 +184,7 @@ int main(int argc, char **argv)
 	int pods = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 5000;
 	int pods_per_job = 100;
 	struct stream s = { 0 };
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_pod *decoded;
 	enum group_event *events;
 	char json[1024];
@@ -198,7 +198,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	snprintf(json, sizeof(json), jobset_json, pods / pods_per_job, pods_per_job, pods_per_job);
-	if (group_jobset_decode(json, strlen(json), &js, &cause)) {
+	if (jobset_model_parse(json, strlen(json), &js, &cause)) {
 		fprintf(stderr, "jobset: %s\n", cause);
 		return 1;
 	}

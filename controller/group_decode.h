@@ -19,53 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "jobset_model.h"
+#include "model_fields.h"
 #include "muster_api.h"
-
-/* A label value, a DNS label (namespace, replicated job name, JobSet name:
- * JobSet copies the name into a label, so it cannot be longer). */
-#define GROUP_LABEL_MAX 63
-/* A DNS subdomain: metadata.name of a pod. */
-#define GROUP_OBJECT_NAME_MAX 253
-/* metadata.uid is a UUID (36 characters); anything up to 64 is accepted so
- * that another apiserver's format still works, longer is refused. */
-#define GROUP_UID_MAX 64
-/* Replicated jobs in one JobSet, and names in targetReplicatedJobs. Upstream
- * sets no limit; real JobSets have a handful, 128 leaves ample room and keeps
- * struct group_jobset at a fixed, modest size. */
-#define GROUP_REPLICATED_JOBS_MAX 128
-/* Longest JSON document decoded at all: etcd refuses objects over 1.5 MiB. */
-#define GROUP_JSON_MAX (2u * 1024u * 1024u)
-/* JobSet status.restarts and the restart-attempt label are int32 upstream. */
-#define GROUP_ATTEMPT_MAX 2147483647u
-
-struct group_replicated_job {
-	char name[GROUP_LABEL_MAX + 1];
-	uint32_t replicas; /* spec.replicatedJobs[].replicas, default 1 */
-	uint32_t parallelism; /* template.spec.parallelism, default 1 */
-	uint32_t completions; /* template.spec.completions, default parallelism */
-	uint32_t generation; /* pod template label muster.dev/gang-generation, 0 when absent */
-	int targeted; /* named by targetReplicatedJobs, or that list is empty */
-};
-
-struct group_jobset {
-	char namespace[GROUP_LABEL_MAX + 1];
-	char name[GROUP_LABEL_MAX + 1];
-	char uid[GROUP_UID_MAX + 1];
-	uint32_t restarts; /* status.restarts: the current attempt, 0 when absent */
-	/* The label muster.dev/gang-generation of the targeted pod templates
-	 * (the highest; 0 when absent): muster's count of the JobSet's resumes. */
-	uint32_t generation;
-	int has_config; /* spec.groupSchedulingConfig present (an object) */
-	int has_timeout;
-	uint32_t timeout_seconds; /* groupSchedulingConfig.timeoutAfterSeconds */
-	/* targetReplicatedJobs as written, duplicates removed; names that match no
-	 * replicated job are kept here (the webhook reports them) and ignored by
-	 * the count. */
-	size_t target_count;
-	char targets[GROUP_REPLICATED_JOBS_MAX][GROUP_LABEL_MAX + 1];
-	size_t replicated_job_count;
-	struct group_replicated_job replicated_jobs[GROUP_REPLICATED_JOBS_MAX];
-};
 
 /* State of the barrier init container, from status.initContainerStatuses. */
 enum group_barrier_state {
@@ -88,12 +44,12 @@ enum group_pod_phase {
 /* A pod, reduced to what the group-start accounting needs. It is a transient
  * value (about 500 bytes); the tracker keeps a far smaller record per pod. */
 struct group_pod {
-	char uid[GROUP_UID_MAX + 1];
-	char namespace[GROUP_LABEL_MAX + 1];
-	char name[GROUP_OBJECT_NAME_MAX + 1];
-	char jobset_name[GROUP_LABEL_MAX + 1]; /* label jobset.sigs.k8s.io/jobset-name, "" if absent */
-	char jobset_uid[GROUP_UID_MAX + 1]; /* label jobset.sigs.k8s.io/jobset-uid, "" if absent */
-	char replicated_job[GROUP_LABEL_MAX + 1]; /* label jobset.sigs.k8s.io/replicatedjob-name */
+	char uid[MODEL_UID_MAX + 1];
+	char namespace[MODEL_LABEL_MAX + 1];
+	char name[MODEL_OBJECT_NAME_MAX + 1];
+	char jobset_name[MODEL_LABEL_MAX + 1]; /* label jobset.sigs.k8s.io/jobset-name, "" if absent */
+	char jobset_uid[MODEL_UID_MAX + 1]; /* label jobset.sigs.k8s.io/jobset-uid, "" if absent */
+	char replicated_job[MODEL_LABEL_MAX + 1]; /* label jobset.sigs.k8s.io/replicatedjob-name */
 	/* label jobset.sigs.k8s.io/restart-attempt holds a valid number, and
 	 * muster.dev/gang-generation is absent or one too */
 	int has_attempt;
@@ -122,21 +78,10 @@ enum group_event {
 
 struct cJSON;
 
-/* Decodes a JobSet (jobset.x-k8s.io/v1alpha2) from `len` bytes of JSON (no
- * terminating NUL needed). Requires metadata.name, metadata.namespace,
- * metadata.uid and spec.replicatedJobs (at most GROUP_REPLICATED_JOBS_MAX, each
- * with a name); applies the upstream defaults; numbers must be integers in
- * 0..2^31-1. */
-int group_jobset_decode(const char *json, size_t len, struct group_jobset *out, char **cause);
-
-/* The same, from an object the caller already parsed (the `object` of a
- * watch event). The tree stays the caller's; nothing points into it after. */
-int group_jobset_from_json(const struct cJSON *object, struct group_jobset *out, char **cause);
-
 /* Decodes a pod from `len` bytes of JSON. Requires metadata.uid,
  * metadata.name and metadata.namespace; everything else is optional and read
  * as described at struct group_pod. A restart-attempt label that is not a
- * decimal number in 0..GROUP_ATTEMPT_MAX, or a gang-generation label that
+ * decimal number in 0..MODEL_INT32_MAX, or a gang-generation label that
  * is present and not one, leaves has_attempt 0 (such a pod never counts)
  * rather than failing, since the pod still exists. */
 int group_pod_decode(const char *json, size_t len, struct group_pod *out, char **cause);

@@ -25,12 +25,12 @@ static void check_string(const char *s, size_t max)
 
 static void check_pod(const struct group_pod *pod)
 {
-	check_string(pod->uid, GROUP_UID_MAX);
-	check_string(pod->name, GROUP_OBJECT_NAME_MAX);
-	check_string(pod->namespace, GROUP_LABEL_MAX);
-	check_string(pod->jobset_name, GROUP_LABEL_MAX);
-	check_string(pod->replicated_job, GROUP_LABEL_MAX);
-	if (!pod->uid[0] || !pod->name[0] || (pod->has_attempt && pod->attempt > GROUP_ATTEMPT_MAX))
+	check_string(pod->uid, MODEL_UID_MAX);
+	check_string(pod->name, MODEL_OBJECT_NAME_MAX);
+	check_string(pod->namespace, MODEL_LABEL_MAX);
+	check_string(pod->jobset_name, MODEL_LABEL_MAX);
+	check_string(pod->replicated_job, MODEL_LABEL_MAX);
+	if (!pod->uid[0] || !pod->name[0] || (pod->has_attempt && pod->attempt > MODEL_INT32_MAX))
 		abort();
 	if (pod->ip_family != 0 && pod->ip_family != 4 && pod->ip_family != 6)
 		abort();
@@ -39,7 +39,7 @@ static void check_pod(const struct group_pod *pod)
 /* Feeds the pod to a tracker of a JobSet shaped after it, under every event. */
 static void track_pod(const struct group_pod *pod)
 {
-	static struct group_jobset js;
+	static struct jobset_model js;
 	struct group_tracker *t;
 	struct group_decision d;
 	char *cause = NULL;
@@ -77,7 +77,7 @@ static void track_pod(const struct group_pod *pod)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct group_jobset jobset;
+	static struct jobset_model jobset;
 	struct group_pod pod;
 	enum group_event event;
 	char *cause = NULL;
@@ -93,14 +93,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(copy, data + 1, size - 1);
 	switch (data[0] % 3) {
 	case 0:
-		rc = group_jobset_decode(copy, size - 1, &jobset, &cause);
+		rc = jobset_model_parse(copy, size - 1, &jobset, &cause);
 		if (rc == 0) {
 			struct group_tracker *t;
 
-			check_string(jobset.name, GROUP_LABEL_MAX);
-			if (jobset.replicated_job_count > GROUP_REPLICATED_JOBS_MAX ||
-			    jobset.target_count > GROUP_REPLICATED_JOBS_MAX ||
-			    jobset.restarts > GROUP_ATTEMPT_MAX)
+			check_string(jobset.name, MODEL_LABEL_MAX);
+			if (jobset.replicated_job_count > JOBSET_MODEL_RJOBS_MAX ||
+			    jobset.target_count > JOBSET_MODEL_RJOBS_MAX || jobset.restarts > MODEL_INT32_MAX)
 				abort();
 			(void)group_expected_pods(&jobset);
 			t = group_tracker_new(&jobset, 16, &cause);

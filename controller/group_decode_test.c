@@ -34,11 +34,11 @@ static const char story2[] =
 	"{\"name\":\"workers\",\"replicas\":3,\"template\":{\"spec\":{\"completions\":100,\"parallelism\":100}}},"
 	"{\"name\":\"auxiliary\",\"replicas\":1,\"template\":{\"spec\":{\"completions\":1,\"parallelism\":1}}}]}}";
 
-static struct group_jobset jobset;
+static struct jobset_model jobset;
 
 static int decode_jobset(const char *json, char **cause)
 {
-	return group_jobset_decode(json, strlen(json), &jobset, cause);
+	return jobset_model_parse(json, strlen(json), &jobset, cause);
 }
 
 static void ok_jobset(const char *json)
@@ -156,20 +156,20 @@ static void unknown_targets_and_duplicates(void **state)
 
 static void expected_saturates(void **state)
 {
-	struct group_jobset *big = calloc(1, sizeof(*big));
+	struct jobset_model *big = calloc(1, sizeof(*big));
 
 	(void)state;
 	assert_non_null(big);
-	big->replicated_job_count = GROUP_REPLICATED_JOBS_MAX;
-	for (size_t i = 0; i < GROUP_REPLICATED_JOBS_MAX; i++) {
-		big->replicated_jobs[i].replicas = GROUP_ATTEMPT_MAX;
-		big->replicated_jobs[i].parallelism = GROUP_ATTEMPT_MAX;
-		big->replicated_jobs[i].completions = GROUP_ATTEMPT_MAX;
+	big->replicated_job_count = JOBSET_MODEL_RJOBS_MAX;
+	for (size_t i = 0; i < JOBSET_MODEL_RJOBS_MAX; i++) {
+		big->replicated_jobs[i].replicas = MODEL_INT32_MAX;
+		big->replicated_jobs[i].parallelism = MODEL_INT32_MAX;
+		big->replicated_jobs[i].completions = MODEL_INT32_MAX;
 		big->replicated_jobs[i].targeted = 1;
 	}
 	assert_true(group_expected_pods(big) == UINT64_MAX);
 	big->replicated_job_count = 1;
-	assert_true(group_expected_pods(big) == (uint64_t)GROUP_ATTEMPT_MAX * GROUP_ATTEMPT_MAX);
+	assert_true(group_expected_pods(big) == (uint64_t)MODEL_INT32_MAX * MODEL_INT32_MAX);
 	free(big);
 }
 
@@ -250,22 +250,22 @@ static void jobset_bounds(void **state)
 		"{\"metadata\":{\"name\":\"%s\",\"namespace\":\"n\",\"uid\":\"u\"},\"spec\":{\"replicatedJobs\":[]}}",
 		name64);
 	ok_jobset(json);
-	/* GROUP_REPLICATED_JOBS_MAX + 1 replicated jobs. */
+	/* JOBSET_MODEL_RJOBS_MAX + 1 replicated jobs. */
 	used = (size_t)snprintf(json, size,
 				"{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},\"spec\":{"
 				"\"replicatedJobs\":[");
-	for (int i = 0; i <= GROUP_REPLICATED_JOBS_MAX; i++)
+	for (int i = 0; i <= JOBSET_MODEL_RJOBS_MAX; i++)
 		used += (size_t)snprintf(json + used, size - used, "%s{\"name\":\"j%d\"}", i ? "," : "", i);
 	snprintf(json + used, size - used, "]}}");
 	bad_jobset(json, "more than 128 replicatedJobs");
 	free(json);
-	/* A document longer than GROUP_JSON_MAX is refused before parsing. */
-	assert_int_equal(group_jobset_decode(story1, (size_t)GROUP_JSON_MAX + 1, &jobset, &cause), -1);
+	/* A document longer than MODEL_JSON_MAX is refused before parsing. */
+	assert_int_equal(jobset_model_parse(story1, (size_t)MODEL_JSON_MAX + 1, &jobset, &cause), -1);
 	assert_non_null(cause);
 	assert_non_null(strstr(cause, "bytes, more than"));
 	free(cause);
 	cause = NULL;
-	assert_int_equal(group_jobset_decode(NULL, 0, &jobset, &cause), -1);
+	assert_int_equal(jobset_model_parse(NULL, 0, &jobset, &cause), -1);
 	free(cause);
 }
 
@@ -591,11 +591,11 @@ static void from_parsed_tree(void **state)
 	cJSON_Delete(root);
 	root = cJSON_Parse(story2);
 	assert_non_null(root);
-	assert_int_equal(group_jobset_from_json(root, &jobset, &cause), 0);
+	assert_int_equal(jobset_model_decode(root, &jobset, &cause), 0);
 	assert_int_equal(group_expected_pods(&jobset), 300);
 	cJSON_Delete(root);
 	/* A NULL cause is allowed when the caller does not want one. */
-	assert_int_equal(group_jobset_decode("{", 1, &jobset, NULL), -1);
+	assert_int_equal(jobset_model_parse("{", 1, &jobset, NULL), -1);
 }
 
 int main(void)

@@ -3,7 +3,7 @@
  */
 #include "group_expect.h"
 
-uint64_t group_expected_job_pods(const struct group_replicated_job *job)
+uint64_t group_expected_job_pods(const struct jobset_rjob *job)
 {
 	uint64_t per_job = job->parallelism < job->completions ? job->parallelism : job->completions;
 
@@ -11,11 +11,11 @@ uint64_t group_expected_job_pods(const struct group_replicated_job *job)
 	return (uint64_t)job->replicas * per_job;
 }
 
-uint64_t group_expected_pods(const struct group_jobset *jobset)
+uint64_t group_expected_pods(const struct jobset_model *jobset)
 {
 	uint64_t sum = 0;
 
-	for (size_t i = 0; i < jobset->replicated_job_count && i < GROUP_REPLICATED_JOBS_MAX; i++) {
+	for (size_t i = 0; i < jobset->replicated_job_count && i < JOBSET_MODEL_RJOBS_MAX; i++) {
 		uint64_t term;
 
 		if (!jobset->replicated_jobs[i].targeted)

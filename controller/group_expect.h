@@ -26,9 +26,9 @@
  * JobSet without the config is simply never released by the controller).
  * Each term is below 2^62; the sum saturates at UINT64_MAX, a count no group
  * can reach, instead of wrapping to a small one that could release early. */
-uint64_t group_expected_pods(const struct group_jobset *jobset);
+uint64_t group_expected_pods(const struct jobset_model *jobset);
 
 /* The expected count of one replicated job, targeted or not. */
-uint64_t group_expected_job_pods(const struct group_replicated_job *job);
+uint64_t group_expected_job_pods(const struct jobset_rjob *job);
 
 #endif

@@ -48,12 +48,12 @@ struct record {
 };
 
 struct group_tracker {
-	char namespace[GROUP_LABEL_MAX + 1];
-	char name[GROUP_LABEL_MAX + 1];
-	char uid[GROUP_UID_MAX + 1];
+	char namespace[MODEL_LABEL_MAX + 1];
+	char name[MODEL_LABEL_MAX + 1];
+	char uid[MODEL_UID_MAX + 1];
 	size_t job_count;
-	char job_names[GROUP_REPLICATED_JOBS_MAX][GROUP_LABEL_MAX + 1];
-	uint8_t job_targeted[GROUP_REPLICATED_JOBS_MAX];
+	char job_names[JOBSET_MODEL_RJOBS_MAX][MODEL_LABEL_MAX + 1];
+	uint8_t job_targeted[JOBSET_MODEL_RJOBS_MAX];
 	int has_config;
 	uint64_t expected;
 	uint64_t epoch; /* the current generation and attempt, group_epoch() */
@@ -259,7 +259,7 @@ static void maybe_grow(struct group_tracker *t)
 	t->bucket_count = count_new;
 }
 
-static int copy_jobset(struct group_tracker *t, const struct group_jobset *jobset, char **cause)
+static int copy_jobset(struct group_tracker *t, const struct jobset_model *jobset, char **cause)
 {
 	uint64_t expected = group_expected_pods(jobset);
 
@@ -275,7 +275,7 @@ static int copy_jobset(struct group_tracker *t, const struct group_jobset *jobse
 	return 0;
 }
 
-struct group_tracker *group_tracker_new(const struct group_jobset *jobset, size_t max_pods, char **cause)
+struct group_tracker *group_tracker_new(const struct jobset_model *jobset, size_t max_pods, char **cause)
 {
 	struct group_tracker *t;
 	uint64_t expected = group_expected_pods(jobset);
@@ -306,7 +306,7 @@ struct group_tracker *group_tracker_new(const struct group_jobset *jobset, size_
 	memcpy(t->name, jobset->name, sizeof(t->name));
 	memcpy(t->uid, jobset->uid, sizeof(t->uid));
 	t->job_count = jobset->replicated_job_count;
-	for (size_t i = 0; i < t->job_count && i < GROUP_REPLICATED_JOBS_MAX; i++) {
+	for (size_t i = 0; i < t->job_count && i < JOBSET_MODEL_RJOBS_MAX; i++) {
 		memcpy(t->job_names[i], jobset->replicated_jobs[i].name, sizeof(t->job_names[i]));
 		t->job_targeted[i] = jobset->replicated_jobs[i].targeted != 0;
 	}
@@ -342,7 +342,7 @@ static int older_epoch(const struct group_tracker *t, const struct record *r)
 	return r->epoch < t->epoch;
 }
 
-int group_tracker_set_jobset(struct group_tracker *tracker, const struct group_jobset *jobset, uint64_t seq,
+int group_tracker_set_jobset(struct group_tracker *tracker, const struct jobset_model *jobset, uint64_t seq,
 			     char **cause)
 {
 	*cause = NULL;
@@ -457,14 +457,14 @@ static int is_stale(const struct record *r, const struct group_pod *pod)
 enum group_apply_result group_tracker_apply_pod(struct group_tracker *tracker, const struct group_pod *pod,
 						enum group_event event, uint64_t seq)
 {
-	size_t uid_len = strnlen(pod->uid, GROUP_UID_MAX + 1);
-	size_t name_len = strnlen(pod->name, GROUP_OBJECT_NAME_MAX + 1);
+	size_t uid_len = strnlen(pod->uid, MODEL_UID_MAX + 1);
+	size_t name_len = strnlen(pod->name, MODEL_OBJECT_NAME_MAX + 1);
 	int eligible = targeted_job(tracker, pod) >= 0 && pod->has_attempt &&
 		       group_epoch(pod->generation, pod->attempt) >= tracker->epoch;
 	uint32_t hash;
 	struct record **slot, *r;
 
-	if (uid_len == 0 || uid_len > GROUP_UID_MAX || name_len > GROUP_OBJECT_NAME_MAX)
+	if (uid_len == 0 || uid_len > MODEL_UID_MAX || name_len > MODEL_OBJECT_NAME_MAX)
 		return GROUP_APPLY_IGNORED;
 	hash = hash_uid(pod->uid, uid_len);
 	slot = find(tracker, pod->uid, uid_len, hash);

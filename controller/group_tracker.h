@@ -96,7 +96,7 @@ static inline uint32_t group_epoch_generation(uint64_t epoch)
  * memory ran out) when the JobSet cannot be tracked: expected count above
  * GROUP_TRACKER_PODS_MAX or above max_pods, or no memory. cause must not be
  * NULL. On failure nothing is left allocated. */
-struct group_tracker *group_tracker_new(const struct group_jobset *jobset, size_t max_pods, char **cause);
+struct group_tracker *group_tracker_new(const struct jobset_model *jobset, size_t max_pods, char **cause);
 
 /* Frees the tracker and all its records. NULL is accepted. */
 void group_tracker_free(struct group_tracker *tracker);
@@ -111,7 +111,7 @@ void group_tracker_free(struct group_tracker *tracker);
  * JobSet event and leaves the epoch alone. The expected count is
  * recomputed (replicas may change); a count the tracker cannot hold is an
  * error. Returns 0. */
-int group_tracker_set_jobset(struct group_tracker *tracker, const struct group_jobset *jobset, uint64_t seq,
+int group_tracker_set_jobset(struct group_tracker *tracker, const struct jobset_model *jobset, uint64_t seq,
 			     char **cause);
 
 /* Records that epochs up to `epoch` are released, as read back from the

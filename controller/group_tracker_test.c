@@ -19,7 +19,7 @@
 
 /* A JobSet ns/js with `workers` (replicas × parallelism pods) and one
  * `aux` pod; targets: workers only when only_workers. */
-static void make_jobset(struct group_jobset *js, uint32_t replicas, uint32_t parallelism, int only_workers,
+static void make_jobset(struct jobset_model *js, uint32_t replicas, uint32_t parallelism, int only_workers,
 			uint32_t restarts)
 {
 	memset(js, 0, sizeof(*js));
@@ -112,7 +112,7 @@ static void make_pod(struct group_pod *p, int index, uint32_t attempt, enum stag
 	}
 }
 
-static struct group_tracker *new_tracker(const struct group_jobset *js)
+static struct group_tracker *new_tracker(const struct jobset_model *js)
 {
 	char *cause = NULL;
 	struct group_tracker *t = group_tracker_new(js, 0, &cause);
@@ -123,7 +123,7 @@ static struct group_tracker *new_tracker(const struct group_jobset *js)
 }
 
 /* A tracker as after start-up: empty LIST applied, ConfigMap absent. */
-static struct group_tracker *ready_tracker(const struct group_jobset *js)
+static struct group_tracker *ready_tracker(const struct jobset_model *js)
 {
 	struct group_tracker *t = new_tracker(js);
 
@@ -169,7 +169,7 @@ static void started_semantics(void **state)
 		{ POD_FAILED, 0 }, /* phase Failed */
 		{ DELETING, 0 }, /* deletionTimestamp set */
 	};
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_decision d;
 
 	(void)state;
@@ -204,7 +204,7 @@ static void started_semantics(void **state)
 
 static void other_pods_do_not_count(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_pod p;
 	struct group_decision d;
@@ -247,7 +247,7 @@ static void other_pods_do_not_count(void **state)
  * restart attempt, but the old uid, and never count for the new JobSet. */
 static void pods_of_an_earlier_jobset_of_the_same_name_do_not_count(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_decision d;
 	struct group_pod p;
@@ -283,7 +283,7 @@ static void pods_of_an_earlier_jobset_of_the_same_name_do_not_count(void **state
  * (which would leave every such group waiting until its timeout). */
 static void pods_without_the_uid_label_match_by_name(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_decision d;
 	struct group_pod p;
@@ -305,7 +305,7 @@ static void pods_without_the_uid_label_match_by_name(void **state)
  * generation before is not theirs: they wait for their own siblings. */
 static void resumed_jobset_waits_for_its_new_pods(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_decision d;
 	struct group_pod p;
@@ -361,7 +361,7 @@ static void resumed_jobset_waits_for_its_new_pods(void **state)
 
 static void release_exactly_once(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_decision d;
 
@@ -397,7 +397,7 @@ static void release_exactly_once(void **state)
 
 static void release_retried_after_failed_write(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 
 	(void)state;
@@ -416,7 +416,7 @@ static void release_retried_after_failed_write(void **state)
 
 static void no_release_without_full_picture(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 
 	(void)state;
@@ -438,7 +438,7 @@ static void no_release_without_full_picture(void **state)
 
 static void idle_without_config_or_pods(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 
 	(void)state;
@@ -456,7 +456,7 @@ static void idle_without_config_or_pods(void **state)
 
 static void more_started_than_expected_is_anomaly(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_decision d;
 
@@ -475,7 +475,7 @@ static void more_started_than_expected_is_anomaly(void **state)
 
 static void stale_and_deleted_events(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_decision d;
 
@@ -597,7 +597,7 @@ static int replay(struct group_tracker *t, const struct recorded *events, size_t
 static void shuffled_streams_release_once(void **state)
 {
 	struct recorded events[STREAM_MAX];
-	struct group_jobset js;
+	struct jobset_model js;
 	size_t n;
 
 	(void)state;
@@ -621,7 +621,7 @@ static void shuffled_streams_release_once(void **state)
 static void shuffled_streams_never_release_with_one_missing(void **state)
 {
 	struct recorded events[STREAM_MAX];
-	struct group_jobset js;
+	struct jobset_model js;
 	size_t n;
 
 	(void)state;
@@ -642,7 +642,7 @@ static void shuffled_streams_never_release_with_one_missing(void **state)
 static void shuffled_streams_converge(void **state)
 {
 	struct recorded events[STREAM_MAX];
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_decision want, got;
 	struct group_tracker *t;
 	size_t n;
@@ -674,7 +674,7 @@ static void shuffled_streams_converge(void **state)
 
 static void relist_drops_pod_deleted_in_gap(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_decision d;
 
@@ -713,7 +713,7 @@ static void relist_drops_pod_deleted_in_gap(void **state)
 
 static void restart_releases_new_attempt_only(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_decision d;
 	char *cause = NULL;
@@ -761,7 +761,7 @@ static void restart_releases_new_attempt_only(void **state)
 
 static void restart_while_release_pending(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_decision d;
 	char *cause = NULL;
@@ -783,7 +783,7 @@ static void restart_while_release_pending(void **state)
 
 static void crash_recovery_never_releases_twice(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_decision d;
 
@@ -821,7 +821,7 @@ static void crash_recovery_never_releases_twice(void **state)
 
 static void jobset_changes(void **state)
 {
-	struct group_jobset js, changed;
+	struct jobset_model js, changed;
 	struct group_tracker *t;
 	struct group_decision d;
 	char *cause = NULL;
@@ -867,7 +867,7 @@ static void jobset_changes(void **state)
 
 static void capacity_is_bounded(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	char *cause = NULL;
 
@@ -904,7 +904,7 @@ static int stop_at_first(const struct group_started_pod *pod, void *context)
 
 static void foreach_started_pods(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	int seen[8] = { 0 };
 
@@ -927,7 +927,7 @@ static void foreach_started_pods(void **state)
  * starts its own count. */
 static void timeouts_are_counted_once(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_decision d;
 
@@ -974,7 +974,7 @@ static void timeouts_are_counted_once(void **state)
  * pod, whichever status the watch shows and however often it times out. */
 static void timeouts_restarted_in_place_are_counted_once(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_decision d;
 	struct group_pod p;
@@ -1000,7 +1000,7 @@ static void timeouts_restarted_in_place_are_counted_once(void **state)
 
 static void memory_per_pod_is_small(void **state)
 {
-	struct group_jobset js;
+	struct jobset_model js;
 	struct group_tracker *t;
 	struct group_pod p;
 	size_t before, after;

@@ -1,0 +1,156 @@
+/*
+ * jobset_model: a JobSet's JSON to struct jobset_model. See jobset_model.h.
+ *
+ * Each field is checked as it is read; a field of the wrong type is an error
+ * rather than "absent", because a JobSet whose replicas cannot be read must
+ * not be counted as if it had the default.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "jobset_model.h"
+#include "cause.h"
+#include "group_config.h"
+#include "model_fields.h"
+#include "muster_api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+static int decode_replicated_job(const cJSON *item, size_t index, struct jobset_rjob *rj, char **cause)
+{
+	const cJSON *job_spec = model_member(model_member(item, "template"), "spec");
+	const cJSON *labels =
+		model_member(model_member(model_member(job_spec, "template"), "metadata"), "labels");
+	char what[96], text[MODEL_LABEL_MAX + 1];
+	uint64_t value;
+	int present;
+
+	if (!cJSON_IsObject(item))
+		return cause_fail(cause, "spec.replicatedJobs[%zu] is not an object", index);
+	snprintf(what, sizeof(what), "spec.replicatedJobs[%zu].name", index);
+	if (model_take_string(model_member(item, "name"), rj->name, MODEL_LABEL_MAX, 1, what, cause))
+		return -1;
+	snprintf(what, sizeof(what), "spec.replicatedJobs[%zu].replicas", index);
+	if (model_take_count(model_member(item, "replicas"), &rj->replicas, &present, what, cause))
+		return -1;
+	if (!present)
+		rj->replicas = 1;
+	snprintf(what, sizeof(what), "spec.replicatedJobs[%zu] parallelism", index);
+	if (model_take_count(model_member(job_spec, "parallelism"), &rj->parallelism, &present, what, cause))
+		return -1;
+	if (!present)
+		rj->parallelism = 1;
+	snprintf(what, sizeof(what), "spec.replicatedJobs[%zu] completions", index);
+	if (model_take_count(model_member(job_spec, "completions"), &rj->completions, &present, what, cause))
+		return -1;
+	/* A Job without completions runs `parallelism` pods until one succeeds. */
+	if (!present)
+		rj->completions = rj->parallelism;
+	snprintf(what, sizeof(what),
+		 "spec.replicatedJobs[%zu] pod template label " MUSTER_LABEL_GANG_GENERATION, index);
+	if (model_take_string(model_member(labels, MUSTER_LABEL_GANG_GENERATION), text, MODEL_LABEL_MAX, 0,
+			      what, cause))
+		return -1;
+	if (text[0] && model_parse_decimal(text, 10, MODEL_INT32_MAX, &value) != 0)
+		return cause_fail(cause, "%s is not a number from 0 to %u", what, MODEL_INT32_MAX);
+	rj->generation = text[0] ? (uint32_t)value : 0;
+	return 0;
+}
+
+/* The settings, from the spec field or the annotations (lib/muster/group_config). */
+static int decode_config(const cJSON *object, struct jobset_model *out, char **cause)
+{
+	struct group_config *config = malloc(sizeof(*config));
+	int err;
+
+	if (!config)
+		return cause_fail(cause, "out of memory");
+	err = group_config_decode(object, config, cause);
+	if (!err && config->present) {
+		out->has_config = 1;
+		out->has_timeout = config->has_timeout;
+		out->timeout_seconds = config->timeout_seconds;
+		out->target_count = config->target_count;
+		for (size_t i = 0; i < config->target_count; i++)
+			memcpy(out->targets[i], config->targets[i], sizeof(out->targets[i]));
+	}
+	free(config);
+	return err;
+}
+
+int jobset_model_decode(const struct cJSON *object, struct jobset_model *out, char **cause)
+{
+	const cJSON *metadata = model_member(object, "metadata");
+	const cJSON *spec = model_member(object, "spec");
+	const cJSON *jobs, *item;
+	int present;
+
+	if (cause)
+		*cause = NULL;
+	memset(out, 0, sizeof(*out));
+	if (!cJSON_IsObject(object))
+		return cause_fail(cause, "JobSet is not an object");
+	if (!cJSON_IsObject(metadata))
+		return cause_fail(cause, "JobSet metadata is missing");
+	if (model_take_string(model_member(metadata, "name"), out->name, MODEL_LABEL_MAX, 1,
+			      "JobSet metadata.name", cause) ||
+	    model_take_string(model_member(metadata, "namespace"), out->namespace, MODEL_LABEL_MAX, 1,
+			      "JobSet metadata.namespace", cause) ||
+	    model_take_string(model_member(metadata, "uid"), out->uid, MODEL_UID_MAX, 1,
+			      "JobSet metadata.uid", cause))
+		return -1;
+	if (!cJSON_IsObject(spec))
+		return cause_fail(cause, "JobSet spec is missing");
+	jobs = model_member(spec, "replicatedJobs");
+	if (!cJSON_IsArray(jobs))
+		return cause_fail(cause, "JobSet spec.replicatedJobs is missing or not a list");
+	cJSON_ArrayForEach(item, jobs)
+	{
+		struct jobset_rjob *rj;
+
+		if (out->replicated_job_count == JOBSET_MODEL_RJOBS_MAX)
+			return cause_fail(cause, "more than %d replicatedJobs", JOBSET_MODEL_RJOBS_MAX);
+		rj = &out->replicated_jobs[out->replicated_job_count];
+		if (decode_replicated_job(item, out->replicated_job_count, rj, cause))
+			return -1;
+		for (size_t i = 0; i < out->replicated_job_count; i++)
+			if (strcmp(out->replicated_jobs[i].name, rj->name) == 0)
+				return cause_fail(cause, "replicated job name \"%s\" appears twice",
+						  rj->name);
+		out->replicated_job_count++;
+	}
+	if (decode_config(object, out, cause))
+		return -1;
+	for (size_t i = 0; i < out->replicated_job_count; i++) {
+		struct jobset_rjob *rj = &out->replicated_jobs[i];
+
+		rj->targeted = out->target_count == 0;
+		for (size_t t = 0; t < out->target_count && !rj->targeted; t++)
+			rj->targeted = strcmp(out->targets[t], rj->name) == 0;
+		if (rj->targeted && rj->generation > out->generation)
+			out->generation = rj->generation;
+	}
+	out->suspended = cJSON_IsTrue(model_member(spec, "suspend"));
+	if (model_take_count(model_member(model_member(object, "status"), "restarts"), &out->restarts,
+			     &present, "JobSet status.restarts", cause))
+		return -1;
+	return 0;
+}
+
+int jobset_model_parse(const char *json, size_t len, struct jobset_model *out, char **cause)
+{
+	cJSON *root;
+	int rc;
+
+	if (cause)
+		*cause = NULL;
+	memset(out, 0, sizeof(*out));
+	root = model_parse_object(json, len, "JobSet", cause);
+	if (!root)
+		return -1;
+	rc = jobset_model_decode(root, out, cause);
+	cJSON_Delete(root);
+	return rc;
+}
