@@ -36,53 +36,20 @@ static void on_signal(int signal_number)
 	atomic_store(&stop_requested, 1);
 }
 
-static void usage(FILE *out)
-{
-	fputs("usage: muster-controller [flags]\n"
-	      "\n"
-	      "Releases the barrier of every group-scheduled JobSet once all its pods have started:\n"
-	      "writes the ConfigMap <jobset>" MUSTER_CONFIGMAP_SUFFIX " (data." MUSTER_CONFIGMAP_KEY_STARTED
-	      ") and pushes the release\n"
-	      "to each pod's barrier at POD_IP:push-port.\n"
-	      "\n"
-	      "API server\n"
-	      "  --kubeconfig PATH        kubeconfig to use (default: in-cluster service account,\n"
-	      "                           from KUBERNETES_SERVICE_HOST/PORT and the mounted token)\n"
-	      "  --namespace NS           watch only this namespace (default: all)\n"
-	      "  --kube-qps N             client-side requests per second per client (default 50; 0: no limit)\n"
-	      "  --kube-burst N           burst above that rate (default 100)\n"
-	      "Release\n"
-	      "  --push-port N            the barrier's port (default " MUSTER_API_TEXT(
-		      MUSTER_BARRIER_PORT) ")\n"
-					   "  --push-parallelism N     push connections in flight, 1..4096 (default 256)\n"
-					   "  --push-timeout-ms N      time per pushed pod (default 2000; the whole push gets 5x)\n"
-					   "Leader election (a coordination.k8s.io/v1 Lease; one replica acts, the others wait)\n"
-					   "  --leader-elect BOOL      true (default) or false: act at once, alone\n"
-					   "  --lease-name NAME        default muster-controller\n"
-					   "  --lease-namespace NS     default $POD_NAMESPACE, else the --namespace value, else default\n"
-					   "  --lease-duration S       seconds a standby waits before taking an unrenewed lease (default 15)\n"
-					   "  --renew-deadline S       seconds the leader keeps trying to renew before it stops (default 10)\n"
-					   "  --retry-period S         seconds between tries (default 2)\n"
-					   "Endpoints\n"
-					   "  --metrics-addr [A:]PORT  serve /metrics, /healthz, /readyz over HTTP (default :8080; 0: off)\n"
-					   "  --help                   this text\n"
-					   "\n"
-					   "Environment: POD_NAME (the leader identity; default hostname_pid), POD_NAMESPACE.\n"
-					   "Exit codes: 0 stopped by SIGTERM/SIGINT; 1 configuration, a watch that failed for good\n"
-					   "(401/403, 404: is the JobSet CRD installed?), or the Lease lost; 2 bad flags.\n",
-	      out);
-}
-
-static int parse_bool(const char *text, int *out)
-{
-	if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0)
-		*out = 1;
-	else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0)
-		*out = 0;
-	else
-		return -1;
-	return 0;
-}
+static const char usage_head[] =
+	"usage: muster-controller [flags]\n"
+	"\n"
+	"Releases the barrier of every group-scheduled JobSet once all its pods have started:\n"
+	"writes the ConfigMap <jobset>" MUSTER_CONFIGMAP_SUFFIX " (data." MUSTER_CONFIGMAP_KEY_STARTED
+	") and pushes the release\n"
+	"to each pod's barrier at POD_IP:push-port.\n"
+	"\n";
+static const char usage_tail[] =
+	"  --help, --version        this text; the version\n"
+	"\n"
+	"Environment: POD_NAME (the leader identity; default hostname_pid), POD_NAMESPACE.\n"
+	"Exit codes: 0 stopped by SIGTERM/SIGINT; 1 configuration, a watch that failed for good\n"
+	"(401/403, 404: is the JobSet CRD installed?), or the Lease lost; 2 bad flags.\n";
 
 /* ---- metrics ---- */
 
@@ -298,57 +265,68 @@ int main(int argc, char **argv)
 	struct sigaction action;
 	char *cause = NULL;
 
-	kube_config_defaults(&cfg);
-	for (int i = 1; i < argc; i++) {
-		const char *flag = argv[i], *value;
-		char name[FLAG_NAME_MAX];
-		unsigned long number;
+	unsigned long push_port = options.push_port, push_parallelism = options.push_parallelism,
+		      push_timeout_ms = (unsigned long)options.push_target_timeout_ms;
+	const struct flag_def flags[] = {
+		{ FLAG_SECTION, NULL, NULL, "API server", 0, 0, NULL, NULL },
+		{ FLAG_TEXT, "--kubeconfig", "PATH",
+		  "kubeconfig to use (default: in-cluster service account,\n"
+		  "from KUBERNETES_SERVICE_HOST/PORT and the mounted token)",
+		  0, 0, NULL, &kubeconfig },
+		{ FLAG_TEXT, "--namespace", "NS", "watch only this namespace (default: all)", 0, 0, NULL,
+		  &options.namespace },
+		{ FLAG_NUMBER, "--kube-qps", "N",
+		  "client-side requests per second per client (default 50; 0: no limit)", 0, 100000, NULL,
+		  &qps },
+		{ FLAG_NUMBER, "--kube-burst", "N", "burst above that rate (default 100)", 1, 100000, NULL,
+		  &burst },
+		{ FLAG_SECTION, NULL, NULL, "Release", 0, 0, NULL, NULL },
+		{ FLAG_NUMBER, "--push-port", "N",
+		  "the barrier's port (default " MUSTER_API_TEXT(MUSTER_BARRIER_PORT) ")", 1, 65535, NULL,
+		  &push_port },
+		{ FLAG_NUMBER, "--push-parallelism", "N", "push connections in flight, 1..4096 (default 256)",
+		  1, 4096, NULL, &push_parallelism },
+		{ FLAG_NUMBER, "--push-timeout-ms", "N",
+		  "time per pushed pod (default 2000; the whole push gets 5x)", 1, 600000, NULL,
+		  &push_timeout_ms },
+		{ FLAG_SECTION, NULL, NULL,
+		  "Leader election (a coordination.k8s.io/v1 Lease; one replica acts, the others wait)", 0, 0,
+		  NULL, NULL },
+		{ FLAG_BOOL, "--leader-elect", "BOOL", "true (default) or false: act at once, alone", 0, 0,
+		  NULL, &leader_elect },
+		{ FLAG_TEXT, "--lease-name", "NAME", "default muster-controller", 0, 0, NULL,
+		  &lease_options.name },
+		{ FLAG_TEXT, "--lease-namespace", "NS",
+		  "default $POD_NAMESPACE, else the --namespace value, else default", 0, 0, NULL,
+		  &lease_options.namespace },
+		{ FLAG_NUMBER, "--lease-duration", "S",
+		  "seconds a standby waits before taking an unrenewed lease (default 15)", 2, 86400, NULL,
+		  &lease_s },
+		{ FLAG_NUMBER, "--renew-deadline", "S",
+		  "seconds the leader keeps trying to renew before it stops (default 10)", 1, 86400, NULL,
+		  &renew_s },
+		{ FLAG_NUMBER, "--retry-period", "S", "seconds between tries (default 2)", 1, 86400, NULL,
+		  &retry_s },
+		{ FLAG_SECTION, NULL, NULL, "Endpoints", 0, 0, NULL, NULL },
+		{ FLAG_TEXT, "--metrics-addr", "[A:]PORT",
+		  "serve /metrics, /healthz, /readyz over HTTP (default :8080; 0: off)", 0, 0, NULL,
+		  &metrics_addr },
+	};
 
-		if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
-			usage(stdout);
-			return 0;
-		}
-		/* --flag=value and --flag value */
-		if (flag_take(argc, argv, &i, name, &flag, &value)) {
-			fprintf(stderr, "muster-controller: %s needs a value\n", flag);
-			usage(stderr);
-			return 2;
-		}
-		if (strcmp(flag, "--kubeconfig") == 0) {
-			kubeconfig = value;
-		} else if (strcmp(flag, "--namespace") == 0) {
-			options.namespace = value;
-		} else if (strcmp(flag, "--kube-qps") == 0 && !flag_number(value, 0, 100000, &number)) {
-			qps = number;
-		} else if (strcmp(flag, "--kube-burst") == 0 && !flag_number(value, 1, 100000, &number)) {
-			burst = number;
-		} else if (strcmp(flag, "--push-port") == 0 && !flag_number(value, 1, 65535, &number)) {
-			options.push_port = (uint16_t)number;
-		} else if (strcmp(flag, "--push-parallelism") == 0 && !flag_number(value, 1, 4096, &number)) {
-			options.push_parallelism = number;
-		} else if (strcmp(flag, "--push-timeout-ms") == 0 &&
-			   !flag_number(value, 1, 600000, &number)) {
-			options.push_target_timeout_ms = (int)number;
-			options.push_total_timeout_ms = (int)number * 5;
-		} else if (strcmp(flag, "--leader-elect") == 0 && !parse_bool(value, &leader_elect)) {
-		} else if (strcmp(flag, "--lease-name") == 0) {
-			lease_options.name = value;
-		} else if (strcmp(flag, "--lease-namespace") == 0) {
-			lease_options.namespace = value;
-		} else if (strcmp(flag, "--lease-duration") == 0 && !flag_number(value, 2, 86400, &number)) {
-			lease_s = number;
-		} else if (strcmp(flag, "--renew-deadline") == 0 && !flag_number(value, 1, 86400, &number)) {
-			renew_s = number;
-		} else if (strcmp(flag, "--retry-period") == 0 && !flag_number(value, 1, 86400, &number)) {
-			retry_s = number;
-		} else if (strcmp(flag, "--metrics-addr") == 0) {
-			metrics_addr = value;
-		} else {
-			fprintf(stderr, "muster-controller: bad flag or value: %s %s\n", flag, value);
-			usage(stderr);
-			return 2;
-		}
+	kube_config_defaults(&cfg);
+	switch (flag_parse(argc, argv, "muster-controller", MUSTER_VERSION, usage_head, flags,
+			   sizeof(flags) / sizeof(flags[0]), usage_tail)) {
+	case 0:
+		break;
+	case 1:
+		return 0;
+	default:
+		return 2;
 	}
+	options.push_port = (uint16_t)push_port;
+	options.push_parallelism = push_parallelism;
+	options.push_target_timeout_ms = (int)push_timeout_ms;
+	options.push_total_timeout_ms = (int)push_timeout_ms * 5;
 	if (leader_elect && !(retry_s < renew_s && renew_s < lease_s)) {
 		fprintf(stderr,
 			"muster-controller: need --retry-period < --renew-deadline < --lease-duration\n");

@@ -48,44 +48,18 @@ static void on_signal(int signal_number)
 	atomic_store(&stop_requested, 1);
 }
 
-static void usage(FILE *out)
-{
-	fputs("usage: muster-webhook --tls-cert-file PATH --tls-key-file PATH [flags]\n"
-	      "\n"
-	      "Admission webhook for jobset.x-k8s.io/v1alpha2 JobSets with groupSchedulingConfig (or the\n"
-	      "annotation " MUSTER_ANNOTATION_GROUP_TIMEOUT "): POST /mutate injects the barrier init\n"
-	      "container, its ConfigMap volume and the pod label; POST /validate checks the settings.\n"
-	      "GET /healthz, /readyz and /metrics are served on the same port.\n"
-	      "\n"
-	      "Serving\n"
-	      "  --tls-cert-file PATH     PEM certificate (chain) of the HTTPS server; required\n"
-	      "  --tls-key-file PATH      its PEM private key; required. Both are reloaded when their\n"
-	      "                           files change (e.g. a renewed Secret): no restart needed\n"
-	      "  --listen [A:]PORT        address to serve on (default " DEFAULT_LISTEN ")\n"
-	      "  --threads N              worker threads, 1..64 (default 4)\n"
-	      "  --max-connections N      open connections at most, 1..10000 (default 512)\n"
-	      "  --idle-timeout S         close a connection idle this long, 1..3600 (default 60)\n"
-	      "  --body-timeout S         close a connection whose request body is still arriving\n"
-	      "                           this long after its headers, 1..3600 (default 10)\n"
-	      "  --max-body-bytes N       largest AdmissionReview accepted (default 4194304)\n"
-	      "  --metrics-addr [A:]PORT  also serve /metrics, /healthz, /readyz over plain HTTP (default 0: off)\n"
-	      "  --quiet                  log denials and errors only, not every admission\n"
-	      "  --shutdown-delay S       on SIGTERM, fail /readyz and keep serving this long before\n"
-	      "                           stopping, while the Service drops this replica (default 5)\n"
-	      "The injected barrier\n"
-	      "  --barrier-image IMAGE    default " DEFAULT_IMAGE "\n"
-	      "  --barrier-pull-policy P  Always, IfNotPresent (default) or Never\n"
-	      "  --barrier-port N         port the barrier listens on for the pushed release\n"
-	      "                           (default " MUSTER_API_TEXT(
-		      MUSTER_BARRIER_PORT) "; 0: no push, release through the volume only)\n"
-					   "  --barrier-cpu Q          CPU request (default 10m)\n"
-					   "  --barrier-memory Q       memory request (default 16Mi)\n"
-					   "  --barrier-memory-limit Q memory limit (default 32Mi; \"\" for none)\n"
-					   "  --help, --version\n"
-					   "\n"
-					   "Exit codes: 0 stopped by SIGTERM/SIGINT, 1 could not serve (cause logged), 2 bad flags.\n",
-	      out);
-}
+static const char usage_head[] =
+	"usage: muster-webhook --tls-cert-file PATH --tls-key-file PATH [flags]\n"
+	"\n"
+	"Admission webhook for jobset.x-k8s.io/v1alpha2 JobSets with groupSchedulingConfig (or the\n"
+	"annotation " MUSTER_ANNOTATION_GROUP_TIMEOUT "): POST /mutate injects the barrier init\n"
+	"container, its ConfigMap volume and the pod label; POST /validate checks the settings.\n"
+	"GET /healthz, /readyz and /metrics are served on the same port.\n"
+	"\n";
+static const char usage_tail[] =
+	"  --help, --version\n"
+	"\n"
+	"Exit codes: 0 stopped by SIGTERM/SIGINT, 1 could not serve (cause logged), 2 bad flags.\n";
 
 /* A Kubernetes quantity as the barrier's requests need it: digits, an
  * optional fraction, an optional suffix. The apiserver checks it fully at
@@ -112,10 +86,31 @@ static int quantity_ok(const char *q)
 	return 0;
 }
 
-static int bad_flag(const char *flag, const char *value, const char *why)
+static const char *image_problem(const char *value)
 {
-	fprintf(stderr, "muster-webhook: %s '%.100s': %s (see --help)\n", flag, value, why);
-	return 2;
+	return !value[0] || strpbrk(value, " \t\n") ? "not an image reference" : NULL;
+}
+
+static const char *pull_policy_problem(const char *value)
+{
+	return strcmp(value, "Always") && strcmp(value, "IfNotPresent") && strcmp(value, "Never")
+		       ? "not Always, IfNotPresent or Never"
+		       : NULL;
+}
+
+static const char *cpu_problem(const char *value)
+{
+	return quantity_ok(value) ? NULL : "not a quantity such as 10m";
+}
+
+static const char *memory_problem(const char *value)
+{
+	return quantity_ok(value) ? NULL : "not a quantity such as 16Mi";
+}
+
+static const char *memory_limit_problem(const char *value)
+{
+	return !value[0] || quantity_ok(value) ? NULL : "not a quantity such as 32Mi";
 }
 
 int main(int argc, char **argv)
@@ -148,89 +143,72 @@ int main(int argc, char **argv)
 	char *cause = NULL;
 	int exit_code = 1, err;
 
-	for (int i = 1; i < argc; i++) {
-		const char *flag = argv[i], *value;
-		char name[FLAG_NAME_MAX];
-		unsigned long number;
+	unsigned long threads = serve.threads, connections = serve.connections_max, idle = serve.idle_seconds,
+		      body_seconds = serve.body_seconds, body_max = serve.body_max,
+		      barrier_port = options.barrier.barrier_port;
+	const struct flag_def flags[] = {
+		{ FLAG_SECTION, NULL, NULL, "Serving", 0, 0, NULL, NULL },
+		{ FLAG_TEXT, "--tls-cert-file", "PATH",
+		  "PEM certificate (chain) of the HTTPS server; required", 0, 0, NULL, &serve.tls_cert_file },
+		{ FLAG_TEXT, "--tls-key-file", "PATH",
+		  "its PEM private key; required. Both are reloaded when their\n"
+		  "files change (e.g. a renewed Secret): no restart needed",
+		  0, 0, NULL, &serve.tls_key_file },
+		{ FLAG_TEXT, "--listen", "[A:]PORT", "address to serve on (default " DEFAULT_LISTEN ")", 0, 0,
+		  NULL, &listen },
+		{ FLAG_NUMBER, "--threads", "N", "worker threads, 1..64 (default 4)", 1, 64, NULL, &threads },
+		{ FLAG_NUMBER, "--max-connections", "N", "open connections at most, 1..10000 (default 512)",
+		  1, 10000, NULL, &connections },
+		{ FLAG_NUMBER, "--idle-timeout", "S",
+		  "close a connection idle this long, 1..3600 (default 60)", 1, 3600, NULL, &idle },
+		{ FLAG_NUMBER, "--body-timeout", "S",
+		  "close a connection whose request body is still arriving\n"
+		  "this long after its headers, 1..3600 (default 10)",
+		  1, 3600, NULL, &body_seconds },
+		{ FLAG_NUMBER, "--max-body-bytes", "N", "largest AdmissionReview accepted (default 4194304)",
+		  4096, 64ul * 1024 * 1024, NULL, &body_max },
+		{ FLAG_TEXT, "--metrics-addr", "[A:]PORT",
+		  "also serve /metrics, /healthz, /readyz over plain HTTP (default 0: off)", 0, 0, NULL,
+		  &metrics_addr },
+		{ FLAG_SWITCH, "--quiet", NULL, "log denials and errors only, not every admission", 0, 0,
+		  NULL, &options.quiet },
+		{ FLAG_NUMBER, "--shutdown-delay", "S",
+		  "on SIGTERM, fail /readyz and keep serving this long before\n"
+		  "stopping, while the Service drops this replica (default 5)",
+		  0, 300, NULL, &shutdown_delay },
+		{ FLAG_SECTION, NULL, NULL, "The injected barrier", 0, 0, NULL, NULL },
+		{ FLAG_TEXT, "--barrier-image", "IMAGE", "default " DEFAULT_IMAGE, 0, 0, image_problem,
+		  &options.barrier.barrier_image },
+		{ FLAG_TEXT, "--barrier-pull-policy", "P", "Always, IfNotPresent (default) or Never", 0, 0,
+		  pull_policy_problem, &options.barrier.image_pull_policy },
+		{ FLAG_NUMBER, "--barrier-port", "N",
+		  "port the barrier listens on for the pushed release\n"
+		  "(default " MUSTER_API_TEXT(
+			  MUSTER_BARRIER_PORT) "; 0: no push, release through the volume only)",
+		  0, 65535, NULL, &barrier_port },
+		{ FLAG_TEXT, "--barrier-cpu", "Q", "CPU request (default 10m)", 0, 0, cpu_problem,
+		  &options.barrier.cpu_request },
+		{ FLAG_TEXT, "--barrier-memory", "Q", "memory request (default 16Mi)", 0, 0, memory_problem,
+		  &options.barrier.memory_request },
+		{ FLAG_TEXT, "--barrier-memory-limit", "Q", "memory limit (default 32Mi; \"\" for none)", 0,
+		  0, memory_limit_problem, &options.barrier.memory_limit },
+	};
 
-		if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
-			usage(stdout);
-			return 0;
-		}
-		if (strcmp(flag, "--version") == 0) {
-			printf("muster-webhook %s\n", MUSTER_VERSION);
-			return 0;
-		}
-		if (strcmp(flag, "--quiet") == 0) {
-			options.quiet = 1;
-			continue;
-		}
-		/* --flag=value and --flag value */
-		if (flag_take(argc, argv, &i, name, &flag, &value)) {
-			fprintf(stderr, "muster-webhook: %s needs a value (see --help)\n", flag);
-			return 2;
-		}
-		if (strcmp(flag, "--tls-cert-file") == 0) {
-			serve.tls_cert_file = value;
-		} else if (strcmp(flag, "--tls-key-file") == 0) {
-			serve.tls_key_file = value;
-		} else if (strcmp(flag, "--listen") == 0) {
-			listen = value;
-		} else if (strcmp(flag, "--metrics-addr") == 0) {
-			metrics_addr = value;
-		} else if (strcmp(flag, "--threads") == 0) {
-			if (flag_number(value, 1, 64, &number))
-				return bad_flag(flag, value, "not a number from 1 to 64");
-			serve.threads = (unsigned)number;
-		} else if (strcmp(flag, "--max-connections") == 0) {
-			if (flag_number(value, 1, 10000, &number))
-				return bad_flag(flag, value, "not a number from 1 to 10000");
-			serve.connections_max = (unsigned)number;
-		} else if (strcmp(flag, "--idle-timeout") == 0) {
-			if (flag_number(value, 1, 3600, &number))
-				return bad_flag(flag, value, "not a number of seconds from 1 to 3600");
-			serve.idle_seconds = (unsigned)number;
-		} else if (strcmp(flag, "--body-timeout") == 0) {
-			if (flag_number(value, 1, 3600, &number))
-				return bad_flag(flag, value, "not a number of seconds from 1 to 3600");
-			serve.body_seconds = (unsigned)number;
-		} else if (strcmp(flag, "--max-body-bytes") == 0) {
-			if (flag_number(value, 4096, 64ul * 1024 * 1024, &number))
-				return bad_flag(flag, value, "not a number from 4096 to 67108864");
-			serve.body_max = (size_t)number;
-		} else if (strcmp(flag, "--shutdown-delay") == 0) {
-			if (flag_number(value, 0, 300, &shutdown_delay))
-				return bad_flag(flag, value, "not a number of seconds from 0 to 300");
-		} else if (strcmp(flag, "--barrier-image") == 0) {
-			if (!value[0] || strpbrk(value, " \t\n"))
-				return bad_flag(flag, value, "not an image reference");
-			options.barrier.barrier_image = value;
-		} else if (strcmp(flag, "--barrier-pull-policy") == 0) {
-			if (strcmp(value, "Always") && strcmp(value, "IfNotPresent") &&
-			    strcmp(value, "Never"))
-				return bad_flag(flag, value, "not Always, IfNotPresent or Never");
-			options.barrier.image_pull_policy = value;
-		} else if (strcmp(flag, "--barrier-port") == 0) {
-			if (flag_number(value, 0, 65535, &number))
-				return bad_flag(flag, value, "not a port from 0 to 65535");
-			options.barrier.barrier_port = (unsigned)number;
-		} else if (strcmp(flag, "--barrier-cpu") == 0) {
-			if (!quantity_ok(value))
-				return bad_flag(flag, value, "not a quantity such as 10m");
-			options.barrier.cpu_request = value;
-		} else if (strcmp(flag, "--barrier-memory") == 0) {
-			if (!quantity_ok(value))
-				return bad_flag(flag, value, "not a quantity such as 16Mi");
-			options.barrier.memory_request = value;
-		} else if (strcmp(flag, "--barrier-memory-limit") == 0) {
-			if (value[0] && !quantity_ok(value))
-				return bad_flag(flag, value, "not a quantity such as 32Mi");
-			options.barrier.memory_limit = value;
-		} else {
-			fprintf(stderr, "muster-webhook: unknown flag %s (see --help)\n", flag);
-			return 2;
-		}
+	switch (flag_parse(argc, argv, "muster-webhook", MUSTER_VERSION, usage_head, flags,
+			   sizeof(flags) / sizeof(flags[0]), usage_tail)) {
+	case 0:
+		break;
+	case 1:
+		return 0;
+	default:
+		return 2;
 	}
+	serve.threads = (unsigned)threads;
+	serve.connections_max = (unsigned)connections;
+	serve.idle_seconds = (unsigned)idle;
+	serve.body_seconds = (unsigned)body_seconds;
+	serve.body_max = (size_t)body_max;
+	options.barrier.barrier_port = (unsigned)barrier_port;
 	if (!serve.tls_cert_file || !serve.tls_key_file) {
 		fprintf(stderr,
 			"muster-webhook: --tls-cert-file and --tls-key-file are required: the apiserver "
