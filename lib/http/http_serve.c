@@ -16,10 +16,13 @@
  * last connection that took it closes: every pair counts its users (one for
  * being current, one per connection whose handshake took it), and the
  * connections are tracked from libmicrohttpd's connection notifications. The
- * callback is given the GnuTLS session and nothing of ours, so the tracked
- * connections of every server are in one list here, found by their session,
- * under one lock (a short walk per handshake, never per request). Reloads
- * run on one watcher thread per server, the only writer of its current pair.
+ * callback is given the GnuTLS session only: libmicrohttpd keeps its
+ * connection as the session's pointer (gnutls_session_set_ptr, which its own
+ * PSK callback reads back), and the connection's socket context is our
+ * record, so the handshake finds its server without any process-wide state.
+ * Each server keeps its connections in its own list under its own lock (for
+ * the teardown of connections whose close was never notified). Reloads run
+ * on one watcher thread per server, the only writer of its current pair.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "http_serve.h"
@@ -75,7 +78,7 @@ struct tls_pair {
 	gnutls_pcert_st certs[HTTP_SERVE_TLS_CHAIN_MAX]; /* leaf first */
 	unsigned cert_count;
 	gnutls_privkey_t key;
-	unsigned users; /* under tls_lock: 1 while current, plus 1 per connection that took it */
+	unsigned users; /* under the server's tls.lock: 1 while current, plus 1 per connection that took it */
 	char subject[256]; /* the leaf's, quoted for the log */
 	char not_after[32]; /* the leaf's, "2027-01-31T12:00:00Z" */
 };
@@ -89,13 +92,13 @@ struct tls_connection {
 	struct tls_pair *pair; /* what its handshake took; NULL before */
 };
 
-/* Guards every server's current pair, the users counts and the list. */
-static pthread_mutex_t tls_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tls_connection *tls_connections;
-
 struct tls_state {
 	char *cert_file, *key_file;
-	struct tls_pair *current; /* under tls_lock (read without it by the watcher, its only writer) */
+	/* Guards current, the users counts of the pairs and connections. */
+	pthread_mutex_t lock;
+	int lock_ready;
+	struct tls_pair *current; /* under lock (read without it by the watcher, its only writer) */
+	struct tls_connection *connections; /* under lock */
 	unsigned char digest[TLS_DIGEST_SIZE]; /* of the files the current pair came from */
 	char *failure; /* cause of the last failed reload, not logged again */
 	unsigned char failure_digest[TLS_DIGEST_SIZE]; /* of its files (zero if unread) */
@@ -774,7 +777,7 @@ static void tls_pair_free(struct tls_pair *pair)
 	free(pair);
 }
 
-/* Drops one user of pair; the last frees it. Called with tls_lock held. */
+/* Drops one user of pair; the last frees it. Called with the server's tls.lock held. */
 static void tls_pair_release(struct tls_pair *pair)
 {
 	if (pair && --pair->users == 0)
@@ -1015,22 +1018,26 @@ static int on_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca
 			  const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length, gnutls_pcert_st **pcert,
 			  unsigned int *pcert_length, gnutls_privkey_t *privkey)
 {
-	struct tls_connection *connection;
+	struct MHD_Connection *mhd_connection = gnutls_session_get_ptr(session);
+	const union MHD_ConnectionInfo *info =
+		mhd_connection ? MHD_get_connection_info(mhd_connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT)
+			       : NULL;
+	struct tls_connection *connection = info ? info->socket_context : NULL;
+	struct tls_state *tls;
 	int result = -1;
 
 	(void)req_ca_rdn;
 	(void)nreqs;
 	(void)pk_algos;
 	(void)pk_algos_length;
-	pthread_mutex_lock(&tls_lock);
-	for (connection = tls_connections; connection; connection = connection->next) {
-		if (connection->session == session)
-			break;
-	}
-	/* Not found only when its start notification could not allocate: the
+	/* No record only when its start notification could not allocate: the
 	 * handshake fails rather than use a pair nobody holds. */
-	if (connection && connection->server->tls.current) {
-		struct tls_pair *pair = connection->server->tls.current;
+	if (!connection || connection->session != session)
+		return -1;
+	tls = &connection->server->tls;
+	pthread_mutex_lock(&tls->lock);
+	if (tls->current) {
+		struct tls_pair *pair = tls->current;
 
 		pair->users++;
 		tls_pair_release(connection->pair); /* a renegotiation's previous one */
@@ -1040,7 +1047,7 @@ static int on_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca
 		*privkey = pair->key;
 		result = 0;
 	}
-	pthread_mutex_unlock(&tls_lock);
+	pthread_mutex_unlock(&tls->lock);
 	return result;
 }
 
@@ -1062,23 +1069,23 @@ static void on_connection(void *cls, struct MHD_Connection *mhd_connection, void
 			return;
 		connection->session = info->tls_session;
 		connection->server = server;
-		pthread_mutex_lock(&tls_lock);
-		connection->next = tls_connections;
-		if (tls_connections)
-			tls_connections->prev = connection;
-		tls_connections = connection;
-		pthread_mutex_unlock(&tls_lock);
+		pthread_mutex_lock(&server->tls.lock);
+		connection->next = server->tls.connections;
+		if (server->tls.connections)
+			server->tls.connections->prev = connection;
+		server->tls.connections = connection;
+		pthread_mutex_unlock(&server->tls.lock);
 		*socket_context = connection;
 	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && connection) {
-		pthread_mutex_lock(&tls_lock);
+		pthread_mutex_lock(&server->tls.lock);
 		if (connection->prev)
 			connection->prev->next = connection->next;
 		else
-			tls_connections = connection->next;
+			server->tls.connections = connection->next;
 		if (connection->next)
 			connection->next->prev = connection->prev;
 		tls_pair_release(connection->pair);
-		pthread_mutex_unlock(&tls_lock);
+		pthread_mutex_unlock(&server->tls.lock);
 		free(connection);
 		*socket_context = NULL;
 	}
@@ -1205,11 +1212,11 @@ static void tls_reload(struct http_serve *server)
 		memcpy(tls->failure_digest, digest, sizeof(digest));
 		goto out;
 	}
-	pthread_mutex_lock(&tls_lock);
+	pthread_mutex_lock(&tls->lock);
 	old = tls->current;
 	tls->current = pair;
 	tls_pair_release(old);
-	pthread_mutex_unlock(&tls_lock);
+	pthread_mutex_unlock(&tls->lock);
 	memcpy(tls->digest, digest, sizeof(digest));
 	free(tls->failure);
 	tls->failure = NULL;
@@ -1306,6 +1313,9 @@ static int tls_setup(struct http_serve *server, const struct http_serve_options 
 	    MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES)
 		return set_cause(cause, -ENOTSUP,
 				 "libmicrohttpd was built without TLS certificate callbacks");
+	if (pthread_mutex_init(&tls->lock, NULL) != 0)
+		return set_cause(cause, -ENOMEM, "cannot make a lock");
+	tls->lock_ready = 1;
 	tls->cert_file = strdup(options->tls_cert_file);
 	tls->key_file = strdup(options->tls_key_file);
 	tls->dirs[0] = tls->cert_file ? directory_of(tls->cert_file) : NULL;
@@ -1368,23 +1378,20 @@ static void tls_teardown(struct http_serve *server)
 			     server->address);
 		pthread_join(tls->watcher, NULL);
 	}
-	pthread_mutex_lock(&tls_lock);
-	for (connection = tls_connections; connection; connection = next) {
-		next = connection->next;
-		if (connection->server != server)
-			continue;
-		if (connection->prev)
-			connection->prev->next = next;
-		else
-			tls_connections = next;
-		if (next)
-			next->prev = connection->prev;
-		tls_pair_release(connection->pair);
-		free(connection);
+	if (tls->lock_ready) {
+		/* The daemon is stopped: only connections whose close was never
+		 * notified are left. */
+		for (connection = tls->connections; connection; connection = next) {
+			next = connection->next;
+			tls_pair_release(connection->pair);
+			free(connection);
+		}
+		tls->connections = NULL;
+		tls_pair_release(tls->current);
+		tls->current = NULL;
+		pthread_mutex_destroy(&tls->lock);
+		tls->lock_ready = 0;
 	}
-	tls_pair_release(tls->current);
-	tls->current = NULL;
-	pthread_mutex_unlock(&tls_lock);
 	if (tls->inotify_fd >= 0)
 		close(tls->inotify_fd);
 	if (tls->wake_fd >= 0)
