@@ -79,6 +79,20 @@ static void story1_expects_300(void **state)
 	assert_int_equal(group_expected_pods(&jobset), 300);
 }
 
+/* spec.suspend true is the model's suspended; absent or false is not. */
+static void jobset_suspended(void **state)
+{
+	(void)state;
+	ok_jobset(story1);
+	assert_int_equal(jobset.suspended, 0);
+	ok_jobset("{\"metadata\":{\"name\":\"s\",\"namespace\":\"d\",\"uid\":\"u\"},"
+		  "\"spec\":{\"suspend\":true,\"replicatedJobs\":[{\"name\":\"w\"}]}}");
+	assert_int_equal(jobset.suspended, 1);
+	ok_jobset("{\"metadata\":{\"name\":\"s\",\"namespace\":\"d\",\"uid\":\"u\"},"
+		  "\"spec\":{\"suspend\":false,\"replicatedJobs\":[{\"name\":\"w\"}]}}");
+	assert_int_equal(jobset.suspended, 0);
+}
+
 static void story2_counts_targets_only(void **state)
 {
 	(void)state;
@@ -606,6 +620,7 @@ int main(void)
 		cmocka_unit_test(pod_identity_labels),
 		cmocka_unit_test(pod_barrier_last_state),
 		cmocka_unit_test(story2_counts_targets_only),
+		cmocka_unit_test(jobset_suspended),
 		cmocka_unit_test(empty_targets_mean_all),
 		cmocka_unit_test(defaults_and_min_rule),
 		cmocka_unit_test(unknown_targets_and_duplicates),
