@@ -49,6 +49,21 @@ struct entry {
 	uint32_t timeout_reported; /* attempt + 1 whose GroupTimedOut Event was sent, 0: none */
 	int repush; /* released before this tracker was made: push again to the pods still waiting */
 	int uid_missing_reported; /* a pod without the jobset-uid label was logged */
+	uint64_t serial; /* tells this entry from a later one of the same JobSet */
+};
+
+/* A release write handed to the writer thread: decided under the lock,
+ * written outside it, its result recorded under the lock again. While it is
+ * queued or under way the tracker says PENDING (no second release of the
+ * epoch is decided) and no ConfigMap read of that JobSet is made. */
+struct write_req {
+	struct write_req *next;
+	struct entry snap; /* identity of the JobSet (namespace, name, uid, serial); no tracker */
+	struct group_decision decision;
+	uint64_t begun, written; /* the write's start and end, now_ms */
+	int err, foreign;
+	const char *how;
+	char *cause;
 };
 
 /* The group-scheduled JobSets by namespace/name: a chained hash table that
@@ -101,6 +116,13 @@ struct controller_group {
 	char namespace[GROUP_LABEL_MAX + 1];
 	struct controller_group_options options;
 	struct api jobset_api, pod_api, write_api, side_api;
+	struct api read_api; /* ConfigMap GET and pod LIST of a new tracker, under the lock */
+	uint64_t serials; /* entries made */
+
+	/* Release writes decided and not yet recorded, oldest first; under lock. */
+	pthread_cond_t writes_cond;
+	struct write_req *writes_head, *writes_tail;
+	int writes_stop;
 	struct timespec start;
 	atomic_int jobsets_listed, pods_listed; /* each watch completed a LIST once */
 	unsigned jobset_lists, pod_lists; /* LISTs begun, for the re-list log line */
@@ -418,7 +440,7 @@ static int read_released(struct controller_group *group, struct entry *e, char *
 	int err;
 
 	configmap_path(path, sizeof(path), e, 0);
-	err = kube_get(group->write_api.client, path, &configmap, cause);
+	err = kube_get(group->read_api.client, path, &configmap, cause);
 	if (err == KUBE_ENOTFOUND) {
 		group_tracker_set_none_released(e->tracker);
 		return 0;
@@ -519,7 +541,7 @@ static int list_pods(struct controller_group *group, struct entry *e, char **cau
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", e->namespace);
 	snprintf(selector, sizeof(selector), "%s,%s=%s", CONTROLLER_POD_LABEL, POD_JOBSET_LABEL, e->name);
 	group_tracker_relist_begin(e->tracker);
-	err = kube_list(group->write_api.client, path, &selectors, LIST_PAGE_SIZE, list_pod_item, &context,
+	err = kube_list(group->read_api.client, path, &selectors, LIST_PAGE_SIZE, list_pod_item, &context,
 			NULL, cause);
 	group_tracker_relist_end(e->tracker);
 	if (err)
@@ -647,8 +669,8 @@ static cJSON *configmap_body(const struct entry *e, uint64_t epoch)
  * or, when it exists, merge-patches it if it is ours, replaces it if it is a
  * predecessor's leftover, and refuses (KUBE_ECONFLICT) if it is anyone
  * else's. *how says what was done. */
-static int write_configmap(struct controller_group *group, struct entry *e, uint64_t epoch, const char **how,
-			   char **cause)
+static int write_configmap(struct controller_group *group, const struct entry *e, uint64_t epoch,
+			   const char **how, int *foreign, char **cause)
 {
 	char path[KUBE_PATH_MAX], *patch;
 	cJSON *body = configmap_body(e, epoch), *existing = NULL;
@@ -691,7 +713,7 @@ static int write_configmap(struct controller_group *group, struct entry *e, uint
 		err = kube_create(group->write_api.client, path, body, NULL, cause);
 		break;
 	case CONFIGMAP_FOREIGN:
-		report_conflict(group, e);
+		*foreign = 1;
 		err = kube_cause(cause, KUBE_ECONFLICT,
 				 "ConfigMap %s/%s" CONTROLLER_CONFIGMAP_SUFFIX
 				 " exists and is not owned by this JobSet",
@@ -704,49 +726,96 @@ out:
 	return err;
 }
 
-/* Writes the release of record (the ConfigMap), then hands the push and the
- * Event to the side thread: the lock is held only for the write. */
+/* Hands the release of record (the ConfigMap write) to the writer thread.
+ * Under the lock; the tracker says PENDING until release_recorded(). */
 static void release(struct controller_group *group, struct entry *e, const struct group_decision *decision)
 {
-	const char *how = "", *token_cause = NULL;
-	char *cause = NULL;
-	uint64_t begun = now_ms(group), written;
-	struct job *job;
-	int err;
+	struct write_req *req;
 
-	if (begun < e->retry_at_ms) {
+	if (now_ms(group) < e->retry_at_ms) {
 		group_tracker_release_failed(e->tracker, decision->epoch);
 		return;
 	}
-	err = write_configmap(group, e, decision->epoch, &how, &cause);
-	if (err) {
+	req = calloc(1, sizeof(*req));
+	if (!req) {
 		group_tracker_release_failed(e->tracker, decision->epoch);
 		stat_add(&group->stats.release_failures, 1);
-		if (err != KUBE_ECONFLICT || !e->conflict_reported) /* a conflict is logged once */
-			mlog(MLOG_ERROR, "release-failed", "jobset=%s/%s attempt=%u err=%s cause=\"%s\"",
-			     e->namespace, e->name, decision->attempt, kube_err_name(err),
-			     cause ? cause : "");
-		free(cause);
+		mlog(MLOG_ERROR, "release-failed", "jobset=%s/%s attempt=%u err=%s cause=\"%s\"",
+		     e->namespace, e->name, decision->attempt, kube_err_name(KUBE_ENOMEM),
+		     "no memory for the write");
 		return;
 	}
-	written = now_ms(group);
+	req->snap = *e;
+	req->snap.next = NULL;
+	req->snap.tracker = NULL;
+	req->decision = *decision;
+	if (group->writes_tail)
+		group->writes_tail->next = req;
+	else
+		group->writes_head = req;
+	group->writes_tail = req;
+	pthread_cond_signal(&group->writes_cond);
+}
+
+/* A release write of this JobSet (namespace/name) is queued or under way.
+ * Under the lock. */
+static int write_in_flight(const struct controller_group *group, const struct entry *e)
+{
+	for (const struct write_req *req = group->writes_head; req; req = req->next)
+		if (strcmp(req->snap.namespace, e->namespace) == 0 && strcmp(req->snap.name, e->name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Records the outcome of a write made outside the lock, under it: the
+ * ConfigMap is the release of record, so once written the release happened,
+ * whether or not the JobSet is still tracked; the push and the Event go to
+ * the side thread. */
+static void release_recorded(struct controller_group *group, struct write_req *req)
+{
+	const struct group_decision *decision = &req->decision;
+	struct entry *e = entry_find(group, req->snap.namespace, req->snap.name);
+	const char *token_cause = NULL;
+	struct job *job;
+
+	if (e && e->serial != req->snap.serial)
+		e = NULL; /* forgotten meanwhile: a later entry reads the ConfigMap back */
+	if (req->err) {
+		int reported;
+
+		if (e) {
+			group_tracker_release_failed(e->tracker, decision->epoch);
+			if (req->foreign)
+				report_conflict(group, e);
+		}
+		reported = e ? e->conflict_reported : req->foreign;
+		stat_add(&group->stats.release_failures, 1);
+		if (req->err != KUBE_ECONFLICT || !reported) /* a conflict is logged once */
+			mlog(MLOG_ERROR, "release-failed", "jobset=%s/%s attempt=%u err=%s cause=\"%s\"",
+			     req->snap.namespace, req->snap.name, decision->attempt, kube_err_name(req->err),
+			     req->cause ? req->cause : "");
+		return;
+	}
 	/* The ConfigMap is the release of record; from here on it happened. */
-	group_tracker_release_done(e->tracker, decision->epoch);
-	e->repush = 0; /* this release is pushed below */
-	e->retry_at_ms = 0;
+	if (e) {
+		group_tracker_release_done(e->tracker, decision->epoch);
+		e->repush = 0; /* this release is pushed below */
+		e->retry_at_ms = 0;
+	}
 	stat_add(&group->stats.releases, 1);
 	mlog(MLOG_INFO, "release",
 	     "jobset=%s/%s attempt=%u generation=%u expected=%llu started=%llu configmap=%s spread_ms=%llu "
 	     "write_ms=%llu since_last_start_ms=%llu",
-	     e->namespace, e->name, decision->attempt, decision->generation,
-	     (unsigned long long)decision->expected, (unsigned long long)decision->started, how,
+	     req->snap.namespace, req->snap.name, decision->attempt, decision->generation,
+	     (unsigned long long)decision->expected, (unsigned long long)decision->started, req->how,
 	     (unsigned long long)(decision->has_starts ? decision->last_start - decision->first_start : 0),
-	     (unsigned long long)(written - begun),
-	     (unsigned long long)(decision->has_starts ? written - decision->last_start : 0));
+	     (unsigned long long)(req->written - req->begun),
+	     (unsigned long long)(decision->has_starts ? req->written - decision->last_start : 0));
 	if (group->options.observer && group->options.observer->released && decision->has_starts)
 		group->options.observer->released(group->options.observer->arg,
-						  (double)(written - decision->last_start) / 1e3);
-
+						  (double)(req->written - decision->last_start) / 1e3);
+	if (!e)
+		return;
 	job = job_new(group, e, JOB_PUSH);
 	if (!job)
 		return;
@@ -755,15 +824,58 @@ static void release(struct controller_group *group, struct entry *e, const struc
 	job->expected = decision->expected;
 	job->started = decision->started;
 	job->spread_ms = decision->has_starts ? decision->last_start - decision->first_start : 0;
-	job->last_start_ms = decision->has_starts ? decision->last_start : written;
+	job->last_start_ms = decision->has_starts ? decision->last_start : req->written;
 	if (release_token_check(e->token, strlen(e->token), &token_cause)) {
 		stat_add(&group->stats.push_skipped, 1);
 		mlog(MLOG_WARN, "push-skipped", "jobset=%s/%s attempt=%u reason=\"no usable token: %s\"",
 		     e->namespace, e->name, decision->attempt, token_cause);
 	} else {
-		job_targets(group, e, job, (size_t)decision->started);
+		struct group_decision now;
+
+		/* The tracker may have moved to a later epoch during the write:
+		 * its pods wait for that one, not for this. */
+		group_tracker_peek(e->tracker, &now);
+		if (now.epoch == decision->epoch)
+			job_targets(group, e, job, (size_t)decision->started);
 	}
 	enqueue(group, job);
+}
+
+/* The writer thread: takes the oldest decided release, writes it with the
+ * lock released (so a slow apiserver holds up neither watch), and records the
+ * result under the lock. One write at a time, so a JobSet's ConfigMap is
+ * never written by two threads at once. On stop, the write under way is
+ * finished and the queued ones are dropped (nothing was written for them; a
+ * next controller reads the ConfigMap back and decides again). */
+static void *writer_main(void *arg)
+{
+	struct controller_group *group = arg;
+
+	pthread_mutex_lock(&group->lock);
+	for (;;) {
+		struct write_req *req;
+
+		while (!group->writes_head && !group->writes_stop)
+			pthread_cond_wait(&group->writes_cond, &group->lock);
+		if (group->writes_stop)
+			break;
+		req = group->writes_head;
+		pthread_mutex_unlock(&group->lock);
+		req->how = "";
+		req->begun = now_ms(group);
+		req->err = write_configmap(group, &req->snap, req->decision.epoch, &req->how, &req->foreign,
+					   &req->cause);
+		req->written = now_ms(group);
+		pthread_mutex_lock(&group->lock);
+		group->writes_head = req->next;
+		if (!group->writes_head)
+			group->writes_tail = NULL;
+		release_recorded(group, req);
+		free(req->cause);
+		free(req);
+	}
+	pthread_mutex_unlock(&group->lock);
+	return NULL;
 }
 
 /* The release was read back (a restart): push it again to the pods whose
@@ -803,7 +915,10 @@ static void decide(struct controller_group *group, struct entry *e)
 	uint64_t timeouts;
 
 	group_tracker_decide(e->tracker, &decision);
-	if (!e->has_last_action || e->last_action != decision.action) {
+	/* PENDING: a release write is with the writer thread (not a state of
+	 * the group, and not logged). */
+	if (decision.action != GROUP_ACTION_PENDING &&
+	    (!e->has_last_action || e->last_action != decision.action)) {
 		mlog(decision.action == GROUP_ACTION_ANOMALY ? MLOG_WARN : MLOG_INFO, "group-state",
 		     "jobset=%s/%s action=%s attempt=%u generation=%u expected=%llu started=%llu tracked=%llu",
 		     e->namespace, e->name, group_action_name(decision.action), decision.attempt,
@@ -1008,8 +1123,15 @@ static void *side_main(void *arg)
 static void entry_read(struct controller_group *group, struct entry *e)
 {
 	char *cause = NULL;
-	int err = read_released(group, e, &cause);
+	int err;
 
+	if (write_in_flight(group, e)) {
+		/* A write of an earlier entry of this JobSet is under way: read
+		 * once it is recorded (the tick retries). */
+		e->needs_read = 1;
+		return;
+	}
+	err = read_released(group, e, &cause);
 	if (!err)
 		err = list_pods(group, e, &cause);
 	e->needs_read = err != 0;
@@ -1047,6 +1169,7 @@ static void jobset_add(struct controller_group *group, const struct group_jobset
 	memcpy(e->uid, jobset->uid, sizeof(e->uid));
 	memcpy(e->token, token, sizeof(e->token));
 	e->seen = 1;
+	e->serial = ++group->serials;
 	if (entry_insert(group, e)) {
 		mlog(MLOG_WARN, "jobset-ignored", "jobset=%s/%s cause=\"no memory\"", e->namespace, e->name);
 		group_tracker_free(e->tracker);
@@ -1289,12 +1412,20 @@ static void *watch_main(void *arg)
 int controller_group_run(struct controller_group *group, atomic_int *stop, char **cause)
 {
 	struct watch_thread watches[2];
-	pthread_t side;
+	pthread_t side, writer;
 	int started = 0, err = 0;
 
 	memset(watches, 0, sizeof(watches));
 	if (pthread_create(&side, NULL, side_main, group) != 0)
 		return kube_cause(cause, KUBE_ENOMEM, "cannot start the push thread");
+	if (pthread_create(&writer, NULL, writer_main, group) != 0) {
+		pthread_mutex_lock(&group->jobs_lock);
+		group->jobs_stop = 1;
+		pthread_cond_signal(&group->jobs_cond);
+		pthread_mutex_unlock(&group->jobs_lock);
+		pthread_join(side, NULL);
+		return kube_cause(cause, KUBE_ENOMEM, "cannot start the writer thread");
+	}
 	for (int i = 0; i < 2; i++) {
 		struct watch_thread *w = &watches[i];
 
@@ -1344,8 +1475,15 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 		}
 		free(watches[i].cause);
 	}
-	/* The watches and the tick are done: nothing enqueues any more. The
-	 * side thread finishes what is queued (pushes are bounded in time). */
+	/* The watches and the tick are done: no release is decided any more.
+	 * The writer finishes the write under way (it may queue a push). */
+	pthread_mutex_lock(&group->lock);
+	group->writes_stop = 1;
+	pthread_cond_signal(&group->writes_cond);
+	pthread_mutex_unlock(&group->lock);
+	pthread_join(writer, NULL);
+	/* Nothing enqueues any more. The side thread finishes what is queued
+	 * (pushes are bounded in time). */
 	pthread_mutex_lock(&group->jobs_lock);
 	group->jobs_stop = 1;
 	if (group->jobs_count)
@@ -1389,10 +1527,18 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 		free(group);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot make a condition variable");
 	}
+	if (pthread_cond_init(&group->writes_cond, NULL) != 0) {
+		pthread_cond_destroy(&group->jobs_cond);
+		pthread_mutex_destroy(&group->jobs_lock);
+		pthread_mutex_destroy(&group->lock);
+		free(group);
+		return kube_cause(cause, KUBE_ENOMEM, "cannot make a condition variable");
+	}
 	if ((err = api_new(cfg, options, &group->jobset_api, cause)) ||
 	    (err = api_new(cfg, options, &group->pod_api, cause)) ||
 	    (err = api_new(cfg, options, &group->write_api, cause)) ||
-	    (err = api_new(cfg, options, &group->side_api, cause))) {
+	    (err = api_new(cfg, options, &group->side_api, cause)) ||
+	    (err = api_new(cfg, options, &group->read_api, cause))) {
 		controller_group_free(group);
 		return err;
 	}
@@ -1408,6 +1554,12 @@ void controller_group_free(struct controller_group *group)
 		while (group->registry.buckets[b])
 			entry_remove(group, group->registry.buckets[b]);
 	free(group->registry.buckets);
+	while (group->writes_head) {
+		struct write_req *next = group->writes_head->next;
+
+		free(group->writes_head);
+		group->writes_head = next;
+	}
 	while (group->jobs_head) {
 		struct job *next = group->jobs_head->next;
 
@@ -1418,6 +1570,8 @@ void controller_group_free(struct controller_group *group)
 	api_free(&group->pod_api);
 	api_free(&group->write_api);
 	api_free(&group->side_api);
+	api_free(&group->read_api);
+	pthread_cond_destroy(&group->writes_cond);
 	pthread_cond_destroy(&group->jobs_cond);
 	pthread_mutex_destroy(&group->jobs_lock);
 	pthread_mutex_destroy(&group->lock);
@@ -1439,8 +1593,21 @@ int controller_group_ready(struct controller_group *group, char *reason, size_t 
 	return 1;
 }
 
+static void stats_sum(struct kube_client_stats *into, const struct kube_client_stats *add)
+{
+	into->requests += add->requests;
+	into->retries += add->retries;
+	for (int i = 0; i < KUBE_STATS_ERROR_SLOTS; i++)
+		into->errors[i] += add->errors[i];
+	into->watch_streams += add->watch_streams;
+	into->relists += add->relists;
+	into->watch_events += add->watch_events;
+}
+
 void controller_group_stats(struct controller_group *group, struct controller_group_stats *out)
 {
+	struct kube_client_stats reads;
+
 	memset(out, 0, sizeof(*out));
 	out->releases = stat_get(&group->stats.releases);
 	out->release_failures = stat_get(&group->stats.release_failures);
@@ -1457,6 +1624,10 @@ void controller_group_stats(struct controller_group *group, struct controller_gr
 	kube_client_stats(group->jobset_api.client, &out->api[CONTROLLER_API_JOBSETS]);
 	kube_client_stats(group->pod_api.client, &out->api[CONTROLLER_API_PODS]);
 	kube_client_stats(group->write_api.client, &out->api[CONTROLLER_API_WRITES]);
+	/* The reads of a new tracker have their own client (they are made under
+	 * the lock, the writes outside it); both are the "writes" API. */
+	kube_client_stats(group->read_api.client, &reads);
+	stats_sum(&out->api[CONTROLLER_API_WRITES], &reads);
 	kube_client_stats(group->side_api.client, &out->api[CONTROLLER_API_EVENTS]);
 }
 
