@@ -22,6 +22,7 @@
 #include "group_tracker.h"
 #include "kube_client.h"
 #include "kube_curl.h"
+#include "kube_informer.h"
 #include "mlog.h"
 #include "push_fanout.h"
 #include "release_line.h"
@@ -39,7 +40,6 @@ struct entry {
 	char uid[GROUP_UID_MAX + 1];
 	char token[RELEASE_TOKEN_MAX + 1]; /* "" when the annotation is absent */
 	struct group_tracker *tracker;
-	int seen; /* confirmed by the JobSet LIST in progress */
 	int in_pod_relist; /* relist_begin was called for the pod LIST in progress */
 	int needs_read; /* reading the ConfigMap or listing the pods failed: retried every tick */
 	enum group_action last_action;
@@ -117,6 +117,7 @@ struct controller_group {
 	struct controller_group_options options;
 	struct api jobset_api, pod_api, write_api, side_api;
 	struct api read_api; /* ConfigMap GET and pod LIST of a new tracker, under the lock */
+	struct kube_informer *jobset_informer, *pod_informer; /* each used by its watch thread */
 	uint64_t serials; /* entries made */
 
 	/* Release writes decided and not yet recorded, oldest first; under lock. */
@@ -1168,7 +1169,6 @@ static void jobset_add(struct controller_group *group, const struct group_jobset
 	memcpy(e->name, jobset->name, sizeof(e->name));
 	memcpy(e->uid, jobset->uid, sizeof(e->uid));
 	memcpy(e->token, token, sizeof(e->token));
-	e->seen = 1;
 	e->serial = ++group->serials;
 	if (entry_insert(group, e)) {
 		mlog(MLOG_WARN, "jobset-ignored", "jobset=%s/%s cause=\"no memory\"", e->namespace, e->name);
@@ -1205,7 +1205,6 @@ static void jobset_changed(struct controller_group *group, const cJSON *object, 
 		jobset_add(group, jobset, token);
 		e = entry_find(group, jobset->namespace, jobset->name);
 	} else {
-		e->seen = 1;
 		memcpy(e->token, token, sizeof(e->token));
 		if (group_tracker_set_jobset(e->tracker, jobset, now_ms(group), &cause)) {
 			mlog(MLOG_WARN, "jobset-rebuilt", "jobset=%s/%s cause=\"%s\"", e->namespace, e->name,
@@ -1222,40 +1221,33 @@ out:
 	free(jobset);
 }
 
-static void mark_unseen(struct controller_group *group, struct entry *e)
-{
-	(void)group;
-	e->seen = 0;
-}
-
+/* The JobSet watch, through its informer (which keeps the key and the
+ * resourceVersion of every JobSet, and says which ones a re-list no longer
+ * has). */
 static int jobset_relist_begin(void *arg)
 {
 	struct controller_group *group = arg;
 
 	if (group->jobset_lists++)
 		mlog(MLOG_WARN, "watch-relisted", "watch=jobsets lists=%u", group->jobset_lists);
-	pthread_mutex_lock(&group->lock);
-	registry_each(group, mark_unseen);
-	pthread_mutex_unlock(&group->lock);
 	return 0;
 }
 
-static int jobset_item(void *arg, const cJSON *object)
+static int jobset_change(void *arg, const struct kube_informer_event *event)
 {
 	struct controller_group *group = arg;
+	struct entry *e;
 
 	pthread_mutex_lock(&group->lock);
-	jobset_changed(group, object, 0);
+	if (event->object) {
+		jobset_changed(group, event->object, event->type == KUBE_WATCH_DELETED);
+	} else if ((e = entry_find(group, event->namespace, event->name))) { /* not in the LIST */
+		mlog(MLOG_INFO, "jobset-forgotten", "jobset=%s/%s reason=\"not in the LIST\"", e->namespace,
+		     e->name);
+		entry_remove(group, e);
+	}
 	pthread_mutex_unlock(&group->lock);
 	return 0;
-}
-
-static void forget_unseen(struct controller_group *group, struct entry *e)
-{
-	if (e->seen)
-		return;
-	mlog(MLOG_INFO, "jobset-forgotten", "jobset=%s/%s reason=\"not in the LIST\"", e->namespace, e->name);
-	entry_remove(group, e);
 }
 
 static int jobset_relist_end(void *arg, const char *resource_version)
@@ -1263,20 +1255,7 @@ static int jobset_relist_end(void *arg, const char *resource_version)
 	struct controller_group *group = arg;
 
 	(void)resource_version;
-	pthread_mutex_lock(&group->lock);
-	registry_each(group, forget_unseen);
-	pthread_mutex_unlock(&group->lock);
 	atomic_store(&group->jobsets_listed, 1);
-	return 0;
-}
-
-static int jobset_event(void *arg, enum kube_watch_type type, const cJSON *object)
-{
-	struct controller_group *group = arg;
-
-	pthread_mutex_lock(&group->lock);
-	jobset_changed(group, object, type == KUBE_WATCH_DELETED);
-	pthread_mutex_unlock(&group->lock);
 	return 0;
 }
 
@@ -1320,12 +1299,20 @@ static int pod_relist_begin(void *arg)
 	return 0;
 }
 
-static int pod_item(void *arg, const cJSON *object)
+/* A pod from the watch or from its LIST (as ADDED). One that a re-list no
+ * longer has is left to the trackers' own relist_end, which forgets it. */
+static int pod_change(void *arg, const struct kube_informer_event *event)
 {
 	struct controller_group *group = arg;
+	enum group_event type = event->relist			    ? GROUP_EVENT_ADDED
+				: event->type == KUBE_WATCH_DELETED ? GROUP_EVENT_DELETED
+				: event->type == KUBE_WATCH_ADDED   ? GROUP_EVENT_ADDED
+								    : GROUP_EVENT_MODIFIED;
 
+	if (!event->object)
+		return 0;
 	pthread_mutex_lock(&group->lock);
-	pod_changed(group, object, GROUP_EVENT_ADDED);
+	pod_changed(group, event->object, type);
 	pthread_mutex_unlock(&group->lock);
 	return 0;
 }
@@ -1349,19 +1336,6 @@ static int pod_relist_end(void *arg, const char *resource_version)
 	registry_each(group, pod_relist_end_one);
 	pthread_mutex_unlock(&group->lock);
 	atomic_store(&group->pods_listed, 1);
-	return 0;
-}
-
-static int pod_event(void *arg, enum kube_watch_type type, const cJSON *object)
-{
-	struct controller_group *group = arg;
-	enum group_event event = type == KUBE_WATCH_DELETED ? GROUP_EVENT_DELETED
-				 : type == KUBE_WATCH_ADDED ? GROUP_EVENT_ADDED
-							    : GROUP_EVENT_MODIFIED;
-
-	pthread_mutex_lock(&group->lock);
-	pod_changed(group, object, event);
-	pthread_mutex_unlock(&group->lock);
 	return 0;
 }
 
@@ -1390,9 +1364,9 @@ struct watch_thread {
 	pthread_t thread;
 	struct controller_group *group;
 	struct kube_client *client;
+	struct kube_informer *informer;
 	char path[KUBE_PATH_MAX];
 	struct kube_selectors selectors;
-	struct kube_watch_callbacks callbacks;
 	atomic_int *stop;
 	int err;
 	char *cause;
@@ -1402,8 +1376,8 @@ static void *watch_main(void *arg)
 {
 	struct watch_thread *w = arg;
 
-	w->err = kube_watch_run(w->client, w->path, &w->selectors, LIST_PAGE_SIZE, &w->callbacks, w->stop,
-				&w->cause);
+	w->err = kube_informer_run(w->informer, w->client, w->path, &w->selectors, LIST_PAGE_SIZE, w->stop,
+				   &w->cause);
 	if (w->err)
 		atomic_store(w->stop, 1); /* one watch gone for good: stop the other too */
 	return NULL;
@@ -1438,9 +1412,7 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 					 JOBSETS_GROUP_PATH "/namespaces/%s/jobsets", group->namespace);
 			else
 				snprintf(w->path, sizeof(w->path), JOBSETS_GROUP_PATH "/jobsets");
-			w->callbacks =
-				(struct kube_watch_callbacks){ jobset_relist_begin, jobset_item,
-							       jobset_relist_end, jobset_event, group };
+			w->informer = group->jobset_informer;
 		} else {
 			w->client = group->pod_api.client;
 			if (group->namespace[0])
@@ -1449,8 +1421,7 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 			else
 				snprintf(w->path, sizeof(w->path), "/api/v1/pods");
 			w->selectors.label = CONTROLLER_POD_LABEL;
-			w->callbacks = (struct kube_watch_callbacks){ pod_relist_begin, pod_item,
-								      pod_relist_end, pod_event, group };
+			w->informer = group->pod_informer;
 		}
 		if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
 			atomic_store(stop, 1);
@@ -1498,6 +1469,18 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 			 struct controller_group **out, char **cause)
 {
 	struct controller_group *group = calloc(1, sizeof(*group));
+	const struct kube_informer_handlers jobset_handlers = {
+		.on_change = jobset_change,
+		.on_relist_begin = jobset_relist_begin,
+		.on_relist_end = jobset_relist_end,
+		.arg = group,
+	};
+	const struct kube_informer_handlers pod_handlers = {
+		.on_change = pod_change,
+		.on_relist_begin = pod_relist_begin,
+		.on_relist_end = pod_relist_end,
+		.arg = group,
+	};
 	int err;
 
 	*out = NULL;
@@ -1538,7 +1521,9 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 	    (err = api_new(cfg, options, &group->pod_api, cause)) ||
 	    (err = api_new(cfg, options, &group->write_api, cause)) ||
 	    (err = api_new(cfg, options, &group->side_api, cause)) ||
-	    (err = api_new(cfg, options, &group->read_api, cause))) {
+	    (err = api_new(cfg, options, &group->read_api, cause)) ||
+	    (err = kube_informer_new(&jobset_handlers, &group->jobset_informer, cause)) ||
+	    (err = kube_informer_new(&pod_handlers, &group->pod_informer, cause))) {
 		controller_group_free(group);
 		return err;
 	}
@@ -1571,6 +1556,8 @@ void controller_group_free(struct controller_group *group)
 	api_free(&group->write_api);
 	api_free(&group->side_api);
 	api_free(&group->read_api);
+	kube_informer_free(group->jobset_informer);
+	kube_informer_free(group->pod_informer);
 	pthread_cond_destroy(&group->writes_cond);
 	pthread_cond_destroy(&group->jobs_cond);
 	pthread_mutex_destroy(&group->jobs_lock);

@@ -23,7 +23,7 @@ struct record {
 	uint64_t hash;
 	uint64_t listed; /* serial of the last LIST that contained it */
 	void *value;
-	char resource_version[KUBE_RESOURCE_VERSION_MAX];
+	char resource_version[KUBE_INFORMER_VERSION_MAX];
 	const char *name; /* points into key */
 	char key[]; /* "namespace\0name\0" */
 };
@@ -166,11 +166,11 @@ static const char *metadata_string(const cJSON *object, const char *key)
 	return cJSON_IsString(value) ? value->valuestring : NULL;
 }
 
-static void copy_version(char *out, const char *version)
+static void copy_version(char *out, size_t size, const char *version)
 {
 	size_t len = version ? strlen(version) : 0;
 
-	if (len >= KUBE_RESOURCE_VERSION_MAX)
+	if (len >= size)
 		len = 0; /* longer than any apiserver's: not kept */
 	memcpy(out, version ? version : "", len);
 	out[len] = '\0';
@@ -186,7 +186,7 @@ static int apply(struct kube_informer *informer, enum kube_watch_type type, cons
 	const char *name = metadata_string(object, "name");
 	const char *version = metadata_string(object, "resourceVersion");
 	struct kube_informer_event event = { .type = type, .relist = relist, .old_resource_version = "" };
-	char old_version[KUBE_RESOURCE_VERSION_MAX];
+	char old_version[KUBE_INFORMER_VERSION_MAX];
 	struct record *r;
 	uint64_t hash;
 	int ret = 0;
@@ -196,7 +196,7 @@ static int apply(struct kube_informer *informer, enum kube_watch_type type, cons
 	if (!name || strlen(namespace) > KUBE_INFORMER_KEY_MAX || strlen(name) > KUBE_INFORMER_KEY_MAX)
 		return 0;
 	if (version && !relist)
-		copy_version(informer->resource_version, version);
+		copy_version(informer->resource_version, sizeof(informer->resource_version), version);
 	hash = key_hash(namespace, name);
 	r = find(informer, namespace, name, hash);
 	event.namespace = namespace;
@@ -226,7 +226,7 @@ static int apply(struct kube_informer *informer, enum kube_watch_type type, cons
 		informer->handlers.keep ? informer->handlers.keep(informer->handlers.arg, object) : NULL;
 	if (r) {
 		r->value = event.value;
-		copy_version(r->resource_version, version);
+		copy_version(r->resource_version, sizeof(r->resource_version), version);
 		if (relist)
 			r->listed = informer->list_serial;
 	}
@@ -255,7 +255,7 @@ int kube_informer_relist_end(struct kube_informer *informer, const char *resourc
 {
 	int ret = 0;
 
-	copy_version(informer->resource_version, resource_version);
+	copy_version(informer->resource_version, sizeof(informer->resource_version), resource_version);
 	for (size_t b = 0; b < informer->bucket_count; b++) {
 		struct record **link = &informer->buckets[b];
 

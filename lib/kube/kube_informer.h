@@ -36,6 +36,9 @@
 
 /* Longest namespace and name kept (Kubernetes names are at most 253). */
 #define KUBE_INFORMER_KEY_MAX 253
+/* Longest resourceVersion kept per object, with its NUL: etcd's are
+ * decimal 64-bit numbers. A longer one is kept as "" (the object still is). */
+#define KUBE_INFORMER_VERSION_MAX 32
 /* Most objects kept; beyond, new objects are reported but not kept. */
 #define KUBE_INFORMER_OBJECTS_MAX 1000000u
 
