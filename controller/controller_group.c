@@ -25,6 +25,7 @@
 #include "kube_informer.h"
 #include "mlog.h"
 #include "push_fanout.h"
+#include "release_record.h"
 #include "release_line.h"
 
 #define JOBSETS_GROUP_PATH "/apis/jobset.x-k8s.io/v1alpha2"
@@ -312,51 +313,6 @@ static void registry_each(struct controller_group *group,
 	}
 }
 
-static void configmap_path(char *out, size_t size, const struct entry *e, int collection)
-{
-	if (collection)
-		snprintf(out, size, "/api/v1/namespaces/%s/configmaps", e->namespace);
-	else
-		snprintf(out, size, "/api/v1/namespaces/%s/configmaps/%s" CONTROLLER_CONFIGMAP_SUFFIX,
-			 e->namespace, e->name);
-}
-
-/* Whose the ConfigMap `<jobset>-group-scheduling` found in the namespace is. */
-enum configmap_owner {
-	CONFIGMAP_OURS, /* owned by this JobSet (its uid) */
-	CONFIGMAP_PREDECESSOR, /* controlled by a JobSet of the same name, now gone: a leftover
-				* the garbage collector has not removed yet */
-	CONFIGMAP_FOREIGN, /* anything else: somebody else's, never touched */
-};
-
-static enum configmap_owner configmap_owner(const cJSON *configmap, const struct entry *e)
-{
-	const cJSON *refs = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(configmap, "metadata"), "ownerReferences");
-	const cJSON *ref;
-	enum configmap_owner owner = CONFIGMAP_FOREIGN;
-
-	if (!cJSON_IsArray(refs))
-		return owner;
-	cJSON_ArrayForEach(ref, refs)
-	{
-		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(ref, "kind");
-		const cJSON *api = cJSON_GetObjectItemCaseSensitive(ref, "apiVersion");
-		const cJSON *name = cJSON_GetObjectItemCaseSensitive(ref, "name");
-		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(ref, "uid");
-
-		if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "JobSet") != 0 ||
-		    !cJSON_IsString(api) || strncmp(api->valuestring, "jobset.x-k8s.io/", 16) != 0 ||
-		    !cJSON_IsString(name) || strcmp(name->valuestring, e->name) != 0 || !cJSON_IsString(uid))
-			continue;
-		if (strcmp(uid->valuestring, e->uid) == 0)
-			return CONFIGMAP_OURS;
-		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")))
-			owner = CONFIGMAP_PREDECESSOR;
-	}
-	return owner;
-}
-
 static void enqueue(struct controller_group *group, struct job *job);
 
 /* A job for the JobSet of e (its identity copied), or NULL (counted as
@@ -419,77 +375,35 @@ static void report_conflict(struct controller_group *group, struct entry *e)
 		    e->name);
 }
 
-/* A decimal number in 0..GROUP_ATTEMPT_MAX from a string item. Returns 0 or -1. */
-static int parse_number(const cJSON *item, unsigned long *value)
-{
-	char *end = NULL;
-
-	if (!cJSON_IsString(item) || item->valuestring[0] < '0' || item->valuestring[0] > '9')
-		return -1;
-	errno = 0;
-	*value = strtoul(item->valuestring, &end, 10);
-	return errno || *end || *value > GROUP_ATTEMPT_MAX ? -1 : 0;
-}
-
 /* Reads the released epoch back from the ConfigMap into the tracker. A
  * ConfigMap that is not this JobSet's releases nothing. */
 static int read_released(struct controller_group *group, struct entry *e, char **cause)
 {
-	char path[KUBE_PATH_MAX];
-	cJSON *configmap = NULL;
-	const cJSON *data, *started, *generation;
-	int err;
+	struct release_jobset jobset = { e->namespace, e->name, e->uid };
+	struct release_record_read read;
+	int err = release_record_read(group->read_api.client, &jobset, &read, cause);
 
-	configmap_path(path, sizeof(path), e, 0);
-	err = kube_get(group->read_api.client, path, &configmap, cause);
-	if (err == KUBE_ENOTFOUND) {
-		group_tracker_set_none_released(e->tracker);
-		return 0;
-	}
 	if (err)
 		return err;
-	switch (configmap_owner(configmap, e)) {
-	case CONFIGMAP_OURS:
-		break;
-	case CONFIGMAP_PREDECESSOR:
+	if (read.found && read.owner == RELEASE_OWNER_PREDECESSOR)
 		mlog(MLOG_INFO, "configmap-stale",
 		     "jobset=%s/%s reason=\"owned by an earlier JobSet of this name\"", e->namespace,
 		     e->name);
-		group_tracker_set_none_released(e->tracker);
-		goto out;
-	case CONFIGMAP_FOREIGN:
+	if (read.found && read.owner == RELEASE_OWNER_FOREIGN)
 		report_conflict(group, e);
+	if (!read.has_release) {
 		group_tracker_set_none_released(e->tracker);
-		goto out;
+		return 0;
 	}
-	data = cJSON_GetObjectItemCaseSensitive(configmap, "data");
-	started = cJSON_GetObjectItemCaseSensitive(data, RELEASE_KEY_STARTED);
-	generation = cJSON_GetObjectItemCaseSensitive(data, RELEASE_KEY_GENERATION);
-	if (cJSON_IsString(started)) {
-		unsigned long attempt, released_generation = 0;
-
-		if (parse_number(started, &attempt) ||
-		    (generation && parse_number(generation, &released_generation))) {
-			err = kube_cause(cause, KUBE_EPARSE,
-					 "%s: data." RELEASE_KEY_STARTED " or data." RELEASE_KEY_GENERATION
-					 " is not a number",
-					 path);
-			goto out;
-		}
-		group_tracker_set_released(e->tracker,
-					   group_epoch((uint32_t)released_generation, (uint32_t)attempt));
-		/* A controller that stopped between the write and the push left
-		 * barriers to the volume sync (up to 90 s): push again to those
-		 * still waiting, once the pods are listed. */
-		e->repush = 1;
-		mlog(MLOG_INFO, "released-read", "jobset=%s/%s attempt=%lu generation=%lu", e->namespace,
-		     e->name, attempt, released_generation);
-	} else {
-		group_tracker_set_none_released(e->tracker);
-	}
-out:
-	cJSON_Delete(configmap);
-	return err;
+	group_tracker_set_released(e->tracker, read.epoch);
+	/* A controller that stopped between the write and the push left
+	 * barriers to the volume sync (up to 90 s): push again to those still
+	 * waiting, once the pods are listed. */
+	e->repush = 1;
+	mlog(MLOG_INFO, "released-read", "jobset=%s/%s attempt=%lu generation=%lu", e->namespace, e->name,
+	     (unsigned long)group_epoch_attempt(read.epoch),
+	     (unsigned long)group_epoch_generation(read.epoch));
+	return 0;
 }
 
 /* A pod of the JobSet without the label jobset.sigs.k8s.io/jobset-uid
@@ -603,128 +517,6 @@ static void job_targets(struct controller_group *group, const struct entry *e, s
 	job->targets = collect.targets;
 	job->count = collect.count;
 	job->passed = collect.passed;
-}
-
-/* The release of record: the attempt, the JobSet it belongs to and the
- * generation (lib/release_line.h), which the barrier checks all three of. */
-static cJSON *release_data(const struct entry *e, uint64_t epoch)
-{
-	char attempt[16], generation[16];
-	cJSON *data = cJSON_CreateObject();
-
-	snprintf(attempt, sizeof(attempt), "%u", group_epoch_attempt(epoch));
-	snprintf(generation, sizeof(generation), "%u", group_epoch_generation(epoch));
-	if (!data || !cJSON_AddStringToObject(data, RELEASE_KEY_STARTED, attempt) ||
-	    !cJSON_AddStringToObject(data, RELEASE_KEY_JOBSET_UID, e->uid) ||
-	    !cJSON_AddStringToObject(data, RELEASE_KEY_GENERATION, generation)) {
-		cJSON_Delete(data);
-		return NULL;
-	}
-	return data;
-}
-
-/* The merge patch {"data": {...}} that writes the release of `epoch` into
- * our own ConfigMap: malloc'd text, NULL without memory. */
-static char *release_patch(const struct entry *e, uint64_t epoch)
-{
-	cJSON *patch = cJSON_CreateObject(), *data = release_data(e, epoch);
-	char *text = NULL;
-
-	if (patch && data) {
-		cJSON_AddItemToObject(patch, "data", data);
-		data = NULL;
-		text = cJSON_PrintUnformatted(patch);
-	}
-	cJSON_Delete(data);
-	cJSON_Delete(patch);
-	return text;
-}
-
-static cJSON *configmap_body(const struct entry *e, uint64_t epoch)
-{
-	char name[GROUP_LABEL_MAX + sizeof(CONTROLLER_CONFIGMAP_SUFFIX)];
-	cJSON *body = cJSON_CreateObject(), *metadata, *owners, *owner, *data = release_data(e, epoch);
-
-	snprintf(name, sizeof(name), "%s" CONTROLLER_CONFIGMAP_SUFFIX, e->name);
-	if (!body || !(metadata = cJSON_AddObjectToObject(body, "metadata")) ||
-	    !cJSON_AddStringToObject(body, "apiVersion", "v1") ||
-	    !cJSON_AddStringToObject(body, "kind", "ConfigMap") ||
-	    !cJSON_AddStringToObject(metadata, "name", name) ||
-	    !cJSON_AddStringToObject(metadata, "namespace", e->namespace) ||
-	    !(owners = cJSON_AddArrayToObject(metadata, "ownerReferences")) ||
-	    !(owner = cJSON_CreateObject()) || !cJSON_AddItemToArray(owners, owner) ||
-	    !cJSON_AddStringToObject(owner, "apiVersion", "jobset.x-k8s.io/v1alpha2") ||
-	    !cJSON_AddStringToObject(owner, "kind", "JobSet") ||
-	    !cJSON_AddStringToObject(owner, "name", e->name) ||
-	    !cJSON_AddStringToObject(owner, "uid", e->uid) ||
-	    !cJSON_AddBoolToObject(owner, "controller", 1) || !data) {
-		cJSON_Delete(body);
-		cJSON_Delete(data);
-		return NULL;
-	}
-	cJSON_AddItemToObject(body, "data", data);
-	return body;
-}
-
-/* Writes the release of `epoch`: creates the ConfigMap owned by the JobSet,
- * or, when it exists, merge-patches it if it is ours, replaces it if it is a
- * predecessor's leftover, and refuses (KUBE_ECONFLICT) if it is anyone
- * else's. *how says what was done. */
-static int write_configmap(struct controller_group *group, const struct entry *e, uint64_t epoch,
-			   const char **how, int *foreign, char **cause)
-{
-	char path[KUBE_PATH_MAX], *patch;
-	cJSON *body = configmap_body(e, epoch), *existing = NULL;
-	int err;
-
-	if (!body)
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for the ConfigMap");
-	configmap_path(path, sizeof(path), e, 1);
-	*how = "created";
-	err = kube_create(group->write_api.client, path, body, NULL, cause);
-	if (err != KUBE_ECONFLICT)
-		goto out;
-	/* It exists: an earlier attempt's release, our own retried POST, a
-	 * leftover of a deleted JobSet of this name, or somebody else's. */
-	free(*cause);
-	*cause = NULL;
-	configmap_path(path, sizeof(path), e, 0);
-	err = kube_get(group->write_api.client, path, &existing, cause);
-	if (err)
-		goto out;
-	switch (configmap_owner(existing, e)) {
-	case CONFIGMAP_OURS:
-		*how = "patched";
-		patch = release_patch(e, epoch);
-		err = patch ? kube_patch(group->write_api.client, path, KUBE_PATCH_MERGE, patch, NULL, cause)
-			    : kube_cause(cause, KUBE_ENOMEM, "no memory for the ConfigMap patch");
-		free(patch);
-		break;
-	case CONFIGMAP_PREDECESSOR:
-		*how = "replaced";
-		mlog(MLOG_INFO, "configmap-replaced",
-		     "jobset=%s/%s reason=\"owned by an earlier JobSet of this name\"", e->namespace,
-		     e->name);
-		err = kube_delete(group->write_api.client, path, cause);
-		if (err && err != KUBE_ENOTFOUND)
-			break;
-		free(*cause);
-		*cause = NULL;
-		configmap_path(path, sizeof(path), e, 1);
-		err = kube_create(group->write_api.client, path, body, NULL, cause);
-		break;
-	case CONFIGMAP_FOREIGN:
-		*foreign = 1;
-		err = kube_cause(cause, KUBE_ECONFLICT,
-				 "ConfigMap %s/%s" CONTROLLER_CONFIGMAP_SUFFIX
-				 " exists and is not owned by this JobSet",
-				 e->namespace, e->name);
-		break;
-	}
-out:
-	cJSON_Delete(existing);
-	cJSON_Delete(body);
-	return err;
 }
 
 /* Hands the release of record (the ConfigMap write) to the writer thread.
@@ -854,6 +646,7 @@ static void *writer_main(void *arg)
 
 	pthread_mutex_lock(&group->lock);
 	for (;;) {
+		struct release_jobset jobset;
 		struct write_req *req;
 
 		while (!group->writes_head && !group->writes_stop)
@@ -861,11 +654,12 @@ static void *writer_main(void *arg)
 		if (group->writes_stop)
 			break;
 		req = group->writes_head;
+		jobset = (struct release_jobset){ req->snap.namespace, req->snap.name, req->snap.uid };
 		pthread_mutex_unlock(&group->lock);
 		req->how = "";
 		req->begun = now_ms(group);
-		req->err = write_configmap(group, &req->snap, req->decision.epoch, &req->how, &req->foreign,
-					   &req->cause);
+		req->err = release_record_write(group->write_api.client, &jobset, req->decision.epoch,
+						&req->how, &req->foreign, &req->cause);
 		req->written = now_ms(group);
 		pthread_mutex_lock(&group->lock);
 		group->writes_head = req->next;
