@@ -26,6 +26,7 @@
 #include "mlog.h"
 #include "push_fanout.h"
 #include "release_record.h"
+#include "side_queue.h"
 #include "release_line.h"
 
 #define JOBSETS_GROUP_PATH "/apis/jobset.x-k8s.io/v1alpha2"
@@ -82,41 +83,13 @@ struct api {
 	struct kube_client *client;
 };
 
-/* Work for the side thread: the push of a release, or an Event. Copies
- * everything it needs, so the JobSet may be forgotten meanwhile. */
-enum job_kind { JOB_PUSH, JOB_EVENT };
-
-struct job {
-	struct job *next;
-	enum job_kind kind;
-	char namespace[GROUP_LABEL_MAX + 1];
-	char name[GROUP_LABEL_MAX + 1];
-	char uid[GROUP_UID_MAX + 1];
-	/* JOB_PUSH */
-	uint32_t attempt;
-	uint32_t generation;
-	char token[RELEASE_TOKEN_MAX + 1];
-	struct push_target *targets; /* malloc'd, may be NULL */
-	size_t count;
-	size_t passed; /* started pods already past their barrier: not pushed */
-	uint64_t expected, started, spread_ms, last_start_ms;
-	int repush; /* a push again after a restart: logged, no Event */
-	/* JOB_EVENT */
-	const char *reason; /* static text */
-	int warning;
-	char message[512];
-};
-
-/* Jobs waiting at most; beyond, Events are dropped (logged) and pushes too
- * (the ConfigMap still releases those barriers). */
-#define JOBS_MAX 4096u
-
 struct controller_group {
 	pthread_mutex_t lock; /* the registry and every tracker */
 	struct registry registry;
 	char namespace[GROUP_LABEL_MAX + 1];
 	struct controller_group_options options;
 	struct api jobset_api, pod_api, write_api, side_api;
+	struct side_queue side; /* pushes and Events, with side_api's client */
 	struct api read_api; /* ConfigMap GET and pod LIST of a new tracker, under the lock */
 	struct kube_informer *jobset_informer, *pod_informer; /* each used by its watch thread */
 	uint64_t serials; /* entries made */
@@ -129,15 +102,9 @@ struct controller_group {
 	atomic_int jobsets_listed, pods_listed; /* each watch completed a LIST once */
 	unsigned jobset_lists, pod_lists; /* LISTs begun, for the re-list log line */
 
-	pthread_mutex_t jobs_lock; /* the job queue */
-	pthread_cond_t jobs_cond;
-	struct job *jobs_head, *jobs_tail;
-	size_t jobs_count;
-	int jobs_stop;
-
 	struct {
 		_Atomic uint64_t releases, release_failures, configmap_conflicts, barrier_timeouts;
-		_Atomic uint64_t push_results[PUSH_TIMEOUT + 1], push_passed, push_skipped, jobs_dropped;
+		_Atomic uint64_t push_skipped;
 	} stats;
 };
 
@@ -313,23 +280,12 @@ static void registry_each(struct controller_group *group,
 	}
 }
 
-static void enqueue(struct controller_group *group, struct job *job);
-
 /* A job for the JobSet of e (its identity copied), or NULL (counted as
  * dropped) when memory ran out. */
-static struct job *job_new(struct controller_group *group, const struct entry *e, enum job_kind kind)
+static struct side_job *job_new(struct controller_group *group, const struct entry *e,
+				enum side_job_kind kind)
 {
-	struct job *job = calloc(1, sizeof(*job));
-
-	if (!job) {
-		stat_add(&group->stats.jobs_dropped, 1);
-		return NULL;
-	}
-	job->kind = kind;
-	memcpy(job->namespace, e->namespace, sizeof(job->namespace));
-	memcpy(job->name, e->name, sizeof(job->name));
-	memcpy(job->uid, e->uid, sizeof(job->uid));
-	return job;
+	return side_job_new(&group->side, e->namespace, e->name, e->uid, kind);
 }
 
 /* Queues an Event on the JobSet (sent by the side thread). */
@@ -339,7 +295,7 @@ static void event_later(struct controller_group *group, const struct entry *e, c
 static void event_later(struct controller_group *group, const struct entry *e, const char *reason,
 			int warning, const char *fmt, ...)
 {
-	struct job *job = job_new(group, e, JOB_EVENT);
+	struct side_job *job = job_new(group, e, SIDE_JOB_EVENT);
 	va_list ap;
 
 	if (!job)
@@ -349,7 +305,7 @@ static void event_later(struct controller_group *group, const struct entry *e, c
 	va_start(ap, fmt);
 	vsnprintf(job->message, sizeof(job->message), fmt, ap);
 	va_end(ap);
-	enqueue(group, job);
+	side_queue_put(&group->side, job);
 }
 
 /* A ConfigMap of that name that is not ours: never written, reported once
@@ -498,11 +454,9 @@ static int collect_started(const struct group_started_pod *pod, void *arg)
 	return 0;
 }
 
-static void job_free(struct job *job);
-
 /* Gives a push job the token and the addresses of the started pods whose
  * barrier still waits (at most `started`), and counts the others. */
-static void job_targets(struct controller_group *group, const struct entry *e, struct job *job,
+static void job_targets(struct controller_group *group, const struct entry *e, struct side_job *job,
 			size_t started)
 {
 	struct collect collect = { .port = group->options.push_port };
@@ -569,7 +523,7 @@ static void release_recorded(struct controller_group *group, struct write_req *r
 	const struct group_decision *decision = &req->decision;
 	struct entry *e = entry_find(group, req->snap.namespace, req->snap.name);
 	const char *token_cause = NULL;
-	struct job *job;
+	struct side_job *job;
 
 	if (e && e->serial != req->snap.serial)
 		e = NULL; /* forgotten meanwhile: a later entry reads the ConfigMap back */
@@ -609,7 +563,7 @@ static void release_recorded(struct controller_group *group, struct write_req *r
 						  (double)(req->written - decision->last_start) / 1e3);
 	if (!e)
 		return;
-	job = job_new(group, e, JOB_PUSH);
+	job = job_new(group, e, SIDE_JOB_PUSH);
 	if (!job)
 		return;
 	job->attempt = decision->attempt;
@@ -631,7 +585,7 @@ static void release_recorded(struct controller_group *group, struct write_req *r
 		if (now.epoch == decision->epoch)
 			job_targets(group, e, job, (size_t)decision->started);
 	}
-	enqueue(group, job);
+	side_queue_put(&group->side, job);
 }
 
 /* The writer thread: takes the oldest decided release, writes it with the
@@ -680,13 +634,13 @@ static void *writer_main(void *arg)
 static void repush(struct controller_group *group, struct entry *e, const struct group_decision *decision)
 {
 	const char *token_cause = NULL;
-	struct job *job;
+	struct side_job *job;
 
 	if (decision->started < decision->expected)
 		return; /* the pods are not all known (yet) */
 	e->repush = 0;
 	if (release_token_check(e->token, strlen(e->token), &token_cause) ||
-	    !(job = job_new(group, e, JOB_PUSH)))
+	    !(job = job_new(group, e, SIDE_JOB_PUSH)))
 		return;
 	job->repush = 1;
 	job->attempt = decision->attempt;
@@ -694,12 +648,12 @@ static void repush(struct controller_group *group, struct entry *e, const struct
 	job->last_start_ms = now_ms(group);
 	job_targets(group, e, job, (size_t)decision->started);
 	if (!job->count) {
-		job_free(job);
+		side_job_free(job);
 		return;
 	}
 	mlog(MLOG_INFO, "repush", "jobset=%s/%s attempt=%u waiting=%zu", e->namespace, e->name,
 	     decision->attempt, job->count);
-	enqueue(group, job);
+	side_queue_put(&group->side, job);
 }
 
 /* Asks the tracker and acts on the answer. Called under the lock after every
@@ -745,168 +699,6 @@ static void decide(struct controller_group *group, struct entry *e)
 		release(group, e, &decision);
 	else if (decision.action == GROUP_ACTION_RELEASED && e->repush)
 		repush(group, e, &decision);
-}
-
-/* ---- the side thread: pushes and Events, off the lock ---- */
-
-static void job_free(struct job *job)
-{
-	if (!job)
-		return;
-	free(job->targets);
-	free(job);
-}
-
-static void enqueue(struct controller_group *group, struct job *job)
-{
-	pthread_mutex_lock(&group->jobs_lock);
-	if (group->jobs_count >= JOBS_MAX || group->jobs_stop) {
-		pthread_mutex_unlock(&group->jobs_lock);
-		stat_add(&group->stats.jobs_dropped, 1);
-		mlog(MLOG_WARN, "job-dropped", "jobset=%s/%s kind=%s reason=\"%s\"", job->namespace,
-		     job->name, job->kind == JOB_PUSH ? "push" : "event",
-		     group->jobs_stop ? "stopping" : "queue full; the ConfigMap still releases");
-		job_free(job);
-		return;
-	}
-	job->next = NULL;
-	if (group->jobs_tail)
-		group->jobs_tail->next = job;
-	else
-		group->jobs_head = job;
-	group->jobs_tail = job;
-	group->jobs_count++;
-	pthread_cond_signal(&group->jobs_cond);
-	pthread_mutex_unlock(&group->jobs_lock);
-}
-
-/* Creates an Event on the JobSet, so `kubectl describe jobset` shows what
- * happened to its group. Best effort: a failure is logged. */
-static void send_event(struct controller_group *group, const struct job *job)
-{
-	char path[KUBE_PATH_MAX], stamp[32], prefix[GROUP_LABEL_MAX + 2];
-	cJSON *body = cJSON_CreateObject(), *metadata, *object, *source;
-	char *cause = NULL;
-	time_t now = time(NULL);
-	struct tm tm;
-	int err;
-
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(prefix, sizeof(prefix), "%s.", job->name);
-	if (!body || !cJSON_AddStringToObject(body, "apiVersion", "v1") ||
-	    !cJSON_AddStringToObject(body, "kind", "Event") ||
-	    !(metadata = cJSON_AddObjectToObject(body, "metadata")) ||
-	    !cJSON_AddStringToObject(metadata, "generateName", prefix) ||
-	    !cJSON_AddStringToObject(metadata, "namespace", job->namespace) ||
-	    !(object = cJSON_AddObjectToObject(body, "involvedObject")) ||
-	    !cJSON_AddStringToObject(object, "apiVersion", "jobset.x-k8s.io/v1alpha2") ||
-	    !cJSON_AddStringToObject(object, "kind", "JobSet") ||
-	    !cJSON_AddStringToObject(object, "name", job->name) ||
-	    !cJSON_AddStringToObject(object, "namespace", job->namespace) ||
-	    !cJSON_AddStringToObject(object, "uid", job->uid) ||
-	    !cJSON_AddStringToObject(body, "reason", job->reason) ||
-	    !cJSON_AddStringToObject(body, "message", job->message) ||
-	    !cJSON_AddStringToObject(body, "type", job->warning ? "Warning" : "Normal") ||
-	    !(source = cJSON_AddObjectToObject(body, "source")) ||
-	    !cJSON_AddStringToObject(source, "component", "muster-controller") ||
-	    !cJSON_AddStringToObject(body, "reportingComponent", "muster-controller") ||
-	    !cJSON_AddStringToObject(body, "firstTimestamp", stamp) ||
-	    !cJSON_AddStringToObject(body, "lastTimestamp", stamp) ||
-	    !cJSON_AddNumberToObject(body, "count", 1)) {
-		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s cause=\"out of memory\"",
-		     job->namespace, job->name, job->reason);
-		goto out;
-	}
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", job->namespace);
-	err = kube_create(group->side_api.client, path, body, NULL, &cause);
-	if (err)
-		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s err=%s cause=\"%s\"", job->namespace,
-		     job->name, job->reason, kube_err_name(err), cause ? cause : "");
-	free(cause);
-out:
-	cJSON_Delete(body);
-}
-
-/* Pushes the release to every started pod's barrier, logs the outcome and
- * records the GroupReleased Event. */
-static void push_job(struct controller_group *group, struct job *job)
-{
-	struct push_fanout_options push = {
-		.parallelism = group->options.push_parallelism,
-		.target_timeout_ms = group->options.push_target_timeout_ms,
-		.total_timeout_ms = group->options.push_total_timeout_ms,
-		.generation = job->generation,
-	};
-	const char *push_cause = NULL;
-	uint64_t begun = now_ms(group), done;
-	uint64_t counts[PUSH_TIMEOUT + 1] = { 0 }, retries = 0;
-
-	if (job->count) {
-		if (push_fanout(job->targets, job->count, job->attempt, job->token, &push, &push_cause) < 0)
-			mlog(MLOG_WARN, "push-failed", "jobset=%s/%s attempt=%u cause=\"%s\"", job->namespace,
-			     job->name, job->attempt, push_cause);
-		for (size_t i = 0; i < job->count; i++) {
-			counts[job->targets[i].result]++;
-			retries += job->targets[i].tries > 1 ? job->targets[i].tries - 1 : 0;
-		}
-		for (int r = 0; r <= PUSH_TIMEOUT; r++)
-			stat_add(&group->stats.push_results[r], counts[r]);
-	}
-	stat_add(&group->stats.push_passed, job->passed);
-	done = now_ms(group);
-	if (job->count) {
-		mlog(MLOG_INFO, "pushed",
-		     "jobset=%s/%s attempt=%u repush=%d pushed=%zu push_ms=%llu since_last_start_ms=%llu ok=%llu "
-		     "refused=%llu unreachable=%llu timeout=%llu pending=%llu passed=%zu retries=%llu",
-		     job->namespace, job->name, job->attempt, job->repush, job->count,
-		     (unsigned long long)(done - begun), (unsigned long long)(done - job->last_start_ms),
-		     (unsigned long long)counts[PUSH_OK], (unsigned long long)counts[PUSH_REFUSED],
-		     (unsigned long long)counts[PUSH_UNREACHABLE], (unsigned long long)counts[PUSH_TIMEOUT],
-		     (unsigned long long)counts[PUSH_PENDING], job->passed, (unsigned long long)retries);
-		if (group->options.observer && group->options.observer->pushed && !job->repush)
-			group->options.observer->pushed(group->options.observer->arg,
-							(double)(done - job->last_start_ms) / 1e3);
-	}
-	if (job->repush)
-		return;
-	job->reason = "GroupReleased";
-	job->warning = 0;
-	snprintf(
-		job->message, sizeof(job->message),
-		"Released restart attempt %u: %llu of %llu pods started, %llu ms from the first start to the "
-		"last; pushed to %zu, %llu answered",
-		job->attempt, (unsigned long long)job->started, (unsigned long long)job->expected,
-		(unsigned long long)job->spread_ms, job->count, (unsigned long long)counts[PUSH_OK]);
-	send_event(group, job);
-}
-
-static void *side_main(void *arg)
-{
-	struct controller_group *group = arg;
-
-	for (;;) {
-		struct job *job;
-
-		pthread_mutex_lock(&group->jobs_lock);
-		while (!group->jobs_head && !group->jobs_stop)
-			pthread_cond_wait(&group->jobs_cond, &group->jobs_lock);
-		job = group->jobs_head;
-		if (!job) { /* stopping, and nothing left */
-			pthread_mutex_unlock(&group->jobs_lock);
-			return NULL;
-		}
-		group->jobs_head = job->next;
-		if (!group->jobs_head)
-			group->jobs_tail = NULL;
-		group->jobs_count--;
-		pthread_mutex_unlock(&group->jobs_lock);
-		if (job->kind == JOB_PUSH)
-			push_job(group, job);
-		else
-			send_event(group, job);
-		job_free(job);
-	}
 }
 
 /* ---- JobSet events ---- */
@@ -1180,18 +972,14 @@ static void *watch_main(void *arg)
 int controller_group_run(struct controller_group *group, atomic_int *stop, char **cause)
 {
 	struct watch_thread watches[2];
-	pthread_t side, writer;
+	pthread_t writer;
 	int started = 0, err = 0;
 
 	memset(watches, 0, sizeof(watches));
-	if (pthread_create(&side, NULL, side_main, group) != 0)
-		return kube_cause(cause, KUBE_ENOMEM, "cannot start the push thread");
+	if ((err = side_queue_start(&group->side, cause)))
+		return err;
 	if (pthread_create(&writer, NULL, writer_main, group) != 0) {
-		pthread_mutex_lock(&group->jobs_lock);
-		group->jobs_stop = 1;
-		pthread_cond_signal(&group->jobs_cond);
-		pthread_mutex_unlock(&group->jobs_lock);
-		pthread_join(side, NULL);
+		side_queue_finish(&group->side);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot start the writer thread");
 	}
 	for (int i = 0; i < 2; i++) {
@@ -1249,13 +1037,7 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 	pthread_join(writer, NULL);
 	/* Nothing enqueues any more. The side thread finishes what is queued
 	 * (pushes are bounded in time). */
-	pthread_mutex_lock(&group->jobs_lock);
-	group->jobs_stop = 1;
-	if (group->jobs_count)
-		mlog(MLOG_INFO, "draining", "jobs=%zu", group->jobs_count);
-	pthread_cond_signal(&group->jobs_cond);
-	pthread_mutex_unlock(&group->jobs_lock);
-	pthread_join(side, NULL);
+	side_queue_finish(&group->side);
 	return err;
 }
 
@@ -1293,20 +1075,13 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 		free(group);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot make a mutex");
 	}
-	if (pthread_mutex_init(&group->jobs_lock, NULL) != 0) {
+	if ((err = side_queue_init(&group->side, cause))) {
 		pthread_mutex_destroy(&group->lock);
 		free(group);
-		return kube_cause(cause, KUBE_ENOMEM, "cannot make a mutex");
-	}
-	if (pthread_cond_init(&group->jobs_cond, NULL) != 0) {
-		pthread_mutex_destroy(&group->jobs_lock);
-		pthread_mutex_destroy(&group->lock);
-		free(group);
-		return kube_cause(cause, KUBE_ENOMEM, "cannot make a condition variable");
+		return err;
 	}
 	if (pthread_cond_init(&group->writes_cond, NULL) != 0) {
-		pthread_cond_destroy(&group->jobs_cond);
-		pthread_mutex_destroy(&group->jobs_lock);
+		side_queue_destroy(&group->side);
 		pthread_mutex_destroy(&group->lock);
 		free(group);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot make a condition variable");
@@ -1321,6 +1096,12 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 		controller_group_free(group);
 		return err;
 	}
+	group->side.client = group->side_api.client;
+	group->side.push_parallelism = options->push_parallelism;
+	group->side.push_target_timeout_ms = options->push_target_timeout_ms;
+	group->side.push_total_timeout_ms = options->push_total_timeout_ms;
+	group->side.observer = options->observer;
+	group->side.start = group->start;
 	*out = group;
 	return 0;
 }
@@ -1339,12 +1120,6 @@ void controller_group_free(struct controller_group *group)
 		free(group->writes_head);
 		group->writes_head = next;
 	}
-	while (group->jobs_head) {
-		struct job *next = group->jobs_head->next;
-
-		job_free(group->jobs_head);
-		group->jobs_head = next;
-	}
 	api_free(&group->jobset_api);
 	api_free(&group->pod_api);
 	api_free(&group->write_api);
@@ -1353,8 +1128,7 @@ void controller_group_free(struct controller_group *group)
 	kube_informer_free(group->jobset_informer);
 	kube_informer_free(group->pod_informer);
 	pthread_cond_destroy(&group->writes_cond);
-	pthread_cond_destroy(&group->jobs_cond);
-	pthread_mutex_destroy(&group->jobs_lock);
+	side_queue_destroy(&group->side);
 	pthread_mutex_destroy(&group->lock);
 	free(group);
 }
@@ -1394,14 +1168,14 @@ void controller_group_stats(struct controller_group *group, struct controller_gr
 	out->release_failures = stat_get(&group->stats.release_failures);
 	out->configmap_conflicts = stat_get(&group->stats.configmap_conflicts);
 	out->barrier_timeouts = stat_get(&group->stats.barrier_timeouts);
-	out->push_ok = stat_get(&group->stats.push_results[PUSH_OK]);
-	out->push_refused = stat_get(&group->stats.push_results[PUSH_REFUSED]);
-	out->push_unreachable = stat_get(&group->stats.push_results[PUSH_UNREACHABLE]);
-	out->push_timeout = stat_get(&group->stats.push_results[PUSH_TIMEOUT]);
-	out->push_pending = stat_get(&group->stats.push_results[PUSH_PENDING]);
+	out->push_ok = stat_get(&group->side.stats.push_results[PUSH_OK]);
+	out->push_refused = stat_get(&group->side.stats.push_results[PUSH_REFUSED]);
+	out->push_unreachable = stat_get(&group->side.stats.push_results[PUSH_UNREACHABLE]);
+	out->push_timeout = stat_get(&group->side.stats.push_results[PUSH_TIMEOUT]);
+	out->push_pending = stat_get(&group->side.stats.push_results[PUSH_PENDING]);
 	out->push_skipped = stat_get(&group->stats.push_skipped);
-	out->push_passed = stat_get(&group->stats.push_passed);
-	out->jobs_dropped = stat_get(&group->stats.jobs_dropped);
+	out->push_passed = stat_get(&group->side.stats.push_passed);
+	out->jobs_dropped = stat_get(&group->side.stats.jobs_dropped);
 	kube_client_stats(group->jobset_api.client, &out->api[CONTROLLER_API_JOBSETS]);
 	kube_client_stats(group->pod_api.client, &out->api[CONTROLLER_API_PODS]);
 	kube_client_stats(group->write_api.client, &out->api[CONTROLLER_API_WRITES]);
