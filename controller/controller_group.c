@@ -23,6 +23,7 @@
 #include "kube_client.h"
 #include "kube_curl.h"
 #include "kube_informer.h"
+#include "jobset_registry.h"
 #include "mlog.h"
 #include "push_fanout.h"
 #include "release_record.h"
@@ -35,8 +36,7 @@
 
 /* One group-scheduled JobSet. */
 struct entry {
-	struct entry *next; /* in its registry bucket */
-	uint64_t hash;
+	struct registry_node node; /* first: an entry is its node; namespace and name point below */
 	char namespace[GROUP_LABEL_MAX + 1];
 	char name[GROUP_LABEL_MAX + 1];
 	char uid[GROUP_UID_MAX + 1];
@@ -68,15 +68,6 @@ struct write_req {
 	char *cause;
 };
 
-/* The group-scheduled JobSets by namespace/name: a chained hash table that
- * doubles when it holds as many entries as buckets, so that a pod event finds
- * its JobSet in constant time however many JobSets there are. */
-struct registry {
-	struct entry **buckets;
-	size_t bucket_count; /* a power of two */
-	size_t count;
-};
-
 /* An API client with its transport; one per thread. */
 struct api {
 	struct kube_curl *curl;
@@ -85,7 +76,7 @@ struct api {
 
 struct controller_group {
 	pthread_mutex_t lock; /* the registry and every tracker */
-	struct registry registry;
+	struct jobset_registry registry; /* the entries */
 	char namespace[GROUP_LABEL_MAX + 1];
 	struct controller_group_options options;
 	struct api jobset_api, pod_api, write_api, side_api;
@@ -180,104 +171,47 @@ static int jobset_decode(const cJSON *object, struct group_jobset *jobset, char 
 	return 0;
 }
 
-/* ---- the registry ---- */
-
-#define REGISTRY_BUCKETS_MIN 64u
-
-static uint64_t key_hash(const char *namespace, const char *name)
-{
-	uint64_t h = 1469598103934665603u; /* FNV-1a */
-
-	for (const char *p = namespace; *p; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211u;
-	h = (h ^ '/') * 1099511628211u;
-	for (const char *p = name; *p; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211u;
-	return h;
-}
+/* ---- the registry (jobset_registry, under the lock) ---- */
 
 static struct entry *entry_find(struct controller_group *group, const char *namespace, const char *name)
 {
-	struct registry *r = &group->registry;
-	uint64_t h = key_hash(namespace, name);
-
-	if (!r->bucket_count)
-		return NULL;
-	for (struct entry *e = r->buckets[h & (r->bucket_count - 1)]; e; e = e->next)
-		if (e->hash == h && strcmp(e->namespace, namespace) == 0 && strcmp(e->name, name) == 0)
-			return e;
-	return NULL;
-}
-
-/* Doubles the table (or makes the first one). On no memory the table stays
- * as it is: chains only get longer. */
-static void registry_grow(struct registry *r)
-{
-	size_t count = r->bucket_count ? r->bucket_count * 2 : REGISTRY_BUCKETS_MIN;
-	struct entry **buckets = calloc(count, sizeof(*buckets));
-
-	if (!buckets)
-		return;
-	for (size_t b = 0; b < r->bucket_count; b++) {
-		struct entry *e = r->buckets[b], *next;
-
-		for (; e; e = next) {
-			next = e->next;
-			e->next = buckets[e->hash & (count - 1)];
-			buckets[e->hash & (count - 1)] = e;
-		}
-	}
-	free(r->buckets);
-	r->buckets = buckets;
-	r->bucket_count = count;
+	return (struct entry *)jobset_registry_find(&group->registry, namespace, name);
 }
 
 /* Adds e (its namespace and name set); 0, or -1 when there is no table. */
 static int entry_insert(struct controller_group *group, struct entry *e)
 {
-	struct registry *r = &group->registry;
-
-	if (r->count >= r->bucket_count)
-		registry_grow(r);
-	if (!r->bucket_count)
-		return -1;
-	e->hash = key_hash(e->namespace, e->name);
-	e->next = r->buckets[e->hash & (r->bucket_count - 1)];
-	r->buckets[e->hash & (r->bucket_count - 1)] = e;
-	r->count++;
-	return 0;
+	e->node.namespace = e->namespace;
+	e->node.name = e->name;
+	return jobset_registry_insert(&group->registry, &e->node);
 }
 
 static void entry_remove(struct controller_group *group, struct entry *victim)
 {
-	struct registry *r = &group->registry;
+	jobset_registry_remove(&group->registry, &victim->node);
+	group_tracker_free(victim->tracker);
+	free(victim);
+}
 
-	for (struct entry **link = &r->buckets[victim->hash & (r->bucket_count - 1)]; *link;
-	     link = &(*link)->next) {
-		if (*link == victim) {
-			*link = victim->next;
-			group_tracker_free(victim->tracker);
-			free(victim);
-			r->count--;
-			return;
-		}
-	}
+struct each_context {
+	struct controller_group *group;
+	void (*fn)(struct controller_group *, struct entry *);
+};
+
+static void each_entry(void *arg, struct registry_node *node)
+{
+	struct each_context *context = arg;
+
+	context->fn(context->group, (struct entry *)node);
 }
 
 /* Calls fn for every entry; fn may remove the entry it is given. */
 static void registry_each(struct controller_group *group,
 			  void (*fn)(struct controller_group *, struct entry *))
 {
-	struct registry *r = &group->registry;
+	struct each_context context = { group, fn };
 
-	for (size_t b = 0; b < r->bucket_count; b++) {
-		struct entry *e = r->buckets[b], *next;
-
-		for (; e; e = next) {
-			next = e->next;
-			fn(group, e);
-		}
-	}
+	jobset_registry_each(&group->registry, each_entry, &context);
 }
 
 /* A job for the JobSet of e (its identity copied), or NULL (counted as
@@ -493,7 +427,7 @@ static void release(struct controller_group *group, struct entry *e, const struc
 		return;
 	}
 	req->snap = *e;
-	req->snap.next = NULL;
+	req->snap.node = (struct registry_node){ 0 };
 	req->snap.tracker = NULL;
 	req->decision = *decision;
 	if (group->writes_tail)
@@ -1110,10 +1044,8 @@ void controller_group_free(struct controller_group *group)
 {
 	if (!group)
 		return;
-	for (size_t b = 0; b < group->registry.bucket_count; b++)
-		while (group->registry.buckets[b])
-			entry_remove(group, group->registry.buckets[b]);
-	free(group->registry.buckets);
+	registry_each(group, entry_remove);
+	jobset_registry_clear(&group->registry);
 	while (group->writes_head) {
 		struct write_req *next = group->writes_head->next;
 
@@ -1186,20 +1118,31 @@ void controller_group_stats(struct controller_group *group, struct controller_gr
 	kube_client_stats(group->side_api.client, &out->api[CONTROLLER_API_EVENTS]);
 }
 
+struct view_context {
+	void (*fn)(void *arg, const struct controller_jobset_view *view);
+	void *arg;
+};
+
+static void view_entry(void *arg, struct registry_node *node)
+{
+	const struct view_context *context = arg;
+	const struct entry *e = (const struct entry *)node;
+	struct controller_jobset_view view;
+
+	group_tracker_peek(e->tracker, &view.decision);
+	view.namespace = e->namespace;
+	view.name = e->name;
+	view.pod_bytes = group_tracker_memory(e->tracker);
+	view.pod_records = group_tracker_records(e->tracker);
+	context->fn(context->arg, &view);
+}
+
 void controller_group_foreach(struct controller_group *group,
 			      void (*fn)(void *arg, const struct controller_jobset_view *view), void *arg)
 {
-	pthread_mutex_lock(&group->lock);
-	for (size_t b = 0; b < group->registry.bucket_count; b++)
-		for (struct entry *e = group->registry.buckets[b]; e; e = e->next) {
-			struct controller_jobset_view view;
+	struct view_context context = { fn, arg };
 
-			group_tracker_peek(e->tracker, &view.decision);
-			view.namespace = e->namespace;
-			view.name = e->name;
-			view.pod_bytes = group_tracker_memory(e->tracker);
-			view.pod_records = group_tracker_records(e->tracker);
-			fn(arg, &view);
-		}
+	pthread_mutex_lock(&group->lock);
+	jobset_registry_each(&group->registry, view_entry, &context);
 	pthread_mutex_unlock(&group->lock);
 }
