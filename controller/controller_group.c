@@ -28,6 +28,7 @@
 #include "push_fanout.h"
 #include "release_record.h"
 #include "side_queue.h"
+#include "watch_set.h"
 #include "release_line.h"
 
 #define JOBSETS_GROUP_PATH "/apis/jobset.x-k8s.io/v1alpha2"
@@ -880,72 +881,37 @@ static void tick(struct controller_group *group)
 
 /* ---- threads ---- */
 
-struct watch_thread {
-	pthread_t thread;
-	struct controller_group *group;
-	struct kube_client *client;
-	struct kube_informer *informer;
-	char path[KUBE_PATH_MAX];
-	struct kube_selectors selectors;
-	atomic_int *stop;
-	int err;
-	char *cause;
-};
-
-static void *watch_main(void *arg)
-{
-	struct watch_thread *w = arg;
-
-	w->err = kube_informer_run(w->informer, w->client, w->path, &w->selectors, LIST_PAGE_SIZE, w->stop,
-				   &w->cause);
-	if (w->err)
-		atomic_store(w->stop, 1); /* one watch gone for good: stop the other too */
-	return NULL;
-}
-
 int controller_group_run(struct controller_group *group, atomic_int *stop, char **cause)
 {
-	struct watch_thread watches[2];
+	struct watch_set watches = { 0 };
+	struct watch_spec jobsets = { .client = group->jobset_api.client,
+				      .informer = group->jobset_informer,
+				      .page_size = LIST_PAGE_SIZE };
+	struct watch_spec pods = { .client = group->pod_api.client,
+				   .informer = group->pod_informer,
+				   .selectors = { .label = CONTROLLER_POD_LABEL },
+				   .page_size = LIST_PAGE_SIZE };
 	pthread_t writer;
-	int started = 0, err = 0;
+	int err, watch_err;
 
-	memset(watches, 0, sizeof(watches));
+	if (group->namespace[0])
+		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_GROUP_PATH "/namespaces/%s/jobsets",
+			 group->namespace);
+	else
+		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_GROUP_PATH "/jobsets");
+	if (group->namespace[0])
+		snprintf(pods.path, sizeof(pods.path), "/api/v1/namespaces/%s/pods", group->namespace);
+	else
+		snprintf(pods.path, sizeof(pods.path), "/api/v1/pods");
+	watch_set_add(&watches, &jobsets);
+	watch_set_add(&watches, &pods);
 	if ((err = side_queue_start(&group->side, cause)))
 		return err;
 	if (pthread_create(&writer, NULL, writer_main, group) != 0) {
 		side_queue_finish(&group->side);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot start the writer thread");
 	}
-	for (int i = 0; i < 2; i++) {
-		struct watch_thread *w = &watches[i];
-
-		w->group = group;
-		w->stop = stop;
-		if (i == 0) {
-			w->client = group->jobset_api.client;
-			if (group->namespace[0])
-				snprintf(w->path, sizeof(w->path),
-					 JOBSETS_GROUP_PATH "/namespaces/%s/jobsets", group->namespace);
-			else
-				snprintf(w->path, sizeof(w->path), JOBSETS_GROUP_PATH "/jobsets");
-			w->informer = group->jobset_informer;
-		} else {
-			w->client = group->pod_api.client;
-			if (group->namespace[0])
-				snprintf(w->path, sizeof(w->path), "/api/v1/namespaces/%s/pods",
-					 group->namespace);
-			else
-				snprintf(w->path, sizeof(w->path), "/api/v1/pods");
-			w->selectors.label = CONTROLLER_POD_LABEL;
-			w->informer = group->pod_informer;
-		}
-		if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
-			atomic_store(stop, 1);
-			err = kube_cause(cause, KUBE_ENOMEM, "cannot start a watch thread");
-			break;
-		}
-		started++;
-	}
+	err = watch_set_start(&watches, stop, cause);
 	while (!atomic_load(stop)) {
 		struct timespec second = { .tv_sec = 1, .tv_nsec = 0 };
 
@@ -953,15 +919,9 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 		if (!atomic_load(stop))
 			tick(group);
 	}
-	for (int i = 0; i < started; i++) {
-		pthread_join(watches[i].thread, NULL);
-		if (watches[i].err && !err) {
-			err = watches[i].err;
-			kube_cause(cause, err, "watch %s: %s", watches[i].path,
-				   watches[i].cause ? watches[i].cause : kube_err_message(err));
-		}
-		free(watches[i].cause);
-	}
+	watch_err = watch_set_join(&watches, err ? NULL : cause);
+	if (!err)
+		err = watch_err;
 	/* The watches and the tick are done: no release is decided any more.
 	 * The writer finishes the write under way (it may queue a push). */
 	pthread_mutex_lock(&group->lock);
