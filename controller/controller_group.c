@@ -22,8 +22,13 @@
 #include "group_tracker.h"
 #include "kube_client.h"
 #include "kube_curl.h"
+#include "kube_informer.h"
+#include "jobset_registry.h"
 #include "mlog.h"
 #include "push_fanout.h"
+#include "release_record.h"
+#include "side_queue.h"
+#include "watch_set.h"
 #include "release_line.h"
 
 #define JOBSETS_GROUP_PATH "/apis/jobset.x-k8s.io/v1alpha2"
@@ -31,14 +36,12 @@
 
 /* One group-scheduled JobSet. */
 struct entry {
-	struct entry *next; /* in its registry bucket */
-	uint64_t hash;
+	struct registry_node node; /* first: an entry is its node; namespace and name point below */
 	char namespace[MODEL_LABEL_MAX + 1];
 	char name[MODEL_LABEL_MAX + 1];
 	char uid[MODEL_UID_MAX + 1];
 	char token[RELEASE_TOKEN_MAX + 1]; /* "" when the annotation is absent */
 	struct group_tracker *tracker;
-	int seen; /* confirmed by the JobSet LIST in progress */
 	int in_pod_relist; /* relist_begin was called for the pod LIST in progress */
 	int needs_read; /* reading the ConfigMap or listing the pods failed: retried every tick */
 	enum group_action last_action;
@@ -48,15 +51,21 @@ struct entry {
 	uint32_t timeout_reported; /* attempt + 1 whose GroupTimedOut Event was sent, 0: none */
 	int repush; /* released before this tracker was made: push again to the pods still waiting */
 	int uid_missing_reported; /* a pod without the jobset-uid label was logged */
+	uint64_t serial; /* tells this entry from a later one of the same JobSet */
 };
 
-/* The group-scheduled JobSets by namespace/name: a chained hash table that
- * doubles when it holds as many entries as buckets, so that a pod event finds
- * its JobSet in constant time however many JobSets there are. */
-struct registry {
-	struct entry **buckets;
-	size_t bucket_count; /* a power of two */
-	size_t count;
+/* A release write handed to the writer thread: decided under the lock,
+ * written outside it, its result recorded under the lock again. While it is
+ * queued or under way the tracker says PENDING (no second release of the
+ * epoch is decided) and no ConfigMap read of that JobSet is made. */
+struct write_req {
+	struct write_req *next;
+	struct entry snap; /* identity of the JobSet (namespace, name, uid, serial); no tracker */
+	struct group_decision decision;
+	uint64_t begun, written; /* the write's start and end, now_ms */
+	int err, foreign;
+	const char *how;
+	char *cause;
 };
 
 /* An API client with its transport; one per thread. */
@@ -65,54 +74,28 @@ struct api {
 	struct kube_client *client;
 };
 
-/* Work for the side thread: the push of a release, or an Event. Copies
- * everything it needs, so the JobSet may be forgotten meanwhile. */
-enum job_kind { JOB_PUSH, JOB_EVENT };
-
-struct job {
-	struct job *next;
-	enum job_kind kind;
-	char namespace[MODEL_LABEL_MAX + 1];
-	char name[MODEL_LABEL_MAX + 1];
-	char uid[MODEL_UID_MAX + 1];
-	/* JOB_PUSH */
-	uint32_t attempt;
-	uint32_t generation;
-	char token[RELEASE_TOKEN_MAX + 1];
-	struct push_target *targets; /* malloc'd, may be NULL */
-	size_t count;
-	size_t passed; /* started pods already past their barrier: not pushed */
-	uint64_t expected, started, spread_ms, last_start_ms;
-	int repush; /* a push again after a restart: logged, no Event */
-	/* JOB_EVENT */
-	const char *reason; /* static text */
-	int warning;
-	char message[512];
-};
-
-/* Jobs waiting at most; beyond, Events are dropped (logged) and pushes too
- * (the ConfigMap still releases those barriers). */
-#define JOBS_MAX 4096u
-
 struct controller_group {
 	pthread_mutex_t lock; /* the registry and every tracker */
-	struct registry registry;
+	struct jobset_registry registry; /* the entries */
 	char namespace[MODEL_LABEL_MAX + 1];
 	struct controller_group_options options;
 	struct api jobset_api, pod_api, write_api, side_api;
+	struct side_queue side; /* pushes and Events, with side_api's client */
+	struct api read_api; /* ConfigMap GET and pod LIST of a new tracker, under the lock */
+	struct kube_informer *jobset_informer, *pod_informer; /* each used by its watch thread */
+	uint64_t serials; /* entries made */
+
+	/* Release writes decided and not yet recorded, oldest first; under lock. */
+	pthread_cond_t writes_cond;
+	struct write_req *writes_head, *writes_tail;
+	int writes_stop;
 	struct timespec start;
 	atomic_int jobsets_listed, pods_listed; /* each watch completed a LIST once */
 	unsigned jobset_lists, pod_lists; /* LISTs begun, for the re-list log line */
 
-	pthread_mutex_t jobs_lock; /* the job queue */
-	pthread_cond_t jobs_cond;
-	struct job *jobs_head, *jobs_tail;
-	size_t jobs_count;
-	int jobs_stop;
-
 	struct {
 		_Atomic uint64_t releases, release_failures, configmap_conflicts, barrier_timeouts;
-		_Atomic uint64_t push_results[PUSH_TIMEOUT + 1], push_passed, push_skipped, jobs_dropped;
+		_Atomic uint64_t push_skipped;
 	} stats;
 };
 
@@ -188,168 +171,55 @@ static int jobset_decode(const cJSON *object, struct jobset_model *jobset, char 
 	return 0;
 }
 
-/* ---- the registry ---- */
-
-#define REGISTRY_BUCKETS_MIN 64u
-
-static uint64_t key_hash(const char *namespace, const char *name)
-{
-	uint64_t h = 1469598103934665603u; /* FNV-1a */
-
-	for (const char *p = namespace; *p; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211u;
-	h = (h ^ '/') * 1099511628211u;
-	for (const char *p = name; *p; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211u;
-	return h;
-}
+/* ---- the registry (jobset_registry, under the lock) ---- */
 
 static struct entry *entry_find(struct controller_group *group, const char *namespace, const char *name)
 {
-	struct registry *r = &group->registry;
-	uint64_t h = key_hash(namespace, name);
-
-	if (!r->bucket_count)
-		return NULL;
-	for (struct entry *e = r->buckets[h & (r->bucket_count - 1)]; e; e = e->next)
-		if (e->hash == h && strcmp(e->namespace, namespace) == 0 && strcmp(e->name, name) == 0)
-			return e;
-	return NULL;
-}
-
-/* Doubles the table (or makes the first one). On no memory the table stays
- * as it is: chains only get longer. */
-static void registry_grow(struct registry *r)
-{
-	size_t count = r->bucket_count ? r->bucket_count * 2 : REGISTRY_BUCKETS_MIN;
-	struct entry **buckets = calloc(count, sizeof(*buckets));
-
-	if (!buckets)
-		return;
-	for (size_t b = 0; b < r->bucket_count; b++) {
-		struct entry *e = r->buckets[b], *next;
-
-		for (; e; e = next) {
-			next = e->next;
-			e->next = buckets[e->hash & (count - 1)];
-			buckets[e->hash & (count - 1)] = e;
-		}
-	}
-	free(r->buckets);
-	r->buckets = buckets;
-	r->bucket_count = count;
+	return (struct entry *)jobset_registry_find(&group->registry, namespace, name);
 }
 
 /* Adds e (its namespace and name set); 0, or -1 when there is no table. */
 static int entry_insert(struct controller_group *group, struct entry *e)
 {
-	struct registry *r = &group->registry;
-
-	if (r->count >= r->bucket_count)
-		registry_grow(r);
-	if (!r->bucket_count)
-		return -1;
-	e->hash = key_hash(e->namespace, e->name);
-	e->next = r->buckets[e->hash & (r->bucket_count - 1)];
-	r->buckets[e->hash & (r->bucket_count - 1)] = e;
-	r->count++;
-	return 0;
+	e->node.namespace = e->namespace;
+	e->node.name = e->name;
+	return jobset_registry_insert(&group->registry, &e->node);
 }
 
 static void entry_remove(struct controller_group *group, struct entry *victim)
 {
-	struct registry *r = &group->registry;
+	jobset_registry_remove(&group->registry, &victim->node);
+	group_tracker_free(victim->tracker);
+	free(victim);
+}
 
-	for (struct entry **link = &r->buckets[victim->hash & (r->bucket_count - 1)]; *link;
-	     link = &(*link)->next) {
-		if (*link == victim) {
-			*link = victim->next;
-			group_tracker_free(victim->tracker);
-			free(victim);
-			r->count--;
-			return;
-		}
-	}
+struct each_context {
+	struct controller_group *group;
+	void (*fn)(struct controller_group *, struct entry *);
+};
+
+static void each_entry(void *arg, struct registry_node *node)
+{
+	struct each_context *context = arg;
+
+	context->fn(context->group, (struct entry *)node);
 }
 
 /* Calls fn for every entry; fn may remove the entry it is given. */
 static void registry_each(struct controller_group *group,
 			  void (*fn)(struct controller_group *, struct entry *))
 {
-	struct registry *r = &group->registry;
+	struct each_context context = { group, fn };
 
-	for (size_t b = 0; b < r->bucket_count; b++) {
-		struct entry *e = r->buckets[b], *next;
-
-		for (; e; e = next) {
-			next = e->next;
-			fn(group, e);
-		}
-	}
+	jobset_registry_each(&group->registry, each_entry, &context);
 }
-
-static void configmap_path(char *out, size_t size, const struct entry *e, int collection)
-{
-	if (collection)
-		snprintf(out, size, "/api/v1/namespaces/%s/configmaps", e->namespace);
-	else
-		snprintf(out, size, "/api/v1/namespaces/%s/configmaps/%s" MUSTER_CONFIGMAP_SUFFIX,
-			 e->namespace, e->name);
-}
-
-/* Whose the ConfigMap `<jobset>-group-scheduling` found in the namespace is. */
-enum configmap_owner {
-	CONFIGMAP_OURS, /* owned by this JobSet (its uid) */
-	CONFIGMAP_PREDECESSOR, /* controlled by a JobSet of the same name, now gone: a leftover
-				* the garbage collector has not removed yet */
-	CONFIGMAP_FOREIGN, /* anything else: somebody else's, never touched */
-};
-
-static enum configmap_owner configmap_owner(const cJSON *configmap, const struct entry *e)
-{
-	const cJSON *refs = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(configmap, "metadata"), "ownerReferences");
-	const cJSON *ref;
-	enum configmap_owner owner = CONFIGMAP_FOREIGN;
-
-	if (!cJSON_IsArray(refs))
-		return owner;
-	cJSON_ArrayForEach(ref, refs)
-	{
-		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(ref, "kind");
-		const cJSON *api = cJSON_GetObjectItemCaseSensitive(ref, "apiVersion");
-		const cJSON *name = cJSON_GetObjectItemCaseSensitive(ref, "name");
-		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(ref, "uid");
-
-		if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "JobSet") != 0 ||
-		    !cJSON_IsString(api) || strncmp(api->valuestring, "jobset.x-k8s.io/", 16) != 0 ||
-		    !cJSON_IsString(name) || strcmp(name->valuestring, e->name) != 0 || !cJSON_IsString(uid))
-			continue;
-		if (strcmp(uid->valuestring, e->uid) == 0)
-			return CONFIGMAP_OURS;
-		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")))
-			owner = CONFIGMAP_PREDECESSOR;
-	}
-	return owner;
-}
-
-static void enqueue(struct controller_group *group, struct job *job);
 
 /* A job for the JobSet of e (its identity copied), or NULL (counted as
  * dropped) when memory ran out. */
-static struct job *job_new(struct controller_group *group, const struct entry *e, enum job_kind kind)
+static struct side_job *job_new(struct controller_group *group, const struct entry *e,
+				enum side_job_kind kind)
 {
-	struct job *job = calloc(1, sizeof(*job));
-
-	if (!job) {
-		stat_add(&group->stats.jobs_dropped, 1);
-		return NULL;
-	}
-	job->kind = kind;
-	memcpy(job->namespace, e->namespace, sizeof(job->namespace));
-	memcpy(job->name, e->name, sizeof(job->name));
-	memcpy(job->uid, e->uid, sizeof(job->uid));
-	return job;
+	return side_job_new(&group->side, e->namespace, e->name, e->uid, kind);
 }
 
 /* Queues an Event on the JobSet (sent by the side thread). */
@@ -359,7 +229,7 @@ static void event_later(struct controller_group *group, const struct entry *e, c
 static void event_later(struct controller_group *group, const struct entry *e, const char *reason,
 			int warning, const char *fmt, ...)
 {
-	struct job *job = job_new(group, e, JOB_EVENT);
+	struct side_job *job = job_new(group, e, SIDE_JOB_EVENT);
 	va_list ap;
 
 	if (!job)
@@ -369,7 +239,7 @@ static void event_later(struct controller_group *group, const struct entry *e, c
 	va_start(ap, fmt);
 	vsnprintf(job->message, sizeof(job->message), fmt, ap);
 	va_end(ap);
-	enqueue(group, job);
+	side_queue_put(&group->side, job);
 }
 
 /* A ConfigMap of that name that is not ours: never written, reported once
@@ -395,77 +265,35 @@ static void report_conflict(struct controller_group *group, struct entry *e)
 		    e->name);
 }
 
-/* A decimal number in 0..MODEL_INT32_MAX from a string item. Returns 0 or -1. */
-static int parse_number(const cJSON *item, unsigned long *value)
-{
-	char *end = NULL;
-
-	if (!cJSON_IsString(item) || item->valuestring[0] < '0' || item->valuestring[0] > '9')
-		return -1;
-	errno = 0;
-	*value = strtoul(item->valuestring, &end, 10);
-	return errno || *end || *value > MODEL_INT32_MAX ? -1 : 0;
-}
-
 /* Reads the released epoch back from the ConfigMap into the tracker. A
  * ConfigMap that is not this JobSet's releases nothing. */
 static int read_released(struct controller_group *group, struct entry *e, char **cause)
 {
-	char path[KUBE_PATH_MAX];
-	cJSON *configmap = NULL;
-	const cJSON *data, *started, *generation;
-	int err;
+	struct release_jobset jobset = { e->namespace, e->name, e->uid };
+	struct release_record_read read;
+	int err = release_record_read(group->read_api.client, &jobset, &read, cause);
 
-	configmap_path(path, sizeof(path), e, 0);
-	err = kube_get(group->write_api.client, path, &configmap, cause);
-	if (err == KUBE_ENOTFOUND) {
-		group_tracker_set_none_released(e->tracker);
-		return 0;
-	}
 	if (err)
 		return err;
-	switch (configmap_owner(configmap, e)) {
-	case CONFIGMAP_OURS:
-		break;
-	case CONFIGMAP_PREDECESSOR:
+	if (read.found && read.owner == RELEASE_OWNER_PREDECESSOR)
 		mlog(MLOG_INFO, "configmap-stale",
 		     "jobset=%s/%s reason=\"owned by an earlier JobSet of this name\"", e->namespace,
 		     e->name);
-		group_tracker_set_none_released(e->tracker);
-		goto out;
-	case CONFIGMAP_FOREIGN:
+	if (read.found && read.owner == RELEASE_OWNER_FOREIGN)
 		report_conflict(group, e);
+	if (!read.has_release) {
 		group_tracker_set_none_released(e->tracker);
-		goto out;
+		return 0;
 	}
-	data = cJSON_GetObjectItemCaseSensitive(configmap, "data");
-	started = cJSON_GetObjectItemCaseSensitive(data, MUSTER_CONFIGMAP_KEY_STARTED);
-	generation = cJSON_GetObjectItemCaseSensitive(data, MUSTER_CONFIGMAP_KEY_GENERATION);
-	if (cJSON_IsString(started)) {
-		unsigned long attempt, released_generation = 0;
-
-		if (parse_number(started, &attempt) ||
-		    (generation && parse_number(generation, &released_generation))) {
-			err = kube_cause(cause, KUBE_EPARSE,
-					 "%s: data." MUSTER_CONFIGMAP_KEY_STARTED
-					 " or data." MUSTER_CONFIGMAP_KEY_GENERATION " is not a number",
-					 path);
-			goto out;
-		}
-		group_tracker_set_released(e->tracker,
-					   group_epoch((uint32_t)released_generation, (uint32_t)attempt));
-		/* A controller that stopped between the write and the push left
-		 * barriers to the volume sync (up to 90 s): push again to those
-		 * still waiting, once the pods are listed. */
-		e->repush = 1;
-		mlog(MLOG_INFO, "released-read", "jobset=%s/%s attempt=%lu generation=%lu", e->namespace,
-		     e->name, attempt, released_generation);
-	} else {
-		group_tracker_set_none_released(e->tracker);
-	}
-out:
-	cJSON_Delete(configmap);
-	return err;
+	group_tracker_set_released(e->tracker, read.epoch);
+	/* A controller that stopped between the write and the push left
+	 * barriers to the volume sync (up to 90 s): push again to those still
+	 * waiting, once the pods are listed. */
+	e->repush = 1;
+	mlog(MLOG_INFO, "released-read", "jobset=%s/%s attempt=%lu generation=%lu", e->namespace, e->name,
+	     (unsigned long)group_epoch_attempt(read.epoch),
+	     (unsigned long)group_epoch_generation(read.epoch));
+	return 0;
 }
 
 /* A pod of the JobSet without the label jobset.sigs.k8s.io/jobset-uid
@@ -519,7 +347,7 @@ static int list_pods(struct controller_group *group, struct entry *e, char **cau
 	snprintf(selector, sizeof(selector), "%s,%s=%s", MUSTER_LABEL_GROUP_SCHEDULING, JOBSET_LABEL_NAME,
 		 e->name);
 	group_tracker_relist_begin(e->tracker);
-	err = kube_list(group->write_api.client, path, &selectors, LIST_PAGE_SIZE, list_pod_item, &context,
+	err = kube_list(group->read_api.client, path, &selectors, LIST_PAGE_SIZE, list_pod_item, &context,
 			NULL, cause);
 	group_tracker_relist_end(e->tracker);
 	if (err)
@@ -561,11 +389,9 @@ static int collect_started(const struct group_started_pod *pod, void *arg)
 	return 0;
 }
 
-static void job_free(struct job *job);
-
 /* Gives a push job the token and the addresses of the started pods whose
  * barrier still waits (at most `started`), and counts the others. */
-static void job_targets(struct controller_group *group, const struct entry *e, struct job *job,
+static void job_targets(struct controller_group *group, const struct entry *e, struct side_job *job,
 			size_t started)
 {
 	struct collect collect = { .port = group->options.push_port };
@@ -582,172 +408,97 @@ static void job_targets(struct controller_group *group, const struct entry *e, s
 	job->passed = collect.passed;
 }
 
-/* The release of record: the attempt, the JobSet it belongs to and the
- * generation (lib/muster/release_line.h), which the barrier checks all three of. */
-static cJSON *release_data(const struct entry *e, uint64_t epoch)
-{
-	char attempt[16], generation[16];
-	cJSON *data = cJSON_CreateObject();
-
-	snprintf(attempt, sizeof(attempt), "%u", group_epoch_attempt(epoch));
-	snprintf(generation, sizeof(generation), "%u", group_epoch_generation(epoch));
-	if (!data || !cJSON_AddStringToObject(data, MUSTER_CONFIGMAP_KEY_STARTED, attempt) ||
-	    !cJSON_AddStringToObject(data, MUSTER_CONFIGMAP_KEY_JOBSET_UID, e->uid) ||
-	    !cJSON_AddStringToObject(data, MUSTER_CONFIGMAP_KEY_GENERATION, generation)) {
-		cJSON_Delete(data);
-		return NULL;
-	}
-	return data;
-}
-
-/* The merge patch {"data": {...}} that writes the release of `epoch` into
- * our own ConfigMap: malloc'd text, NULL without memory. */
-static char *release_patch(const struct entry *e, uint64_t epoch)
-{
-	cJSON *patch = cJSON_CreateObject(), *data = release_data(e, epoch);
-	char *text = NULL;
-
-	if (patch && data) {
-		cJSON_AddItemToObject(patch, "data", data);
-		data = NULL;
-		text = cJSON_PrintUnformatted(patch);
-	}
-	cJSON_Delete(data);
-	cJSON_Delete(patch);
-	return text;
-}
-
-static cJSON *configmap_body(const struct entry *e, uint64_t epoch)
-{
-	char name[MODEL_LABEL_MAX + sizeof(MUSTER_CONFIGMAP_SUFFIX)];
-	cJSON *body = cJSON_CreateObject(), *metadata, *owners, *owner, *data = release_data(e, epoch);
-
-	snprintf(name, sizeof(name), "%s" MUSTER_CONFIGMAP_SUFFIX, e->name);
-	if (!body || !(metadata = cJSON_AddObjectToObject(body, "metadata")) ||
-	    !cJSON_AddStringToObject(body, "apiVersion", "v1") ||
-	    !cJSON_AddStringToObject(body, "kind", "ConfigMap") ||
-	    !cJSON_AddStringToObject(metadata, "name", name) ||
-	    !cJSON_AddStringToObject(metadata, "namespace", e->namespace) ||
-	    !(owners = cJSON_AddArrayToObject(metadata, "ownerReferences")) ||
-	    !(owner = cJSON_CreateObject()) || !cJSON_AddItemToArray(owners, owner) ||
-	    !cJSON_AddStringToObject(owner, "apiVersion", "jobset.x-k8s.io/v1alpha2") ||
-	    !cJSON_AddStringToObject(owner, "kind", "JobSet") ||
-	    !cJSON_AddStringToObject(owner, "name", e->name) ||
-	    !cJSON_AddStringToObject(owner, "uid", e->uid) ||
-	    !cJSON_AddBoolToObject(owner, "controller", 1) || !data) {
-		cJSON_Delete(body);
-		cJSON_Delete(data);
-		return NULL;
-	}
-	cJSON_AddItemToObject(body, "data", data);
-	return body;
-}
-
-/* Writes the release of `epoch`: creates the ConfigMap owned by the JobSet,
- * or, when it exists, merge-patches it if it is ours, replaces it if it is a
- * predecessor's leftover, and refuses (KUBE_ECONFLICT) if it is anyone
- * else's. *how says what was done. */
-static int write_configmap(struct controller_group *group, struct entry *e, uint64_t epoch, const char **how,
-			   char **cause)
-{
-	char path[KUBE_PATH_MAX], *patch;
-	cJSON *body = configmap_body(e, epoch), *existing = NULL;
-	int err;
-
-	if (!body)
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for the ConfigMap");
-	configmap_path(path, sizeof(path), e, 1);
-	*how = "created";
-	err = kube_create(group->write_api.client, path, body, NULL, cause);
-	if (err != KUBE_ECONFLICT)
-		goto out;
-	/* It exists: an earlier attempt's release, our own retried POST, a
-	 * leftover of a deleted JobSet of this name, or somebody else's. */
-	free(*cause);
-	*cause = NULL;
-	configmap_path(path, sizeof(path), e, 0);
-	err = kube_get(group->write_api.client, path, &existing, cause);
-	if (err)
-		goto out;
-	switch (configmap_owner(existing, e)) {
-	case CONFIGMAP_OURS:
-		*how = "patched";
-		patch = release_patch(e, epoch);
-		err = patch ? kube_patch(group->write_api.client, path, KUBE_PATCH_MERGE, patch, NULL, cause)
-			    : kube_cause(cause, KUBE_ENOMEM, "no memory for the ConfigMap patch");
-		free(patch);
-		break;
-	case CONFIGMAP_PREDECESSOR:
-		*how = "replaced";
-		mlog(MLOG_INFO, "configmap-replaced",
-		     "jobset=%s/%s reason=\"owned by an earlier JobSet of this name\"", e->namespace,
-		     e->name);
-		err = kube_delete(group->write_api.client, path, cause);
-		if (err && err != KUBE_ENOTFOUND)
-			break;
-		free(*cause);
-		*cause = NULL;
-		configmap_path(path, sizeof(path), e, 1);
-		err = kube_create(group->write_api.client, path, body, NULL, cause);
-		break;
-	case CONFIGMAP_FOREIGN:
-		report_conflict(group, e);
-		err = kube_cause(cause, KUBE_ECONFLICT,
-				 "ConfigMap %s/%s" MUSTER_CONFIGMAP_SUFFIX
-				 " exists and is not owned by this JobSet",
-				 e->namespace, e->name);
-		break;
-	}
-out:
-	cJSON_Delete(existing);
-	cJSON_Delete(body);
-	return err;
-}
-
-/* Writes the release of record (the ConfigMap), then hands the push and the
- * Event to the side thread: the lock is held only for the write. */
+/* Hands the release of record (the ConfigMap write) to the writer thread.
+ * Under the lock; the tracker says PENDING until release_recorded(). */
 static void release(struct controller_group *group, struct entry *e, const struct group_decision *decision)
 {
-	const char *how = "", *token_cause = NULL;
-	char *cause = NULL;
-	uint64_t begun = now_ms(group), written;
-	struct job *job;
-	int err;
+	struct write_req *req;
 
-	if (begun < e->retry_at_ms) {
+	if (now_ms(group) < e->retry_at_ms) {
 		group_tracker_release_failed(e->tracker, decision->epoch);
 		return;
 	}
-	err = write_configmap(group, e, decision->epoch, &how, &cause);
-	if (err) {
+	req = calloc(1, sizeof(*req));
+	if (!req) {
 		group_tracker_release_failed(e->tracker, decision->epoch);
 		stat_add(&group->stats.release_failures, 1);
-		if (err != KUBE_ECONFLICT || !e->conflict_reported) /* a conflict is logged once */
-			mlog(MLOG_ERROR, "release-failed", "jobset=%s/%s attempt=%u err=%s cause=\"%s\"",
-			     e->namespace, e->name, decision->attempt, kube_err_name(err),
-			     cause ? cause : "");
-		free(cause);
+		mlog(MLOG_ERROR, "release-failed", "jobset=%s/%s attempt=%u err=%s cause=\"%s\"",
+		     e->namespace, e->name, decision->attempt, kube_err_name(KUBE_ENOMEM),
+		     "no memory for the write");
 		return;
 	}
-	written = now_ms(group);
+	req->snap = *e;
+	req->snap.node = (struct registry_node){ 0 };
+	req->snap.tracker = NULL;
+	req->decision = *decision;
+	if (group->writes_tail)
+		group->writes_tail->next = req;
+	else
+		group->writes_head = req;
+	group->writes_tail = req;
+	pthread_cond_signal(&group->writes_cond);
+}
+
+/* A release write of this JobSet (namespace/name) is queued or under way.
+ * Under the lock. */
+static int write_in_flight(const struct controller_group *group, const struct entry *e)
+{
+	for (const struct write_req *req = group->writes_head; req; req = req->next)
+		if (strcmp(req->snap.namespace, e->namespace) == 0 && strcmp(req->snap.name, e->name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Records the outcome of a write made outside the lock, under it: the
+ * ConfigMap is the release of record, so once written the release happened,
+ * whether or not the JobSet is still tracked; the push and the Event go to
+ * the side thread. */
+static void release_recorded(struct controller_group *group, struct write_req *req)
+{
+	const struct group_decision *decision = &req->decision;
+	struct entry *e = entry_find(group, req->snap.namespace, req->snap.name);
+	const char *token_cause = NULL;
+	struct side_job *job;
+
+	if (e && e->serial != req->snap.serial)
+		e = NULL; /* forgotten meanwhile: a later entry reads the ConfigMap back */
+	if (req->err) {
+		int reported;
+
+		if (e) {
+			group_tracker_release_failed(e->tracker, decision->epoch);
+			if (req->foreign)
+				report_conflict(group, e);
+		}
+		reported = e ? e->conflict_reported : req->foreign;
+		stat_add(&group->stats.release_failures, 1);
+		if (req->err != KUBE_ECONFLICT || !reported) /* a conflict is logged once */
+			mlog(MLOG_ERROR, "release-failed", "jobset=%s/%s attempt=%u err=%s cause=\"%s\"",
+			     req->snap.namespace, req->snap.name, decision->attempt, kube_err_name(req->err),
+			     req->cause ? req->cause : "");
+		return;
+	}
 	/* The ConfigMap is the release of record; from here on it happened. */
-	group_tracker_release_done(e->tracker, decision->epoch);
-	e->repush = 0; /* this release is pushed below */
-	e->retry_at_ms = 0;
+	if (e) {
+		group_tracker_release_done(e->tracker, decision->epoch);
+		e->repush = 0; /* this release is pushed below */
+		e->retry_at_ms = 0;
+	}
 	stat_add(&group->stats.releases, 1);
 	mlog(MLOG_INFO, "release",
 	     "jobset=%s/%s attempt=%u generation=%u expected=%llu started=%llu configmap=%s spread_ms=%llu "
 	     "write_ms=%llu since_last_start_ms=%llu",
-	     e->namespace, e->name, decision->attempt, decision->generation,
-	     (unsigned long long)decision->expected, (unsigned long long)decision->started, how,
+	     req->snap.namespace, req->snap.name, decision->attempt, decision->generation,
+	     (unsigned long long)decision->expected, (unsigned long long)decision->started, req->how,
 	     (unsigned long long)(decision->has_starts ? decision->last_start - decision->first_start : 0),
-	     (unsigned long long)(written - begun),
-	     (unsigned long long)(decision->has_starts ? written - decision->last_start : 0));
+	     (unsigned long long)(req->written - req->begun),
+	     (unsigned long long)(decision->has_starts ? req->written - decision->last_start : 0));
 	if (group->options.observer && group->options.observer->released && decision->has_starts)
 		group->options.observer->released(group->options.observer->arg,
-						  (double)(written - decision->last_start) / 1e3);
-
-	job = job_new(group, e, JOB_PUSH);
+						  (double)(req->written - decision->last_start) / 1e3);
+	if (!e)
+		return;
+	job = job_new(group, e, SIDE_JOB_PUSH);
 	if (!job)
 		return;
 	job->attempt = decision->attempt;
@@ -755,15 +506,60 @@ static void release(struct controller_group *group, struct entry *e, const struc
 	job->expected = decision->expected;
 	job->started = decision->started;
 	job->spread_ms = decision->has_starts ? decision->last_start - decision->first_start : 0;
-	job->last_start_ms = decision->has_starts ? decision->last_start : written;
+	job->last_start_ms = decision->has_starts ? decision->last_start : req->written;
 	if (release_token_check(e->token, strlen(e->token), &token_cause)) {
 		stat_add(&group->stats.push_skipped, 1);
 		mlog(MLOG_WARN, "push-skipped", "jobset=%s/%s attempt=%u reason=\"no usable token: %s\"",
 		     e->namespace, e->name, decision->attempt, token_cause);
 	} else {
-		job_targets(group, e, job, (size_t)decision->started);
+		struct group_decision now;
+
+		/* The tracker may have moved to a later epoch during the write:
+		 * its pods wait for that one, not for this. */
+		group_tracker_peek(e->tracker, &now);
+		if (now.epoch == decision->epoch)
+			job_targets(group, e, job, (size_t)decision->started);
 	}
-	enqueue(group, job);
+	side_queue_put(&group->side, job);
+}
+
+/* The writer thread: takes the oldest decided release, writes it with the
+ * lock released (so a slow apiserver holds up neither watch), and records the
+ * result under the lock. One write at a time, so a JobSet's ConfigMap is
+ * never written by two threads at once. On stop, the write under way is
+ * finished and the queued ones are dropped (nothing was written for them; a
+ * next controller reads the ConfigMap back and decides again). */
+static void *writer_main(void *arg)
+{
+	struct controller_group *group = arg;
+
+	pthread_mutex_lock(&group->lock);
+	for (;;) {
+		struct release_jobset jobset;
+		struct write_req *req;
+
+		while (!group->writes_head && !group->writes_stop)
+			pthread_cond_wait(&group->writes_cond, &group->lock);
+		if (group->writes_stop)
+			break;
+		req = group->writes_head;
+		jobset = (struct release_jobset){ req->snap.namespace, req->snap.name, req->snap.uid };
+		pthread_mutex_unlock(&group->lock);
+		req->how = "";
+		req->begun = now_ms(group);
+		req->err = release_record_write(group->write_api.client, &jobset, req->decision.epoch,
+						&req->how, &req->foreign, &req->cause);
+		req->written = now_ms(group);
+		pthread_mutex_lock(&group->lock);
+		group->writes_head = req->next;
+		if (!group->writes_head)
+			group->writes_tail = NULL;
+		release_recorded(group, req);
+		free(req->cause);
+		free(req);
+	}
+	pthread_mutex_unlock(&group->lock);
+	return NULL;
 }
 
 /* The release was read back (a restart): push it again to the pods whose
@@ -773,13 +569,13 @@ static void release(struct controller_group *group, struct entry *e, const struc
 static void repush(struct controller_group *group, struct entry *e, const struct group_decision *decision)
 {
 	const char *token_cause = NULL;
-	struct job *job;
+	struct side_job *job;
 
 	if (decision->started < decision->expected)
 		return; /* the pods are not all known (yet) */
 	e->repush = 0;
 	if (release_token_check(e->token, strlen(e->token), &token_cause) ||
-	    !(job = job_new(group, e, JOB_PUSH)))
+	    !(job = job_new(group, e, SIDE_JOB_PUSH)))
 		return;
 	job->repush = 1;
 	job->attempt = decision->attempt;
@@ -787,12 +583,12 @@ static void repush(struct controller_group *group, struct entry *e, const struct
 	job->last_start_ms = now_ms(group);
 	job_targets(group, e, job, (size_t)decision->started);
 	if (!job->count) {
-		job_free(job);
+		side_job_free(job);
 		return;
 	}
 	mlog(MLOG_INFO, "repush", "jobset=%s/%s attempt=%u waiting=%zu", e->namespace, e->name,
 	     decision->attempt, job->count);
-	enqueue(group, job);
+	side_queue_put(&group->side, job);
 }
 
 /* Asks the tracker and acts on the answer. Called under the lock after every
@@ -803,7 +599,10 @@ static void decide(struct controller_group *group, struct entry *e)
 	uint64_t timeouts;
 
 	group_tracker_decide(e->tracker, &decision);
-	if (!e->has_last_action || e->last_action != decision.action) {
+	/* PENDING: a release write is with the writer thread (not a state of
+	 * the group, and not logged). */
+	if (decision.action != GROUP_ACTION_PENDING &&
+	    (!e->has_last_action || e->last_action != decision.action)) {
 		mlog(decision.action == GROUP_ACTION_ANOMALY ? MLOG_WARN : MLOG_INFO, "group-state",
 		     "jobset=%s/%s action=%s attempt=%u generation=%u expected=%llu started=%llu tracked=%llu",
 		     e->namespace, e->name, group_action_name(decision.action), decision.attempt,
@@ -837,168 +636,6 @@ static void decide(struct controller_group *group, struct entry *e)
 		repush(group, e, &decision);
 }
 
-/* ---- the side thread: pushes and Events, off the lock ---- */
-
-static void job_free(struct job *job)
-{
-	if (!job)
-		return;
-	free(job->targets);
-	free(job);
-}
-
-static void enqueue(struct controller_group *group, struct job *job)
-{
-	pthread_mutex_lock(&group->jobs_lock);
-	if (group->jobs_count >= JOBS_MAX || group->jobs_stop) {
-		pthread_mutex_unlock(&group->jobs_lock);
-		stat_add(&group->stats.jobs_dropped, 1);
-		mlog(MLOG_WARN, "job-dropped", "jobset=%s/%s kind=%s reason=\"%s\"", job->namespace,
-		     job->name, job->kind == JOB_PUSH ? "push" : "event",
-		     group->jobs_stop ? "stopping" : "queue full; the ConfigMap still releases");
-		job_free(job);
-		return;
-	}
-	job->next = NULL;
-	if (group->jobs_tail)
-		group->jobs_tail->next = job;
-	else
-		group->jobs_head = job;
-	group->jobs_tail = job;
-	group->jobs_count++;
-	pthread_cond_signal(&group->jobs_cond);
-	pthread_mutex_unlock(&group->jobs_lock);
-}
-
-/* Creates an Event on the JobSet, so `kubectl describe jobset` shows what
- * happened to its group. Best effort: a failure is logged. */
-static void send_event(struct controller_group *group, const struct job *job)
-{
-	char path[KUBE_PATH_MAX], stamp[32], prefix[MODEL_LABEL_MAX + 2];
-	cJSON *body = cJSON_CreateObject(), *metadata, *object, *source;
-	char *cause = NULL;
-	time_t now = time(NULL);
-	struct tm tm;
-	int err;
-
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(prefix, sizeof(prefix), "%s.", job->name);
-	if (!body || !cJSON_AddStringToObject(body, "apiVersion", "v1") ||
-	    !cJSON_AddStringToObject(body, "kind", "Event") ||
-	    !(metadata = cJSON_AddObjectToObject(body, "metadata")) ||
-	    !cJSON_AddStringToObject(metadata, "generateName", prefix) ||
-	    !cJSON_AddStringToObject(metadata, "namespace", job->namespace) ||
-	    !(object = cJSON_AddObjectToObject(body, "involvedObject")) ||
-	    !cJSON_AddStringToObject(object, "apiVersion", "jobset.x-k8s.io/v1alpha2") ||
-	    !cJSON_AddStringToObject(object, "kind", "JobSet") ||
-	    !cJSON_AddStringToObject(object, "name", job->name) ||
-	    !cJSON_AddStringToObject(object, "namespace", job->namespace) ||
-	    !cJSON_AddStringToObject(object, "uid", job->uid) ||
-	    !cJSON_AddStringToObject(body, "reason", job->reason) ||
-	    !cJSON_AddStringToObject(body, "message", job->message) ||
-	    !cJSON_AddStringToObject(body, "type", job->warning ? "Warning" : "Normal") ||
-	    !(source = cJSON_AddObjectToObject(body, "source")) ||
-	    !cJSON_AddStringToObject(source, "component", "muster-controller") ||
-	    !cJSON_AddStringToObject(body, "reportingComponent", "muster-controller") ||
-	    !cJSON_AddStringToObject(body, "firstTimestamp", stamp) ||
-	    !cJSON_AddStringToObject(body, "lastTimestamp", stamp) ||
-	    !cJSON_AddNumberToObject(body, "count", 1)) {
-		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s cause=\"out of memory\"",
-		     job->namespace, job->name, job->reason);
-		goto out;
-	}
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", job->namespace);
-	err = kube_create(group->side_api.client, path, body, NULL, &cause);
-	if (err)
-		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s err=%s cause=\"%s\"", job->namespace,
-		     job->name, job->reason, kube_err_name(err), cause ? cause : "");
-	free(cause);
-out:
-	cJSON_Delete(body);
-}
-
-/* Pushes the release to every started pod's barrier, logs the outcome and
- * records the GroupReleased Event. */
-static void push_job(struct controller_group *group, struct job *job)
-{
-	struct push_fanout_options push = {
-		.parallelism = group->options.push_parallelism,
-		.target_timeout_ms = group->options.push_target_timeout_ms,
-		.total_timeout_ms = group->options.push_total_timeout_ms,
-		.generation = job->generation,
-	};
-	const char *push_cause = NULL;
-	uint64_t begun = now_ms(group), done;
-	uint64_t counts[PUSH_TIMEOUT + 1] = { 0 }, retries = 0;
-
-	if (job->count) {
-		if (push_fanout(job->targets, job->count, job->attempt, job->token, &push, &push_cause) < 0)
-			mlog(MLOG_WARN, "push-failed", "jobset=%s/%s attempt=%u cause=\"%s\"", job->namespace,
-			     job->name, job->attempt, push_cause);
-		for (size_t i = 0; i < job->count; i++) {
-			counts[job->targets[i].result]++;
-			retries += job->targets[i].tries > 1 ? job->targets[i].tries - 1 : 0;
-		}
-		for (int r = 0; r <= PUSH_TIMEOUT; r++)
-			stat_add(&group->stats.push_results[r], counts[r]);
-	}
-	stat_add(&group->stats.push_passed, job->passed);
-	done = now_ms(group);
-	if (job->count) {
-		mlog(MLOG_INFO, "pushed",
-		     "jobset=%s/%s attempt=%u repush=%d pushed=%zu push_ms=%llu since_last_start_ms=%llu ok=%llu "
-		     "refused=%llu unreachable=%llu timeout=%llu pending=%llu passed=%zu retries=%llu",
-		     job->namespace, job->name, job->attempt, job->repush, job->count,
-		     (unsigned long long)(done - begun), (unsigned long long)(done - job->last_start_ms),
-		     (unsigned long long)counts[PUSH_OK], (unsigned long long)counts[PUSH_REFUSED],
-		     (unsigned long long)counts[PUSH_UNREACHABLE], (unsigned long long)counts[PUSH_TIMEOUT],
-		     (unsigned long long)counts[PUSH_PENDING], job->passed, (unsigned long long)retries);
-		if (group->options.observer && group->options.observer->pushed && !job->repush)
-			group->options.observer->pushed(group->options.observer->arg,
-							(double)(done - job->last_start_ms) / 1e3);
-	}
-	if (job->repush)
-		return;
-	job->reason = "GroupReleased";
-	job->warning = 0;
-	snprintf(
-		job->message, sizeof(job->message),
-		"Released restart attempt %u: %llu of %llu pods started, %llu ms from the first start to the "
-		"last; pushed to %zu, %llu answered",
-		job->attempt, (unsigned long long)job->started, (unsigned long long)job->expected,
-		(unsigned long long)job->spread_ms, job->count, (unsigned long long)counts[PUSH_OK]);
-	send_event(group, job);
-}
-
-static void *side_main(void *arg)
-{
-	struct controller_group *group = arg;
-
-	for (;;) {
-		struct job *job;
-
-		pthread_mutex_lock(&group->jobs_lock);
-		while (!group->jobs_head && !group->jobs_stop)
-			pthread_cond_wait(&group->jobs_cond, &group->jobs_lock);
-		job = group->jobs_head;
-		if (!job) { /* stopping, and nothing left */
-			pthread_mutex_unlock(&group->jobs_lock);
-			return NULL;
-		}
-		group->jobs_head = job->next;
-		if (!group->jobs_head)
-			group->jobs_tail = NULL;
-		group->jobs_count--;
-		pthread_mutex_unlock(&group->jobs_lock);
-		if (job->kind == JOB_PUSH)
-			push_job(group, job);
-		else
-			send_event(group, job);
-		job_free(job);
-	}
-}
-
 /* ---- JobSet events ---- */
 
 /* Reads the released attempt back and lists the entry's pods. Always list:
@@ -1008,8 +645,15 @@ static void *side_main(void *arg)
 static void entry_read(struct controller_group *group, struct entry *e)
 {
 	char *cause = NULL;
-	int err = read_released(group, e, &cause);
+	int err;
 
+	if (write_in_flight(group, e)) {
+		/* A write of an earlier entry of this JobSet is under way: read
+		 * once it is recorded (the tick retries). */
+		e->needs_read = 1;
+		return;
+	}
+	err = read_released(group, e, &cause);
 	if (!err)
 		err = list_pods(group, e, &cause);
 	e->needs_read = err != 0;
@@ -1046,7 +690,7 @@ static void jobset_add(struct controller_group *group, const struct jobset_model
 	memcpy(e->name, jobset->name, sizeof(e->name));
 	memcpy(e->uid, jobset->uid, sizeof(e->uid));
 	memcpy(e->token, token, sizeof(e->token));
-	e->seen = 1;
+	e->serial = ++group->serials;
 	if (entry_insert(group, e)) {
 		mlog(MLOG_WARN, "jobset-ignored", "jobset=%s/%s cause=\"no memory\"", e->namespace, e->name);
 		group_tracker_free(e->tracker);
@@ -1082,7 +726,6 @@ static void jobset_changed(struct controller_group *group, const cJSON *object, 
 		jobset_add(group, jobset, token);
 		e = entry_find(group, jobset->namespace, jobset->name);
 	} else {
-		e->seen = 1;
 		memcpy(e->token, token, sizeof(e->token));
 		if (group_tracker_set_jobset(e->tracker, jobset, now_ms(group), &cause)) {
 			mlog(MLOG_WARN, "jobset-rebuilt", "jobset=%s/%s cause=\"%s\"", e->namespace, e->name,
@@ -1099,40 +742,33 @@ out:
 	free(jobset);
 }
 
-static void mark_unseen(struct controller_group *group, struct entry *e)
-{
-	(void)group;
-	e->seen = 0;
-}
-
+/* The JobSet watch, through its informer (which keeps the key and the
+ * resourceVersion of every JobSet, and says which ones a re-list no longer
+ * has). */
 static int jobset_relist_begin(void *arg)
 {
 	struct controller_group *group = arg;
 
 	if (group->jobset_lists++)
 		mlog(MLOG_WARN, "watch-relisted", "watch=jobsets lists=%u", group->jobset_lists);
-	pthread_mutex_lock(&group->lock);
-	registry_each(group, mark_unseen);
-	pthread_mutex_unlock(&group->lock);
 	return 0;
 }
 
-static int jobset_item(void *arg, const cJSON *object)
+static int jobset_change(void *arg, const struct kube_informer_event *event)
 {
 	struct controller_group *group = arg;
+	struct entry *e;
 
 	pthread_mutex_lock(&group->lock);
-	jobset_changed(group, object, 0);
+	if (event->object) {
+		jobset_changed(group, event->object, event->type == KUBE_WATCH_DELETED);
+	} else if ((e = entry_find(group, event->namespace, event->name))) { /* not in the LIST */
+		mlog(MLOG_INFO, "jobset-forgotten", "jobset=%s/%s reason=\"not in the LIST\"", e->namespace,
+		     e->name);
+		entry_remove(group, e);
+	}
 	pthread_mutex_unlock(&group->lock);
 	return 0;
-}
-
-static void forget_unseen(struct controller_group *group, struct entry *e)
-{
-	if (e->seen)
-		return;
-	mlog(MLOG_INFO, "jobset-forgotten", "jobset=%s/%s reason=\"not in the LIST\"", e->namespace, e->name);
-	entry_remove(group, e);
 }
 
 static int jobset_relist_end(void *arg, const char *resource_version)
@@ -1140,20 +776,7 @@ static int jobset_relist_end(void *arg, const char *resource_version)
 	struct controller_group *group = arg;
 
 	(void)resource_version;
-	pthread_mutex_lock(&group->lock);
-	registry_each(group, forget_unseen);
-	pthread_mutex_unlock(&group->lock);
 	atomic_store(&group->jobsets_listed, 1);
-	return 0;
-}
-
-static int jobset_event(void *arg, enum kube_watch_type type, const cJSON *object)
-{
-	struct controller_group *group = arg;
-
-	pthread_mutex_lock(&group->lock);
-	jobset_changed(group, object, type == KUBE_WATCH_DELETED);
-	pthread_mutex_unlock(&group->lock);
 	return 0;
 }
 
@@ -1197,12 +820,20 @@ static int pod_relist_begin(void *arg)
 	return 0;
 }
 
-static int pod_item(void *arg, const cJSON *object)
+/* A pod from the watch or from its LIST (as ADDED). One that a re-list no
+ * longer has is left to the trackers' own relist_end, which forgets it. */
+static int pod_change(void *arg, const struct kube_informer_event *event)
 {
 	struct controller_group *group = arg;
+	enum group_event type = event->relist			    ? GROUP_EVENT_ADDED
+				: event->type == KUBE_WATCH_DELETED ? GROUP_EVENT_DELETED
+				: event->type == KUBE_WATCH_ADDED   ? GROUP_EVENT_ADDED
+								    : GROUP_EVENT_MODIFIED;
 
+	if (!event->object)
+		return 0;
 	pthread_mutex_lock(&group->lock);
-	pod_changed(group, object, GROUP_EVENT_ADDED);
+	pod_changed(group, event->object, type);
 	pthread_mutex_unlock(&group->lock);
 	return 0;
 }
@@ -1229,19 +860,6 @@ static int pod_relist_end(void *arg, const char *resource_version)
 	return 0;
 }
 
-static int pod_event(void *arg, enum kube_watch_type type, const cJSON *object)
-{
-	struct controller_group *group = arg;
-	enum group_event event = type == KUBE_WATCH_DELETED ? GROUP_EVENT_DELETED
-				 : type == KUBE_WATCH_ADDED ? GROUP_EVENT_ADDED
-							    : GROUP_EVENT_MODIFIED;
-
-	pthread_mutex_lock(&group->lock);
-	pod_changed(group, object, event);
-	pthread_mutex_unlock(&group->lock);
-	return 0;
-}
-
 /* ---- the tick ---- */
 
 /* Once a second: retries failed reads and asks every tracker again, so that
@@ -1263,71 +881,37 @@ static void tick(struct controller_group *group)
 
 /* ---- threads ---- */
 
-struct watch_thread {
-	pthread_t thread;
-	struct controller_group *group;
-	struct kube_client *client;
-	char path[KUBE_PATH_MAX];
-	struct kube_selectors selectors;
-	struct kube_watch_callbacks callbacks;
-	atomic_int *stop;
-	int err;
-	char *cause;
-};
-
-static void *watch_main(void *arg)
-{
-	struct watch_thread *w = arg;
-
-	w->err = kube_watch_run(w->client, w->path, &w->selectors, LIST_PAGE_SIZE, &w->callbacks, w->stop,
-				&w->cause);
-	if (w->err)
-		atomic_store(w->stop, 1); /* one watch gone for good: stop the other too */
-	return NULL;
-}
-
 int controller_group_run(struct controller_group *group, atomic_int *stop, char **cause)
 {
-	struct watch_thread watches[2];
-	pthread_t side;
-	int started = 0, err = 0;
+	struct watch_set watches = { 0 };
+	struct watch_spec jobsets = { .client = group->jobset_api.client,
+				      .informer = group->jobset_informer,
+				      .page_size = LIST_PAGE_SIZE };
+	struct watch_spec pods = { .client = group->pod_api.client,
+				   .informer = group->pod_informer,
+				   .selectors = { .label = MUSTER_LABEL_GROUP_SCHEDULING },
+				   .page_size = LIST_PAGE_SIZE };
+	pthread_t writer;
+	int err, watch_err;
 
-	memset(watches, 0, sizeof(watches));
-	if (pthread_create(&side, NULL, side_main, group) != 0)
-		return kube_cause(cause, KUBE_ENOMEM, "cannot start the push thread");
-	for (int i = 0; i < 2; i++) {
-		struct watch_thread *w = &watches[i];
-
-		w->group = group;
-		w->stop = stop;
-		if (i == 0) {
-			w->client = group->jobset_api.client;
-			if (group->namespace[0])
-				snprintf(w->path, sizeof(w->path),
-					 JOBSETS_GROUP_PATH "/namespaces/%s/jobsets", group->namespace);
-			else
-				snprintf(w->path, sizeof(w->path), JOBSETS_GROUP_PATH "/jobsets");
-			w->callbacks =
-				(struct kube_watch_callbacks){ jobset_relist_begin, jobset_item,
-							       jobset_relist_end, jobset_event, group };
-		} else {
-			w->client = group->pod_api.client;
-			if (group->namespace[0])
-				snprintf(w->path, sizeof(w->path), "/api/v1/namespaces/%s/pods",
-					 group->namespace);
-			else
-				snprintf(w->path, sizeof(w->path), "/api/v1/pods");
-			w->selectors.label = MUSTER_LABEL_GROUP_SCHEDULING;
-			w->callbacks = (struct kube_watch_callbacks){ pod_relist_begin, pod_item,
-								      pod_relist_end, pod_event, group };
-		}
-		if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
-			atomic_store(stop, 1);
-			err = kube_cause(cause, KUBE_ENOMEM, "cannot start a watch thread");
-			break;
-		}
-		started++;
+	if (group->namespace[0])
+		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_GROUP_PATH "/namespaces/%s/jobsets",
+			 group->namespace);
+	else
+		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_GROUP_PATH "/jobsets");
+	if (group->namespace[0])
+		snprintf(pods.path, sizeof(pods.path), "/api/v1/namespaces/%s/pods", group->namespace);
+	else
+		snprintf(pods.path, sizeof(pods.path), "/api/v1/pods");
+	watch_set_add(&watches, &jobsets);
+	watch_set_add(&watches, &pods);
+	if ((err = side_queue_start(&group->side, cause)))
+		return err;
+	if (pthread_create(&writer, NULL, writer_main, group) != 0) {
+		side_queue_finish(&group->side);
+		return kube_cause(cause, KUBE_ENOMEM, "cannot start the writer thread");
 	}
+	err = watch_set_start(&watches, stop, cause);
 	while (!atomic_load(stop)) {
 		struct timespec second = { .tv_sec = 1, .tv_nsec = 0 };
 
@@ -1335,24 +919,19 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 		if (!atomic_load(stop))
 			tick(group);
 	}
-	for (int i = 0; i < started; i++) {
-		pthread_join(watches[i].thread, NULL);
-		if (watches[i].err && !err) {
-			err = watches[i].err;
-			kube_cause(cause, err, "watch %s: %s", watches[i].path,
-				   watches[i].cause ? watches[i].cause : kube_err_message(err));
-		}
-		free(watches[i].cause);
-	}
-	/* The watches and the tick are done: nothing enqueues any more. The
-	 * side thread finishes what is queued (pushes are bounded in time). */
-	pthread_mutex_lock(&group->jobs_lock);
-	group->jobs_stop = 1;
-	if (group->jobs_count)
-		mlog(MLOG_INFO, "draining", "jobs=%zu", group->jobs_count);
-	pthread_cond_signal(&group->jobs_cond);
-	pthread_mutex_unlock(&group->jobs_lock);
-	pthread_join(side, NULL);
+	watch_err = watch_set_join(&watches, err ? NULL : cause);
+	if (!err)
+		err = watch_err;
+	/* The watches and the tick are done: no release is decided any more.
+	 * The writer finishes the write under way (it may queue a push). */
+	pthread_mutex_lock(&group->lock);
+	group->writes_stop = 1;
+	pthread_cond_signal(&group->writes_cond);
+	pthread_mutex_unlock(&group->lock);
+	pthread_join(writer, NULL);
+	/* Nothing enqueues any more. The side thread finishes what is queued
+	 * (pushes are bounded in time). */
+	side_queue_finish(&group->side);
 	return err;
 }
 
@@ -1360,6 +939,18 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 			 struct controller_group **out, char **cause)
 {
 	struct controller_group *group = calloc(1, sizeof(*group));
+	const struct kube_informer_handlers jobset_handlers = {
+		.on_change = jobset_change,
+		.on_relist_begin = jobset_relist_begin,
+		.on_relist_end = jobset_relist_end,
+		.arg = group,
+	};
+	const struct kube_informer_handlers pod_handlers = {
+		.on_change = pod_change,
+		.on_relist_begin = pod_relist_begin,
+		.on_relist_end = pod_relist_end,
+		.arg = group,
+	};
 	int err;
 
 	*out = NULL;
@@ -1378,13 +969,13 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 		free(group);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot make a mutex");
 	}
-	if (pthread_mutex_init(&group->jobs_lock, NULL) != 0) {
+	if ((err = side_queue_init(&group->side, cause))) {
 		pthread_mutex_destroy(&group->lock);
 		free(group);
-		return kube_cause(cause, KUBE_ENOMEM, "cannot make a mutex");
+		return err;
 	}
-	if (pthread_cond_init(&group->jobs_cond, NULL) != 0) {
-		pthread_mutex_destroy(&group->jobs_lock);
+	if (pthread_cond_init(&group->writes_cond, NULL) != 0) {
+		side_queue_destroy(&group->side);
 		pthread_mutex_destroy(&group->lock);
 		free(group);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot make a condition variable");
@@ -1392,10 +983,19 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 	if ((err = api_new(cfg, options, &group->jobset_api, cause)) ||
 	    (err = api_new(cfg, options, &group->pod_api, cause)) ||
 	    (err = api_new(cfg, options, &group->write_api, cause)) ||
-	    (err = api_new(cfg, options, &group->side_api, cause))) {
+	    (err = api_new(cfg, options, &group->side_api, cause)) ||
+	    (err = api_new(cfg, options, &group->read_api, cause)) ||
+	    (err = kube_informer_new(&jobset_handlers, &group->jobset_informer, cause)) ||
+	    (err = kube_informer_new(&pod_handlers, &group->pod_informer, cause))) {
 		controller_group_free(group);
 		return err;
 	}
+	group->side.client = group->side_api.client;
+	group->side.push_parallelism = options->push_parallelism;
+	group->side.push_target_timeout_ms = options->push_target_timeout_ms;
+	group->side.push_total_timeout_ms = options->push_total_timeout_ms;
+	group->side.observer = options->observer;
+	group->side.start = group->start;
 	*out = group;
 	return 0;
 }
@@ -1404,22 +1004,23 @@ void controller_group_free(struct controller_group *group)
 {
 	if (!group)
 		return;
-	for (size_t b = 0; b < group->registry.bucket_count; b++)
-		while (group->registry.buckets[b])
-			entry_remove(group, group->registry.buckets[b]);
-	free(group->registry.buckets);
-	while (group->jobs_head) {
-		struct job *next = group->jobs_head->next;
+	registry_each(group, entry_remove);
+	jobset_registry_clear(&group->registry);
+	while (group->writes_head) {
+		struct write_req *next = group->writes_head->next;
 
-		job_free(group->jobs_head);
-		group->jobs_head = next;
+		free(group->writes_head);
+		group->writes_head = next;
 	}
 	api_free(&group->jobset_api);
 	api_free(&group->pod_api);
 	api_free(&group->write_api);
 	api_free(&group->side_api);
-	pthread_cond_destroy(&group->jobs_cond);
-	pthread_mutex_destroy(&group->jobs_lock);
+	api_free(&group->read_api);
+	kube_informer_free(group->jobset_informer);
+	kube_informer_free(group->pod_informer);
+	pthread_cond_destroy(&group->writes_cond);
+	side_queue_destroy(&group->side);
 	pthread_mutex_destroy(&group->lock);
 	free(group);
 }
@@ -1439,41 +1040,69 @@ int controller_group_ready(struct controller_group *group, char *reason, size_t 
 	return 1;
 }
 
+static void stats_sum(struct kube_client_stats *into, const struct kube_client_stats *add)
+{
+	into->requests += add->requests;
+	into->retries += add->retries;
+	for (int i = 0; i < KUBE_STATS_ERROR_SLOTS; i++)
+		into->errors[i] += add->errors[i];
+	into->watch_streams += add->watch_streams;
+	into->relists += add->relists;
+	into->watch_events += add->watch_events;
+}
+
 void controller_group_stats(struct controller_group *group, struct controller_group_stats *out)
 {
+	struct kube_client_stats reads;
+
 	memset(out, 0, sizeof(*out));
 	out->releases = stat_get(&group->stats.releases);
 	out->release_failures = stat_get(&group->stats.release_failures);
 	out->configmap_conflicts = stat_get(&group->stats.configmap_conflicts);
 	out->barrier_timeouts = stat_get(&group->stats.barrier_timeouts);
-	out->push_ok = stat_get(&group->stats.push_results[PUSH_OK]);
-	out->push_refused = stat_get(&group->stats.push_results[PUSH_REFUSED]);
-	out->push_unreachable = stat_get(&group->stats.push_results[PUSH_UNREACHABLE]);
-	out->push_timeout = stat_get(&group->stats.push_results[PUSH_TIMEOUT]);
-	out->push_pending = stat_get(&group->stats.push_results[PUSH_PENDING]);
+	out->push_ok = stat_get(&group->side.stats.push_results[PUSH_OK]);
+	out->push_refused = stat_get(&group->side.stats.push_results[PUSH_REFUSED]);
+	out->push_unreachable = stat_get(&group->side.stats.push_results[PUSH_UNREACHABLE]);
+	out->push_timeout = stat_get(&group->side.stats.push_results[PUSH_TIMEOUT]);
+	out->push_pending = stat_get(&group->side.stats.push_results[PUSH_PENDING]);
 	out->push_skipped = stat_get(&group->stats.push_skipped);
-	out->push_passed = stat_get(&group->stats.push_passed);
-	out->jobs_dropped = stat_get(&group->stats.jobs_dropped);
+	out->push_passed = stat_get(&group->side.stats.push_passed);
+	out->jobs_dropped = stat_get(&group->side.stats.jobs_dropped);
 	kube_client_stats(group->jobset_api.client, &out->api[CONTROLLER_API_JOBSETS]);
 	kube_client_stats(group->pod_api.client, &out->api[CONTROLLER_API_PODS]);
 	kube_client_stats(group->write_api.client, &out->api[CONTROLLER_API_WRITES]);
+	/* The reads of a new tracker have their own client (they are made under
+	 * the lock, the writes outside it); both are the "writes" API. */
+	kube_client_stats(group->read_api.client, &reads);
+	stats_sum(&out->api[CONTROLLER_API_WRITES], &reads);
 	kube_client_stats(group->side_api.client, &out->api[CONTROLLER_API_EVENTS]);
+}
+
+struct view_context {
+	void (*fn)(void *arg, const struct controller_jobset_view *view);
+	void *arg;
+};
+
+static void view_entry(void *arg, struct registry_node *node)
+{
+	const struct view_context *context = arg;
+	const struct entry *e = (const struct entry *)node;
+	struct controller_jobset_view view;
+
+	group_tracker_peek(e->tracker, &view.decision);
+	view.namespace = e->namespace;
+	view.name = e->name;
+	view.pod_bytes = group_tracker_memory(e->tracker);
+	view.pod_records = group_tracker_records(e->tracker);
+	context->fn(context->arg, &view);
 }
 
 void controller_group_foreach(struct controller_group *group,
 			      void (*fn)(void *arg, const struct controller_jobset_view *view), void *arg)
 {
-	pthread_mutex_lock(&group->lock);
-	for (size_t b = 0; b < group->registry.bucket_count; b++)
-		for (struct entry *e = group->registry.buckets[b]; e; e = e->next) {
-			struct controller_jobset_view view;
+	struct view_context context = { fn, arg };
 
-			group_tracker_peek(e->tracker, &view.decision);
-			view.namespace = e->namespace;
-			view.name = e->name;
-			view.pod_bytes = group_tracker_memory(e->tracker);
-			view.pod_records = group_tracker_records(e->tracker);
-			fn(arg, &view);
-		}
+	pthread_mutex_lock(&group->lock);
+	jobset_registry_each(&group->registry, view_entry, &context);
 	pthread_mutex_unlock(&group->lock);
 }

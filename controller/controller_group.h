@@ -10,8 +10,10 @@
  * (push_fanout), and records the release in the tracker.
  *
  * Threads: each watch runs in its own thread with its own API client; all
- * trackers live behind one mutex, under which the release of record (the
- * ConfigMap write) and the per-JobSet pod LIST are made with a third client.
+ * trackers live behind one mutex. The release of record (the ConfigMap
+ * write) is decided under it and written outside it by a writer thread with
+ * a third client; a new tracker's ConfigMap read and pod LIST are made under
+ * it with a fifth.
  * The push to the barriers and the Events are queued to a side thread with
  * a fourth client, so a 5,000-pod push never holds the watches up. A
  * once-a-second tick retries failed reads and writes. JobSets are found by
@@ -68,7 +70,7 @@ struct controller_group_options {
 	int push_total_timeout_ms;
 	const struct controller_group_observer *observer; /* NULL: none; must outlive the group */
 	/* NULL: libcurl to the configured server. Benchmarks and tests put a
-	 * fake here; it is shared by the four clients, so it must be
+	 * fake here; it is shared by the five clients, so it must be
 	 * thread-safe. */
 	const struct kube_transport *transport;
 	void *transport_ctx;
@@ -76,7 +78,7 @@ struct controller_group_options {
 
 struct controller_group;
 
-/* Builds the loop and its three API clients from cfg (which may be freed
+/* Builds the loop and its API clients from cfg (which may be freed
  * afterwards). Returns 0, or a negative kube_err with *cause (malloc'ed, the
  * caller frees). */
 int controller_group_new(const struct kube_config *cfg, const struct controller_group_options *options,

@@ -42,6 +42,8 @@ struct fake {
 	char log[MAX_LOG][160]; /* "POST /api/v1/namespaces/ns/configmaps" ... */
 	char bodies[MAX_LOG][1024];
 	size_t log_count;
+	long post_delay_ms; /* a ConfigMap POST is answered this late */
+	size_t delivered; /* pod watch lines whose callback returned */
 };
 
 static const char JOBSET_LIST[] =
@@ -105,6 +107,13 @@ static const char *configmap_body(enum configmap_state state)
 	return NULL;
 }
 
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
 static int fake_send(void *ctx, const struct kube_request *req, struct kube_response *resp, char **cause)
 {
 	struct fake *f = ctx;
@@ -128,6 +137,8 @@ static int fake_send(void *ctx, const struct kube_request *req, struct kube_resp
 		return respond(resp, 200, configmap_body(state));
 	}
 	if (is_configmap && req->method == KUBE_METHOD_POST) {
+		if (f->post_delay_ms)
+			pause_ms(f->post_delay_ms);
 		if (state != CM_ABSENT && !created)
 			return respond(resp, 409,
 				       "{\"kind\":\"Status\",\"code\":409,\"message\":\"exists\"}");
@@ -146,13 +157,6 @@ static int fake_send(void *ctx, const struct kube_request *req, struct kube_resp
 		return respond(resp, 201, "{}");
 	return respond(resp, 200,
 		       "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[]}");
-}
-
-static void pause_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
 }
 
 static int fake_stream(void *ctx, const struct kube_request *req, size_t max_line, long idle_timeout_s,
@@ -181,9 +185,13 @@ static int fake_stream(void *ctx, const struct kube_request *req, size_t max_lin
 				break;
 			pause_ms(1);
 		}
-		for (size_t i = 0; i < f->line_count && !atomic_load(stop); i++)
+		for (size_t i = 0; i < f->line_count && !atomic_load(stop); i++) {
 			if (on_line(arg, f->lines[i], strlen(f->lines[i])))
 				break;
+			pthread_mutex_lock(&f->lock);
+			f->delivered++;
+			pthread_mutex_unlock(&f->lock);
+		}
 		f->line_count = 0; /* a resumed stream has nothing new */
 	}
 	while (!atomic_load(stop))
@@ -528,6 +536,56 @@ static void reports_a_timeout_once(void **state)
 	free(r);
 }
 
+static void count_records(void *arg, const struct controller_jobset_view *view)
+{
+	*(size_t *)arg += view->pod_records;
+}
+
+/* The release write is answered 2 s late: meanwhile the pod watch goes on
+ * (its events are applied and the registry can be read), because no
+ * apiserver call is made under the registry lock. */
+static void pod_events_go_on_during_a_slow_release_write(void **state)
+{
+	struct run *r = new_run(CM_ABSENT);
+	struct controller_group_stats stats;
+	size_t delivered = 0, lines, records = 0;
+	struct timespec begun, now;
+
+	(void)state;
+	r->fake.post_delay_ms = 2000;
+	for (int i = 0; i < 4; i++)
+		add_line(r, pod_line("ADDED", i, 10 + (unsigned)i, "running"));
+	for (int i = 0; i < 4; i++) /* after the release decision */
+		add_line(r, pod_line("MODIFIED", i, 20 + (unsigned)i, "running"));
+	lines = r->fake.line_count;
+	start(r);
+	assert_true(wait_requests(&r->fake, CM_POST, NULL, 1));
+	clock_gettime(CLOCK_MONOTONIC, &begun);
+	for (int i = 0; i < 100 && delivered < lines; i++) {
+		pause_ms(10);
+		pthread_mutex_lock(&r->fake.lock);
+		delivered = r->fake.delivered;
+		pthread_mutex_unlock(&r->fake.lock);
+	}
+	controller_group_foreach(r->group, count_records, &records);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	controller_group_stats(r->group, &stats);
+	/* Still within the write's delay: not released yet. */
+	assert_true((now.tv_sec - begun.tv_sec) * 1000 + (now.tv_nsec - begun.tv_nsec) / 1000000 < 1500);
+	assert_int_equal(stats.releases, 0);
+	assert_int_equal(delivered, lines);
+	assert_int_equal(records, 4);
+	/* Then the release happens, once. */
+	assert_true(wait_requests(&r->fake, EVENT_POST, "GroupReleased", 1));
+	pause_ms(1200);
+	controller_group_stats(r->group, &stats);
+	assert_int_equal(stats.releases, 1);
+	assert_int_equal(count_requests(&r->fake, CM_POST, NULL), 1);
+	assert_int_equal(count_requests(&r->fake, EVENT_POST, "GroupReleased"), 1);
+	finish(r);
+	free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +597,7 @@ int main(void)
 		cmocka_unit_test(leaves_a_foreign_configmap_alone),
 		cmocka_unit_test(replaces_a_predecessors_leftover),
 		cmocka_unit_test(reports_a_timeout_once),
+		cmocka_unit_test(pod_events_go_on_during_a_slow_release_write),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
