@@ -10,6 +10,7 @@
 #include "group_decode.h"
 #include "cause.h"
 
+#include "kjson.h"
 #include "model_fields.h"
 #include "muster_api.h"
 
@@ -41,7 +42,7 @@ static int decode_barrier(const cJSON *statuses, enum group_barrier_state *barri
 		return cause_fail(cause, "status.initContainerStatuses is not a list");
 	cJSON_ArrayForEach(item, statuses)
 	{
-		const cJSON *name = model_member(item, "name");
+		const cJSON *name = kjson_member(item, "name");
 
 		if (++seen > INIT_STATUSES_MAX)
 			return cause_fail(cause, "more than %d initContainerStatuses", INIT_STATUSES_MAX);
@@ -50,27 +51,27 @@ static int decode_barrier(const cJSON *statuses, enum group_barrier_state *barri
 	}
 	if (!item)
 		return 0;
-	last_code = model_member(model_member(model_member(item, "lastState"), "terminated"), "exitCode");
+	last_code = kjson_member(kjson_member(kjson_member(item, "lastState"), "terminated"), "exitCode");
 	*timed_out_before =
 		cJSON_IsNumber(last_code) && last_code->valuedouble == MUSTER_BARRIER_EXIT_TIMEOUT;
-	state = model_member(item, "state");
+	state = kjson_member(item, "state");
 	if (!state || cJSON_IsNull(state))
 		return 0;
 	if (!cJSON_IsObject(state))
 		return cause_fail(cause, "barrier container state is not an object");
 	/* Exactly one of the three is set by kubelet; the most advanced wins if a
 	 * broken status holds several, so a pod is never judged younger than it is. */
-	if (cJSON_IsObject(model_member(state, "terminated"))) {
-		const cJSON *code = model_member(model_member(state, "terminated"), "exitCode");
+	if (cJSON_IsObject(kjson_member(state, "terminated"))) {
+		const cJSON *code = kjson_member(kjson_member(state, "terminated"), "exitCode");
 
 		if (!cJSON_IsNumber(code))
 			return cause_fail(cause, "barrier container terminated without an exitCode");
 		*barrier = code->valuedouble == 0			      ? GROUP_BARRIER_PASSED
 			   : code->valuedouble == MUSTER_BARRIER_EXIT_TIMEOUT ? GROUP_BARRIER_TIMED_OUT
 									      : GROUP_BARRIER_FAILED;
-	} else if (cJSON_IsObject(model_member(state, "running"))) {
+	} else if (cJSON_IsObject(kjson_member(state, "running"))) {
 		*barrier = GROUP_BARRIER_RUNNING;
-	} else if (cJSON_IsObject(model_member(state, "waiting"))) {
+	} else if (cJSON_IsObject(kjson_member(state, "waiting"))) {
 		*barrier = GROUP_BARRIER_WAITING;
 	}
 	return 0;
@@ -95,12 +96,12 @@ static int decode_pod_status(const cJSON *status, struct group_pod *out, char **
 		return 0;
 	if (!cJSON_IsObject(status))
 		return cause_fail(cause, "pod status is not an object");
-	phase = model_member(status, "phase");
+	phase = kjson_member(status, "phase");
 	if (cJSON_IsString(phase))
 		for (size_t i = 0; i < sizeof(phase_table) / sizeof(phase_table[0]); i++)
 			if (strcmp(phase->valuestring, phase_table[i].name) == 0)
 				out->phase = phase_table[i].phase;
-	if (model_take_string(model_member(status, "podIP"), text, sizeof(text) - 1, 0, "status.podIP",
+	if (kjson_take_string(kjson_member(status, "podIP"), text, sizeof(text) - 1, 0, "status.podIP",
 			      cause))
 		return -1;
 	if (text[0]) {
@@ -111,15 +112,15 @@ static int decode_pod_status(const cJSON *status, struct group_pod *out, char **
 		else
 			return cause_fail(cause, "status.podIP is not an IP address");
 	}
-	return decode_barrier(model_member(status, "initContainerStatuses"), &out->barrier,
+	return decode_barrier(kjson_member(status, "initContainerStatuses"), &out->barrier,
 			      &out->barrier_timed_out_before, cause);
 }
 
 int group_pod_from_json(const struct cJSON *object, struct group_pod *out, char **cause)
 {
-	const cJSON *metadata = model_member(object, "metadata");
-	const cJSON *labels = model_member(metadata, "labels");
-	const cJSON *deletion = model_member(metadata, "deletionTimestamp");
+	const cJSON *metadata = kjson_member(object, "metadata");
+	const cJSON *labels = kjson_member(metadata, "labels");
+	const cJSON *deletion = kjson_member(metadata, "deletionTimestamp");
 	char text[MODEL_LABEL_MAX + 1];
 	uint64_t value;
 
@@ -130,39 +131,39 @@ int group_pod_from_json(const struct cJSON *object, struct group_pod *out, char 
 		return cause_fail(cause, "pod is not an object");
 	if (!cJSON_IsObject(metadata))
 		return cause_fail(cause, "pod metadata is missing");
-	if (model_take_string(model_member(metadata, "uid"), out->uid, MODEL_UID_MAX, 1, "pod metadata.uid",
+	if (kjson_take_string(kjson_member(metadata, "uid"), out->uid, MODEL_UID_MAX, 1, "pod metadata.uid",
 			      cause) ||
-	    model_take_string(model_member(metadata, "name"), out->name, MODEL_OBJECT_NAME_MAX, 1,
+	    kjson_take_string(kjson_member(metadata, "name"), out->name, MODEL_OBJECT_NAME_MAX, 1,
 			      "pod metadata.name", cause) ||
-	    model_take_string(model_member(metadata, "namespace"), out->namespace, MODEL_LABEL_MAX, 1,
+	    kjson_take_string(kjson_member(metadata, "namespace"), out->namespace, MODEL_LABEL_MAX, 1,
 			      "pod metadata.namespace", cause))
 		return -1;
 	if (labels && !cJSON_IsNull(labels) && !cJSON_IsObject(labels))
 		return cause_fail(cause, "pod metadata.labels is not an object");
-	if (model_take_string(model_member(labels, JOBSET_LABEL_NAME), out->jobset_name, MODEL_LABEL_MAX, 0,
+	if (kjson_take_string(kjson_member(labels, JOBSET_LABEL_NAME), out->jobset_name, MODEL_LABEL_MAX, 0,
 			      "label " JOBSET_LABEL_NAME, cause) ||
-	    model_take_string(model_member(labels, JOBSET_LABEL_UID), out->jobset_uid, MODEL_UID_MAX, 0,
+	    kjson_take_string(kjson_member(labels, JOBSET_LABEL_UID), out->jobset_uid, MODEL_UID_MAX, 0,
 			      "label " JOBSET_LABEL_UID, cause) ||
-	    model_take_string(model_member(labels, JOBSET_LABEL_REPLICATED_JOB), out->replicated_job,
+	    kjson_take_string(kjson_member(labels, JOBSET_LABEL_REPLICATED_JOB), out->replicated_job,
 			      MODEL_LABEL_MAX, 0, "label " JOBSET_LABEL_REPLICATED_JOB, cause) ||
-	    model_take_string(model_member(labels, JOBSET_LABEL_RESTART_ATTEMPT), text, MODEL_LABEL_MAX, 0,
+	    kjson_take_string(kjson_member(labels, JOBSET_LABEL_RESTART_ATTEMPT), text, MODEL_LABEL_MAX, 0,
 			      "label " JOBSET_LABEL_RESTART_ATTEMPT, cause))
 		return -1;
-	if (text[0] && model_parse_decimal(text, 10, MODEL_INT32_MAX, &value) == 0) {
+	if (text[0] && model_parse_decimal(text, 10, KJSON_INT32_MAX, &value) == 0) {
 		out->has_attempt = 1;
 		out->attempt = (uint32_t)value;
 	}
-	if (model_take_string(model_member(labels, MUSTER_LABEL_GANG_GENERATION), text, MODEL_LABEL_MAX, 0,
+	if (kjson_take_string(kjson_member(labels, MUSTER_LABEL_GANG_GENERATION), text, MODEL_LABEL_MAX, 0,
 			      "label " MUSTER_LABEL_GANG_GENERATION, cause))
 		return -1;
 	if (text[0]) {
-		if (model_parse_decimal(text, 10, MODEL_INT32_MAX, &value) == 0)
+		if (model_parse_decimal(text, 10, KJSON_INT32_MAX, &value) == 0)
 			out->generation = (uint32_t)value;
 		else
 			out->has_attempt = 0;
 	}
 	out->deleting = deletion && !cJSON_IsNull(deletion);
-	if (model_take_string(model_member(metadata, "resourceVersion"), text, 20, 0,
+	if (kjson_take_string(kjson_member(metadata, "resourceVersion"), text, 20, 0,
 			      "pod metadata.resourceVersion", cause))
 		return -1;
 	/* resourceVersion is opaque by contract; it is used only when it is a plain
@@ -172,11 +173,11 @@ int group_pod_from_json(const struct cJSON *object, struct group_pod *out, char 
 		out->resource_version = value;
 	}
 	{
-		const cJSON *node = model_member(model_member(object, "spec"), "nodeName");
+		const cJSON *node = kjson_member(kjson_member(object, "spec"), "nodeName");
 
 		out->bound = cJSON_IsString(node) && node->valuestring[0] != '\0';
 	}
-	return decode_pod_status(model_member(object, "status"), out, cause);
+	return decode_pod_status(kjson_member(object, "status"), out, cause);
 }
 
 int group_pod_decode(const char *json, size_t len, struct group_pod *out, char **cause)
@@ -187,7 +188,7 @@ int group_pod_decode(const char *json, size_t len, struct group_pod *out, char *
 	if (cause)
 		*cause = NULL;
 	memset(out, 0, sizeof(*out));
-	root = model_parse_object(json, len, "pod", cause);
+	root = kjson_parse_object(json, len, "pod", cause);
 	if (!root)
 		return -1;
 	rc = group_pod_from_json(root, out, cause);
@@ -218,10 +219,10 @@ int group_watch_pod_decode(const char *json, size_t len, enum group_event *event
 	if (cause)
 		*cause = NULL;
 	memset(out, 0, sizeof(*out));
-	root = model_parse_object(json, len, "watch event", cause);
+	root = kjson_parse_object(json, len, "watch event", cause);
 	if (!root)
 		return -1;
-	type = model_member(root, "type");
+	type = kjson_member(root, "type");
 	if (!cJSON_IsString(type)) {
 		cause_fail(cause, "watch event has no type");
 		goto out;
@@ -229,7 +230,7 @@ int group_watch_pod_decode(const char *json, size_t len, enum group_event *event
 	for (size_t i = 0; i < sizeof(event_names) / sizeof(event_names[0]); i++) {
 		if (strcmp(type->valuestring, event_names[i]) == 0) {
 			*event = (enum group_event)i;
-			rc = group_pod_from_json(model_member(root, "object"), out, cause);
+			rc = group_pod_from_json(kjson_member(root, "object"), out, cause);
 			goto out;
 		}
 	}

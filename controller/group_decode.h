@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "jobset_model.h"
+#include "kjson.h"
 #include "model_fields.h"
 #include "muster_api.h"
 
@@ -81,7 +82,7 @@ struct cJSON;
 /* Decodes a pod from `len` bytes of JSON. Requires metadata.uid,
  * metadata.name and metadata.namespace; everything else is optional and read
  * as described at struct group_pod. A restart-attempt label that is not a
- * decimal number in 0..MODEL_INT32_MAX, or a gang-generation label that
+ * decimal number in 0..KJSON_INT32_MAX, or a gang-generation label that
  * is present and not one, leaves has_attempt 0 (such a pod never counts)
  * rather than failing, since the pod still exists. */
 int group_pod_decode(const char *json, size_t len, struct group_pod *out, char **cause);

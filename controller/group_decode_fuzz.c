@@ -30,7 +30,7 @@ static void check_pod(const struct group_pod *pod)
 	check_string(pod->namespace, MODEL_LABEL_MAX);
 	check_string(pod->jobset_name, MODEL_LABEL_MAX);
 	check_string(pod->replicated_job, MODEL_LABEL_MAX);
-	if (!pod->uid[0] || !pod->name[0] || (pod->has_attempt && pod->attempt > MODEL_INT32_MAX))
+	if (!pod->uid[0] || !pod->name[0] || (pod->has_attempt && pod->attempt > KJSON_INT32_MAX))
 		abort();
 	if (pod->ip_family != 0 && pod->ip_family != 4 && pod->ip_family != 6)
 		abort();
@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			check_string(jobset.name, MODEL_LABEL_MAX);
 			if (jobset.replicated_job_count > JOBSET_MODEL_RJOBS_MAX ||
-			    jobset.target_count > JOBSET_MODEL_RJOBS_MAX || jobset.restarts > MODEL_INT32_MAX)
+			    jobset.target_count > JOBSET_MODEL_RJOBS_MAX || jobset.restarts > KJSON_INT32_MAX)
 				abort();
 			(void)group_expected_pods(&jobset);
 			t = group_tracker_new(&jobset, 16, &cause);

@@ -176,14 +176,14 @@ static void expected_saturates(void **state)
 	assert_non_null(big);
 	big->replicated_job_count = JOBSET_MODEL_RJOBS_MAX;
 	for (size_t i = 0; i < JOBSET_MODEL_RJOBS_MAX; i++) {
-		big->replicated_jobs[i].replicas = MODEL_INT32_MAX;
-		big->replicated_jobs[i].parallelism = MODEL_INT32_MAX;
-		big->replicated_jobs[i].completions = MODEL_INT32_MAX;
+		big->replicated_jobs[i].replicas = KJSON_INT32_MAX;
+		big->replicated_jobs[i].parallelism = KJSON_INT32_MAX;
+		big->replicated_jobs[i].completions = KJSON_INT32_MAX;
 		big->replicated_jobs[i].targeted = 1;
 	}
 	assert_true(group_expected_pods(big) == UINT64_MAX);
 	big->replicated_job_count = 1;
-	assert_true(group_expected_pods(big) == (uint64_t)MODEL_INT32_MAX * MODEL_INT32_MAX);
+	assert_true(group_expected_pods(big) == (uint64_t)KJSON_INT32_MAX * KJSON_INT32_MAX);
 	free(big);
 }
 
@@ -273,8 +273,8 @@ static void jobset_bounds(void **state)
 	snprintf(json + used, size - used, "]}}");
 	bad_jobset(json, "more than 128 replicatedJobs");
 	free(json);
-	/* A document longer than MODEL_JSON_MAX is refused before parsing. */
-	assert_int_equal(jobset_model_parse(story1, (size_t)MODEL_JSON_MAX + 1, &jobset, &cause), -1);
+	/* A document longer than KJSON_OBJECT_MAX is refused before parsing. */
+	assert_int_equal(jobset_model_parse(story1, (size_t)KJSON_OBJECT_MAX + 1, &jobset, &cause), -1);
 	assert_non_null(cause);
 	assert_non_null(strstr(cause, "bytes, more than"));
 	free(cause);

@@ -55,7 +55,7 @@ enum release_owner release_record_owner(const cJSON *configmap, const struct rel
 	return owner;
 }
 
-/* A decimal number in 0..MODEL_INT32_MAX from a string item. Returns 0 or -1. */
+/* A decimal number in 0..KJSON_INT32_MAX from a string item. Returns 0 or -1. */
 static int parse_number(const cJSON *item, unsigned long *value)
 {
 	char *end = NULL;
@@ -64,7 +64,7 @@ static int parse_number(const cJSON *item, unsigned long *value)
 		return -1;
 	errno = 0;
 	*value = strtoul(item->valuestring, &end, 10);
-	return errno || *end || *value > MODEL_INT32_MAX ? -1 : 0;
+	return errno || *end || *value > KJSON_INT32_MAX ? -1 : 0;
 }
 
 /* The release of record: the attempt, the JobSet it belongs to and the

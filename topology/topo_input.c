@@ -8,6 +8,8 @@
 #include "topo_input.h"
 
 #include "cause.h"
+#include "kjson.h"
+#include "quantity.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -85,99 +87,6 @@ void topo_input_free(struct topo_input *in)
 		free(in->blocks[i]);
 	free(in->blocks);
 	memset(in, 0, sizeof(*in));
-}
-
-/* ---- quantities ---- */
-
-long long topo_input_quantity(const char *s)
-{
-	static const struct {
-		const char *suffix;
-		int exp10, exp2;
-	} units[] = {
-		{ "Ki", 0, 10 }, { "Mi", 0, 20 }, { "Gi", 0, 30 }, { "Ti", 0, 40 },
-		{ "Pi", 0, 50 }, { "Ei", 0, 60 }, { "n", -9, 0 },  { "u", -6, 0 },
-		{ "m", -3, 0 },	 { "", 0, 0 },	  { "k", 3, 0 },   { "M", 6, 0 },
-		{ "G", 9, 0 },	 { "T", 12, 0 },  { "P", 15, 0 },  { "E", 18, 0 },
-	};
-	unsigned long long m = 0;
-	int digits = 0, significant = 0, sticky = 0, exp10 = 0, exp2 = 0, found = 0;
-	const char *p = s;
-
-	if (!s)
-		return -1;
-	if (*p == '+' || *p == '-')
-		p++;
-	for (; isdigit((unsigned char)*p); p++, digits++) {
-		if (m == 0 && *p == '0')
-			continue;
-		if (significant < 18) {
-			m = m * 10 + (unsigned)(*p - '0');
-			significant++;
-		} else {
-			exp10++;
-			sticky |= *p != '0';
-		}
-	}
-	if (*p == '.') {
-		for (p++; isdigit((unsigned char)*p); p++, digits++) {
-			if (significant < 18) {
-				if (m || *p != '0')
-					significant++;
-				m = m * 10 + (unsigned)(*p - '0');
-				exp10--;
-			} else {
-				sticky |= *p != '0';
-			}
-		}
-	}
-	if (digits == 0)
-		return -1;
-	if (s[0] == '-' && (m || sticky))
-		return -1;
-	if ((*p == 'e' || *p == 'E') && (isdigit((unsigned char)p[1]) ||
-					 ((p[1] == '+' || p[1] == '-') && isdigit((unsigned char)p[2])))) {
-		char *end;
-		long e;
-
-		errno = 0;
-		e = strtol(p + 1, &end, 10);
-		if (errno || *end || e > 100 || e < -100)
-			return -1;
-		exp10 += (int)e;
-		found = 1;
-	}
-	for (size_t u = 0; !found && u < sizeof(units) / sizeof(units[0]); u++)
-		if (strcmp(p, units[u].suffix) == 0) {
-			exp10 += units[u].exp10;
-			exp2 = units[u].exp2;
-			found = 1;
-		}
-	if (!found)
-		return -1;
-	exp10 += 3; /* thousandths */
-	if (m == 0)
-		return sticky ? 1 : 0;
-	if (exp2 && m > (unsigned long long)TOPO_INPUT_QUANTITY_MAX >> exp2)
-		return -1;
-	m <<= exp2;
-	if (exp10 >= 0) {
-		for (; exp10 > 0; exp10--) {
-			if (m > (unsigned long long)TOPO_INPUT_QUANTITY_MAX / 10)
-				return -1;
-			m *= 10;
-		}
-		m += sticky;
-	} else if (exp10 < -19) {
-		m = 1;
-	} else {
-		unsigned long long div = 1;
-
-		for (; exp10 < 0; exp10++)
-			div *= 10;
-		m = m / div + (m % div || sticky);
-	}
-	return m > (unsigned long long)TOPO_INPUT_QUANTITY_MAX ? -1 : (long long)m;
 }
 
 /* ---- parsing: JSON, or YAML turned into cJSON ---- */
@@ -343,40 +252,17 @@ static cJSON *parse_yaml(const char *data, size_t size, const char *what, char *
 
 /* ---- reading a tree: `where` names the item, `field` the path in it ---- */
 
-/* obj[key], NULL when obj is no object or the value is absent or null. */
-static const cJSON *member(const cJSON *obj, const char *key)
-{
-	const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
-
-	return v && !cJSON_IsNull(v) ? v : NULL;
-}
-
-static const cJSON *member_path(const cJSON *obj, const char *a, const char *b, const char *c)
-{
-	const cJSON *v = member(obj, a);
-
-	if (v && b)
-		v = member(v, b);
-	if (v && c)
-		v = member(v, c);
-	return v;
-}
-
 /* A string field: *out NULL when absent; -1 when of another type or longer than max. */
 static int get_string(const cJSON *obj, const char *key, size_t max, const char **out, const char *where,
 		      const char *field, char **cause)
 {
-	const cJSON *v = member(obj, key);
+	enum kjson_status st = kjson_string(kjson_value(obj, key), max, out);
+	char words[64];
 
-	*out = NULL;
-	if (!v)
+	if (st == KJSON_OK)
 		return 0;
-	if (!cJSON_IsString(v))
-		return cause_replace(cause, "%s: %s%s: not a string", where, field, key);
-	if (strnlen(v->valuestring, max + 1) > max)
-		return cause_replace(cause, "%s: %s%s: longer than %zu bytes", where, field, key, max);
-	*out = v->valuestring;
-	return 0;
+	return cause_replace(cause, "%s: %s%s: %s", where, field, key,
+			     kjson_status_text(st, (long long)max, words, sizeof(words)));
 }
 
 /* A copied string field. */
@@ -394,37 +280,13 @@ static int copy_string(struct topo_input *in, const cJSON *obj, const char *key,
 static int get_count(const cJSON *obj, const char *key, long long def, long long max, long long *out,
 		     const char *where, const char *field, char **cause)
 {
-	const cJSON *v = member(obj, key);
+	enum kjson_status st = kjson_count(kjson_value(obj, key), def, max, out);
+	char words[64];
 
-	*out = def;
-	if (!v)
+	if (st == KJSON_OK)
 		return 0;
-	if (cJSON_IsNumber(v)) {
-		double d = v->valuedouble;
-
-		if (d >= 0 && d <= (double)max && d == (double)(long long)d) {
-			*out = (long long)d;
-			return 0;
-		}
-	} else if (cJSON_IsString(v)) {
-		char *end;
-		long long x;
-
-		errno = 0;
-		x = strtoll(v->valuestring, &end, 10);
-		if (!errno && !*end && end != v->valuestring && x >= 0 && x <= max) {
-			*out = x;
-			return 0;
-		}
-	}
-	return cause_replace(cause, "%s: %s%s: not an integer from 0 to %lld", where, field, key, max);
-}
-
-static int is_true(const cJSON *v)
-{
-	return cJSON_IsTrue(v) || (cJSON_IsString(v) && (strcmp(v->valuestring, "true") == 0 ||
-							 strcmp(v->valuestring, "True") == 0 ||
-							 strcmp(v->valuestring, "TRUE") == 0));
+	return cause_replace(cause, "%s: %s%s: %s", where, field, key,
+			     kjson_status_text(st, max, words, sizeof(words)));
 }
 
 /* A quantity from a string, or a JSON number (Kubernetes accepts both). */
@@ -433,17 +295,17 @@ static long long quantity_of(const cJSON *v)
 	char buf[64];
 
 	if (cJSON_IsString(v))
-		return topo_input_quantity(v->valuestring);
+		return quantity_parse(v->valuestring);
 	if (!cJSON_IsNumber(v))
 		return -1;
 	snprintf(buf, sizeof(buf), "%.17g", v->valuedouble);
-	return topo_input_quantity(buf);
+	return quantity_parse(buf);
 }
 
 /* The items of a List, of a bare list (YAML documents), or the object itself. */
 static int items_of(const cJSON *root, const cJSON **items, size_t *count)
 {
-	const cJSON *list = member(root, "items");
+	const cJSON *list = kjson_value(root, "items");
 
 	if (cJSON_IsArray(root))
 		list = root;
@@ -468,7 +330,7 @@ static const cJSON *next_item(const cJSON *it)
 /* Items of another kind are refused: a pods file given as --nodes says so. */
 static int check_kind(const cJSON *item, const char *want, const char *where, char **cause)
 {
-	const cJSON *kind = member(item, "kind");
+	const cJSON *kind = kjson_value(item, "kind");
 
 	if (!cJSON_IsObject(item))
 		return cause_replace(cause, "%s: not an object", where);
@@ -540,7 +402,7 @@ static int requirements_of(struct topo_input *in, const cJSON *list, enum requir
 	{
 		struct topo_requirement *r = &out[*count];
 		const char *key, *op;
-		const cJSON *values = member(e, "values"), *v;
+		const cJSON *values = kjson_value(e, "values"), *v;
 		size_t o, n = 0;
 		const char **copies;
 
@@ -630,7 +492,7 @@ struct amounts {
 
 static long long add_capped(long long a, long long b)
 {
-	return a > TOPO_INPUT_QUANTITY_MAX - b ? TOPO_INPUT_QUANTITY_MAX : a + b;
+	return a > QUANTITY_MAX - b ? QUANTITY_MAX : a + b;
 }
 
 static long long *amount_slot(struct amounts *a, const char *name)
@@ -702,10 +564,10 @@ static int container_requests(const cJSON *c, struct amounts *out, const char *w
 	char f[128];
 
 	snprintf(f, sizeof(f), "%s.resources.requests", field);
-	if (amounts_of(member_path(c, "resources", "requests", NULL), out, where, f, cause))
+	if (amounts_of(kjson_path(c, "resources", "requests", NULL), out, where, f, cause))
 		return -1;
 	snprintf(f, sizeof(f), "%s.resources.limits", field);
-	if (amounts_of(member_path(c, "resources", "limits", NULL), &limits, where, f, cause))
+	if (amounts_of(kjson_path(c, "resources", "limits", NULL), &limits, where, f, cause))
 		return -1;
 	for (size_t i = 0; i < limits.count; i++) {
 		size_t k;
@@ -722,7 +584,8 @@ static int container_requests(const cJSON *c, struct amounts *out, const char *w
 static int pod_requests(const cJSON *spec, struct amounts *out, const char *where, const char *prefix,
 			char **cause)
 {
-	const cJSON *containers = member(spec, "containers"), *inits = member(spec, "initContainers"), *c;
+	const cJSON *containers = kjson_value(spec, "containers"),
+		    *inits = kjson_value(spec, "initContainers"), *c;
 	struct amounts one, sidecars = { .count = 0 }, init = { .count = 0 }, pod_level, overhead;
 	size_t i = 0;
 	char field[128];
@@ -745,7 +608,7 @@ static int pod_requests(const cJSON *spec, struct amounts *out, const char *wher
 	i = 0;
 	cJSON_ArrayForEach(c, inits)
 	{
-		const cJSON *policy = member(c, "restartPolicy");
+		const cJSON *policy = kjson_value(c, "restartPolicy");
 
 		snprintf(field, sizeof(field), "%s.initContainers[%zu]", prefix, i++);
 		if (container_requests(c, &one, where, field, cause))
@@ -769,7 +632,7 @@ static int pod_requests(const cJSON *spec, struct amounts *out, const char *wher
 		if (strcmp(pod_level.names[i], "cpu") == 0 || strcmp(pod_level.names[i], "memory") == 0)
 			*amount_slot(out, pod_level.names[i]) = pod_level.values[i];
 	snprintf(field, sizeof(field), "%s.overhead", prefix);
-	if (amounts_of(member(spec, "overhead"), &overhead, where, field, cause))
+	if (amounts_of(kjson_value(spec, "overhead"), &overhead, where, field, cause))
 		return -1;
 	if (combine_into(out, &overhead, SUM))
 		goto too_many;
@@ -822,7 +685,7 @@ static int choose_resources(struct topo_input *in, const cJSON *first, size_t co
 	in->cluster.resources[2] = "pods";
 	in->cluster.resource_count = 3;
 	for (it = first; it && i < count; it = next_item(it), i++)
-		cJSON_ArrayForEach(x, member_path(it, "status", "allocatable", NULL))
+		cJSON_ArrayForEach(x, kjson_path(it, "status", "allocatable", NULL))
 		{
 			size_t k;
 
@@ -847,8 +710,8 @@ static int choose_resources(struct topo_input *in, const cJSON *first, size_t co
 static int decode_node(struct topo_input *in, const cJSON *it, size_t index, struct topo_node *node,
 		       char **cause)
 {
-	const cJSON *taints = member_path(it, "spec", "taints", NULL),
-		    *alloc = member_path(it, "status", "allocatable", NULL);
+	const cJSON *taints = kjson_path(it, "spec", "taints", NULL),
+		    *alloc = kjson_path(it, "status", "allocatable", NULL);
 	const cJSON *x;
 	struct topo_label *labels;
 	char where[320];
@@ -856,17 +719,17 @@ static int decode_node(struct topo_input *in, const cJSON *it, size_t index, str
 
 	snprintf(where, sizeof(where), "nodes: items[%zu]", index);
 	if (check_kind(it, "Node", where, cause) ||
-	    copy_string(in, member(it, "metadata"), "name", TOPO_NAME_MAX, &node->name, where, "metadata.",
-			cause))
+	    copy_string(in, kjson_value(it, "metadata"), "name", TOPO_NAME_MAX, &node->name, where,
+			"metadata.", cause))
 		return -1;
 	if (!node->name || !node->name[0])
 		return cause_replace(cause, "%s: metadata.name: missing", where);
 	snprintf(where, sizeof(where), "nodes: items[%zu] (%s)", index, node->name);
-	if (labels_of(in, member_path(it, "metadata", "labels", NULL), &labels, &node->label_count, where,
+	if (labels_of(in, kjson_path(it, "metadata", "labels", NULL), &labels, &node->label_count, where,
 		      "metadata.labels", cause))
 		return -1;
 	node->labels = labels;
-	node->unschedulable = is_true(member_path(it, "spec", "unschedulable", NULL));
+	node->unschedulable = kjson_is_true(kjson_path(it, "spec", "unschedulable", NULL));
 	if ((n = list_size(taints, TOPO_INPUT_TAINTS_MAX, where, "spec.taints", cause)) < 0)
 		return -1;
 	if (n > 0) {
@@ -1005,7 +868,7 @@ out:
 static int decode_pod(struct topo_input *in, const cJSON *it, size_t index, const struct name_index *sorted,
 		      char **cause)
 {
-	const cJSON *spec = member(it, "spec");
+	const cJSON *spec = kjson_value(it, "spec");
 	const char *node_name, *phase, *name;
 	struct amounts req;
 	struct name_index key, *hit;
@@ -1015,12 +878,12 @@ static int decode_pod(struct topo_input *in, const cJSON *it, size_t index, cons
 
 	snprintf(where, sizeof(where), "pods: items[%zu]", index);
 	if (check_kind(it, "Pod", where, cause) ||
-	    get_string(member(it, "metadata"), "name", TOPO_NAME_MAX, &name, where, "metadata.", cause))
+	    get_string(kjson_value(it, "metadata"), "name", TOPO_NAME_MAX, &name, where, "metadata.", cause))
 		return -1;
 	if (name)
 		snprintf(where, sizeof(where), "pods: items[%zu] (%s)", index, name);
 	if (get_string(spec, "nodeName", TOPO_NAME_MAX, &node_name, where, "spec.", cause) ||
-	    get_string(member(it, "status"), "phase", 64, &phase, where, "status.", cause))
+	    get_string(kjson_value(it, "status"), "phase", 64, &phase, where, "status.", cause))
 		return -1;
 	/* Only bound pods that have not ended hold resources. */
 	if (!node_name || !node_name[0] ||
@@ -1108,7 +971,7 @@ static int network_of(struct topo_input *in, const cJSON *obj, struct topo_input
 		return cause_replace(cause, "%s: %smode: %s is neither hard nor soft", where, field, mode);
 	out->hard = !mode || strcmp(mode, "hard") == 0;
 	out->tier = (int)tier;
-	if (member(obj, "highestTierAllowed") && tier < 1)
+	if (kjson_value(obj, "highestTierAllowed") && tier < 1)
 		return cause_replace(cause, "%s: %shighestTierAllowed: tiers start at 1", where, field);
 	if (out->tier && out->tier_name)
 		return cause_replace(cause,
@@ -1195,7 +1058,7 @@ static int decode_partitions(struct topo_input *in, const cJSON *annotations, st
 		goto out;
 	}
 	snprintf(field, sizeof(field), "annotation %s: networkTopology.", MUSTER_ANNOTATION_PARTITION_POLICY);
-	if (network_of(in, member(obj, "networkTopology"), &g->partition_network, where, field, cause))
+	if (network_of(in, kjson_value(obj, "networkTopology"), &g->partition_network, where, field, cause))
 		goto out;
 	if (g->partition_network.set && !g->partition_network.hard) {
 		cause_replace(cause, "%s: %smode: soft partitions are not supported (hard only)", where,
@@ -1334,9 +1197,9 @@ static int decode_affinity(struct topo_input *in, const cJSON *pod_spec, struct 
 {
 	const char *field = "template.spec.template.spec.affinity.nodeAffinity."
 			    "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
-	const cJSON *required = member_path(pod_spec, "affinity", "nodeAffinity",
-					    "requiredDuringSchedulingIgnoredDuringExecution");
-	const cJSON *terms = member(required, "nodeSelectorTerms"), *term;
+	const cJSON *required = kjson_path(pod_spec, "affinity", "nodeAffinity",
+					   "requiredDuringSchedulingIgnoredDuringExecution");
+	const cJSON *terms = kjson_value(required, "nodeSelectorTerms"), *term;
 	int n = list_size(terms, TOPO_INPUT_TERMS_MAX, where, field, cause);
 	size_t k = 0;
 
@@ -1351,7 +1214,8 @@ static int decode_affinity(struct topo_input *in, const cJSON *pod_spec, struct 
 		return nomem(cause);
 	cJSON_ArrayForEach(term, terms)
 	{
-		const cJSON *exprs = member(term, "matchExpressions"), *fields = member(term, "matchFields");
+		const cJSON *exprs = kjson_value(term, "matchExpressions"),
+			    *fields = kjson_value(term, "matchFields");
 		char fe[320], ff[320];
 		int ne, nf;
 		struct topo_requirement *reqs;
@@ -1377,9 +1241,9 @@ static int decode_affinity(struct topo_input *in, const cJSON *pod_spec, struct 
 static int decode_replicated_job(struct topo_input *in, const cJSON *rj, size_t index, char **cause)
 {
 	struct topo_input_group *g = &in->groups[index];
-	const cJSON *job = member_path(rj, "template", "spec", NULL);
-	const cJSON *pod = member(job, "template");
-	const cJSON *pod_spec = member(pod, "spec");
+	const cJSON *job = kjson_path(rj, "template", "spec", NULL);
+	const cJSON *pod = kjson_value(job, "template");
+	const cJSON *pod_spec = kjson_value(pod, "spec");
 	long long replicas, parallelism, completions;
 	struct amounts req;
 	char where[320];
@@ -1401,7 +1265,7 @@ static int decode_replicated_job(struct topo_input *in, const cJSON *rj, size_t 
 		return cause_replace(cause, "%s: template.spec.template.spec: missing", where);
 	g->replicas = (unsigned)replicas;
 	g->pods = (unsigned)(parallelism < completions ? parallelism : completions);
-	if (decode_annotations(in, member_path(pod, "metadata", "annotations", NULL), g, where, cause))
+	if (decode_annotations(in, kjson_path(pod, "metadata", "annotations", NULL), g, where, cause))
 		return -1;
 	if (pod_requests(pod_spec, &req, where, "template.spec.template.spec", cause))
 		return -1;
@@ -1412,10 +1276,10 @@ static int decode_replicated_job(struct topo_input *in, const cJSON *rj, size_t 
 			return nomem(cause);
 	}
 	g->request_count = req.count;
-	if (labels_of(in, member(pod_spec, "nodeSelector"), &g->selector, &g->selector_count, where,
+	if (labels_of(in, kjson_value(pod_spec, "nodeSelector"), &g->selector, &g->selector_count, where,
 		      "template.spec.template.spec.nodeSelector", cause) ||
 	    decode_affinity(in, pod_spec, g, where, cause) ||
-	    decode_tolerations(in, member(pod_spec, "tolerations"), g, where, cause))
+	    decode_tolerations(in, kjson_value(pod_spec, "tolerations"), g, where, cause))
 		return -1;
 	return 0;
 }
@@ -1436,10 +1300,10 @@ int topo_input_jobset(struct topo_input *in, const char *data, size_t size, char
 	if (!root)
 		return -1;
 	if (check_kind(root, "JobSet", "jobset", cause) ||
-	    copy_string(in, member(root, "metadata"), "name", TOPO_NAME_MAX, &in->jobset_name, "jobset",
+	    copy_string(in, kjson_value(root, "metadata"), "name", TOPO_NAME_MAX, &in->jobset_name, "jobset",
 			"metadata.", cause))
 		goto out;
-	ann = member_path(root, "metadata", "annotations", NULL);
+	ann = kjson_path(root, "metadata", "annotations", NULL);
 	if (ann && !cJSON_IsObject(ann)) {
 		cause_replace(cause, "jobset: metadata.annotations: not a map");
 		goto out;
@@ -1456,7 +1320,7 @@ int topo_input_jobset(struct topo_input *in, const char *data, size_t size, char
 			      MUSTER_ANNOTATION_NETWORK_TOPOLOGY);
 		goto out;
 	}
-	rjs = member_path(root, "spec", "replicatedJobs", NULL);
+	rjs = kjson_path(root, "spec", "replicatedJobs", NULL);
 	if (!cJSON_IsArray(rjs) || cJSON_GetArraySize(rjs) == 0) {
 		cause_replace(cause, "jobset: spec.replicatedJobs: missing, empty or not a list");
 		goto out;
@@ -1490,7 +1354,7 @@ static int decode_member(struct topo_input *in, const cJSON *m, struct topo_memb
 			 size_t index, char **cause)
 {
 	const char *type;
-	const cJSON *sel = member(m, "selector"), *labels;
+	const cJSON *sel = kjson_value(m, "selector"), *labels;
 	char field[96];
 	int kinds;
 
@@ -1511,22 +1375,23 @@ static int decode_member(struct topo_input *in, const cJSON *m, struct topo_memb
 		return out->exact ? 0 : cause_replace(cause, "%s: %sselector: missing", where, field);
 	}
 	snprintf(field, sizeof(field), "spec.members[%zu].selector.", index);
-	if (copy_string(in, member(sel, "exactMatch"), "name", TOPO_NAME_MAX, &out->exact, where, field,
+	if (copy_string(in, kjson_value(sel, "exactMatch"), "name", TOPO_NAME_MAX, &out->exact, where, field,
 			cause) ||
-	    copy_string(in, member(sel, "regexMatch"), "pattern", TOPO_INPUT_PATTERN_MAX, &out->regex, where,
-			field, cause))
+	    copy_string(in, kjson_value(sel, "regexMatch"), "pattern", TOPO_INPUT_PATTERN_MAX, &out->regex,
+			where, field, cause))
 		return -1;
-	labels = member(sel, "labelMatch");
-	kinds = !!member(sel, "exactMatch") + !!member(sel, "regexMatch") + !!labels;
+	labels = kjson_value(sel, "labelMatch");
+	kinds = !!kjson_value(sel, "exactMatch") + !!kjson_value(sel, "regexMatch") + !!labels;
 	if (kinds != 1)
 		return cause_replace(cause,
 				     "%s: %s: exactly one of exactMatch, regexMatch, labelMatch is needed",
 				     where, field);
-	if ((member(sel, "exactMatch") && !out->exact) || (member(sel, "regexMatch") && !out->regex))
+	if ((kjson_value(sel, "exactMatch") && !out->exact) ||
+	    (kjson_value(sel, "regexMatch") && !out->regex))
 		return cause_replace(cause, "%s: %s: exactMatch.name or regexMatch.pattern is missing", where,
 				     field);
 	if (labels) {
-		const cJSON *exprs = member(labels, "matchExpressions");
+		const cJSON *exprs = kjson_value(labels, "matchExpressions");
 		struct topo_label *l;
 		struct topo_requirement *reqs;
 		size_t count = 0;
@@ -1535,8 +1400,8 @@ static int decode_member(struct topo_input *in, const cJSON *m, struct topo_memb
 		snprintf(field, sizeof(field), "spec.members[%zu].selector.labelMatch", index);
 		if (out->kind != TOPO_MEMBER_NODE)
 			return cause_replace(cause, "%s: %s: for Node members only", where, field);
-		if (labels_of(in, member(labels, "matchLabels"), &l, &out->match_label_count, where, field,
-			      cause))
+		if (labels_of(in, kjson_value(labels, "matchLabels"), &l, &out->match_label_count, where,
+			      field, cause))
 			return -1;
 		snprintf(field, sizeof(field), "spec.members[%zu].selector.labelMatch.matchExpressions",
 			 index);
@@ -1558,7 +1423,7 @@ static int decode_member(struct topo_input *in, const cJSON *m, struct topo_memb
 static int decode_hypernode(struct topo_input *in, const cJSON *it, size_t index, struct topo_hypernode *h,
 			    char **cause)
 {
-	const cJSON *spec = member(it, "spec"), *members, *m;
+	const cJSON *spec = kjson_value(it, "spec"), *members, *m;
 	struct topo_member *mem;
 	long long tier;
 	size_t k = 0;
@@ -1567,7 +1432,7 @@ static int decode_hypernode(struct topo_input *in, const cJSON *it, size_t index
 
 	snprintf(where, sizeof(where), "hypernodes: items[%zu]", index);
 	if (check_kind(it, "HyperNode", where, cause) ||
-	    copy_string(in, member(it, "metadata"), "name", TOPO_NAME_MAX, &h->name, where, "metadata.",
+	    copy_string(in, kjson_value(it, "metadata"), "name", TOPO_NAME_MAX, &h->name, where, "metadata.",
 			cause))
 		return -1;
 	if (!h->name && copy_string(in, it, "name", TOPO_NAME_MAX, &h->name, where, "", cause))
@@ -1583,7 +1448,7 @@ static int decode_hypernode(struct topo_input *in, const cJSON *it, size_t index
 	if (tier < 1)
 		return cause_replace(cause, "%s: spec.tier: missing or below 1", where);
 	h->tier = (int)tier;
-	members = member(spec, "members");
+	members = kjson_value(spec, "members");
 	if ((n = list_size(members, TOPO_INPUT_MEMBERS_MAX, where, "spec.members", cause)) < 0)
 		return -1;
 	mem = own(in, (size_t)n, sizeof(*mem));

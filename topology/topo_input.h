@@ -51,7 +51,7 @@
  * bare number N (Volcano's highestTierAllowed: the highest tier not above N).
  * Tiers in levels mode count from the bottom (topo_tree.h).
  *
- * Quantities ("500m", "64Gi", "1e3", "2") are held in thousandths of their
+ * Quantities ("500m", "64Gi", "1e3", "2"; lib/base/quantity.h) are held in thousandths of their
  * unit (millicores, millibytes, ...), except the resource "pods", held in
  * pods. The cluster tracks TOPO_RESOURCES_MAX resources: cpu, memory and
  * pods, then those the JobSet requests (when it was read first), then the
@@ -157,12 +157,6 @@ int topo_input_hypernodes(struct topo_input *in, const char *data, size_t size, 
  * group_count entries. The request points into `in` and `groups`. */
 int topo_input_request(const struct topo_input *in, const struct topo_tree *tree, struct topo_group *groups,
 		       struct topo_request *request, char **cause);
-
-/* A Kubernetes quantity in thousandths of its unit, rounded up: "500m" ->
- * 500, "2" -> 2000, "1Gi" -> 1073741824000, "1e3" -> 1000000, "1n" -> 1.
- * -1 when malformed, negative, or above TOPO_INPUT_QUANTITY_MAX. */
-#define TOPO_INPUT_QUANTITY_MAX 4000000000000000000LL
-long long topo_input_quantity(const char *text);
 
 void topo_input_free(struct topo_input *in);
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quantity.h"
 #include "topo_input.h"
 #include "topo_place.h"
 #include "topo_tree.h"
@@ -51,8 +52,8 @@ static void fuzz_quantity(const char *data, size_t size)
 	long long q;
 
 	snprintf(text, sizeof(text), "%.*s", (int)(size < sizeof(text) - 1 ? size : sizeof(text) - 1), data);
-	q = topo_input_quantity(text);
-	if (q < -1 || q > TOPO_INPUT_QUANTITY_MAX)
+	q = quantity_parse(text);
+	if (q < -1 || q > QUANTITY_MAX)
 		abort();
 }
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests of topo_input, the CLI's decoder: quantities; `kubectl get
+ * Unit tests of topo_input, the CLI's decoder: `kubectl get
  * nodes -o json` (labels, allocatable with extended resources, taints,
  * cordons, the resources tracked); pods as usage (bound and not ended only,
  * the init-container, sidecar, overhead and pod-level rules, limits standing
@@ -88,60 +88,6 @@ static int64_t res(const struct topo_input *in, size_t node, const char *resourc
 static const char *label(const struct topo_node *n, const char *key)
 {
 	return topo_node_label(n, key);
-}
-
-/* ---- quantities ---- */
-
-static void quantities(void **state)
-{
-	static const struct {
-		const char *text;
-		long long want;
-	} cases[] = {
-		{ "500m", 500 },
-		{ "2", 2000 },
-		{ "0.5", 500 },
-		{ ".5", 500 },
-		{ "1.5", 1500 },
-		{ "0.05", 50 },
-		{ "64Gi", 64LL * 1073741824 * 1000 },
-		{ "1Ki", 1024000 },
-		{ "100M", 100000000000LL },
-		{ "1k", 1000000 },
-		{ "1e3", 1000000 },
-		{ "1E3", 1000000 },
-		{ "2.5e-3", 3 }, /* 2.5 thousandths, rounded up */
-		{ "1e-3", 1 },
-		{ "1n", 1 }, /* rounded up, as MilliValue() */
-		{ "250u", 1 },
-		{ "1500u", 2 },
-		{ "+3", 3000 },
-		{ "-0", 0 },
-		{ "0", 0 },
-		{ "7910m", 7910 },
-		{ "1Ti", 1099511627776000LL },
-		{ "3Pi", 3377699720527872000LL },
-		{ "4Pi", -1 }, /* out of range in thousandths */
-		{ "1E", -1 }, /* 10^18 units */
-		{ "1Ei", -1 },
-		{ "-1", -1 },
-		{ "", -1 },
-		{ "m", -1 },
-		{ "1K", -1 },
-		{ "1.2.3", -1 },
-		{ "1e", -1 },
-		{ "1e3m", -1 },
-		{ "12 ", -1 },
-		{ "abc", -1 },
-		{ "99999999999999999999999", -1 },
-	};
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (topo_input_quantity(cases[i].text) != cases[i].want)
-			fail_msg("quantity \"%s\": %lld, want %lld", cases[i].text,
-				 topo_input_quantity(cases[i].text), cases[i].want);
-	assert_int_equal(topo_input_quantity(NULL), -1);
 }
 
 /* ---- nodes ---- */
@@ -1069,7 +1015,6 @@ static void bounds_hold(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(quantities),
 		cmocka_unit_test(nodes_from_kubectl_json),
 		cmocka_unit_test(nodes_from_yaml_and_single_node),
 		cmocka_unit_test(requested_resources_are_tracked_first),

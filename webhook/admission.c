@@ -5,6 +5,7 @@
 
 #include "admission.h"
 #include "cause.h"
+#include "kjson.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
@@ -12,33 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const cJSON *member(const cJSON *object, const char *key)
-{
-	return cJSON_IsObject(object) ? cJSON_GetObjectItemCaseSensitive(object, key) : NULL;
-}
-
-/* Copies an optional string field; a wrong type, a NUL inside (cJSON stops
- * there, so it reads as shorter: harmless) or more than max bytes fails. */
+/* Copies an optional string field of the request, bounded. */
 static int take(const cJSON *object, const char *key, char *dst, size_t max, int required, char **cause)
 {
-	const cJSON *item = member(object, key);
-	size_t n;
+	char what[48];
 
-	dst[0] = '\0';
-	if (!item || cJSON_IsNull(item)) {
-		if (required)
-			return cause_fail(cause, "request.%s is missing", key);
-		return 0;
-	}
-	if (!cJSON_IsString(item) || !item->valuestring)
-		return cause_fail(cause, "request.%s is not a string", key);
-	n = strnlen(item->valuestring, max + 1);
-	if (n > max)
-		return cause_fail(cause, "request.%s is longer than %zu bytes", key, max);
-	if (n == 0 && required)
-		return cause_fail(cause, "request.%s is empty", key);
-	memcpy(dst, item->valuestring, n + 1);
-	return 0;
+	snprintf(what, sizeof(what), "request.%s", key);
+	return kjson_take_string(kjson_member(object, key), dst, max, required, what, cause);
 }
 
 static const char *const operation_names[] = {
@@ -57,7 +38,7 @@ const char *admission_operation_name(enum admission_operation operation)
 
 static int decode_request(const cJSON *request, struct admission_request *out, char **cause)
 {
-	const cJSON *kind = member(request, "kind"), *item;
+	const cJSON *kind = kjson_member(request, "kind"), *item;
 	char operation[ADMISSION_FIELD_MAX + 1];
 	size_t i;
 
@@ -84,17 +65,17 @@ static int decode_request(const cJSON *request, struct admission_request *out, c
 	    take(request, "namespace", out->namespace, ADMISSION_FIELD_MAX, 0, cause) ||
 	    take(request, "name", out->name, ADMISSION_NAME_MAX, 0, cause))
 		return -1;
-	item = member(request, "dryRun");
+	item = kjson_member(request, "dryRun");
 	if (item && !cJSON_IsNull(item) && !cJSON_IsBool(item))
 		return cause_fail(cause, "request.dryRun is not a boolean");
 	out->dry_run = cJSON_IsTrue(item);
-	item = member(request, "object");
+	item = kjson_member(request, "object");
 	if (item && !cJSON_IsNull(item)) {
 		if (!cJSON_IsObject(item))
 			return cause_fail(cause, "request.object is not an object");
 		out->object = item;
 	}
-	item = member(request, "oldObject");
+	item = kjson_member(request, "oldObject");
 	if (item && !cJSON_IsNull(item)) {
 		if (!cJSON_IsObject(item))
 			return cause_fail(cause, "request.oldObject is not an object");
@@ -116,8 +97,8 @@ int admission_decode(const char *body, size_t len, struct admission_request *out
 	if (!out->root)
 		return cause_fail(cause, "the body is not valid JSON (malformed or truncated): expected an "
 					 "AdmissionReview (admission.k8s.io/v1)");
-	api_version = member(out->root, "apiVersion");
-	kind = member(out->root, "kind");
+	api_version = kjson_member(out->root, "apiVersion");
+	kind = kjson_member(out->root, "kind");
 	if (!cJSON_IsObject(out->root) || !cJSON_IsString(kind) ||
 	    strcmp(kind->valuestring, "AdmissionReview") != 0) {
 		cause_fail(cause, "the body is not an AdmissionReview");
@@ -132,11 +113,11 @@ int admission_decode(const char *body, size_t len, struct admission_request *out
 			   cJSON_IsString(api_version) ? "\"" : "");
 		goto bad;
 	}
-	if (!cJSON_IsObject(member(out->root, "request"))) {
+	if (!cJSON_IsObject(kjson_member(out->root, "request"))) {
 		cause_fail(cause, "the AdmissionReview has no request");
 		goto bad;
 	}
-	if (decode_request(member(out->root, "request"), out, cause))
+	if (decode_request(kjson_member(out->root, "request"), out, cause))
 		goto bad;
 	return 0;
 bad:

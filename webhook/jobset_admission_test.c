@@ -187,9 +187,9 @@ static int args_contain(const cJSON *container, const char *a, const char *b)
 /* The downward-API field path of the container's env variable `name`. */
 static const char *field_path(const cJSON *container, const char *name)
 {
-	const cJSON *var = jobset_find_named(jobset_member(container, "env"), name, NULL);
+	const cJSON *var = jobset_find_named(kjson_member(container, "env"), name, NULL);
 	const cJSON *path =
-		jobset_member(jobset_member(jobset_member(var, "valueFrom"), "fieldRef"), "fieldPath");
+		kjson_member(kjson_member(kjson_member(var, "valueFrom"), "fieldRef"), "fieldPath");
 
 	assert_non_null(path);
 	return path->valuestring;
@@ -197,14 +197,14 @@ static const char *field_path(const cJSON *container, const char *name)
 
 static void check_injected(const cJSON *jobset, int job, size_t barrier_index, const char *timeout)
 {
-	const cJSON *spec = jobset_member(template_of(jobset, job), "spec");
-	const cJSON *init = jobset_member(spec, "initContainers"), *barrier_c, *volume, *mount;
+	const cJSON *spec = kjson_member(template_of(jobset, job), "spec");
+	const cJSON *init = kjson_member(spec, "initContainers"), *barrier_c, *volume, *mount;
 	size_t index = 99;
 
 	barrier_c = jobset_find_named(init, MUSTER_BARRIER_CONTAINER, &index);
 	assert_non_null(barrier_c);
 	assert_int_equal(index, barrier_index);
-	assert_string_equal(jobset_member(barrier_c, "image")->valuestring, "muster-barrier:test");
+	assert_string_equal(kjson_member(barrier_c, "image")->valuestring, "muster-barrier:test");
 	assert_true(args_contain(barrier_c, "--timeout", timeout));
 	assert_true(args_contain(barrier_c, "--attempt", "$(MUSTER_RESTART_ATTEMPT)"));
 	/* Its identity: the JobSet's uid and the gang generation, from the pod's labels. */
@@ -216,32 +216,32 @@ static void check_injected(const cJSON *jobset, int job, size_t barrier_index, c
 			    "metadata.labels['muster.dev/gang-generation']");
 	assert_true(args_contain(barrier_c, "--listen", "$(MUSTER_POD_IP):9443"));
 	assert_true(args_contain(barrier_c, "--dir", MUSTER_BARRIER_MOUNT));
-	assert_non_null(jobset_find_named(jobset_member(barrier_c, "env"), "MUSTER_BARRIER_TOKEN", NULL));
+	assert_non_null(jobset_find_named(kjson_member(barrier_c, "env"), "MUSTER_BARRIER_TOKEN", NULL));
 	assert_string_equal(
-		jobset_member(jobset_member(jobset_member(jobset_find_named(jobset_member(barrier_c, "env"),
-									    "MUSTER_RESTART_ATTEMPT", NULL),
-							  "valueFrom"),
-					    "fieldRef"),
-			      "fieldPath")
+		kjson_member(kjson_member(kjson_member(jobset_find_named(kjson_member(barrier_c, "env"),
+									 "MUSTER_RESTART_ATTEMPT", NULL),
+						       "valueFrom"),
+					  "fieldRef"),
+			     "fieldPath")
 			->valuestring,
 		"metadata.labels['" JOBSET_LABEL_RESTART_ATTEMPT "']");
-	mount = cJSON_GetArrayItem(jobset_member(barrier_c, "volumeMounts"), 0);
-	assert_string_equal(jobset_member(mount, "mountPath")->valuestring, MUSTER_BARRIER_MOUNT);
-	assert_true(cJSON_IsTrue(jobset_member(mount, "readOnly")));
-	assert_null(jobset_member(mount, "subPath"));
-	assert_true(cJSON_IsTrue(jobset_member(jobset_member(barrier_c, "securityContext"), "runAsNonRoot")));
+	mount = cJSON_GetArrayItem(kjson_member(barrier_c, "volumeMounts"), 0);
+	assert_string_equal(kjson_member(mount, "mountPath")->valuestring, MUSTER_BARRIER_MOUNT);
+	assert_true(cJSON_IsTrue(kjson_member(mount, "readOnly")));
+	assert_null(kjson_member(mount, "subPath"));
+	assert_true(cJSON_IsTrue(kjson_member(kjson_member(barrier_c, "securityContext"), "runAsNonRoot")));
 	assert_string_equal(
-		jobset_member(jobset_member(jobset_member(barrier_c, "resources"), "requests"), "cpu")
+		kjson_member(kjson_member(kjson_member(barrier_c, "resources"), "requests"), "cpu")
 			->valuestring,
 		"10m");
-	volume = jobset_find_named(jobset_member(spec, "volumes"), MUSTER_BARRIER_VOLUME, NULL);
+	volume = jobset_find_named(kjson_member(spec, "volumes"), MUSTER_BARRIER_VOLUME, NULL);
 	assert_non_null(volume);
-	assert_string_equal(jobset_member(jobset_member(volume, "configMap"), "name")->valuestring,
+	assert_string_equal(kjson_member(kjson_member(volume, "configMap"), "name")->valuestring,
 			    "my-jobset-group-scheduling");
-	assert_true(cJSON_IsTrue(jobset_member(jobset_member(volume, "configMap"), "optional")));
+	assert_true(cJSON_IsTrue(kjson_member(kjson_member(volume, "configMap"), "optional")));
 	assert_string_equal(
-		jobset_member(jobset_member(jobset_member(template_of(jobset, job), "metadata"), "labels"),
-			      MUSTER_LABEL_GROUP_SCHEDULING)
+		kjson_member(kjson_member(kjson_member(template_of(jobset, job), "metadata"), "labels"),
+			     MUSTER_LABEL_GROUP_SCHEDULING)
 			->valuestring,
 		"true");
 }
@@ -360,10 +360,10 @@ static void mutate_story2_targets_only_workers(void **state)
 	(void)state;
 	jobset = admit(STORY2, &barrier, &ops);
 	check_injected(jobset, 0, 0, "300");
-	aux = jobset_member(template_of(jobset, 1), "spec");
-	assert_null(jobset_member(aux, "initContainers"));
-	assert_null(jobset_member(aux, "volumes"));
-	assert_null(jobset_member(template_of(jobset, 1), "metadata"));
+	aux = kjson_member(template_of(jobset, 1), "spec");
+	assert_null(kjson_member(aux, "initContainers"));
+	assert_null(kjson_member(aux, "volumes"));
+	assert_null(kjson_member(template_of(jobset, 1), "metadata"));
 	assert_string_equal(jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN), TOKEN);
 	assert_int_equal(ops, 4); /* annotations, metadata, initContainers, volumes */
 	cJSON_Delete(jobset);
@@ -392,17 +392,17 @@ static void mutate_is_idempotent(void **state)
 static void replaces_reserved(const char *json)
 {
 	cJSON *jobset = admit(json, &barrier, NULL), *again;
-	const cJSON *init = jobset_member(jobset_member(template_of(jobset, 0), "spec"), "initContainers");
+	const cJSON *init = kjson_member(kjson_member(template_of(jobset, 0), "spec"), "initContainers");
 	const cJSON *replaced = cJSON_GetArrayItem(init, 0);
 	char *text = cJSON_PrintUnformatted(jobset), *text_again;
 	size_t ops = 99;
 
 	/* Moved to the barrier's place, first, before the user's setup. */
 	assert_int_equal(cJSON_GetArraySize(init), 2);
-	assert_string_equal(jobset_member(cJSON_GetArrayItem(init, 1), "name")->valuestring, "setup");
-	assert_string_equal(jobset_member(replaced, "name")->valuestring, MUSTER_BARRIER_CONTAINER);
-	assert_string_equal(jobset_member(replaced, "image")->valuestring, "muster-barrier:test");
-	assert_null(jobset_member(replaced, "command"));
+	assert_string_equal(kjson_member(cJSON_GetArrayItem(init, 1), "name")->valuestring, "setup");
+	assert_string_equal(kjson_member(replaced, "name")->valuestring, MUSTER_BARRIER_CONTAINER);
+	assert_string_equal(kjson_member(replaced, "image")->valuestring, "muster-barrier:test");
+	assert_null(kjson_member(replaced, "command"));
 	check_injected(jobset, 0, 0, "60");
 	again = admit(text, &barrier, &ops);
 	assert_int_equal(ops, 0);
@@ -446,12 +446,11 @@ static void mutate_story1_every_job_and_default_timeout(void **state)
 	check_injected(jobset, 1, 0, "300");
 	assert_string_equal(jobset_annotation(jobset, "x"), "y");
 	assert_string_equal(jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN), TOKEN);
-	volumes = jobset_member(jobset_member(template_of(jobset, 0), "spec"), "volumes");
+	volumes = kjson_member(kjson_member(template_of(jobset, 0), "spec"), "volumes");
 	assert_int_equal(cJSON_GetArraySize(volumes), 2);
-	assert_string_equal(jobset_member(cJSON_GetArrayItem(volumes, 0), "name")->valuestring, "data");
+	assert_string_equal(kjson_member(cJSON_GetArrayItem(volumes, 0), "name")->valuestring, "data");
 	assert_string_equal(
-		jobset_member(jobset_member(jobset_member(template_of(jobset, 0), "metadata"), "labels"),
-			      "app")
+		kjson_member(kjson_member(kjson_member(template_of(jobset, 0), "metadata"), "labels"), "app")
 			->valuestring,
 		"a");
 	cJSON_Delete(jobset);
@@ -466,18 +465,18 @@ static void mutate_places_barrier_after_sidecars(void **state)
 		"\"restartPolicy\":\"Always\"},{\"name\":\"logs\",\"restartPolicy\":\"Always\"},{\"name\":\"setup\"}],"
 		"\"containers\":[{\"name\":\"c\"}]}}}}}]}}";
 	cJSON *jobset = admit(json, &barrier, NULL);
-	const cJSON *init = jobset_member(jobset_member(template_of(jobset, 0), "spec"), "initContainers"),
+	const cJSON *init = kjson_member(kjson_member(template_of(jobset, 0), "spec"), "initContainers"),
 		    *env;
 
 	(void)state;
 	check_injected(jobset, 0, 2, "60");
-	assert_string_equal(jobset_member(cJSON_GetArrayItem(init, 3), "name")->valuestring, "setup");
+	assert_string_equal(kjson_member(cJSON_GetArrayItem(init, 3), "name")->valuestring, "setup");
 	/* The user's token is kept and used. */
 	assert_string_equal(jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN),
 			    "user-token-0123456789");
-	env = jobset_find_named(jobset_member(cJSON_GetArrayItem(init, 2), "env"), "MUSTER_BARRIER_TOKEN",
+	env = jobset_find_named(kjson_member(cJSON_GetArrayItem(init, 2), "env"), "MUSTER_BARRIER_TOKEN",
 				NULL);
-	assert_string_equal(jobset_member(env, "value")->valuestring, "user-token-0123456789");
+	assert_string_equal(kjson_member(env, "value")->valuestring, "user-token-0123456789");
 	cJSON_Delete(jobset);
 }
 
@@ -491,11 +490,11 @@ static void mutate_without_push(void **state)
 	options.barrier_port = 0;
 	options.memory_limit = "";
 	jobset = admit(STORY2, &options, NULL);
-	c = cJSON_GetArrayItem(jobset_member(jobset_member(template_of(jobset, 0), "spec"), "initContainers"),
+	c = cJSON_GetArrayItem(kjson_member(kjson_member(template_of(jobset, 0), "spec"), "initContainers"),
 			       0);
 	assert_false(args_contain(c, "--listen", NULL));
-	assert_null(jobset_find_named(jobset_member(c, "env"), "MUSTER_BARRIER_TOKEN", NULL));
-	assert_null(jobset_member(jobset_member(c, "resources"), "limits"));
+	assert_null(jobset_find_named(kjson_member(c, "env"), "MUSTER_BARRIER_TOKEN", NULL));
+	assert_null(kjson_member(kjson_member(c, "resources"), "limits"));
 	cJSON_Delete(jobset);
 }
 
@@ -517,8 +516,8 @@ static void mutate_without_config_is_empty(void **state)
 static const char *generation_of(const cJSON *jobset, int job)
 {
 	const cJSON *value =
-		jobset_member(jobset_member(jobset_member(template_of(jobset, job), "metadata"), "labels"),
-			      "muster.dev/gang-generation");
+		kjson_member(kjson_member(kjson_member(template_of(jobset, job), "metadata"), "labels"),
+			     "muster.dev/gang-generation");
 
 	return cJSON_IsString(value) ? value->valuestring : NULL;
 }

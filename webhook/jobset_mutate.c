@@ -165,7 +165,7 @@ static size_t barrier_position(const cJSON *init_containers, size_t skip)
 
 	cJSON_ArrayForEach(c, init_containers)
 	{
-		const cJSON *policy = jobset_member(c, "restartPolicy");
+		const cJSON *policy = kjson_member(c, "restartPolicy");
 
 		if (at++ == skip)
 			continue;
@@ -195,8 +195,8 @@ static cJSON *one_entry_object(const char *key, cJSON *value)
 static int set_template_label(cJSON *patch, const char *base, const cJSON *template, const char *key,
 			      const char *key_pointer, const char *value, int only_missing)
 {
-	const cJSON *metadata = jobset_member(template, "metadata");
-	const cJSON *labels = jobset_member(metadata, "labels");
+	const cJSON *metadata = kjson_member(template, "metadata");
+	const cJSON *labels = kjson_member(metadata, "labels");
 	char path[POINTER_MAX];
 
 	if (!cJSON_IsObject(metadata)) {
@@ -208,10 +208,10 @@ static int set_template_label(cJSON *patch, const char *base, const cJSON *templ
 		snprintf(path, sizeof(path), "%s/metadata/labels", base);
 		return add_op(patch, path, one_entry_object(key, cJSON_CreateString(value)));
 	}
-	if (only_missing && jobset_member(labels, key))
+	if (only_missing && kjson_member(labels, key))
 		return 0;
 	snprintf(path, sizeof(path), "%s/metadata/labels/%s", base, key_pointer);
-	return patch_op(patch, jobset_member(labels, key) ? "replace" : "add", path,
+	return patch_op(patch, kjson_member(labels, key) ? "replace" : "add", path,
 			cJSON_CreateString(value));
 }
 
@@ -225,9 +225,9 @@ static int patch_template(cJSON *patch, size_t index, const cJSON *template, con
 			  const struct group_config *config, const struct jobset_mutate_options *options,
 			  const char *token)
 {
-	const cJSON *spec = jobset_member(template, "spec");
-	const cJSON *init = jobset_member(spec, "initContainers");
-	const cJSON *volumes = jobset_member(spec, "volumes");
+	const cJSON *spec = kjson_member(template, "spec");
+	const cJSON *init = kjson_member(spec, "initContainers");
+	const cJSON *volumes = kjson_member(spec, "volumes");
 	const cJSON *found;
 	size_t at = 0;
 	char base[80], path[POINTER_MAX]; /* base: 47 bytes and an index */
@@ -295,7 +295,7 @@ int jobset_mutate(const cJSON *jobset, const struct group_config *config,
 		  const struct jobset_mutate_options *options, const char *token, cJSON **patch, char **cause)
 {
 	const cJSON *jobs = jobset_replicated_jobs(jobset), *job;
-	const cJSON *metadata = jobset_member(jobset, "metadata");
+	const cJSON *metadata = kjson_member(jobset, "metadata");
 	const char *name = jobset_name(jobset),
 		   *existing = jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN);
 	size_t index = 0;
@@ -313,7 +313,7 @@ int jobset_mutate(const cJSON *jobset, const struct group_config *config,
 		return cause_fail(cause, "out of memory");
 	if (existing)
 		token = existing;
-	else if (!cJSON_IsObject(jobset_member(metadata, "annotations"))) {
+	else if (!cJSON_IsObject(kjson_member(metadata, "annotations"))) {
 		if (add_op(ops, "/metadata/annotations",
 			   one_entry_object(MUSTER_ANNOTATION_BARRIER_TOKEN, cJSON_CreateString(token))))
 			goto no_memory;
@@ -327,7 +327,7 @@ int jobset_mutate(const cJSON *jobset, const struct group_config *config,
 		const cJSON *template = jobset_pod_template(job);
 
 		if (job_name && group_config_targets(config, job_name)) {
-			if (!cJSON_IsObject(jobset_member(template, "spec"))) {
+			if (!cJSON_IsObject(kjson_member(template, "spec"))) {
 				cJSON_Delete(ops);
 				return cause_fail(cause, "spec.replicatedJobs[%zu] (%s) has no pod template",
 						  index, job_name);
@@ -346,18 +346,18 @@ no_memory:
 
 static int suspended(const cJSON *jobset)
 {
-	return cJSON_IsTrue(jobset_member(jobset_member(jobset, "spec"), "suspend"));
+	return cJSON_IsTrue(kjson_member(kjson_member(jobset, "spec"), "suspend"));
 }
 
 /* Sets the JobSet's annotation of record to `value`. */
 static int set_generation_annotation(cJSON *patch, const cJSON *jobset, const char *value)
 {
-	const cJSON *annotations = jobset_member(jobset_member(jobset, "metadata"), "annotations");
+	const cJSON *annotations = kjson_member(kjson_member(jobset, "metadata"), "annotations");
 
 	if (!cJSON_IsObject(annotations))
 		return add_op(patch, "/metadata/annotations",
 			      one_entry_object(MUSTER_LABEL_GANG_GENERATION, cJSON_CreateString(value)));
-	return patch_op(patch, jobset_member(annotations, MUSTER_LABEL_GANG_GENERATION) ? "replace" : "add",
+	return patch_op(patch, kjson_member(annotations, MUSTER_LABEL_GANG_GENERATION) ? "replace" : "add",
 			"/metadata/annotations/" MUSTER_LABEL_GANG_GENERATION_POINTER,
 			cJSON_CreateString(value));
 }

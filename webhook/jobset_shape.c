@@ -12,34 +12,28 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
-const cJSON *jobset_member(const cJSON *object, const char *key)
-{
-	return cJSON_IsObject(object) ? cJSON_GetObjectItemCaseSensitive(object, key) : NULL;
-}
-
 static const char *string_member(const cJSON *object, const char *key)
 {
-	const cJSON *item = jobset_member(object, key);
+	const cJSON *item = kjson_member(object, key);
 
 	return cJSON_IsString(item) && item->valuestring && item->valuestring[0] ? item->valuestring : NULL;
 }
 
 const char *jobset_name(const cJSON *jobset)
 {
-	return string_member(jobset_member(jobset, "metadata"), "name");
+	return string_member(kjson_member(jobset, "metadata"), "name");
 }
 
 const char *jobset_annotation(const cJSON *jobset, const char *key)
 {
-	const cJSON *item =
-		jobset_member(jobset_member(jobset_member(jobset, "metadata"), "annotations"), key);
+	const cJSON *item = kjson_member(kjson_member(kjson_member(jobset, "metadata"), "annotations"), key);
 
 	return cJSON_IsString(item) ? item->valuestring : NULL;
 }
 
 const cJSON *jobset_replicated_jobs(const cJSON *jobset)
 {
-	const cJSON *jobs = jobset_member(jobset_member(jobset, "spec"), "replicatedJobs");
+	const cJSON *jobs = kjson_member(kjson_member(jobset, "spec"), "replicatedJobs");
 
 	return cJSON_IsArray(jobs) ? jobs : NULL;
 }
@@ -52,7 +46,7 @@ const char *jobset_replicated_job_name(const cJSON *replicated_job)
 const cJSON *jobset_pod_template(const cJSON *replicated_job)
 {
 	const cJSON *template =
-		jobset_member(jobset_member(jobset_member(replicated_job, "template"), "spec"), "template");
+		kjson_member(kjson_member(kjson_member(replicated_job, "template"), "spec"), "template");
 
 	return cJSON_IsObject(template) ? template : NULL;
 }
@@ -117,9 +111,8 @@ int jobset_gang_generation(const cJSON *jobset, const struct group_config *confi
 	size_t index = 0;
 
 	*labels = 0;
-	*annotation = generation_value(
-		jobset_member(jobset_member(jobset_member(jobset, "metadata"), "annotations"),
-			      MUSTER_LABEL_GANG_GENERATION));
+	*annotation = generation_value(kjson_member(
+		kjson_member(kjson_member(jobset, "metadata"), "annotations"), MUSTER_LABEL_GANG_GENERATION));
 	if (*annotation < 0)
 		return cause_fail(cause,
 				  "the annotation " MUSTER_LABEL_GANG_GENERATION
@@ -130,8 +123,8 @@ int jobset_gang_generation(const cJSON *jobset, const struct group_config *confi
 		const char *job_name = jobset_replicated_job_name(job);
 
 		if (job_name && group_config_targets(config, job_name)) {
-			long long generation = generation_value(jobset_member(
-				jobset_member(jobset_member(jobset_pod_template(job), "metadata"), "labels"),
+			long long generation = generation_value(kjson_member(
+				kjson_member(kjson_member(jobset_pod_template(job), "metadata"), "labels"),
 				MUSTER_LABEL_GANG_GENERATION));
 
 			if (generation < 0)

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 
+#include "kjson.h"
 #include "muster_api.h"
 
 /* The barrier accepts tokens of 16..256 printable ASCII bytes, no spaces. */
@@ -21,8 +22,6 @@
 #define JOBSET_OBJECT_NAME_MAX 253
 
 struct cJSON;
-
-const struct cJSON *jobset_member(const struct cJSON *object, const char *key);
 
 /* metadata.name, or NULL when absent, empty or not a string. */
 const char *jobset_name(const struct cJSON *jobset);

@@ -44,7 +44,7 @@ static int check_reserved(const char *jobset, const char *job_name, size_t index
 {
 	const cJSON *volume;
 
-	if (jobset_find_named(jobset_member(pod_spec, "containers"), MUSTER_BARRIER_CONTAINER, NULL))
+	if (jobset_find_named(kjson_member(pod_spec, "containers"), MUSTER_BARRIER_CONTAINER, NULL))
 		return cause_fail(
 			message,
 			"spec.replicatedJobs[%zu] (%s): the container name \"" MUSTER_BARRIER_CONTAINER
@@ -52,17 +52,17 @@ static int check_reserved(const char *jobset, const char *job_name, size_t index
 			"reserved for muster's barrier init container; rename your container",
 			index, job_name);
 	if (!targeted &&
-	    jobset_find_named(jobset_member(pod_spec, "initContainers"), MUSTER_BARRIER_CONTAINER, NULL))
+	    jobset_find_named(kjson_member(pod_spec, "initContainers"), MUSTER_BARRIER_CONTAINER, NULL))
 		return cause_fail(
 			message,
 			"spec.replicatedJobs[%zu] (%s): the init container name \"" MUSTER_BARRIER_CONTAINER
 			"\" is reserved for muster's barrier, which this replicated job is not subject to "
 			"(it is not group-scheduled); rename your init container",
 			index, job_name);
-	volume = jobset_find_named(jobset_member(pod_spec, "volumes"), MUSTER_BARRIER_VOLUME, NULL);
+	volume = jobset_find_named(kjson_member(pod_spec, "volumes"), MUSTER_BARRIER_VOLUME, NULL);
 	if (targeted && volume) {
-		const cJSON *config_map = jobset_member(volume, "configMap");
-		const cJSON *name = jobset_member(config_map, "name");
+		const cJSON *config_map = kjson_member(volume, "configMap");
+		const cJSON *name = kjson_member(config_map, "name");
 		char expected[JOBSET_OBJECT_NAME_MAX + 1];
 
 		snprintf(expected, sizeof(expected), "%s" MUSTER_CONFIGMAP_SUFFIX, jobset);
@@ -148,13 +148,13 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 		int is_target = job_name && group_config_targets(config, job_name);
 		const cJSON *template = jobset_pod_template(job);
 
-		if (is_target && !cJSON_IsObject(jobset_member(template, "spec")))
+		if (is_target && !cJSON_IsObject(kjson_member(template, "spec")))
 			return cause_fail(
 				message,
 				"spec.replicatedJobs[%zu] (%s) has no pod template (template.spec.template.spec)",
 				index, job_name);
 		if (check_reserved(name ? name : "", job_name ? job_name : "(unnamed)", index,
-				   jobset_member(template, "spec"), is_target, message))
+				   kjson_member(template, "spec"), is_target, message))
 			return -1;
 		if (is_target) {
 			size_t used = strlen(targeted_names);
@@ -168,8 +168,8 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 	}
 	order = NULL;
 	{
-		const cJSON *item = jobset_member(
-			jobset_member(jobset_member(jobset, "spec"), "startupPolicy"), "startupPolicyOrder");
+		const cJSON *item = kjson_member(kjson_member(kjson_member(jobset, "spec"), "startupPolicy"),
+						 "startupPolicyOrder");
 
 		if (cJSON_IsString(item))
 			order = item->valuestring;

@@ -19,6 +19,7 @@
 #include "http_serve.h"
 #include "metrics.h"
 #include "mlog.h"
+#include "quantity.h"
 #include "muster_api.h"
 #include "webhook.h"
 
@@ -61,29 +62,12 @@ static const char usage_tail[] =
 	"\n"
 	"Exit codes: 0 stopped by SIGTERM/SIGINT, 1 could not serve (cause logged), 2 bad flags.\n";
 
-/* A Kubernetes quantity as the barrier's requests need it: digits, an
- * optional fraction, an optional suffix. The apiserver checks it fully at
- * the pod's creation; this catches typos at start instead. */
+/* A Kubernetes quantity (lib/base/quantity.h) for the barrier's requests:
+ * the apiserver checks it again at the pod's creation; this catches typos at
+ * start instead. */
 static int quantity_ok(const char *q)
 {
-	static const char *const suffixes[] = { "", "m", "k", "M", "G", "Ki", "Mi", "Gi" };
-	size_t i = 0;
-
-	if (q[0] < '0' || q[0] > '9')
-		return 0;
-	while (q[i] >= '0' && q[i] <= '9')
-		i++;
-	if (q[i] == '.') {
-		i++;
-		if (q[i] < '0' || q[i] > '9')
-			return 0;
-		while (q[i] >= '0' && q[i] <= '9')
-			i++;
-	}
-	for (size_t s = 0; s < sizeof(suffixes) / sizeof(suffixes[0]); s++)
-		if (strcmp(q + i, suffixes[s]) == 0)
-			return 1;
-	return 0;
+	return quantity_parse(q) >= 0;
 }
 
 static const char *image_problem(const char *value)

@@ -6,19 +6,13 @@
 
 #include "group_config.h"
 #include "cause.h"
+#include "kjson.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define INT32_MAX_VALUE 2147483647u
-
-static const cJSON *member(const cJSON *object, const char *key)
-{
-	return cJSON_IsObject(object) ? cJSON_GetObjectItemCaseSensitive(object, key) : NULL;
-}
 
 /* Adds `name` (len bytes) to the targets unless it is there already. */
 static int add_target(struct group_config *out, const char *name, size_t len, const char *where, char **cause)
@@ -49,7 +43,7 @@ static int decode_spec(const cJSON *config, struct group_config *out, char **cau
 	if (!cJSON_IsObject(config))
 		return cause_fail(cause, "spec.groupSchedulingConfig is not an object");
 	out->in_spec = 1;
-	timeout = member(config, "timeoutAfterSeconds");
+	timeout = kjson_member(config, "timeoutAfterSeconds");
 	if (timeout && !cJSON_IsNull(timeout)) {
 		double d = timeout->valuedouble;
 
@@ -64,7 +58,7 @@ static int decode_spec(const cJSON *config, struct group_config *out, char **cau
 					  "spec.groupSchedulingConfig.timeoutAfterSeconds is %g, not a whole "
 					  "number of seconds: give one from %u to %u",
 					  d, GROUP_CONFIG_TIMEOUT_MIN, GROUP_CONFIG_TIMEOUT_MAX);
-		if (d < 0 || d > (double)INT32_MAX_VALUE)
+		if (d < 0 || d > (double)KJSON_INT32_MAX)
 			return cause_fail(
 				cause,
 				"spec.groupSchedulingConfig.timeoutAfterSeconds is %.0f: it must be "
@@ -73,7 +67,7 @@ static int decode_spec(const cJSON *config, struct group_config *out, char **cau
 		out->has_timeout = 1;
 		out->timeout_seconds = (uint32_t)d;
 	}
-	targets = member(config, "targetReplicatedJobs");
+	targets = kjson_member(config, "targetReplicatedJobs");
 	if (!targets || cJSON_IsNull(targets))
 		return 0;
 	if (!cJSON_IsArray(targets))
@@ -94,7 +88,7 @@ static int decode_spec(const cJSON *config, struct group_config *out, char **cau
 
 static const char *annotation(const cJSON *jobset, const char *key, int *wrong_type)
 {
-	const cJSON *value = member(member(member(jobset, "metadata"), "annotations"), key);
+	const cJSON *value = kjson_member(kjson_member(kjson_member(jobset, "metadata"), "annotations"), key);
 
 	*wrong_type = value && !cJSON_IsString(value);
 	return cJSON_IsString(value) ? value->valuestring : NULL;
@@ -127,12 +121,12 @@ static int decode_annotations(const cJSON *jobset, struct group_config *out, cha
 	for (size_t i = timeout[0] == '-'; i < len; i++) {
 		if (timeout[i] < '0' || timeout[i] > '9' || len > 20)
 			goto bad_timeout;
-		if (seconds <= INT32_MAX_VALUE)
+		if (seconds <= KJSON_INT32_MAX)
 			seconds = seconds * 10 + (uint64_t)(timeout[i] - '0');
 	}
 	if (len == 0 || (timeout[0] == '-' && len == 1))
 		goto bad_timeout;
-	if (timeout[0] == '-' || seconds > INT32_MAX_VALUE)
+	if (timeout[0] == '-' || seconds > KJSON_INT32_MAX)
 		return cause_fail(cause,
 				  "annotation " MUSTER_ANNOTATION_GROUP_TIMEOUT
 				  " is \"%.20s\": it must be between %u and %u seconds (a day)",
@@ -199,7 +193,7 @@ int group_config_decode(const cJSON *jobset, struct group_config *out, char **ca
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsObject(jobset))
 		return cause_fail(cause, "the JobSet is not an object");
-	if (decode_spec(member(member(jobset, "spec"), "groupSchedulingConfig"), out, cause))
+	if (decode_spec(kjson_member(kjson_member(jobset, "spec"), "groupSchedulingConfig"), out, cause))
 		return -1;
 	from_annotations = calloc(1, sizeof(*from_annotations));
 	if (!from_annotations)

@@ -9,6 +9,7 @@
 #include "jobset_model.h"
 #include "cause.h"
 #include "group_config.h"
+#include "kjson.h"
 #include "model_fields.h"
 #include "muster_api.h"
 
@@ -20,9 +21,9 @@
 
 static int decode_replicated_job(const cJSON *item, size_t index, struct jobset_rjob *rj, char **cause)
 {
-	const cJSON *job_spec = model_member(model_member(item, "template"), "spec");
+	const cJSON *job_spec = kjson_member(kjson_member(item, "template"), "spec");
 	const cJSON *labels =
-		model_member(model_member(model_member(job_spec, "template"), "metadata"), "labels");
+		kjson_member(kjson_member(kjson_member(job_spec, "template"), "metadata"), "labels");
 	char what[96], text[MODEL_LABEL_MAX + 1];
 	uint64_t value;
 	int present;
@@ -30,31 +31,31 @@ static int decode_replicated_job(const cJSON *item, size_t index, struct jobset_
 	if (!cJSON_IsObject(item))
 		return cause_fail(cause, "spec.replicatedJobs[%zu] is not an object", index);
 	snprintf(what, sizeof(what), "spec.replicatedJobs[%zu].name", index);
-	if (model_take_string(model_member(item, "name"), rj->name, MODEL_LABEL_MAX, 1, what, cause))
+	if (kjson_take_string(kjson_member(item, "name"), rj->name, MODEL_LABEL_MAX, 1, what, cause))
 		return -1;
 	snprintf(what, sizeof(what), "spec.replicatedJobs[%zu].replicas", index);
-	if (model_take_count(model_member(item, "replicas"), &rj->replicas, &present, what, cause))
+	if (kjson_take_count(kjson_member(item, "replicas"), &rj->replicas, &present, what, cause))
 		return -1;
 	if (!present)
 		rj->replicas = 1;
 	snprintf(what, sizeof(what), "spec.replicatedJobs[%zu] parallelism", index);
-	if (model_take_count(model_member(job_spec, "parallelism"), &rj->parallelism, &present, what, cause))
+	if (kjson_take_count(kjson_member(job_spec, "parallelism"), &rj->parallelism, &present, what, cause))
 		return -1;
 	if (!present)
 		rj->parallelism = 1;
 	snprintf(what, sizeof(what), "spec.replicatedJobs[%zu] completions", index);
-	if (model_take_count(model_member(job_spec, "completions"), &rj->completions, &present, what, cause))
+	if (kjson_take_count(kjson_member(job_spec, "completions"), &rj->completions, &present, what, cause))
 		return -1;
 	/* A Job without completions runs `parallelism` pods until one succeeds. */
 	if (!present)
 		rj->completions = rj->parallelism;
 	snprintf(what, sizeof(what),
 		 "spec.replicatedJobs[%zu] pod template label " MUSTER_LABEL_GANG_GENERATION, index);
-	if (model_take_string(model_member(labels, MUSTER_LABEL_GANG_GENERATION), text, MODEL_LABEL_MAX, 0,
+	if (kjson_take_string(kjson_member(labels, MUSTER_LABEL_GANG_GENERATION), text, MODEL_LABEL_MAX, 0,
 			      what, cause))
 		return -1;
-	if (text[0] && model_parse_decimal(text, 10, MODEL_INT32_MAX, &value) != 0)
-		return cause_fail(cause, "%s is not a number from 0 to %u", what, MODEL_INT32_MAX);
+	if (text[0] && model_parse_decimal(text, 10, KJSON_INT32_MAX, &value) != 0)
+		return cause_fail(cause, "%s is not a number from 0 to %u", what, KJSON_INT32_MAX);
 	rj->generation = text[0] ? (uint32_t)value : 0;
 	return 0;
 }
@@ -82,8 +83,8 @@ static int decode_config(const cJSON *object, struct jobset_model *out, char **c
 
 int jobset_model_decode(const struct cJSON *object, struct jobset_model *out, char **cause)
 {
-	const cJSON *metadata = model_member(object, "metadata");
-	const cJSON *spec = model_member(object, "spec");
+	const cJSON *metadata = kjson_member(object, "metadata");
+	const cJSON *spec = kjson_member(object, "spec");
 	const cJSON *jobs, *item;
 	int present;
 
@@ -94,16 +95,16 @@ int jobset_model_decode(const struct cJSON *object, struct jobset_model *out, ch
 		return cause_fail(cause, "JobSet is not an object");
 	if (!cJSON_IsObject(metadata))
 		return cause_fail(cause, "JobSet metadata is missing");
-	if (model_take_string(model_member(metadata, "name"), out->name, MODEL_LABEL_MAX, 1,
+	if (kjson_take_string(kjson_member(metadata, "name"), out->name, MODEL_LABEL_MAX, 1,
 			      "JobSet metadata.name", cause) ||
-	    model_take_string(model_member(metadata, "namespace"), out->namespace, MODEL_LABEL_MAX, 1,
+	    kjson_take_string(kjson_member(metadata, "namespace"), out->namespace, MODEL_LABEL_MAX, 1,
 			      "JobSet metadata.namespace", cause) ||
-	    model_take_string(model_member(metadata, "uid"), out->uid, MODEL_UID_MAX, 1,
+	    kjson_take_string(kjson_member(metadata, "uid"), out->uid, MODEL_UID_MAX, 1,
 			      "JobSet metadata.uid", cause))
 		return -1;
 	if (!cJSON_IsObject(spec))
 		return cause_fail(cause, "JobSet spec is missing");
-	jobs = model_member(spec, "replicatedJobs");
+	jobs = kjson_member(spec, "replicatedJobs");
 	if (!cJSON_IsArray(jobs))
 		return cause_fail(cause, "JobSet spec.replicatedJobs is missing or not a list");
 	cJSON_ArrayForEach(item, jobs)
@@ -132,8 +133,8 @@ int jobset_model_decode(const struct cJSON *object, struct jobset_model *out, ch
 		if (rj->targeted && rj->generation > out->generation)
 			out->generation = rj->generation;
 	}
-	out->suspended = cJSON_IsTrue(model_member(spec, "suspend"));
-	if (model_take_count(model_member(model_member(object, "status"), "restarts"), &out->restarts,
+	out->suspended = cJSON_IsTrue(kjson_member(spec, "suspend"));
+	if (kjson_take_count(kjson_member(kjson_member(object, "status"), "restarts"), &out->restarts,
 			     &present, "JobSet status.restarts", cause))
 		return -1;
 	return 0;
@@ -147,7 +148,7 @@ int jobset_model_parse(const char *json, size_t len, struct jobset_model *out, c
 	if (cause)
 		*cause = NULL;
 	memset(out, 0, sizeof(*out));
-	root = model_parse_object(json, len, "JobSet", cause);
+	root = kjson_parse_object(json, len, "JobSet", cause);
 	if (!root)
 		return -1;
 	rc = jobset_model_decode(root, out, cause);
