@@ -197,7 +197,7 @@ int main(int argc, char **argv)
 	} else {
 		t = topo_tree_from_hypernodes(&in.cluster, in.hypernodes, in.hypernode_count, &cause);
 	}
-	if (!t || topo_input_request(&in, t, groups, &req, &cause)) {
+	if (!t || topo_jobset_request(&in.jobset, t, groups, &req, &cause)) {
 		fprintf(stderr, "muster-topology: %s\n", cause ? cause : "out of memory");
 		goto out;
 	}
@@ -207,7 +207,7 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	printf("placement of JobSet %s:\n", in.jobset_name ? in.jobset_name : "");
+	printf("placement of JobSet %s:\n", in.jobset.name ? in.jobset.name : "");
 	for (size_t g = 0, k = 0; g < req.group_count; g++)
 		for (uint32_t j = 0; j < req.groups[g].replicas; j++, k++)
 			if (p->instance_pods[k] < req.groups[g].pods)

@@ -1,7 +1,7 @@
 /*
  * libFuzzer target for topo_input: any bytes must decode or fail cleanly with
  * a cause. The first byte picks the decoder (nodes, pods, JobSet,
- * HyperNodes, or a quantity); the others get a small fixed input, and
+ * HyperNodes, a quantity, or a Kueue Topology); the others get a small fixed input, and
  * whatever decodes goes on through the tree, the request and the placement,
  * so the core sees hostile values too. The fixed JobSet uses co-placement,
  * partitions with a minimum, node affinity and a JobSet-wide level.
@@ -12,7 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "quantity.h"
+#include "topo_objects.h"
+#include "yaml_json.h"
 #include "topo_input.h"
 #include "topo_place.h"
 #include "topo_tree.h"
@@ -57,6 +61,31 @@ static void fuzz_quantity(const char *data, size_t size)
 		abort();
 }
 
+/* A Kueue Topology: 1..TOPO_LEVELS_MAX distinct labels, or a cause. */
+static void fuzz_kueue_topology(const char *data, size_t size)
+{
+	struct topo_store s = { 0 };
+	struct topo_levels levels;
+	char *cause = NULL;
+	cJSON *root = yaml_json_parse(data, size, "topology", &cause);
+
+	if (!root) {
+		if (!cause)
+			abort();
+		free(cause);
+		return;
+	}
+	if (topo_kueue_topology_decode(&s, root, "topology", &levels, &cause) == 0) {
+		if (levels.count < 1 || levels.count > TOPO_LEVELS_MAX || !levels.name)
+			abort();
+	} else if (!cause) {
+		abort();
+	}
+	free(cause);
+	cJSON_Delete(root);
+	topo_store_free(&s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct topo_input in;
@@ -71,11 +100,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	which = data[0] % 5;
+	which = data[0] % 6;
 	text = (const char *)data + 1;
 	size--;
 	if (which == 4) {
 		fuzz_quantity(text, size);
+		return 0;
+	}
+	if (which == 5) {
+		fuzz_kueue_topology(text, size);
 		return 0;
 	}
 	memset(&in, 0, sizeof(in));
@@ -103,7 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			       : topo_tree_from_levels(&in.cluster, levels, 2, &cause);
 		if (!t && !cause)
 			abort();
-		if (t && topo_input_request(&in, t, groups, &req, &cause) == 0) {
+		if (t && topo_jobset_request(&in.jobset, t, groups, &req, &cause) == 0) {
 			if (topo_place(t, &req, &p, &cause) == 0) {
 				if (p->pod_count > TOPO_PODS_MAX)
 					abort();

@@ -151,9 +151,9 @@ static void nodes_from_kubectl_json(void **state)
 	assert_false(in.nodes[0].unschedulable);
 	assert_true(in.nodes[1].unschedulable);
 	assert_int_equal(in.nodes[2].label_count, 0);
-	assert_true(in.stored > 0);
+	assert_true(in.store.stored > 0);
 	topo_input_free(&in);
-	assert_null(in.blocks);
+	assert_null(in.store.blocks);
 }
 
 static void nodes_from_yaml_and_single_node(void **state)
@@ -414,23 +414,23 @@ static const char JOBSET_YAML[] =
 	"            containers:\n"
 	"            - name: l\n";
 
-static long long request_of(const struct topo_input_group *g, const char *name)
+static long long request_of(const struct topo_jobset_group *g, const char *name)
 {
-	for (size_t i = 0; i < g->request_count; i++)
-		if (strcmp(g->request_names[i], name) == 0)
-			return g->request_values[i];
+	for (size_t i = 0; i < g->pod.request_count; i++)
+		if (strcmp(g->pod.request_names[i], name) == 0)
+			return g->pod.request_values[i];
 	return -1;
 }
 
 static void check_train_jobset(const struct topo_input *in)
 {
-	const struct topo_input_group *w = &in->groups[0], *l = &in->groups[1];
+	const struct topo_jobset_group *w = &in->jobset.groups[0], *l = &in->jobset.groups[1];
 
-	assert_string_equal(in->jobset_name, "train");
-	assert_string_equal(in->whole_preferred, "block");
-	assert_null(in->whole_required);
-	assert_false(in->whole_network.set);
-	assert_int_equal(in->group_count, 2);
+	assert_string_equal(in->jobset.name, "train");
+	assert_string_equal(in->jobset.whole_preferred, "block");
+	assert_null(in->jobset.whole_required);
+	assert_false(in->jobset.whole_network.set);
+	assert_int_equal(in->jobset.group_count, 2);
 	assert_string_equal(w->name, "workers");
 	assert_int_equal(w->replicas, 4);
 	assert_int_equal(w->pods, 8);
@@ -441,36 +441,36 @@ static void check_train_jobset(const struct topo_input *in)
 	assert_int_equal(request_of(w, "cpu"), 2000);
 	assert_int_equal(request_of(w, "memory"), 16LL * 1073741824000LL);
 	assert_int_equal(request_of(w, "nvidia.com/gpu"), 8000); /* from the limit */
-	assert_int_equal(w->selector_count, 1);
-	assert_string_equal(w->selector[0].key, "pool");
-	assert_string_equal(w->selector[0].value, "a3");
-	assert_int_equal(w->toleration_count, 3);
-	assert_string_equal(w->tolerations[0].key, "nvidia.com/gpu");
-	assert_true(w->tolerations[0].exists);
-	assert_false(w->tolerations[0].any_effect);
-	assert_int_equal(w->tolerations[0].effect, TOPO_NO_SCHEDULE);
-	assert_false(w->tolerations[1].exists);
-	assert_string_equal(w->tolerations[1].value, "ml");
-	assert_true(w->tolerations[1].any_effect);
-	assert_true(w->tolerations[2].exists);
-	assert_null(w->tolerations[2].key);
-	assert_int_equal(w->affinity_count, 2);
-	assert_int_equal(w->affinity[0].requirement_count, 2);
-	assert_string_equal(w->affinity[0].requirements[0].key, "zone");
-	assert_int_equal(w->affinity[0].requirements[0].op, TOPO_OP_IN);
-	assert_int_equal(w->affinity[0].requirements[0].value_count, 2);
-	assert_string_equal(w->affinity[0].requirements[0].values[1], "z2");
-	assert_int_equal(w->affinity[0].requirements[1].op, TOPO_OP_DOES_NOT_EXIST);
-	assert_int_equal(w->affinity[1].requirement_count, 2);
-	assert_int_equal(w->affinity[1].requirements[0].op, TOPO_OP_GT);
-	assert_true(w->affinity[1].requirements[1].on_name);
-	assert_int_equal(w->affinity[1].requirements[1].op, TOPO_OP_NOT_IN);
+	assert_int_equal(w->pod.selector_count, 1);
+	assert_string_equal(w->pod.selector[0].key, "pool");
+	assert_string_equal(w->pod.selector[0].value, "a3");
+	assert_int_equal(w->pod.toleration_count, 3);
+	assert_string_equal(w->pod.tolerations[0].key, "nvidia.com/gpu");
+	assert_true(w->pod.tolerations[0].exists);
+	assert_false(w->pod.tolerations[0].any_effect);
+	assert_int_equal(w->pod.tolerations[0].effect, TOPO_NO_SCHEDULE);
+	assert_false(w->pod.tolerations[1].exists);
+	assert_string_equal(w->pod.tolerations[1].value, "ml");
+	assert_true(w->pod.tolerations[1].any_effect);
+	assert_true(w->pod.tolerations[2].exists);
+	assert_null(w->pod.tolerations[2].key);
+	assert_int_equal(w->pod.affinity_count, 2);
+	assert_int_equal(w->pod.affinity[0].requirement_count, 2);
+	assert_string_equal(w->pod.affinity[0].requirements[0].key, "zone");
+	assert_int_equal(w->pod.affinity[0].requirements[0].op, TOPO_OP_IN);
+	assert_int_equal(w->pod.affinity[0].requirements[0].value_count, 2);
+	assert_string_equal(w->pod.affinity[0].requirements[0].values[1], "z2");
+	assert_int_equal(w->pod.affinity[0].requirements[1].op, TOPO_OP_DOES_NOT_EXIST);
+	assert_int_equal(w->pod.affinity[1].requirement_count, 2);
+	assert_int_equal(w->pod.affinity[1].requirements[0].op, TOPO_OP_GT);
+	assert_true(w->pod.affinity[1].requirements[1].on_name);
+	assert_int_equal(w->pod.affinity[1].requirements[1].op, TOPO_OP_NOT_IN);
 	assert_string_equal(l->name, "leader");
 	assert_int_equal(l->replicas, 1);
 	assert_int_equal(l->pods, 1);
-	assert_int_equal(l->request_count, 0);
+	assert_int_equal(l->pod.request_count, 0);
 	assert_null(l->required);
-	assert_int_equal(l->affinity_count, 0);
+	assert_int_equal(l->pod.affinity_count, 0);
 }
 
 static void jobset_json_and_yaml_decode_alike(void **state)
@@ -508,7 +508,7 @@ static void jobset_with(struct topo_input *in, const char *jobset_annotations, c
 static void jobset_volcano_and_kueue_annotations(void **state)
 {
 	struct topo_input in;
-	const struct topo_input_group *g = &in.groups[0];
+	const struct topo_jobset_group *g = &in.jobset.groups[0];
 
 	(void)state;
 	jobset_with(&in,
@@ -519,9 +519,9 @@ static void jobset_volcano_and_kueue_annotations(void **state)
 		    "                 networkTopology: {mode: hard, highestTierAllowed: 1}}\n"
 		    "              kueue.x-k8s.io/podset-group-name: lws\n",
 		    "2", "8");
-	assert_true(in.whole_network.set);
-	assert_true(in.whole_network.hard);
-	assert_int_equal(in.whole_network.tier, 2);
+	assert_true(in.jobset.whole_network.set);
+	assert_true(in.jobset.whole_network.hard);
+	assert_int_equal(in.jobset.whole_network.tier, 2);
 	assert_true(g->network.set);
 	assert_false(g->network.hard);
 	assert_string_equal(g->network.tier_name, "nvlink");
@@ -534,7 +534,7 @@ static void jobset_volcano_and_kueue_annotations(void **state)
 	topo_input_free(&in);
 	jobset_with(&in, "    muster.dev/topology-required: rack\n",
 		    "              kueue.x-k8s.io/podset-unconstrained-topology: \"true\"\n", "1", "3");
-	assert_string_equal(in.whole_required, "rack");
+	assert_string_equal(in.jobset.whole_required, "rack");
 	assert_true(g->unconstrained);
 	assert_int_equal(g->pods, 3);
 	topo_input_free(&in);
@@ -646,7 +646,7 @@ static void hypernodes_from_yaml(void **state)
 		decode_ok(&in, topo_input_hypernodes, HYPERNODES_YAML);
 		t = topo_tree_from_hypernodes(&in.cluster, in.hypernodes, in.hypernode_count, &cause);
 		assert_non_null(t);
-		assert_int_equal(topo_input_request(&in, t, groups, &req, &cause), 0);
+		assert_int_equal(topo_jobset_request(&in.jobset, t, groups, &req, &cause), 0);
 		assert_int_equal(req.whole.mode, TOPO_MODE_REQUIRED);
 		assert_int_equal(req.whole.level, 1);
 		assert_int_equal(groups[0].constraint.mode, TOPO_MODE_REQUIRED);
@@ -706,7 +706,7 @@ static void request_resolves_levels_tiers_and_groups(void **state)
 	decode_ok(&in, topo_input_nodes, RACK_NODES);
 	t = topo_tree_from_levels(&in.cluster, LEVELS, 2, &cause);
 	assert_non_null(t);
-	assert_int_equal(topo_input_request(&in, t, groups, &req, &cause), 0);
+	assert_int_equal(topo_jobset_request(&in.jobset, t, groups, &req, &cause), 0);
 	assert_int_equal(req.whole.mode, TOPO_MODE_PREFERRED);
 	assert_int_equal(req.whole.level, 1);
 	assert_int_equal(groups[0].constraint.mode, TOPO_MODE_REQUIRED);
@@ -721,7 +721,7 @@ static void request_resolves_levels_tiers_and_groups(void **state)
 	jobset_with(&in, "", "              kueue.x-k8s.io/podset-required-topology: zone\n", "1", "1");
 	decode_ok(&in, topo_input_nodes, RACK_NODES);
 	t = topo_tree_from_levels(&in.cluster, LEVELS, 2, &cause);
-	assert_int_equal(topo_input_request(&in, t, groups, &req, &cause), -1);
+	assert_int_equal(topo_jobset_request(&in.jobset, t, groups, &req, &cause), -1);
 	assert_non_null(strstr(cause, "jobset: w: zone is not a level of the topology"));
 	free(cause);
 	topo_tree_free(t);
@@ -731,7 +731,7 @@ static void request_resolves_levels_tiers_and_groups(void **state)
 		    "1");
 	decode_ok(&in, topo_input_nodes, RACK_NODES);
 	t = topo_tree_from_levels(&in.cluster, LEVELS, 2, &cause);
-	assert_int_equal(topo_input_request(&in, t, groups, &req, &cause), -1);
+	assert_int_equal(topo_jobset_request(&in.jobset, t, groups, &req, &cause), -1);
 	assert_non_null(strstr(cause, "highestTierName spine is not a tier"));
 	free(cause);
 	topo_tree_free(t);
@@ -770,7 +770,7 @@ static void podset_group_co_places_leader_and_workers(void **state)
 	decode_ok(&in, topo_input_pods, pods);
 	t = topo_tree_from_levels(&in.cluster, LEVELS, 2, &cause);
 	assert_non_null(t);
-	assert_int_equal(topo_input_request(&in, t, groups, &req, &cause), 0);
+	assert_int_equal(topo_jobset_request(&in.jobset, t, groups, &req, &cause), 0);
 	assert_int_equal(groups[0].together, 1);
 	assert_int_equal(groups[1].together, 1);
 	if (topo_place(t, &req, &p, &cause) != 0)
@@ -826,17 +826,17 @@ static void malformed_inputs_name_the_field(void **state)
 		     "jobset: spec.replicatedJobs: missing, empty or not a list", NULL);
 	decode_fails(topo_input_jobset, "kind: Job\nspec: {}\n", "jobset: kind Job, expected JobSet", NULL);
 	decode_fails(topo_input_jobset, "spec:\n  replicatedJobs:\n  - name: w\n    replicas: -1\n",
-		     "jobset: spec.replicatedJobs[0] (w): replicas: not an integer from 0", NULL);
+		     "jobset: spec.replicatedJobs[0].replicas is not an integer in 0..2147483647", NULL);
 	decode_fails(topo_input_jobset, "{\"spec\":{\"replicatedJobs\":[{\"name\":\"w\",\"replicas\":1.5}]}}",
-		     "(w): replicas: not an integer", NULL);
+		     "jobset: spec.replicatedJobs[0].replicas is not an integer", NULL);
 	decode_fails(topo_input_jobset, "spec:\n  replicatedJobs:\n  - name: w\n",
 		     "(w): template.spec.template.spec: missing", NULL);
 	decode_fails(topo_input_jobset, "spec:\n  replicatedJobs:\n  - replicas: 1\n",
-		     "spec.replicatedJobs[0]: name: missing", NULL);
+		     "jobset: spec.replicatedJobs[0].name is missing", NULL);
 	decode_fails(topo_input_jobset,
 		     "spec:\n  replicatedJobs:\n  - name: w\n    template: {spec: {template: {spec: {}}}}\n"
 		     "  - name: w\n    template: {spec: {template: {spec: {}}}}\n",
-		     "name w is used twice", NULL);
+		     "jobset: replicated job name \"w\" appears twice", NULL);
 #define RJ(annotations, spec)                                                                                \
 	"spec:\n  replicatedJobs:\n  - name: w\n    template:\n      spec:\n        parallelism: 4\n"        \
 	"        template:\n          metadata:\n            annotations: " annotations                      \
@@ -982,7 +982,7 @@ static void bounds_hold(void **state)
 	big = malloc(16384);
 	assert_non_null(big);
 	p = big + snprintf(big, 16384, "{\"metadata\":{\"name\":\"n\",\"labels\":{");
-	for (n = 0; n < TOPO_INPUT_LABELS_MAX + 1; n++)
+	for (n = 0; n < TOPO_OBJ_LABELS_MAX + 1; n++)
 		p += snprintf(p, 32, "%s\"k%zu\":\"v\"", n ? "," : "", n);
 	snprintf(p, 8, "}}}");
 	decode_fails(topo_input_nodes, big, "metadata.labels: more than 512 entries", NULL);

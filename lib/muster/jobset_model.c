@@ -19,7 +19,24 @@
 
 #include <cjson/cJSON.h>
 
-static int decode_replicated_job(const cJSON *item, size_t index, struct jobset_rjob *rj, char **cause)
+/* A count: a JSON integer, or in a document (YAML gives strings) also a
+ * decimal string. */
+static int take_count(const cJSON *item, int document, uint32_t *value, int *present, const char *what,
+		      char **cause)
+{
+	uint64_t v;
+
+	if (!document || !cJSON_IsString(item))
+		return kjson_take_count(item, value, present, what, cause);
+	if (model_parse_decimal(item->valuestring, 10, KJSON_INT32_MAX, &v))
+		return cause_fail(cause, "%s is not an integer in 0..%u", what, KJSON_INT32_MAX);
+	*value = (uint32_t)v;
+	*present = 1;
+	return 0;
+}
+
+static int decode_replicated_job(const cJSON *item, size_t index, int document, struct jobset_rjob *rj,
+				 char **cause)
 {
 	const cJSON *job_spec = kjson_member(kjson_member(item, "template"), "spec");
 	const cJSON *labels =
@@ -34,17 +51,19 @@ static int decode_replicated_job(const cJSON *item, size_t index, struct jobset_
 	if (kjson_take_string(kjson_member(item, "name"), rj->name, MODEL_LABEL_MAX, 1, what, cause))
 		return -1;
 	snprintf(what, sizeof(what), "spec.replicatedJobs[%zu].replicas", index);
-	if (kjson_take_count(kjson_member(item, "replicas"), &rj->replicas, &present, what, cause))
+	if (take_count(kjson_member(item, "replicas"), document, &rj->replicas, &present, what, cause))
 		return -1;
 	if (!present)
 		rj->replicas = 1;
 	snprintf(what, sizeof(what), "spec.replicatedJobs[%zu] parallelism", index);
-	if (kjson_take_count(kjson_member(job_spec, "parallelism"), &rj->parallelism, &present, what, cause))
+	if (take_count(kjson_member(job_spec, "parallelism"), document, &rj->parallelism, &present, what,
+		       cause))
 		return -1;
 	if (!present)
 		rj->parallelism = 1;
 	snprintf(what, sizeof(what), "spec.replicatedJobs[%zu] completions", index);
-	if (kjson_take_count(kjson_member(job_spec, "completions"), &rj->completions, &present, what, cause))
+	if (take_count(kjson_member(job_spec, "completions"), document, &rj->completions, &present, what,
+		       cause))
 		return -1;
 	/* A Job without completions runs `parallelism` pods until one succeeds. */
 	if (!present)
@@ -81,7 +100,7 @@ static int decode_config(const cJSON *object, struct jobset_model *out, char **c
 	return err;
 }
 
-int jobset_model_decode(const struct cJSON *object, struct jobset_model *out, char **cause)
+static int decode(const struct cJSON *object, int document, struct jobset_model *out, char **cause)
 {
 	const cJSON *metadata = kjson_member(object, "metadata");
 	const cJSON *spec = kjson_member(object, "spec");
@@ -93,13 +112,13 @@ int jobset_model_decode(const struct cJSON *object, struct jobset_model *out, ch
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsObject(object))
 		return cause_fail(cause, "JobSet is not an object");
-	if (!cJSON_IsObject(metadata))
+	if (!cJSON_IsObject(metadata) && !(document && !metadata))
 		return cause_fail(cause, "JobSet metadata is missing");
-	if (kjson_take_string(kjson_member(metadata, "name"), out->name, MODEL_LABEL_MAX, 1,
+	if (kjson_take_string(kjson_member(metadata, "name"), out->name, MODEL_LABEL_MAX, !document,
 			      "JobSet metadata.name", cause) ||
-	    kjson_take_string(kjson_member(metadata, "namespace"), out->namespace, MODEL_LABEL_MAX, 1,
+	    kjson_take_string(kjson_member(metadata, "namespace"), out->namespace, MODEL_LABEL_MAX, !document,
 			      "JobSet metadata.namespace", cause) ||
-	    kjson_take_string(kjson_member(metadata, "uid"), out->uid, MODEL_UID_MAX, 1,
+	    kjson_take_string(kjson_member(metadata, "uid"), out->uid, MODEL_UID_MAX, !document,
 			      "JobSet metadata.uid", cause))
 		return -1;
 	if (!cJSON_IsObject(spec))
@@ -114,7 +133,7 @@ int jobset_model_decode(const struct cJSON *object, struct jobset_model *out, ch
 		if (out->replicated_job_count == JOBSET_MODEL_RJOBS_MAX)
 			return cause_fail(cause, "more than %d replicatedJobs", JOBSET_MODEL_RJOBS_MAX);
 		rj = &out->replicated_jobs[out->replicated_job_count];
-		if (decode_replicated_job(item, out->replicated_job_count, rj, cause))
+		if (decode_replicated_job(item, out->replicated_job_count, document, rj, cause))
 			return -1;
 		for (size_t i = 0; i < out->replicated_job_count; i++)
 			if (strcmp(out->replicated_jobs[i].name, rj->name) == 0)
@@ -133,11 +152,22 @@ int jobset_model_decode(const struct cJSON *object, struct jobset_model *out, ch
 		if (rj->targeted && rj->generation > out->generation)
 			out->generation = rj->generation;
 	}
-	out->suspended = cJSON_IsTrue(kjson_member(spec, "suspend"));
+	out->suspended = document ? kjson_is_true(kjson_member(spec, "suspend"))
+				  : cJSON_IsTrue(kjson_member(spec, "suspend"));
 	if (kjson_take_count(kjson_member(kjson_member(object, "status"), "restarts"), &out->restarts,
 			     &present, "JobSet status.restarts", cause))
 		return -1;
 	return 0;
+}
+
+int jobset_model_decode(const struct cJSON *object, struct jobset_model *out, char **cause)
+{
+	return decode(object, 0, out, cause);
+}
+
+int jobset_model_decode_document(const struct cJSON *object, struct jobset_model *out, char **cause)
+{
+	return decode(object, 1, out, cause);
 }
 
 int jobset_model_parse(const char *json, size_t len, struct jobset_model *out, char **cause)

@@ -1,0 +1,454 @@
+/*
+ * topo_jobset: a JobSet's placement request. See topo_jobset.h.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "topo_jobset.h"
+
+#include "cause.h"
+#include "jobset_model.h"
+#include "kjson.h"
+#include "muster_api.h"
+#include "topo_fields.h"
+#include "yaml_json.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- decoding ---- */
+
+/* A Volcano networkTopology object (an annotation's value, or a field). */
+static int network_of(struct topo_store *s, const cJSON *obj, struct topo_network_request *out,
+		      const char *where, const char *field, char **cause)
+{
+	const char *mode;
+	long long tier;
+	char whole[160]; /* the object itself: field without its trailing ". " or ": " */
+	size_t n;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(whole, sizeof(whole), "%s", field);
+	n = strlen(whole);
+	while (n > 0 && (whole[n - 1] == '.' || whole[n - 1] == ' ' || whole[n - 1] == ':'))
+		whole[--n] = '\0';
+	if (!obj)
+		return 0;
+	if (!cJSON_IsObject(obj))
+		return cause_replace(cause, "%s: %s: not a map", where, whole);
+	out->set = 1;
+	if (topo_field_string(obj, "mode", 16, &mode, where, field, cause) ||
+	    topo_field_count(obj, "highestTierAllowed", 0, 1000000, &tier, where, field, cause) ||
+	    topo_field_copy(s, obj, "highestTierName", TOPO_NAME_MAX, &out->tier_name, where, field, cause))
+		return -1;
+	if (mode && strcmp(mode, "hard") != 0 && strcmp(mode, "soft") != 0)
+		return cause_replace(cause, "%s: %smode: %s is neither hard nor soft", where, field, mode);
+	out->hard = !mode || strcmp(mode, "hard") == 0;
+	out->tier = (int)tier;
+	if (kjson_value(obj, "highestTierAllowed") && tier < 1)
+		return cause_replace(cause, "%s: %shighestTierAllowed: tiers start at 1", where, field);
+	if (out->tier && out->tier_name)
+		return cause_replace(cause,
+				     "%s: %s: highestTierAllowed and highestTierName cannot both be set",
+				     where, whole);
+	if (out->hard && !out->tier && !out->tier_name)
+		return cause_replace(cause, "%s: %s: mode hard needs highestTierAllowed or highestTierName",
+				     where, whole);
+	return 0;
+}
+
+/* An annotation holding a small JSON or YAML object. */
+static int annotation_object(const char *text, const char *where, const char *name, cJSON **out, char **cause)
+{
+	char what[320];
+
+	snprintf(what, sizeof(what), "%s: annotation %s", where, name);
+	*out = yaml_json_parse(text, strlen(text), what, cause);
+	if (!*out)
+		return -1;
+	if (!cJSON_IsObject(*out)) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		return cause_replace(cause, "%s: not a map", what);
+	}
+	return 0;
+}
+
+static int decode_network_annotation(struct topo_store *s, const cJSON *annotations, const char *where,
+				     const char *prefix, struct topo_network_request *out, char **cause)
+{
+	const char *text;
+	cJSON *obj;
+	char field[96];
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (topo_field_string(annotations, MUSTER_ANNOTATION_NETWORK_TOPOLOGY, 4096, &text, where, prefix,
+			      cause))
+		return -1;
+	if (!text)
+		return 0;
+	if (annotation_object(text, where, MUSTER_ANNOTATION_NETWORK_TOPOLOGY, &obj, cause))
+		return -1;
+	snprintf(field, sizeof(field), "annotation %s: ", MUSTER_ANNOTATION_NETWORK_TOPOLOGY);
+	rc = network_of(s, obj, out, where, field, cause);
+	cJSON_Delete(obj);
+	return rc;
+}
+
+static int decode_partitions(struct topo_store *s, const cJSON *annotations, struct topo_jobset_group *g,
+			     const char *where, const char *prefix, char **cause)
+{
+	const char *text;
+	cJSON *obj;
+	long long total, size, least;
+	char field[96];
+	int rc = -1;
+
+	if (topo_field_string(annotations, MUSTER_ANNOTATION_PARTITION_POLICY, 4096, &text, where, prefix,
+			      cause))
+		return -1;
+	if (!text)
+		return 0;
+	if (annotation_object(text, where, MUSTER_ANNOTATION_PARTITION_POLICY, &obj, cause))
+		return -1;
+	snprintf(field, sizeof(field), "annotation %s: ", MUSTER_ANNOTATION_PARTITION_POLICY);
+	if (topo_field_count(obj, "totalPartitions", 0, TOPO_PODS_MAX, &total, where, field, cause) ||
+	    topo_field_count(obj, "partitionSize", 0, TOPO_PODS_MAX, &size, where, field, cause) ||
+	    topo_field_count(obj, "minPartitions", 0, TOPO_PODS_MAX, &least, where, field, cause))
+		goto out;
+	if (total < 1 || size < 1) {
+		cause_replace(cause, "%s: %stotalPartitions and partitionSize must be at least 1", where,
+			      field);
+		goto out;
+	}
+	if ((unsigned long long)total * (unsigned long long)size != g->pods) {
+		cause_replace(cause,
+			      "%s: %stotalPartitions x partitionSize = %lld x %lld, the job has %u pods",
+			      where, field, total, size, g->pods);
+		goto out;
+	}
+	if (least > total) {
+		cause_replace(cause, "%s: %sminPartitions %lld is above totalPartitions %lld", where, field,
+			      least, total);
+		goto out;
+	}
+	snprintf(field, sizeof(field), "annotation %s: networkTopology.", MUSTER_ANNOTATION_PARTITION_POLICY);
+	if (network_of(s, kjson_value(obj, "networkTopology"), &g->partition_network, where, field, cause))
+		goto out;
+	if (g->partition_network.set && !g->partition_network.hard) {
+		cause_replace(cause, "%s: %smode: soft partitions are not supported (hard only)", where,
+			      field);
+		goto out;
+	}
+	g->partitions = (unsigned)total;
+	g->partition_size = (unsigned)size;
+	g->min_partitions = (unsigned)least;
+	rc = 0;
+out:
+	cJSON_Delete(obj);
+	return rc;
+}
+
+/* The pod template's topology annotations. */
+static int decode_annotations(struct topo_store *s, const cJSON *annotations, struct topo_jobset_group *g,
+			      const char *where, char **cause)
+{
+	const char *unconstrained, *slice_size;
+	char field[] = "template.spec.template.metadata.annotations.";
+	int constraints;
+
+	static const char *const known[] = { KUEUE_ANNOTATION_REQUIRED,	     KUEUE_ANNOTATION_PREFERRED,
+					     KUEUE_ANNOTATION_UNCONSTRAINED, KUEUE_ANNOTATION_SLICE,
+					     KUEUE_ANNOTATION_SLICE_SIZE,    KUEUE_ANNOTATION_GROUP };
+	const cJSON *a;
+
+	if (annotations && !cJSON_IsObject(annotations))
+		return cause_replace(cause, "%s: %s: not a map", where, field);
+	/* A Kueue topology annotation not read here would be ignored silently: refuse it. */
+	cJSON_ArrayForEach(a, annotations)
+	{
+		size_t k;
+
+		if (!a->string ||
+		    strncmp(a->string, KUEUE_ANNOTATION_PREFIX, sizeof(KUEUE_ANNOTATION_PREFIX) - 1) != 0)
+			continue;
+		for (k = 0; k < sizeof(known) / sizeof(known[0]) && strcmp(known[k], a->string) != 0; k++)
+			;
+		if (k == sizeof(known) / sizeof(known[0]))
+			return cause_replace(cause, "%s: %s%.64s: not supported by muster-topology", where,
+					     field, a->string);
+	}
+	if (topo_field_copy(s, annotations, KUEUE_ANNOTATION_REQUIRED, TOPO_OBJ_KEY_MAX, &g->required, where,
+			    field, cause) ||
+	    topo_field_copy(s, annotations, KUEUE_ANNOTATION_PREFERRED, TOPO_OBJ_KEY_MAX, &g->preferred,
+			    where, field, cause) ||
+	    topo_field_copy(s, annotations, KUEUE_ANNOTATION_SLICE, TOPO_OBJ_KEY_MAX, &g->slice_level, where,
+			    field, cause) ||
+	    topo_field_copy(s, annotations, KUEUE_ANNOTATION_GROUP, TOPO_NAME_MAX, &g->podset_group, where,
+			    field, cause) ||
+	    topo_field_string(annotations, KUEUE_ANNOTATION_UNCONSTRAINED, 16, &unconstrained, where, field,
+			      cause) ||
+	    topo_field_string(annotations, KUEUE_ANNOTATION_SLICE_SIZE, 16, &slice_size, where, field,
+			      cause) ||
+	    decode_network_annotation(s, annotations, where, field, &g->network, cause) ||
+	    decode_partitions(s, annotations, g, where, field, cause))
+		return -1;
+	if (unconstrained && strcmp(unconstrained, "true") != 0 && strcmp(unconstrained, "false") != 0)
+		return cause_replace(cause, "%s: %s%s: \"%s\" is neither true nor false", where, field,
+				     KUEUE_ANNOTATION_UNCONSTRAINED, unconstrained);
+	g->unconstrained = unconstrained && strcmp(unconstrained, "true") == 0;
+	constraints = !!g->required + !!g->preferred + g->unconstrained + g->network.set;
+	if (constraints > 1)
+		return cause_replace(cause, "%s: %s: at most one of %s, %s, %s, %s", where, field,
+				     KUEUE_ANNOTATION_REQUIRED, KUEUE_ANNOTATION_PREFERRED,
+				     KUEUE_ANNOTATION_UNCONSTRAINED, MUSTER_ANNOTATION_NETWORK_TOPOLOGY);
+	if (!!g->slice_level != !!slice_size)
+		return cause_replace(cause, "%s: %s: %s and %s go together", where, field,
+				     KUEUE_ANNOTATION_SLICE, KUEUE_ANNOTATION_SLICE_SIZE);
+	if (slice_size) {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(slice_size, &end, 10);
+		if (errno || *end || end == slice_size || v < 1 || v > (long)TOPO_PODS_MAX)
+			return cause_replace(cause, "%s: %s%s: \"%s\" is not a positive integer", where,
+					     field, KUEUE_ANNOTATION_SLICE_SIZE, slice_size);
+		if (g->pods % (unsigned)v)
+			return cause_replace(cause, "%s: %s%s: %ld does not divide the job's %u pods", where,
+					     field, KUEUE_ANNOTATION_SLICE_SIZE, v, g->pods);
+		g->slice_size = (unsigned)v;
+	}
+	if (g->slice_level && g->partitions)
+		return cause_replace(cause, "%s: %s: %s and %s exclude each other", where, field,
+				     KUEUE_ANNOTATION_SLICE, MUSTER_ANNOTATION_PARTITION_POLICY);
+	return 0;
+}
+
+/* A replicated job: counts from the JobSet model, the rest from its pod template. */
+static int decode_replicated_job(struct topo_store *s, const cJSON *rj, const struct jobset_rjob *m,
+				 size_t index, struct topo_jobset_group *g, char **cause)
+{
+	const cJSON *pod = kjson_path(rj, "template", "spec", "template");
+	const cJSON *pod_spec = kjson_value(pod, "spec");
+	char where[320];
+
+	g->name = topo_store_string(s, m->name);
+	if (!g->name)
+		return topo_store_nomem(s, cause);
+	snprintf(where, sizeof(where), "jobset: spec.replicatedJobs[%zu] (%s)", index, g->name);
+	if (m->replicas > TOPO_INSTANCES_MAX)
+		return cause_replace(cause, "%s: replicas: not an integer from 0 to %u", where,
+				     TOPO_INSTANCES_MAX);
+	if (m->parallelism > TOPO_PODS_MAX || m->completions > TOPO_PODS_MAX)
+		return cause_replace(cause, "%s: template.spec.%s: not an integer from 0 to %u", where,
+				     m->parallelism > TOPO_PODS_MAX ? "parallelism" : "completions",
+				     TOPO_PODS_MAX);
+	if (!pod_spec)
+		return cause_replace(cause, "%s: template.spec.template.spec: missing", where);
+	g->replicas = m->replicas;
+	g->pods = m->parallelism < m->completions ? m->parallelism : m->completions;
+	if (decode_annotations(s, kjson_path(pod, "metadata", "annotations", NULL), g, where, cause))
+		return -1;
+	return topo_pod_scheduling_decode(s, pod_spec, where, "template.spec.template.spec", &g->pod, cause);
+}
+
+int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobset *out, char **cause)
+{
+	struct jobset_model *model = NULL;
+	const cJSON *rjs, *rj, *ann;
+	const char *field = "metadata.annotations.";
+	char *model_cause = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (topo_field_kind(root, "JobSet", "jobset", cause))
+		return -1;
+	ann = kjson_path(root, "metadata", "annotations", NULL);
+	if (ann && !cJSON_IsObject(ann))
+		return cause_replace(cause, "jobset: metadata.annotations: not a map");
+	if (topo_field_copy(s, ann, MUSTER_ANNOTATION_TOPOLOGY_REQUIRED, TOPO_OBJ_KEY_MAX,
+			    &out->whole_required, "jobset", field, cause) ||
+	    topo_field_copy(s, ann, MUSTER_ANNOTATION_TOPOLOGY_PREFERRED, TOPO_OBJ_KEY_MAX,
+			    &out->whole_preferred, "jobset", field, cause) ||
+	    decode_network_annotation(s, ann, "jobset", field, &out->whole_network, cause))
+		return -1;
+	if (!!out->whole_required + !!out->whole_preferred + out->whole_network.set > 1)
+		return cause_replace(cause, "jobset: metadata.annotations: at most one of %s, %s, %s",
+				     MUSTER_ANNOTATION_TOPOLOGY_REQUIRED,
+				     MUSTER_ANNOTATION_TOPOLOGY_PREFERRED,
+				     MUSTER_ANNOTATION_NETWORK_TOPOLOGY);
+	rjs = kjson_path(root, "spec", "replicatedJobs", NULL);
+	if (!cJSON_IsArray(rjs) || cJSON_GetArraySize(rjs) == 0)
+		return cause_replace(cause, "jobset: spec.replicatedJobs: missing, empty or not a list");
+	if (cJSON_GetArraySize(rjs) > TOPO_GROUPS_MAX)
+		return cause_replace(cause, "jobset: spec.replicatedJobs: more than %d", TOPO_GROUPS_MAX);
+	/* Names, replicas, parallelism and completions: the one JobSet model. */
+	model = malloc(sizeof(*model));
+	if (!model)
+		return topo_store_nomem(s, cause);
+	if (jobset_model_decode_document(root, model, &model_cause)) {
+		cause_replace(cause, "jobset: %s", model_cause ? model_cause : "out of memory");
+		goto out;
+	}
+	if (model->name[0] && !(out->name = topo_store_string(s, model->name))) {
+		topo_store_nomem(s, cause);
+		goto out;
+	}
+	cJSON_ArrayForEach(rj, rjs)
+	{
+		if (decode_replicated_job(s, rj, &model->replicated_jobs[n], n, &out->groups[n], cause))
+			goto out;
+		out->group_count = ++n;
+	}
+	rc = 0;
+out:
+	free(model_cause);
+	free(model);
+	return rc;
+}
+
+/* ---- the request: levels resolved against a tree ---- */
+
+/* A level by name (label, tierName, "tier N"), or a bare number: the highest tier not above it. */
+static int level_named(const struct topo_tree *t, const char *name)
+{
+	int l = topo_tree_level(t, name);
+	char *end;
+	long tier;
+
+	if (l >= 0)
+		return l;
+	errno = 0;
+	tier = strtol(name, &end, 10);
+	return errno || *end || end == name || tier < 1 || tier > 1000000
+		       ? -1
+		       : topo_tree_tier_level(t, (int)tier);
+}
+
+static int network_level(const struct topo_tree *t, const struct topo_network_request *net)
+{
+	return net->tier_name ? topo_tree_level(t, net->tier_name) : topo_tree_tier_level(t, net->tier);
+}
+
+/* A Volcano networkTopology as a constraint: hard = required, soft = preferred, soft without tier = none. */
+static int network_constraint(const struct topo_tree *t, const struct topo_network_request *net,
+			      struct topo_constraint *out, const char *who, char **cause)
+{
+	int l;
+
+	if (!net->hard && !net->tier && !net->tier_name) {
+		*out = (struct topo_constraint){ TOPO_MODE_NONE, 0 };
+		return 0;
+	}
+	l = network_level(t, net);
+	if (l < 1) {
+		if (net->tier_name)
+			return cause_replace(cause, "%s: highestTierName %s is not a tier of the topology",
+					     who, net->tier_name);
+		return cause_replace(cause, "%s: highestTierAllowed %d is below every tier of the topology",
+				     who, net->tier);
+	}
+	*out = (struct topo_constraint){ net->hard ? TOPO_MODE_REQUIRED : TOPO_MODE_PREFERRED, (uint8_t)l };
+	return 0;
+}
+
+static int group_request(const struct topo_jobset *in, const struct topo_tree *tree, size_t i,
+			 struct topo_group *g, char **cause)
+{
+	const struct topo_jobset_group *ig = &in->groups[i];
+	const char *lv = ig->required ? ig->required : ig->preferred;
+	char who[128];
+
+	snprintf(who, sizeof(who), "jobset: %s", ig->name);
+	memset(g, 0, sizeof(*g));
+	g->name = ig->name;
+	g->replicas = ig->replicas;
+	g->pods = ig->pods;
+	g->shape.node_selector = ig->pod.selector;
+	g->shape.node_selector_count = ig->pod.selector_count;
+	g->shape.affinity = ig->pod.affinity;
+	g->shape.affinity_count = ig->pod.affinity_count;
+	g->shape.tolerations = ig->pod.tolerations;
+	g->shape.toleration_count = ig->pod.toleration_count;
+	for (size_t r = 0; r < ig->pod.request_count; r++) {
+		int slot = topo_resource_index(tree->cluster, ig->pod.request_names[r]);
+
+		if (strcmp(ig->pod.request_names[r], "pods") == 0 || ig->pod.request_values[r] == 0)
+			continue;
+		if (slot < 0)
+			return cause_replace(
+				cause,
+				"%s requests %s, which no node has (or beyond the %d resources tracked)", who,
+				ig->pod.request_names[r], TOPO_RESOURCES_MAX);
+		g->shape.requests[slot] = ig->pod.request_values[r];
+	}
+	if (lv) {
+		int l = level_named(tree, lv);
+
+		if (l < 1)
+			return cause_replace(cause, "%s: %s is not a level of the topology", who, lv);
+		g->constraint =
+			(struct topo_constraint){ ig->required ? TOPO_MODE_REQUIRED : TOPO_MODE_PREFERRED,
+						  (uint8_t)l };
+	} else if (ig->unconstrained) {
+		g->constraint.mode = TOPO_MODE_UNCONSTRAINED;
+	} else if (ig->network.set && network_constraint(tree, &ig->network, &g->constraint, who, cause)) {
+		return -1;
+	}
+	if (ig->slice_level) {
+		int l = level_named(tree, ig->slice_level);
+
+		if (l < 1)
+			return cause_replace(cause, "%s: %s is not a level of the topology", who,
+					     ig->slice_level);
+		g->slice_level = (uint8_t)l;
+		g->slice_size = ig->slice_size;
+	}
+	if (ig->partitions) {
+		struct topo_constraint part = { TOPO_MODE_NONE, 0 };
+
+		if (ig->partition_network.set &&
+		    network_constraint(tree, &ig->partition_network, &part, who, cause))
+			return -1;
+		g->slice_size = ig->partition_size;
+		g->slice_level = part.level; /* 0: anywhere in the job's domain */
+		g->min_slices = ig->min_partitions < ig->partitions ? ig->min_partitions : 0;
+	}
+	/* Co-placed groups share the number of the first group of their name. */
+	for (size_t k = 0; ig->podset_group && k <= i; k++)
+		if (in->groups[k].podset_group && strcmp(in->groups[k].podset_group, ig->podset_group) == 0) {
+			g->together = (uint32_t)k + 1;
+			break;
+		}
+	return 0;
+}
+
+int topo_jobset_request(const struct topo_jobset *in, const struct topo_tree *tree, struct topo_group *groups,
+			struct topo_request *req, char **cause)
+{
+	*cause = NULL;
+	memset(req, 0, sizeof(*req));
+	if (in->whole_required || in->whole_preferred) {
+		const char *name = in->whole_required ? in->whole_required : in->whole_preferred;
+		int l = level_named(tree, name);
+
+		if (l < 1)
+			return cause_replace(cause, "jobset: %s is not a level of the topology", name);
+		req->whole = (struct topo_constraint){ in->whole_required ? TOPO_MODE_REQUIRED
+									  : TOPO_MODE_PREFERRED,
+						       (uint8_t)l };
+	} else if (in->whole_network.set &&
+		   network_constraint(tree, &in->whole_network, &req->whole, "jobset: the JobSet", cause)) {
+		return -1;
+	}
+	for (size_t i = 0; i < in->group_count; i++)
+		if (group_request(in, tree, i, &groups[i], cause))
+			return -1;
+	req->groups = groups;
+	req->group_count = in->group_count;
+	return 0;
+}
