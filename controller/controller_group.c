@@ -23,7 +23,7 @@
 #include "kube_client.h"
 #include "kube_curl.h"
 #include "kube_informer.h"
-#include "jobset_registry.h"
+#include "name_table.h"
 #include "mlog.h"
 #include "push_fanout.h"
 #include "release_record.h"
@@ -36,7 +36,7 @@
 
 /* One group-scheduled JobSet. */
 struct entry {
-	struct registry_node node; /* first: an entry is its node; namespace and name point below */
+	struct name_node node; /* first: an entry is its node; namespace and name point below */
 	char namespace[MODEL_LABEL_MAX + 1];
 	char name[MODEL_LABEL_MAX + 1];
 	char uid[MODEL_UID_MAX + 1];
@@ -76,7 +76,7 @@ struct api {
 
 struct controller_group {
 	pthread_mutex_t lock; /* the registry and every tracker */
-	struct jobset_registry registry; /* the entries */
+	struct name_table registry; /* the entries */
 	char namespace[MODEL_LABEL_MAX + 1];
 	struct controller_group_options options;
 	struct api jobset_api, pod_api, write_api, side_api;
@@ -171,11 +171,11 @@ static int jobset_decode(const cJSON *object, struct jobset_model *jobset, char 
 	return 0;
 }
 
-/* ---- the registry (jobset_registry, under the lock) ---- */
+/* ---- the registry (a name_table, under the lock) ---- */
 
 static struct entry *entry_find(struct controller_group *group, const char *namespace, const char *name)
 {
-	return (struct entry *)jobset_registry_find(&group->registry, namespace, name);
+	return (struct entry *)name_table_find(&group->registry, namespace, name);
 }
 
 /* Adds e (its namespace and name set); 0, or -1 when there is no table. */
@@ -183,12 +183,12 @@ static int entry_insert(struct controller_group *group, struct entry *e)
 {
 	e->node.namespace = e->namespace;
 	e->node.name = e->name;
-	return jobset_registry_insert(&group->registry, &e->node);
+	return name_table_insert(&group->registry, &e->node);
 }
 
 static void entry_remove(struct controller_group *group, struct entry *victim)
 {
-	jobset_registry_remove(&group->registry, &victim->node);
+	name_table_remove(&group->registry, &victim->node);
 	group_tracker_free(victim->tracker);
 	free(victim);
 }
@@ -198,7 +198,7 @@ struct each_context {
 	void (*fn)(struct controller_group *, struct entry *);
 };
 
-static void each_entry(void *arg, struct registry_node *node)
+static void each_entry(void *arg, struct name_node *node)
 {
 	struct each_context *context = arg;
 
@@ -211,7 +211,7 @@ static void registry_each(struct controller_group *group,
 {
 	struct each_context context = { group, fn };
 
-	jobset_registry_each(&group->registry, each_entry, &context);
+	name_table_each(&group->registry, each_entry, &context);
 }
 
 /* A job for the JobSet of e (its identity copied), or NULL (counted as
@@ -428,7 +428,7 @@ static void release(struct controller_group *group, struct entry *e, const struc
 		return;
 	}
 	req->snap = *e;
-	req->snap.node = (struct registry_node){ 0 };
+	req->snap.node = (struct name_node){ 0 };
 	req->snap.tracker = NULL;
 	req->decision = *decision;
 	if (group->writes_tail)
@@ -1005,7 +1005,7 @@ void controller_group_free(struct controller_group *group)
 	if (!group)
 		return;
 	registry_each(group, entry_remove);
-	jobset_registry_clear(&group->registry);
+	name_table_clear(&group->registry);
 	while (group->writes_head) {
 		struct write_req *next = group->writes_head->next;
 
@@ -1083,7 +1083,7 @@ struct view_context {
 	void *arg;
 };
 
-static void view_entry(void *arg, struct registry_node *node)
+static void view_entry(void *arg, struct name_node *node)
 {
 	const struct view_context *context = arg;
 	const struct entry *e = (const struct entry *)node;
@@ -1103,6 +1103,6 @@ void controller_group_foreach(struct controller_group *group,
 	struct view_context context = { fn, arg };
 
 	pthread_mutex_lock(&group->lock);
-	jobset_registry_each(&group->registry, view_entry, &context);
+	name_table_each(&group->registry, view_entry, &context);
 	pthread_mutex_unlock(&group->lock);
 }

@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The store's limit is TOPO_STORE_LIMIT_DEFAULT, as the header promises. */
+_Static_assert(TOPO_STORE_LIMIT_DEFAULT == TOPO_INPUT_STORED_MAX, "one limit of decoded storage");
+
 void topo_input_free(struct topo_input *in)
 {
 	if (!in)
@@ -62,6 +65,32 @@ static int items_of(const cJSON *root, const cJSON **items, size_t *count)
 static const cJSON *next_item(const cJSON *it)
 {
 	return it->next;
+}
+
+/* Opens one input: read at most once (*read), parsed, its items found (at
+ * most max). Returns the tree (the caller deletes it), or NULL with the cause. */
+static cJSON *open_list(int *read, const char *data, size_t size, const char *what, const char *kind,
+			size_t max, const cJSON **first, size_t *count, char **cause)
+{
+	cJSON *root;
+
+	if (*read) {
+		cause_replace(cause, "%s: read twice", what);
+		return NULL;
+	}
+	*read = 1;
+	root = parse_file(data, size, what, cause);
+	if (!root)
+		return NULL;
+	if (items_of(root, first, count)) {
+		cause_replace(cause, "%s: not a List, a list or a %s", what, kind);
+	} else if (*count > max) {
+		cause_replace(cause, "%s: %zu items, at most %zu", what, *count, max);
+	} else {
+		return root;
+	}
+	cJSON_Delete(root);
+	return NULL;
 }
 
 /* ---- nodes ---- */
@@ -171,21 +200,9 @@ int topo_input_nodes(struct topo_input *in, const char *data, size_t size, char 
 	int rc = -1;
 
 	*cause = NULL;
-	if (in->read_nodes)
-		return cause_replace(cause, "nodes: read twice");
-	in->read_nodes = 1;
-	in->store.limit = TOPO_INPUT_STORED_MAX;
-	root = parse_file(data, size, "nodes", cause);
+	root = open_list(&in->read_nodes, data, size, "nodes", "Node", TOPO_NODES_MAX, &first, &count, cause);
 	if (!root)
 		return -1;
-	if (items_of(root, &first, &count)) {
-		cause_replace(cause, "nodes: not a List, a list or a Node");
-		goto out;
-	}
-	if (count > TOPO_NODES_MAX) {
-		cause_replace(cause, "nodes: %zu items, at most %u", count, TOPO_NODES_MAX);
-		goto out;
-	}
 	in->nodes = topo_store_alloc(&in->store, count, sizeof(*in->nodes));
 	if (!in->nodes || choose_resources(in, first, count, cause)) {
 		if (!*cause)
@@ -267,14 +284,9 @@ int topo_input_pods(struct topo_input *in, const char *data, size_t size, char *
 	*cause = NULL;
 	if (!in->read_nodes || in->read_pods)
 		return cause_replace(cause, "pods: read once, after the nodes");
-	in->read_pods = 1;
-	root = parse_file(data, size, "pods", cause);
+	root = open_list(&in->read_pods, data, size, "pods", "Pod", SIZE_MAX, &first, &count, cause);
 	if (!root)
 		return -1;
-	if (items_of(root, &first, &count)) {
-		cause_replace(cause, "pods: not a List, a list or a Pod");
-		goto out;
-	}
 	sorted = sorted_names(in);
 	if (!sorted) {
 		topo_store_nomem(&in->store, cause);
@@ -301,7 +313,6 @@ int topo_input_jobset(struct topo_input *in, const char *data, size_t size, char
 	if (in->read_jobset)
 		return cause_replace(cause, "jobset: read twice");
 	in->read_jobset = 1;
-	in->store.limit = TOPO_INPUT_STORED_MAX;
 	root = parse_file(data, size, "jobset", cause);
 	if (!root)
 		return -1;
@@ -320,21 +331,10 @@ int topo_input_hypernodes(struct topo_input *in, const char *data, size_t size, 
 	int rc = -1;
 
 	*cause = NULL;
-	if (in->read_hypernodes)
-		return cause_replace(cause, "hypernodes: read twice");
-	in->read_hypernodes = 1;
-	in->store.limit = TOPO_INPUT_STORED_MAX;
-	root = parse_file(data, size, "hypernodes", cause);
+	root = open_list(&in->read_hypernodes, data, size, "hypernodes", "HyperNode", TOPO_HYPERNODES_MAX,
+			 &first, &count, cause);
 	if (!root)
 		return -1;
-	if (items_of(root, &first, &count)) {
-		cause_replace(cause, "hypernodes: not a List, a list or a HyperNode");
-		goto out;
-	}
-	if (count > TOPO_HYPERNODES_MAX) {
-		cause_replace(cause, "hypernodes: %zu items, at most %u", count, TOPO_HYPERNODES_MAX);
-		goto out;
-	}
 	in->hypernodes = topo_store_alloc(&in->store, count, sizeof(*in->hypernodes));
 	if (!in->hypernodes) {
 		topo_store_nomem(&in->store, cause);

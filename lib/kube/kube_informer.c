@@ -1,7 +1,7 @@
 /*
  * kube_informer: the keyed record of a watched collection (see
- * kube_informer.h). A chained hash table by namespace/name that doubles as
- * it fills; each record is one allocation holding its key, its
+ * kube_informer.h). A table by namespace/name (lib/base/name_table);
+ * each record is one allocation holding its key, its
  * resourceVersion and the caller's value. A LIST is told apart from the
  * one before by a serial number, so finding what it did not contain is one
  * pass over the table.
@@ -15,96 +15,48 @@
 #include <string.h>
 
 #include "kube_error.h"
-
-#define BUCKETS_MIN 64u
+#include "name_table.h"
 
 struct record {
-	struct record *next; /* in its bucket */
-	uint64_t hash;
+	struct name_node node; /* first: a record is its node; namespace and name point into key */
 	uint64_t listed; /* serial of the last LIST that contained it */
 	void *value;
 	char resource_version[KUBE_INFORMER_VERSION_MAX];
-	const char *name; /* points into key */
 	char key[]; /* "namespace\0name\0" */
 };
 
 struct kube_informer {
 	struct kube_informer_handlers handlers;
-	struct record **buckets;
-	size_t bucket_count; /* a power of two, or 0 */
-	_Atomic size_t count;
+	struct name_table table;
+	_Atomic size_t count; /* the table's, readable without the caller's lock */
 	uint64_t list_serial; /* LISTs begun */
 	char resource_version[KUBE_RESOURCE_VERSION_MAX];
 };
 
-static uint64_t key_hash(const char *namespace, const char *name)
+static struct record *find(const struct kube_informer *informer, const char *namespace, const char *name)
 {
-	uint64_t h = 1469598103934665603u; /* FNV-1a */
-
-	for (const char *p = namespace; *p; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211u;
-	h = (h ^ '/') * 1099511628211u;
-	for (const char *p = name; *p; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211u;
-	return h;
-}
-
-static struct record *find(const struct kube_informer *informer, const char *namespace, const char *name,
-			   uint64_t hash)
-{
-	if (!informer->bucket_count)
-		return NULL;
-	for (struct record *r = informer->buckets[hash & (informer->bucket_count - 1)]; r; r = r->next)
-		if (r->hash == hash && strcmp(r->key, namespace) == 0 && strcmp(r->name, name) == 0)
-			return r;
-	return NULL;
-}
-
-/* Doubles the table (or makes the first one). Without memory it stays as it
- * is: chains only get longer. */
-static void grow(struct kube_informer *informer)
-{
-	size_t count = informer->bucket_count ? informer->bucket_count * 2 : BUCKETS_MIN;
-	struct record **buckets = calloc(count, sizeof(*buckets));
-
-	if (!buckets)
-		return;
-	for (size_t b = 0; b < informer->bucket_count; b++) {
-		struct record *r = informer->buckets[b], *next;
-
-		for (; r; r = next) {
-			next = r->next;
-			r->next = buckets[r->hash & (count - 1)];
-			buckets[r->hash & (count - 1)] = r;
-		}
-	}
-	free(informer->buckets);
-	informer->buckets = buckets;
-	informer->bucket_count = count;
+	return (struct record *)name_table_find(&informer->table, namespace, name);
 }
 
 /* A new record (not yet with a value), or NULL when there is no room. */
-static struct record *insert(struct kube_informer *informer, const char *namespace, const char *name,
-			     uint64_t hash)
+static struct record *insert(struct kube_informer *informer, const char *namespace, const char *name)
 {
 	size_t namespace_len = strlen(namespace), name_len = strlen(name);
 	struct record *r;
 
 	if (atomic_load(&informer->count) >= KUBE_INFORMER_OBJECTS_MAX)
 		return NULL;
-	if (atomic_load(&informer->count) >= informer->bucket_count)
-		grow(informer);
-	if (!informer->bucket_count)
-		return NULL;
 	r = calloc(1, sizeof(*r) + namespace_len + name_len + 2);
 	if (!r)
 		return NULL;
 	memcpy(r->key, namespace, namespace_len + 1);
 	memcpy(r->key + namespace_len + 1, name, name_len + 1);
-	r->name = r->key + namespace_len + 1;
-	r->hash = hash;
-	r->next = informer->buckets[hash & (informer->bucket_count - 1)];
-	informer->buckets[hash & (informer->bucket_count - 1)] = r;
+	r->node.namespace = r->key;
+	r->node.name = r->key + namespace_len + 1;
+	if (name_table_insert(&informer->table, &r->node)) {
+		free(r);
+		return NULL;
+	}
 	atomic_fetch_add(&informer->count, 1);
 	return r;
 }
@@ -115,24 +67,13 @@ static void release_value(struct kube_informer *informer, void *value)
 		informer->handlers.release(informer->handlers.arg, value);
 }
 
-/* Unlinks r (found at *link) and frees it, value included. */
-static void drop(struct kube_informer *informer, struct record **link)
+/* Unlinks r and frees it, value included. */
+static void drop(struct kube_informer *informer, struct record *r)
 {
-	struct record *r = *link;
-
-	*link = r->next;
+	name_table_remove(&informer->table, &r->node);
 	release_value(informer, r->value);
 	free(r);
 	atomic_fetch_sub(&informer->count, 1);
-}
-
-static struct record **link_of(struct kube_informer *informer, const struct record *victim)
-{
-	struct record **link = &informer->buckets[victim->hash & (informer->bucket_count - 1)];
-
-	while (*link != victim)
-		link = &(*link)->next;
-	return link;
 }
 
 int kube_informer_new(const struct kube_informer_handlers *handlers, struct kube_informer **out, char **cause)
@@ -147,14 +88,17 @@ int kube_informer_new(const struct kube_informer_handlers *handlers, struct kube
 	return 0;
 }
 
+static void drop_each(void *arg, struct name_node *node)
+{
+	drop(arg, (struct record *)node);
+}
+
 void kube_informer_free(struct kube_informer *informer)
 {
 	if (!informer)
 		return;
-	for (size_t b = 0; b < informer->bucket_count; b++)
-		while (informer->buckets[b])
-			drop(informer, &informer->buckets[b]);
-	free(informer->buckets);
+	name_table_each(&informer->table, drop_each, informer);
+	name_table_clear(&informer->table);
 	free(informer);
 }
 
@@ -188,7 +132,6 @@ static int apply(struct kube_informer *informer, enum kube_watch_type type, cons
 	struct kube_informer_event event = { .type = type, .relist = relist, .old_resource_version = "" };
 	char old_version[KUBE_INFORMER_VERSION_MAX];
 	struct record *r;
-	uint64_t hash;
 	int ret = 0;
 
 	if (!namespace)
@@ -197,8 +140,7 @@ static int apply(struct kube_informer *informer, enum kube_watch_type type, cons
 		return 0;
 	if (version && !relist)
 		copy_version(informer->resource_version, sizeof(informer->resource_version), version);
-	hash = key_hash(namespace, name);
-	r = find(informer, namespace, name, hash);
+	r = find(informer, namespace, name);
 	event.namespace = namespace;
 	event.name = name;
 	event.resource_version = version ? version : "";
@@ -212,7 +154,7 @@ static int apply(struct kube_informer *informer, enum kube_watch_type type, cons
 		event.change = KUBE_INFORMER_DELETE;
 		if (r) {
 			r->value = NULL; /* old_value: released after the call */
-			drop(informer, link_of(informer, r));
+			drop(informer, r);
 		}
 		if (informer->handlers.on_change)
 			ret = informer->handlers.on_change(informer->handlers.arg, &event);
@@ -221,7 +163,7 @@ static int apply(struct kube_informer *informer, enum kube_watch_type type, cons
 	}
 	event.change = r ? KUBE_INFORMER_UPDATE : KUBE_INFORMER_ADD;
 	if (!r)
-		r = insert(informer, namespace, name, hash); /* NULL: told, not kept */
+		r = insert(informer, namespace, name); /* NULL: told, not kept */
 	event.value =
 		informer->handlers.keep ? informer->handlers.keep(informer->handlers.arg, object) : NULL;
 	if (r) {
@@ -250,42 +192,48 @@ int kube_informer_item(struct kube_informer *informer, const cJSON *object)
 	return apply(informer, KUBE_WATCH_ADDED, object, 1);
 }
 
+struct sweep {
+	struct kube_informer *informer;
+	int ret; /* the first handler's error: the others are not told */
+};
+
+/* A record the last LIST did not contain: unlinked first (on_change may not
+ * see it), told as deleted, freed. */
+static void sweep_one(void *arg, struct name_node *node)
+{
+	struct sweep *sweep = arg;
+	struct kube_informer *informer = sweep->informer;
+	struct record *r = (struct record *)node;
+	struct kube_informer_event event = {
+		.change = KUBE_INFORMER_DELETE,
+		.type = KUBE_WATCH_DELETED,
+		.relist = 1,
+		.namespace = r->node.namespace,
+		.name = r->node.name,
+		.resource_version = "",
+		.old_resource_version = r->resource_version,
+		.old_value = r->value,
+	};
+
+	if (r->listed == informer->list_serial)
+		return;
+	name_table_remove(&informer->table, &r->node);
+	if (informer->handlers.on_change && !sweep->ret)
+		sweep->ret = informer->handlers.on_change(informer->handlers.arg, &event);
+	release_value(informer, r->value);
+	free(r);
+	atomic_fetch_sub(&informer->count, 1);
+}
+
 /* Every record the LIST did not contain is dropped and told as deleted. */
 int kube_informer_relist_end(struct kube_informer *informer, const char *resource_version)
 {
-	int ret = 0;
+	struct sweep sweep = { informer, 0 };
 
 	copy_version(informer->resource_version, sizeof(informer->resource_version), resource_version);
-	for (size_t b = 0; b < informer->bucket_count; b++) {
-		struct record **link = &informer->buckets[b];
-
-		while (*link) {
-			struct record *r = *link;
-			struct kube_informer_event event = {
-				.change = KUBE_INFORMER_DELETE,
-				.type = KUBE_WATCH_DELETED,
-				.relist = 1,
-				.namespace = r->key,
-				.name = r->name,
-				.resource_version = "",
-				.old_resource_version = r->resource_version,
-				.old_value = r->value,
-			};
-
-			if (r->listed == informer->list_serial) {
-				link = &r->next;
-				continue;
-			}
-			*link = r->next; /* unlinked first: on_change may not see it */
-			if (informer->handlers.on_change && !ret)
-				ret = informer->handlers.on_change(informer->handlers.arg, &event);
-			release_value(informer, r->value);
-			free(r);
-			atomic_fetch_sub(&informer->count, 1);
-		}
-	}
-	if (ret)
-		return ret;
+	name_table_each(&informer->table, sweep_one, &sweep);
+	if (sweep.ret)
+		return sweep.ret;
 	return informer->handlers.on_relist_end
 		       ? informer->handlers.on_relist_end(informer->handlers.arg, resource_version)
 		       : 0;
@@ -328,7 +276,7 @@ int kube_informer_run(struct kube_informer *informer, struct kube_client *client
 
 void *kube_informer_get(const struct kube_informer *informer, const char *namespace, const char *name)
 {
-	const struct record *r = find(informer, namespace, name, key_hash(namespace, name));
+	const struct record *r = find(informer, namespace, name);
 
 	return r ? r->value : NULL;
 }

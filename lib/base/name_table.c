@@ -1,14 +1,14 @@
 /*
- * jobset_registry: JobSets by namespace/name (see jobset_registry.h).
+ * name_table: objects by namespace/name (see name_table.h).
  */
-#include "jobset_registry.h"
+#include "name_table.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define REGISTRY_BUCKETS_MIN 64u
+#define TABLE_BUCKETS_MIN 64u
 
-static uint64_t key_hash(const char *namespace, const char *name)
+uint64_t name_table_hash(const char *namespace, const char *name)
 {
 	uint64_t h = 1469598103934665603u; /* FNV-1a */
 
@@ -20,14 +20,13 @@ static uint64_t key_hash(const char *namespace, const char *name)
 	return h;
 }
 
-struct registry_node *jobset_registry_find(const struct jobset_registry *r, const char *namespace,
-					   const char *name)
+struct name_node *name_table_find(const struct name_table *r, const char *namespace, const char *name)
 {
-	uint64_t h = key_hash(namespace, name);
+	uint64_t h = name_table_hash(namespace, name);
 
 	if (!r->bucket_count)
 		return NULL;
-	for (struct registry_node *n = r->buckets[h & (r->bucket_count - 1)]; n; n = n->next)
+	for (struct name_node *n = r->buckets[h & (r->bucket_count - 1)]; n; n = n->next)
 		if (n->hash == h && strcmp(n->namespace, namespace) == 0 && strcmp(n->name, name) == 0)
 			return n;
 	return NULL;
@@ -35,15 +34,15 @@ struct registry_node *jobset_registry_find(const struct jobset_registry *r, cons
 
 /* Doubles the table (or makes the first one). On no memory the table stays
  * as it is: chains only get longer. */
-static void registry_grow(struct jobset_registry *r)
+static void table_grow(struct name_table *r)
 {
-	size_t count = r->bucket_count ? r->bucket_count * 2 : REGISTRY_BUCKETS_MIN;
-	struct registry_node **buckets = calloc(count, sizeof(*buckets));
+	size_t count = r->bucket_count ? r->bucket_count * 2 : TABLE_BUCKETS_MIN;
+	struct name_node **buckets = calloc(count, sizeof(*buckets));
 
 	if (!buckets)
 		return;
 	for (size_t b = 0; b < r->bucket_count; b++) {
-		struct registry_node *n = r->buckets[b], *next;
+		struct name_node *n = r->buckets[b], *next;
 
 		for (; n; n = next) {
 			next = n->next;
@@ -56,22 +55,22 @@ static void registry_grow(struct jobset_registry *r)
 	r->bucket_count = count;
 }
 
-int jobset_registry_insert(struct jobset_registry *r, struct registry_node *node)
+int name_table_insert(struct name_table *r, struct name_node *node)
 {
 	if (r->count >= r->bucket_count)
-		registry_grow(r);
+		table_grow(r);
 	if (!r->bucket_count)
 		return -1;
-	node->hash = key_hash(node->namespace, node->name);
+	node->hash = name_table_hash(node->namespace, node->name);
 	node->next = r->buckets[node->hash & (r->bucket_count - 1)];
 	r->buckets[node->hash & (r->bucket_count - 1)] = node;
 	r->count++;
 	return 0;
 }
 
-void jobset_registry_remove(struct jobset_registry *r, struct registry_node *victim)
+void name_table_remove(struct name_table *r, struct name_node *victim)
 {
-	for (struct registry_node **link = &r->buckets[victim->hash & (r->bucket_count - 1)]; *link;
+	for (struct name_node **link = &r->buckets[victim->hash & (r->bucket_count - 1)]; *link;
 	     link = &(*link)->next) {
 		if (*link == victim) {
 			*link = victim->next;
@@ -81,11 +80,10 @@ void jobset_registry_remove(struct jobset_registry *r, struct registry_node *vic
 	}
 }
 
-void jobset_registry_each(struct jobset_registry *r, void (*fn)(void *arg, struct registry_node *node),
-			  void *arg)
+void name_table_each(struct name_table *r, void (*fn)(void *arg, struct name_node *node), void *arg)
 {
 	for (size_t b = 0; b < r->bucket_count; b++) {
-		struct registry_node *n = r->buckets[b], *next;
+		struct name_node *n = r->buckets[b], *next;
 
 		for (; n; n = next) {
 			next = n->next;
@@ -94,7 +92,7 @@ void jobset_registry_each(struct jobset_registry *r, void (*fn)(void *arg, struc
 	}
 }
 
-void jobset_registry_clear(struct jobset_registry *r)
+void name_table_clear(struct name_table *r)
 {
 	free(r->buckets);
 	memset(r, 0, sizeof(*r));
