@@ -20,6 +20,7 @@
 #include "admission.h"
 #include "group_config.h"
 #include "jobset_mutate.h"
+#include "jobset_model.h"
 #include "jobset_shape.h"
 #include "jobset_validate.h"
 
@@ -688,6 +689,35 @@ static void expect_create(const char *json, const char *needle)
 	"\"containers\":[" containers "]}}}}}"
 #define NAMED(n) "{\"name\":\"" n "\"}"
 
+/* What the controller could not count is refused at admission, in the
+ * JobSet model's words, instead of a gang that is never released. */
+static void validate_create_refuses_what_the_controller_cannot_count(void **state)
+{
+	size_t size = 256 * 1024, used;
+	char *json = malloc(size);
+
+	(void)state;
+	assert_non_null(json);
+	used = (size_t)snprintf(json, size,
+				"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"groupSchedulingConfig\":{},"
+				"\"replicatedJobs\":[");
+	for (int i = 0; i <= JOBSET_MODEL_RJOBS_MAX; i++)
+		used += (size_t)snprintf(json + used, size - used, "%s" JOB("j%d", "", NAMED("c")),
+					 i ? "," : "", i);
+	snprintf(json + used, size - used, "]}}");
+	expect_create(json, "more than 128 replicatedJobs");
+	/* Without group scheduling muster has nothing to count: admitted. */
+	memcpy(strstr(json, "groupSchedulingConfig"), "xroupSchedulingConfig", 21);
+	expect_create(json, NULL);
+	free(json);
+	/* A count that is no integer, which the controller would not decode. */
+	expect_create(
+		"{\"metadata\":{\"name\":\"js\"},\"spec\":{\"groupSchedulingConfig\":{},\"replicatedJobs\":["
+		"{\"name\":\"w\",\"replicas\":1.5,\"template\":{\"spec\":{\"template\":{\"spec\":{"
+		"\"containers\":[{\"name\":\"c\"}]}}}}}]}}",
+		"spec.replicatedJobs[0].replicas is not an integer");
+}
+
 static void validate_create_rules(void **state)
 {
 	char long_name[300];
@@ -948,6 +978,7 @@ int main(void)
 		cmocka_unit_test(mutate_without_push),
 		cmocka_unit_test(mutate_without_config_is_empty),
 		cmocka_unit_test(validate_create_rules),
+		cmocka_unit_test(validate_create_refuses_what_the_controller_cannot_count),
 		cmocka_unit_test(validate_update_rules),
 		cmocka_unit_test(config_forms),
 	};

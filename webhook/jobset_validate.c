@@ -12,23 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jobset_model.h"
 #include "jobset_shape.h"
 
 /* "a, b, c" of the replicated jobs' names, cut to fit. */
-static void list_names(const cJSON *jobs, char *out, size_t size)
+static void list_names(const struct jobset_model *model, char *out, size_t size)
 {
-	const cJSON *job;
 	size_t used = 0;
 
 	out[0] = '\0';
-	cJSON_ArrayForEach(job, jobs)
-	{
-		const char *name = jobset_replicated_job_name(job);
-		int n;
+	for (size_t i = 0; i < model->replicated_job_count; i++) {
+		int n = snprintf(out + used, size - used, "%s%s", used ? ", " : "",
+				 model->replicated_jobs[i].name);
 
-		if (!name)
-			continue;
-		n = snprintf(out + used, size - used, "%s%s", used ? ", " : "", name);
 		if (n < 0 || (size_t)n >= size - used) {
 			if (size > 4)
 				memcpy(out + size - 4, "...", 4);
@@ -77,29 +73,78 @@ static int check_reserved(const char *jobset, const char *job_name, size_t index
 	return 0;
 }
 
-static int check_targets(const cJSON *jobs, const struct group_config *config, char **message)
+static int named(const struct jobset_model *model, const char *name)
 {
-	for (size_t t = 0; t < config->target_count; t++) {
-		if (!jobset_find_named(jobs, config->targets[t], NULL)) {
+	for (size_t i = 0; i < model->replicated_job_count; i++)
+		if (strcmp(model->replicated_jobs[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+static int check_targets(const struct jobset_model *model, char **message)
+{
+	for (size_t t = 0; t < model->target_count; t++) {
+		if (!named(model, model->targets[t])) {
 			char names[512];
 
-			list_names(jobs, names, sizeof(names));
+			list_names(model, names, sizeof(names));
 			return cause_fail(
 				message,
 				"groupSchedulingConfig.targetReplicatedJobs[%zu] \"%s\" names no replicated job "
 				"of this JobSet (its replicated jobs: %s)",
-				t, config->targets[t], names);
+				t, model->targets[t], names);
 		}
 	}
 	return 0;
+}
+
+/* The model of a group-scheduled JobSet, as the controller will count it:
+ * what it could not count is refused now, not left to wait for a release
+ * that cannot come. */
+static struct jobset_model *model_of(const cJSON *jobset, char **message)
+{
+	struct jobset_model *model = malloc(sizeof(*model));
+	char *cause = NULL;
+
+	if (!model) {
+		cause_fail(message, "out of memory");
+		return NULL;
+	}
+	if (jobset_model_decode_written(jobset, model, &cause) == 0)
+		return model;
+	cause_fail(message, "%s", cause ? cause : "out of memory");
+	free(cause);
+	free(model);
+	return NULL;
+}
+
+/* "a, b" of the targeted replicated jobs, cut to fit; returns their count. */
+static size_t targeted_names(const struct jobset_model *model, char *out, size_t size)
+{
+	size_t count = 0, used = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < model->replicated_job_count; i++) {
+		if (!model->replicated_jobs[i].targeted)
+			continue;
+		count++;
+		if (used < size - 1) {
+			snprintf(out + used, size - used, "%s%s", used ? ", " : "",
+				 model->replicated_jobs[i].name);
+			used = strlen(out);
+		}
+	}
+	return count;
 }
 
 int jobset_validate_create(const cJSON *jobset, const struct group_config *config, char **message)
 {
 	const cJSON *jobs = jobset_replicated_jobs(jobset), *job;
 	const char *name = jobset_name(jobset), *token, *order;
+	struct jobset_model *model = NULL;
 	size_t index = 0, targeted = 0;
-	char targeted_names[512] = "";
+	char names[512] = "";
+	int err = -1;
 
 	*message = NULL;
 	if (!jobs)
@@ -125,8 +170,6 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 				"groupSchedulingConfig.timeoutAfterSeconds is %u: it must be between %u and %u "
 				"seconds (a day)",
 				config->timeout_seconds, GROUP_CONFIG_TIMEOUT_MIN, GROUP_CONFIG_TIMEOUT_MAX);
-		if (check_targets(jobs, config, message))
-			return -1;
 		{
 			long long annotation, labels;
 
@@ -134,36 +177,37 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 			if (jobset_gang_generation(jobset, config, &annotation, &labels, message))
 				return -1;
 		}
+		model = model_of(jobset, message);
+		if (!model || check_targets(model, message))
+			goto out;
+		targeted = targeted_names(model, names, sizeof(names));
 	}
 	token = jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN);
-	if (token && !jobset_token_valid(token))
-		return cause_fail(message,
-				  "annotation " MUSTER_ANNOTATION_BARRIER_TOKEN
-				  " must be %d to %d printable ASCII characters "
-				  "without spaces; leave it out and muster makes one",
-				  JOBSET_TOKEN_MIN, JOBSET_TOKEN_MAX);
+	if (token && !jobset_token_valid(token)) {
+		cause_fail(message,
+			   "annotation " MUSTER_ANNOTATION_BARRIER_TOKEN
+			   " must be %d to %d printable ASCII characters "
+			   "without spaces; leave it out and muster makes one",
+			   JOBSET_TOKEN_MIN, JOBSET_TOKEN_MAX);
+		goto out;
+	}
+	/* The reserved names are in the pod templates, which the model does not hold. */
 	cJSON_ArrayForEach(job, jobs)
 	{
 		const char *job_name = jobset_replicated_job_name(job);
 		int is_target = job_name && group_config_targets(config, job_name);
 		const cJSON *template = jobset_pod_template(job);
 
-		if (is_target && !cJSON_IsObject(kjson_member(template, "spec")))
-			return cause_fail(
+		if (is_target && !cJSON_IsObject(kjson_member(template, "spec"))) {
+			cause_fail(
 				message,
 				"spec.replicatedJobs[%zu] (%s) has no pod template (template.spec.template.spec)",
 				index, job_name);
+			goto out;
+		}
 		if (check_reserved(name ? name : "", job_name ? job_name : "(unnamed)", index,
 				   kjson_member(template, "spec"), is_target, message))
-			return -1;
-		if (is_target) {
-			size_t used = strlen(targeted_names);
-
-			if (used < sizeof(targeted_names) - 1)
-				snprintf(targeted_names + used, sizeof(targeted_names) - used, "%s%s",
-					 used ? ", " : "", job_name);
-			targeted++;
-		}
+			goto out;
 		index++;
 	}
 	order = NULL;
@@ -174,16 +218,21 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 		if (cJSON_IsString(item))
 			order = item->valuestring;
 	}
-	if (targeted > 1 && order && strcmp(order, "InOrder") == 0)
-		return cause_fail(
+	if (targeted > 1 && order && strcmp(order, "InOrder") == 0) {
+		cause_fail(
 			message,
 			"startupPolicy InOrder cannot be combined with a group that spans %zu replicated jobs "
 			"(%s): InOrder creates each replicated job only when the one before is ready, while the "
 			"barrier holds every pod of the group until all have started, so they would wait for "
 			"each other forever; set groupSchedulingConfig.targetReplicatedJobs to one replicated "
 			"job, or use startupPolicyOrder AnyOrder",
-			targeted, targeted_names);
-	return 0;
+			targeted, names);
+		goto out;
+	}
+	err = 0;
+out:
+	free(model);
+	return err;
 }
 
 static void describe(const struct group_config *config, char *out, size_t size)

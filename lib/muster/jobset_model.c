@@ -112,15 +112,19 @@ static int decode(const struct cJSON *object, int document, struct jobset_model 
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsObject(object))
 		return cause_fail(cause, "JobSet is not an object");
-	if (!cJSON_IsObject(metadata) && !(document && !metadata))
-		return cause_fail(cause, "JobSet metadata is missing");
-	if (kjson_take_string(kjson_member(metadata, "name"), out->name, MODEL_LABEL_MAX, !document,
-			      "JobSet metadata.name", cause) ||
-	    kjson_take_string(kjson_member(metadata, "namespace"), out->namespace, MODEL_LABEL_MAX, !document,
-			      "JobSet metadata.namespace", cause) ||
-	    kjson_take_string(kjson_member(metadata, "uid"), out->uid, MODEL_UID_MAX, !document,
-			      "JobSet metadata.uid", cause))
-		return -1;
+	/* Before it is stored, a JobSet's identity is the caller's to check
+	 * (a file needs none; admission has its own rules for the name). */
+	if (!document) {
+		if (!cJSON_IsObject(metadata))
+			return cause_fail(cause, "JobSet metadata is missing");
+		if (kjson_take_string(kjson_member(metadata, "name"), out->name, MODEL_LABEL_MAX, 1,
+				      "JobSet metadata.name", cause) ||
+		    kjson_take_string(kjson_member(metadata, "namespace"), out->namespace, MODEL_LABEL_MAX, 1,
+				      "JobSet metadata.namespace", cause) ||
+		    kjson_take_string(kjson_member(metadata, "uid"), out->uid, MODEL_UID_MAX, 1,
+				      "JobSet metadata.uid", cause))
+			return -1;
+	}
 	if (!cJSON_IsObject(spec))
 		return cause_fail(cause, "JobSet spec is missing");
 	jobs = kjson_member(spec, "replicatedJobs");
@@ -165,7 +169,7 @@ int jobset_model_decode(const struct cJSON *object, struct jobset_model *out, ch
 	return decode(object, 0, out, cause);
 }
 
-int jobset_model_decode_document(const struct cJSON *object, struct jobset_model *out, char **cause)
+int jobset_model_decode_written(const struct cJSON *object, struct jobset_model *out, char **cause)
 {
 	return decode(object, 1, out, cause);
 }

@@ -69,10 +69,13 @@ int jobset_model_parse(const char *json, size_t len, struct jobset_model *out, c
  * watch event). The tree stays the caller's; nothing points into it after. */
 int jobset_model_decode(const struct cJSON *object, struct jobset_model *out, char **cause);
 
-/* The same for a JobSet as users write it (a file, or a tree converted from
- * YAML, lib/base/yaml_json.h): metadata, name, namespace and uid may be
- * absent (then ""), counts may be decimal strings and spec.suspend the
- * string "true". Every other rule holds. */
-int jobset_model_decode_document(const struct cJSON *object, struct jobset_model *out, char **cause);
+/* The same for a JobSet as written, before the apiserver stores it (a file,
+ * a tree converted from YAML by lib/base/yaml_json.h, the object of an
+ * admission request): metadata is not read (name, namespace and uid are
+ * left ""; before the object is stored its identity is the caller's to
+ * check), counts may be decimal strings and spec.suspend the string "true".
+ * Every other rule holds, so what the controller could not count is found
+ * before the JobSet exists. */
+int jobset_model_decode_written(const struct cJSON *object, struct jobset_model *out, char **cause);
 
 #endif

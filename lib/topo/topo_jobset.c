@@ -265,7 +265,9 @@ int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobs
 	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
-	if (topo_field_kind(root, "JobSet", "jobset", cause))
+	if (topo_field_kind(root, "JobSet", "jobset", cause) ||
+	    topo_field_copy(s, kjson_value(root, "metadata"), "name", TOPO_NAME_MAX, &out->name, "jobset",
+			    "metadata.", cause))
 		return -1;
 	ann = kjson_path(root, "metadata", "annotations", NULL);
 	if (ann && !cJSON_IsObject(ann))
@@ -290,12 +292,8 @@ int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobs
 	model = malloc(sizeof(*model));
 	if (!model)
 		return topo_store_nomem(s, cause);
-	if (jobset_model_decode_document(root, model, &model_cause)) {
+	if (jobset_model_decode_written(root, model, &model_cause)) {
 		cause_replace(cause, "jobset: %s", model_cause ? model_cause : "out of memory");
-		goto out;
-	}
-	if (model->name[0] && !(out->name = topo_store_string(s, model->name))) {
-		topo_store_nomem(s, cause);
 		goto out;
 	}
 	cJSON_ArrayForEach(rj, rjs)

@@ -4,7 +4,7 @@
  * then resolved against a topology tree into the request of topo_place.h.
  *
  * The JobSet's names, replicas, parallelism and completions come from the
- * one JobSet model (lib/muster/jobset_model.h, in its document form); this
+ * one JobSet model (lib/muster/jobset_model.h, in its written form); this
  * decoder adds what placement reads of each replicated job's pod template
  * (topo_objects.h: requests, nodeSelector, required node affinity,
  * tolerations) and the topology annotations:
