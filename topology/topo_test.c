@@ -1180,6 +1180,48 @@ static void hypernode_mixed_members_one_run_per_domain(void **state)
 	topo_tree_free(t);
 }
 
+/* A Node listed directly in a tier-2 HyperNode is in no tier-1 domain: a
+ * job limited to tier 1 (Volcano hard, highestTierAllowed 1) never lands on
+ * it, even when it is the only node with room. */
+static void tier_limit_excludes_nodes_directly_under_a_higher_tier(void **state)
+{
+	static const struct topo_member top_m[] = { EXACT_HN("leaf"), EXACT("direct") };
+	static const struct topo_member leaf_m[] = { EXACT("a"), EXACT("b") };
+	const struct topo_hypernode hns[] = { { "spine", 2, NULL, top_m, 2 },
+					      { "leaf", 1, NULL, leaf_m, 2 } };
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *pl;
+	char *cause = NULL;
+	struct topo_group g = one_cpu_group("w", 1, 3, TOPO_MODE_REQUIRED, 0);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+
+	(void)state;
+	fx_init(&f);
+	fx_node(&f, "a", NULL, NULL, 1);
+	fx_node(&f, "b", NULL, NULL, 1);
+	fx_node(&f, "direct", NULL, NULL, 4);
+	t = topo_tree_from_hypernodes(&f.cluster, hns, 2, &cause);
+	if (!t)
+		fail_msg("%s", cause);
+	g.constraint.level = (uint8_t)topo_tree_tier_level(t, 1);
+	cause = place_refused(t, &req);
+	assert_non_null(strstr(cause, "at most 2 of 3 pods fit in any one domain"));
+	free(cause);
+	/* Two pods fit in the tier-1 HyperNode, not on the node beside it. */
+	g.pods = 2;
+	pl = place_ok(t, &req);
+	for (size_t i = 0; i < pl->pod_count; i++)
+		assert_string_not_equal(f.cluster.nodes[pl->pods[i].node].name, "direct");
+	topo_placement_free(pl);
+	/* Limited to tier 2, the node beside the tier-1 domain is allowed. */
+	g.pods = 3;
+	g.constraint.level = (uint8_t)topo_tree_tier_level(t, 2);
+	pl = place_ok(t, &req);
+	topo_placement_free(pl);
+	topo_tree_free(t);
+}
+
 static void hypernode_label_match_expressions(void **state)
 {
 	static const char *const racks[] = { "r1", "r2" };
@@ -1568,6 +1610,7 @@ int main(void)
 		cmocka_unit_test(hypernode_regex_in_go_syntax),
 		cmocka_unit_test(hypernode_mixed_members_one_run_per_domain),
 		cmocka_unit_test(hypernode_label_match_expressions),
+		cmocka_unit_test(tier_limit_excludes_nodes_directly_under_a_higher_tier),
 		cmocka_unit_test(requirements_follow_kubernetes),
 		cmocka_unit_test(node_affinity_terms_select_nodes),
 		cmocka_unit_test(tolerations_follow_kubernetes),

@@ -325,6 +325,15 @@ static size_t required_level(const struct ctx *x, const struct topo_group *grp, 
 	return grp->constraint.level > level ? grp->constraint.level : level;
 }
 
+/* The ancestor of d (or d) at `level`, or the first one above it when the
+ * tree skips that level there. */
+static uint32_t ancestor_at(const struct ctx *x, uint32_t d, size_t level)
+{
+	while (x->t->domains[d].level > level)
+		d = x->t->domains[d].parent;
+	return d;
+}
+
 /* The tightest domain in scope holding `want` pods, at the deepest level
  * that has one and that the constraint allows; TOPO_NONE if none. */
 static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope, uint64_t want)
@@ -342,6 +351,11 @@ static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope,
 		size_t l = dom[d].level;
 
 		if (x->usable[d] < want || l < lowest)
+			continue;
+		/* Below the required level only inside a domain of it: a Node listed
+		 * directly in a higher-tier HyperNode is in no domain of the lower
+		 * tier (Volcano's highestTierAllowed). */
+		if (lowest && l > lowest && dom[ancestor_at(x, d, lowest)].level != lowest)
 			continue;
 		if (best[l] == TOPO_NONE || x->usable[d] < x->usable[best[l]])
 			best[l] = d;
@@ -510,13 +524,6 @@ static int try_counts(struct ctx *x, size_t k, uint32_t near, uint32_t scope)
 		if (try_count(x, k, near, scope, (uint32_t)want))
 			return 1;
 	return 0;
-}
-
-static uint32_t ancestor_at(const struct ctx *x, uint32_t d, size_t level)
-{
-	while (x->t->domains[d].level > level)
-		d = x->t->domains[d].parent;
-	return d;
 }
 
 /* Places instances k.. inside scope, backtracking (see topo_place.h). */
