@@ -739,6 +739,92 @@ static void request_resolves_levels_tiers_and_groups(void **state)
 }
 
 /* Leader and workers share a podset group: both land in one rack. */
+/* Kueue's meaning: a replicated job is one PodSet. podset-required-topology
+ * holds every pod of every replica in one domain; co-placed PodSets may have
+ * different replica counts; slices run over the PodSet's ranks (job index x
+ * pods per job + completion index); a group without a level is spread, not
+ * refused. Each pod is still named by its own Job. */
+static void podsets_hold_every_replica(void **state)
+{
+	static const char jobset[] =
+		"kind: JobSet\nmetadata: {name: lws}\nspec:\n  replicatedJobs:\n"
+		"  - name: leader\n    template:\n      spec:\n        template:\n          metadata:\n"
+		"            annotations:\n              kueue.x-k8s.io/podset-required-topology: rack\n"
+		"              kueue.x-k8s.io/podset-group-name: g\n"
+		"          spec: {containers: [{resources: {requests: {cpu: 1}}}]}\n"
+		"  - name: workers\n    replicas: 3\n    template:\n      spec:\n        parallelism: 2\n"
+		"        template:\n          metadata:\n            annotations:\n"
+		"              kueue.x-k8s.io/podset-required-topology: rack\n"
+		"              kueue.x-k8s.io/podset-group-name: g\n"
+		"          spec: {containers: [{resources: {requests: {cpu: 1}}}]}\n";
+	static const char spread[] =
+		"kind: JobSet\nspec:\n  replicatedJobs:\n"
+		"  - name: leader\n    template:\n      spec:\n        template:\n          metadata:\n"
+		"            annotations: {kueue.x-k8s.io/podset-group-name: g}\n"
+		"          spec: {containers: [{resources: {requests: {cpu: 4}}}]}\n"
+		"  - name: workers\n    replicas: 3\n    template:\n      spec:\n        parallelism: 4\n"
+		"        template:\n          metadata:\n            annotations:\n"
+		"              kueue.x-k8s.io/podset-group-name: g\n"
+		"              kueue.x-k8s.io/podset-slice-required-topology: rack\n"
+		"              kueue.x-k8s.io/podset-slice-size: '2'\n"
+		"          spec: {containers: [{resources: {requests: {cpu: 1}}}]}\n";
+	struct topo_input in;
+	struct topo_tree *t;
+	struct topo_group groups[TOPO_GROUPS_MAX];
+	struct topo_request req;
+	struct topo_placement *p = NULL;
+	char *cause = NULL, path[64], first[64] = "";
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	decode_ok(&in, topo_input_jobset, jobset);
+	decode_ok(&in, topo_input_nodes, RACK_NODES);
+	t = topo_tree_from_levels(&in.cluster, LEVELS, 2, &cause);
+	assert_non_null(t);
+	assert_int_equal(topo_jobset_request(&in.jobset, t, groups, &req, &cause), 0);
+	/* The workers' 3 Jobs are one PodSet of 6 pods, co-placed with the leader. */
+	assert_int_equal(groups[1].replicas, 1);
+	assert_int_equal(groups[1].pods, 6);
+	assert_int_equal(groups[1].job_pods, 2);
+	assert_int_equal(groups[0].together, groups[1].together);
+	if (topo_place(t, &req, &p, &cause) != 0)
+		fail_msg("%s", cause);
+	assert_int_equal(p->pod_count, 7);
+	for (size_t i = 0; i < p->pod_count; i++) {
+		topo_tree_path(t, p->pods[i].domain, path, sizeof(path));
+		if (!first[0])
+			snprintf(first, sizeof(first), "%s", path);
+		assert_string_equal(path, first); /* all 7 in one rack of 8 */
+	}
+	/* Pods named by their own Job: workers 0/0 0/1 1/0 1/1 2/0 2/1. */
+	for (uint32_t i = 0; i < 6; i++) {
+		assert_int_equal(p->pods[1 + i].group, 1);
+		assert_int_equal(p->pods[1 + i].job_index, i / 2);
+		assert_int_equal(p->pods[1 + i].completion, i % 2);
+	}
+	topo_placement_free(p);
+	topo_tree_free(t);
+	topo_input_free(&in);
+
+	/* Without a level, the group is not held together: the 12 workers'
+	 * pods and the leader's 4 cpu spread over both racks, every slice of 2
+	 * ranks (across Job boundaries) in one rack. */
+	memset(&in, 0, sizeof(in));
+	decode_ok(&in, topo_input_jobset, spread);
+	decode_ok(&in, topo_input_nodes, RACK_NODES);
+	t = topo_tree_from_levels(&in.cluster, LEVELS, 2, &cause);
+	assert_non_null(t);
+	assert_int_equal(topo_jobset_request(&in.jobset, t, groups, &req, &cause), 0);
+	assert_int_equal(groups[0].together, 0);
+	if (topo_place(t, &req, &p, &cause) != 0)
+		fail_msg("%s", cause);
+	for (uint32_t i = 0; i < 12; i += 2)
+		assert_int_equal(p->pods[1 + i].domain, p->pods[2 + i].domain);
+	topo_placement_free(p);
+	topo_tree_free(t);
+	topo_input_free(&in);
+}
+
 static void podset_group_co_places_leader_and_workers(void **state)
 {
 	static const char jobset[] =
@@ -1025,6 +1111,7 @@ int main(void)
 		cmocka_unit_test(hypernodes_from_yaml),
 		cmocka_unit_test(request_resolves_levels_tiers_and_groups),
 		cmocka_unit_test(podset_group_co_places_leader_and_workers),
+		cmocka_unit_test(podsets_hold_every_replica),
 		cmocka_unit_test(malformed_inputs_name_the_field),
 		cmocka_unit_test(bounds_hold),
 	};

@@ -25,15 +25,19 @@ def nodes(path):
     return path
 
 
-def jobset(path, pods, instance_level, whole_level=None):
+def jobset(path, pods, instance_level, whole_level=None, replicas=2, podset_level=None):
+    """Two child Jobs of `pods` pods, each in one domain of instance_level
+    (Kueue's slices of one Job's size), or, with podset_level, all of them in
+    one domain of that level (Kueue's podset-required-topology)."""
     metadata = {"name": "train"}
     if whole_level:
         metadata["annotations"] = {api.ANNOTATION_TOPOLOGY_PREFERRED: whole_level}
+    annotations = ({api.KUEUE_ANNOTATION_REQUIRED: podset_level} if podset_level else
+                   {api.KUEUE_ANNOTATION_SLICE: instance_level, api.KUEUE_ANNOTATION_SLICE_SIZE: str(pods)})
     path.write_text(yaml.safe_dump({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": metadata,
-                                    "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
+                                    "spec": {"replicatedJobs": [{"name": "workers", "replicas": replicas, "template": {"spec": {
                                         "parallelism": pods, "completions": pods, "template": {
-                                            "metadata": {"annotations": {
-                                                api.KUEUE_ANNOTATION_REQUIRED: instance_level}},
+                                            "metadata": {"annotations": annotations},
                                             "spec": {"containers": [{"name": "c", "resources": {
                                                 "requests": {"cpu": "1"}}}]}}}}}]}}))
     return path
@@ -93,11 +97,30 @@ def test_hypernode_placement_selects_hostnames(tmp_path):
             assert p[3].split("/")[0] == ("s0" if host.startswith("n-0-") else "s1")
 
 
+def test_podset_required_puts_every_replica_in_one_domain(tmp_path):
+    """Kueue's meaning: podset-required-topology on a replicated job's pod
+    template holds all pods of all its replicas in one domain."""
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS,
+                 "--jobset", jobset(tmp_path / "js.yaml", 3, None, podset_level="rack"))
+    assert result.returncode == 0
+    pods = pod_lines(result.stdout)
+    assert sorted((p[1], p[2]) for p in pods) == [(str(j), str(c)) for j in range(2) for c in range(3)]
+    assert len({p[3].rsplit("/", 1)[0] for p in pods}) == 1  # both Jobs in one rack
+    # 2 x 6 pods do not fit one rack of 8, though each Job alone would.
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS,
+                 "--jobset", jobset(tmp_path / "js.yaml", 6, None, podset_level="rack"))
+    assert result.returncode == 1
+    assert "refused: rack: at most 8 of 12 pods fit in any one domain (replicated job workers, its 2 jobs as one)" \
+        in result.stdout
+
+
 def test_refusal_says_how_much_fits_and_exits_1(tmp_path):
     result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS,
                  "--jobset", jobset(tmp_path / "js.yaml", 9, "rack"))
     assert result.returncode == 1
-    assert "refused: rack: at most 8 of 9 pods fit in any one domain (replicated job workers, job 0)" in result.stdout
+    # A Job of 9 pods is a slice that needs one rack: no rack holds 9.
+    assert ("refused: at most 0 of 18 pods fit in whole slices of 9 in the cluster "
+            "(replicated job workers, its 2 jobs as one; a slice in one rack)") in result.stdout
 
 
 def test_bad_input_exits_2_naming_the_file(tmp_path):

@@ -77,25 +77,62 @@ static cJSON *yaml_node_to_json(yaml_document_t *doc, yaml_node_t *node, int dep
 
 static cJSON *parse_yaml(const char *data, size_t size, const char *what, char **cause);
 
+/* The first byte where flow brackets ('[', '{') nest deeper than
+ * YAML_JSON_DEPTH_MAX, or size. Quotes are not tracked, so a bracket inside
+ * a string counts too: no input can hide its depth, and a real document
+ * never has 64 brackets open at once inside its strings. One pass, so a
+ * deep input is refused in time linear in its size, before libyaml (whose
+ * scanner is quadratic in flow depth) or cJSON sees it. */
+static size_t too_deep_at(const char *data, size_t size)
+{
+	size_t depth = 0;
+
+	for (size_t i = 0; i < size; i++) {
+		if (data[i] == '[' || data[i] == '{') {
+			if (++depth > YAML_JSON_DEPTH_MAX)
+				return i;
+		} else if ((data[i] == ']' || data[i] == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return size;
+}
+
 /* JSON if it starts with '{' or '[' and parses, else YAML; several YAML
- * documents become an array (empty ones are skipped). */
+ * documents become an array (empty ones are skipped). Content after a JSON
+ * document is never dropped: the whole input is then read as YAML (JSON
+ * documents separated by ---), and when it is not that either, it is an
+ * error naming where the JSON document ended. */
 cJSON *yaml_json_parse(const char *data, size_t size, const char *what, char **cause)
 {
-	size_t i = 0;
+	size_t i = 0, deep = too_deep_at(data, size);
 
+	if (deep < size) {
+		cause_replace(cause, "%s: nested deeper than %d levels (at byte %zu)", what,
+			      YAML_JSON_DEPTH_MAX, deep);
+		return NULL;
+	}
 	while (i < size && isspace((unsigned char)data[i]))
 		i++;
 	if (i < size && (data[i] == '{' || data[i] == '[')) {
 		const char *end = NULL;
 		cJSON *j = cJSON_ParseWithLengthOpts(data, size, &end, 0);
 		char *yaml_cause = NULL;
+		size_t rest = j && end ? (size_t)(end - data) : size;
 
-		if (j)
+		while (rest < size && (isspace((unsigned char)data[rest]) || data[rest] == '\0'))
+			rest++;
+		if (j && rest == size)
 			return j;
-		/* A YAML flow mapping ({a: b}) starts the same way. */
+		cJSON_Delete(j);
+		/* A YAML flow mapping ({a: b}) starts the same way; so do JSON
+		 * documents separated by ---. */
 		j = parse_yaml(data, size, what, &yaml_cause);
 		free(yaml_cause);
-		if (!j)
+		if (!j && rest < size && end)
+			cause_replace(cause, "%s: more content after the JSON document, at byte %zu", what,
+				      rest);
+		else if (!j)
 			cause_replace(cause, "%s: not valid JSON (at byte %zu)", what,
 				      end ? (size_t)(end - data) : 0);
 		return j;

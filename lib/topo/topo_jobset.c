@@ -216,9 +216,11 @@ static int decode_annotations(struct topo_store *s, const cJSON *annotations, st
 		if (errno || *end || end == slice_size || v < 1 || v > (long)TOPO_PODS_MAX)
 			return cause_replace(cause, "%s: %s%s: \"%s\" is not a positive integer", where,
 					     field, KUEUE_ANNOTATION_SLICE_SIZE, slice_size);
-		if (g->pods % (unsigned)v)
-			return cause_replace(cause, "%s: %s%s: %ld does not divide the job's %u pods", where,
-					     field, KUEUE_ANNOTATION_SLICE_SIZE, v, g->pods);
+		if (((uint64_t)g->replicas * g->pods) % (uint64_t)v)
+			return cause_replace(
+				cause, "%s: %s%s: %ld does not divide the job's %llu pods (all %u replicas)",
+				where, field, KUEUE_ANNOTATION_SLICE_SIZE, v,
+				(unsigned long long)g->replicas * g->pods, g->replicas);
 		g->slice_size = (unsigned)v;
 	}
 	if (g->slice_level && g->partitions)
@@ -354,6 +356,12 @@ static int network_constraint(const struct topo_tree *t, const struct topo_netwo
 	return 0;
 }
 
+/* A replicated job written for Kueue: any Kueue topology annotation. */
+static int kueue_podset(const struct topo_jobset_group *g)
+{
+	return g->required || g->preferred || g->unconstrained || g->slice_level || g->podset_group;
+}
+
 static int group_request(const struct topo_jobset *in, const struct topo_tree *tree, size_t i,
 			 struct topo_group *g, char **cause)
 {
@@ -366,6 +374,17 @@ static int group_request(const struct topo_jobset *in, const struct topo_tree *t
 	g->name = ig->name;
 	g->replicas = ig->replicas;
 	g->pods = ig->pods;
+	/* Kueue's PodSet is the replicated job: all its replicas are placed as
+	 * one, ranked job index * pods per job + completion index. */
+	if (kueue_podset(ig) && ig->replicas > 1) {
+		if ((uint64_t)ig->replicas * ig->pods > TOPO_PODS_MAX)
+			return cause_replace(cause,
+					     "%s: %u replicas of %u pods, more than %u pods in one PodSet",
+					     who, ig->replicas, ig->pods, TOPO_PODS_MAX);
+		g->replicas = 1;
+		g->pods = ig->replicas * ig->pods;
+		g->job_pods = ig->pods;
+	}
 	g->shape.node_selector = ig->pod.selector;
 	g->shape.node_selector_count = ig->pod.selector_count;
 	g->shape.affinity = ig->pod.affinity;
@@ -416,8 +435,9 @@ static int group_request(const struct topo_jobset *in, const struct topo_tree *t
 		g->slice_level = part.level; /* 0: anywhere in the job's domain */
 		g->min_slices = ig->min_partitions < ig->partitions ? ig->min_partitions : 0;
 	}
-	/* Co-placed groups share the number of the first group of their name. */
-	for (size_t k = 0; ig->podset_group && k <= i; k++)
+	/* Co-placed groups share the number of the first group of their name;
+	 * without a level (Kueue allows it) they are not held together. */
+	for (size_t k = 0; ig->podset_group && lv && k <= i; k++)
 		if (in->groups[k].podset_group && strcmp(in->groups[k].podset_group, ig->podset_group) == 0) {
 			g->together = (uint32_t)k + 1;
 			break;

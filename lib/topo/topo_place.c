@@ -394,7 +394,7 @@ static void note_refusal(struct ctx *x, const struct instance *in, uint32_t scop
 	uint64_t most = 0;
 	size_t excluded = 0;
 	const char *why = NULL, *who = NULL;
-	char where[600] = "", slices[64] = "", least[64] = "", note[400] = "";
+	char where[600] = "", slices[64] = "", least[64] = "", note[400] = "", job[400];
 	char path[512];
 
 	if (x->first_cause)
@@ -419,6 +419,16 @@ static void note_refusal(struct ctx *x, const struct instance *in, uint32_t scop
 	if (excluded)
 		snprintf(note, sizeof(note), "; %zu nodes excluded for these pods (node %s %s)", excluded,
 			 who, why ? why : "");
+	if (grp->job_pods)
+		snprintf(job, sizeof(job), "its %u jobs as one", grp->pods / grp->job_pods);
+	else
+		snprintf(job, sizeof(job), "job %u", in->job);
+	if (grp->slice_size > 1 && grp->slice_level > 0 && grp->slice_level < t->node_level) {
+		size_t used = strlen(job);
+
+		snprintf(job + used, sizeof(job) - used, "; a slice in one %s",
+			 t->level_names[grp->slice_level]);
+	}
 	if (grp->constraint.mode == TOPO_MODE_REQUIRED) {
 		size_t level = required_level(x, grp, scope);
 
@@ -427,14 +437,14 @@ static void note_refusal(struct ctx *x, const struct instance *in, uint32_t scop
 				most = x->usable[d];
 		x->first_cause =
 			format("%s: at most %llu of %u pods fit in any one domain%s%s (replicated job %s, "
-			       "job %u%s)%s",
+			       "%s%s)%s",
 			       t->level_names[grp->constraint.level], (unsigned long long)most, in->pods,
-			       slices, least, grp->name ? grp->name : "", in->job, where, note);
+			       slices, least, grp->name ? grp->name : "", job, where, note);
 	} else {
-		x->first_cause = format(
-			"at most %llu of %u pods fit%s%s in the %s (replicated job %s, job %u%s)%s",
-			(unsigned long long)x->usable[scope], in->pods, slices, least,
-			scope ? "domain" : "cluster", grp->name ? grp->name : "", in->job, where, note);
+		x->first_cause =
+			format("at most %llu of %u pods fit%s%s in the %s (replicated job %s, %s%s)%s",
+			       (unsigned long long)x->usable[scope], in->pods, slices, least,
+			       scope ? "domain" : "cluster", grp->name ? grp->name : "", job, where, note);
 	}
 }
 
@@ -603,6 +613,10 @@ static char *check_group(const struct topo_tree *t, const struct topo_request *r
 	    (grp->constraint.level < 1 || grp->constraint.level >= t->node_level))
 		return format("request: replicated job %s: level %u is not a level of the topology", name,
 			      grp->constraint.level);
+	if (grp->job_pods && grp->pods % grp->job_pods)
+		return format(
+			"request: replicated job %s: %u pods per job do not divide the %u pods placed as one",
+			name, grp->job_pods, grp->pods);
 	if (grp->pods % size)
 		return format("request: replicated job %s: slice size %u does not divide %u pods", name, size,
 			      grp->pods);
@@ -710,6 +724,21 @@ static int rank_before(const struct topo_tree *t, const struct take *a, const st
 	return x < y;
 }
 
+/* The pod of rank `rank` in instance j, named by its own Job (job_pods),
+ * not placed yet. */
+static struct topo_pod own_job(const struct topo_group *grp, uint32_t g, uint32_t j, uint32_t rank)
+{
+	struct topo_pod pod = {
+		.group = g, .job_index = j, .completion = rank, .node = TOPO_NONE, .domain = TOPO_NONE
+	};
+
+	if (grp->job_pods) {
+		pod.job_index = j * (grp->pods / grp->job_pods) + rank / grp->job_pods;
+		pod.completion = rank % grp->job_pods;
+	}
+	return pod;
+}
+
 static struct topo_placement *build_output(struct ctx *x, uint32_t whole)
 {
 	const struct topo_tree *t = x->t;
@@ -766,26 +795,27 @@ static struct topo_placement *build_output(struct ctx *x, uint32_t whole)
 			for (size_t i = from; i < to; i++) {
 				uint32_t leaf = t->node_domain[x->log[i].node];
 				uint32_t lowest = t->domains[leaf].parent;
-				struct topo_count *last =
-					p->count_count ? &p->counts[p->count_count - 1] : NULL;
 
-				for (uint32_t c = 0; c < x->log[i].count; c++)
-					p->pods[slot + completion + c] =
-						(struct topo_pod){ (uint32_t)g, j, completion + c,
-								   x->log[i].node, lowest };
-				completion += x->log[i].count;
-				if (last && last->group == g && last->job_index == j &&
-				    last->domain == lowest)
-					last->count += x->log[i].count;
-				else
-					p->counts[p->count_count++] =
-						(struct topo_count){ (uint32_t)g, j, lowest,
-								     x->log[i].count };
+				for (uint32_t c = 0; c < x->log[i].count; c++, completion++) {
+					struct topo_pod pod = own_job(grp, (uint32_t)g, j, completion);
+					struct topo_count *last =
+						p->count_count ? &p->counts[p->count_count - 1] : NULL;
+
+					pod.node = x->log[i].node;
+					pod.domain = lowest;
+					p->pods[slot + completion] = pod;
+					if (last && last->group == g && last->job_index == pod.job_index &&
+					    last->domain == lowest)
+						last->count++;
+					else
+						p->counts[p->count_count++] =
+							(struct topo_count){ (uint32_t)g, pod.job_index,
+									     lowest, 1 };
+				}
 			}
 			/* Partitions left out (min_slices). */
 			for (; completion < grp->pods; completion++)
-				p->pods[slot + completion] =
-					(struct topo_pod){ (uint32_t)g, j, completion, TOPO_NONE, TOPO_NONE };
+				p->pods[slot + completion] = own_job(grp, (uint32_t)g, j, completion);
 		}
 	}
 	free(first_instance);

@@ -120,6 +120,11 @@ struct topo_group {
 	/* 0: alone; groups sharing a nonzero value are co-placed per job index.
 	 * They need equal replicas and an equal required or preferred constraint. */
 	uint32_t together;
+	/* 0: an instance is one child Job. Else the pods of one child Job when an
+	 * instance holds several (Kueue's PodSet: every replica of a replicated
+	 * job placed as one, ranks job index * job_pods + completion index); it
+	 * divides `pods`, and the output names each pod by its own Job. */
+	uint32_t job_pods;
 };
 
 struct topo_request {
@@ -129,14 +134,15 @@ struct topo_request {
 	uint32_t search_budget; /* 0: TOPO_SEARCH_BUDGET_DEFAULT */
 };
 
-/* A pod of a partition left out (min_slices) has node and domain TOPO_NONE. */
+/* A pod of a partition left out (min_slices) has node and domain TOPO_NONE.
+ * job_index and completion are the pod's own Job's (see job_pods). */
 struct topo_pod {
 	uint32_t group, job_index, completion;
 	uint32_t node; /* cluster node index (a hint: kube-scheduler picks within the domain) */
 	uint32_t domain; /* the lowest user-level domain: the parent of the node's leaf */
 };
 
-/* Pods of one instance in one lowest-level domain. */
+/* Pods of one child Job in one lowest-level domain. */
 struct topo_count {
 	uint32_t group, job_index, domain, count;
 };
