@@ -2,22 +2,30 @@
  * muster-topology: reads nodes (kubectl get nodes -o json), optionally pods
  * for usage, a topology (--levels or a HyperNode file) and a JobSet; prints
  * the topology tree with the free capacity per domain for each replicated
- * job's pod shape, then the placement or the refusal. Exit 0 placed,
- * 1 refused, 2 bad input. The JobSet is read before the nodes so that the
- * resources it requests are among those tracked (topo_input.h).
- *
- *   muster-topology --nodes nodes.json [--pods pods.json]
- *                   (--levels block,rack,... | --hypernodes hn.yaml)
- *                   --jobset jobset.yaml [--depth N]
+ * job's pod shape, then the placement or the refusal, as text or JSON.
+ * Exit 0 placed, 1 refused, 2 bad input (the cause names the file, item and
+ * field). The JobSet is read before the nodes so that the resources it
+ * requests are among those tracked (topo_input.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "flag.h"
 #include "topo_input.h"
 #include "topo_place.h"
 #include "topo_tree.h"
+
+/* Above this many domains the tree is shown as a summary per level unless
+ * --depth asks for more: a 10,000-node tree stays readable. */
+#define FULL_TREE_DOMAINS 200
+
+struct options {
+	const char *nodes, *pods, *levels, *hypernodes, *jobset, *output, *depth;
+};
 
 static char *read_file(const char *name, size_t *size)
 {
@@ -77,16 +85,16 @@ static int load(struct topo_input *in, const char *file,
 	return rc;
 }
 
-/* The tree with, per domain, the free capacity in pods of each group's shape. */
-static void print_tree(const struct topo_tree *t, const struct topo_request *req, size_t depth)
+/* Free capacity per domain in pods of each group's shape (domain x group). */
+static uint64_t *free_pods_of(const struct topo_tree *t, const struct topo_request *req)
 {
 	const struct topo_cluster *c = t->cluster;
-	uint64_t *free_pods =
-		calloc(t->domain_count * (req->group_count ? req->group_count : 1), sizeof(uint64_t));
+	size_t groups = req->group_count ? req->group_count : 1;
+	uint64_t *free_pods = calloc(t->domain_count * groups, sizeof(uint64_t));
 	int64_t res[TOPO_RESOURCES_MAX];
 
 	if (!free_pods)
-		return;
+		return NULL;
 	for (size_t g = 0; g < req->group_count; g++)
 		for (size_t d = t->domain_count; d-- > 0;) {
 			uint32_t n = t->domains[d].node;
@@ -94,97 +102,267 @@ static void print_tree(const struct topo_tree *t, const struct topo_request *req
 			if (n != TOPO_NONE) {
 				for (size_t r = 0; r < c->resource_count; r++)
 					res[r] = c->nodes[n].allocatable[r] - c->nodes[n].used[r];
-				free_pods[d * req->group_count + g] =
+				free_pods[d * groups + g] =
 					topo_node_fit(c, &c->nodes[n], res, &req->groups[g].shape, NULL);
 			}
 			if (d > 0)
-				free_pods[t->domains[d].parent * req->group_count + g] +=
-					free_pods[d * req->group_count + g];
+				free_pods[t->domains[d].parent * groups + g] += free_pods[d * groups + g];
 		}
+	return free_pods;
+}
+
+/* How many domains are above d: its indent, so that a node sits under its
+ * real parent even where the tree skips a level. */
+static int depth_of(const struct topo_tree *t, uint32_t d)
+{
+	int n = 0;
+
+	for (; d != 0; d = t->domains[d].parent)
+		n++;
+	return n;
+}
+
+/* The tree down to `depth` levels, then per level the domains' count and
+ * free capacity (smallest and largest domain), then the nodes left out. */
+static void print_tree(const struct topo_tree *t, const struct topo_request *req, const uint64_t *free_pods,
+		       size_t depth)
+{
+	const struct topo_cluster *c = t->cluster;
+	size_t groups = req->group_count ? req->group_count : 1, shown = 0;
+
 	printf("topology (free pods per replicated job:");
 	for (size_t g = 0; g < req->group_count; g++)
 		printf(" %s", req->groups[g].name);
 	printf(")\n");
 	for (size_t d = 0; d < t->domain_count; d++) {
-		if (t->domains[d].level > depth)
+		const struct topo_domain *dom = &t->domains[d];
+
+		if (dom->level > depth)
 			continue;
-		printf("%*s%s %s", (int)t->domains[d].level * 2, "", t->level_names[t->domains[d].level],
-		       d ? t->domains[d].name : "");
+		shown++;
+		printf("%*s%s %s", depth_of(t, (uint32_t)d) * 2, "",
+		       dom->node != TOPO_NONE ? "(node)" : t->level_names[dom->level], d ? dom->name : "");
 		for (size_t g = 0; g < req->group_count; g++)
-			printf(" %llu", (unsigned long long)free_pods[d * req->group_count + g]);
+			printf(" %llu", (unsigned long long)free_pods[d * groups + g]);
 		printf("\n");
+	}
+	if (shown < t->domain_count) {
+		printf("levels (%zu of %zu domains shown; --depth all shows every one):\n", shown,
+		       t->domain_count);
+		for (size_t l = 1; l <= t->node_level; l++) {
+			size_t count = 0;
+			uint64_t least = UINT64_MAX, most = 0;
+
+			for (size_t d = 0; d < t->domain_count; d++) {
+				uint64_t v = req->group_count ? free_pods[d * groups] : 0;
+
+				if (t->domains[d].level != l)
+					continue;
+				count++;
+				least = v < least ? v : least;
+				most = v > most ? v : most;
+			}
+			printf("  %s: %zu domains, free pods of %s from %llu to %llu\n",
+			       l == t->node_level ? "nodes" : t->level_names[l], count,
+			       req->group_count ? req->groups[0].name : "-",
+			       count ? (unsigned long long)least : 0ULL, (unsigned long long)most);
+		}
 	}
 	for (size_t i = 0; i < t->excluded_count; i++)
 		printf("excluded: node %s %s%s%s\n", c->nodes[t->excluded[i].node].name,
 		       t->excluded[i].reason, t->excluded[i].detail ? " " : "",
 		       t->excluded[i].detail ? t->excluded[i].detail : "");
-	free(free_pods);
 }
 
-static void usage(void)
+static void print_placement(const struct topo_tree *t, const struct topo_request *req,
+			    const struct topo_placement *p, const char *jobset)
 {
-	fprintf(stderr,
-		"usage: muster-topology --nodes FILE [--pods FILE] (--levels L1,L2,... | --hypernodes FILE)\n"
-		"                       --jobset FILE [--depth N]\n");
+	const struct topo_cluster *c = t->cluster;
+	char buf[1024];
+
+	printf("placement of JobSet %s:\n", jobset ? jobset : "");
+	for (size_t g = 0, k = 0; g < req->group_count; g++)
+		for (uint32_t j = 0; j < req->groups[g].replicas; j++, k++)
+			if (p->instance_pods[k] < req->groups[g].pods)
+				printf("  %s-%u: %u of %u pods placed (minPartitions), the rest not placed\n",
+				       req->groups[g].name, j, p->instance_pods[k], req->groups[g].pods);
+	for (size_t i = 0; i < p->count_count; i++) {
+		printf("  %s-%u: %u pods in %s", req->groups[p->counts[i].group].name, p->counts[i].job_index,
+		       p->counts[i].count, topo_tree_path(t, p->counts[i].domain, buf, sizeof(buf)));
+		if (!t->from_hypernodes)
+			printf(" (nodeSelector %s)",
+			       topo_tree_selector(t, p->counts[i].domain, TOPO_NONE, buf, sizeof(buf)));
+		printf("\n");
+	}
+	/* The selector confines a pod to its domain: every level's label in
+	 * levels mode; in HyperNode mode, where a domain is no label, the
+	 * node's hostname. The node is the one the core chose (a hint). */
+	printf("pods (replicated job, job index, completion index -> domain, nodeSelector, node):\n");
+	for (size_t i = 0; i < p->pod_count; i++) {
+		const struct topo_pod *pod = &p->pods[i];
+
+		if (pod->domain == TOPO_NONE) {
+			printf("  %s %u %u (not placed)\n", req->groups[pod->group].name, pod->job_index,
+			       pod->completion);
+			continue;
+		}
+		printf("  %s %u %u %s", req->groups[pod->group].name, pod->job_index, pod->completion,
+		       topo_tree_path(t, pod->domain, buf, sizeof(buf)));
+		printf(" %s", topo_tree_selector(t, pod->domain, pod->node, buf, sizeof(buf)));
+		printf(" %s\n", c->nodes[pod->node].name);
+	}
+}
+
+/* The result as one JSON object for scripts: placed, the refusal, the pods
+ * with their domain, nodeSelector and node, and the nodes left out. */
+static int print_json(const struct topo_tree *t, const struct topo_request *req,
+		      const struct topo_placement *p, const char *jobset, const char *refusal)
+{
+	const struct topo_cluster *c = t->cluster;
+	cJSON *out = cJSON_CreateObject(), *pods, *excluded;
+	char buf[1024], *text;
+	int ok = out != NULL;
+
+	ok = ok && cJSON_AddStringToObject(out, "jobset", jobset ? jobset : "") != NULL;
+	ok = ok && cJSON_AddBoolToObject(out, "placed", p != NULL) != NULL;
+	if (refusal)
+		ok = ok && cJSON_AddStringToObject(out, "refusal", refusal) != NULL;
+	ok = ok && (pods = cJSON_AddArrayToObject(out, "pods")) != NULL;
+	for (size_t i = 0; ok && p && i < p->pod_count; i++) {
+		const struct topo_pod *pod = &p->pods[i];
+		cJSON *one = cJSON_CreateObject();
+
+		ok = one && cJSON_AddItemToArray(pods, one);
+		ok = ok && cJSON_AddStringToObject(one, "replicatedJob", req->groups[pod->group].name);
+		ok = ok && cJSON_AddNumberToObject(one, "jobIndex", pod->job_index);
+		ok = ok && cJSON_AddNumberToObject(one, "completionIndex", pod->completion);
+		if (ok && pod->domain != TOPO_NONE) {
+			ok = cJSON_AddStringToObject(
+				     one, "domain", topo_tree_path(t, pod->domain, buf, sizeof(buf))) != NULL;
+			ok = ok && cJSON_AddStringToObject(
+					   one, "nodeSelector",
+					   topo_tree_selector(t, pod->domain, pod->node, buf, sizeof(buf)));
+			ok = ok && cJSON_AddStringToObject(one, "node", c->nodes[pod->node].name);
+		}
+	}
+	ok = ok && (excluded = cJSON_AddArrayToObject(out, "excluded")) != NULL;
+	for (size_t i = 0; ok && i < t->excluded_count; i++) {
+		cJSON *one = cJSON_CreateObject();
+
+		ok = one && cJSON_AddItemToArray(excluded, one);
+		ok = ok && cJSON_AddStringToObject(one, "node", c->nodes[t->excluded[i].node].name);
+		snprintf(buf, sizeof(buf), "%s%s%s", t->excluded[i].reason, t->excluded[i].detail ? " " : "",
+			 t->excluded[i].detail ? t->excluded[i].detail : "");
+		ok = ok && cJSON_AddStringToObject(one, "reason", buf);
+	}
+	text = ok ? cJSON_PrintUnformatted(out) : NULL;
+	if (text)
+		printf("%s\n", text);
+	else
+		fprintf(stderr, "muster-topology: out of memory\n");
+	free(text);
+	cJSON_Delete(out);
+	return text ? 0 : -1;
+}
+
+static const char *output_problem(const char *value)
+{
+	return strcmp(value, "text") == 0 || strcmp(value, "json") == 0 ? NULL : "neither text nor json";
+}
+
+static const char *depth_problem(const char *value)
+{
+	unsigned long n;
+
+	return strcmp(value, "all") == 0 || flag_number(value, 0, TOPO_LEVELS_MAX + 1, &n) == 0
+		       ? NULL
+		       : "neither all nor a level from 0 to 9";
+}
+
+/* An input with no node in the topology cannot be placed on: that is the
+ * input's problem (exit 2), not a refusal. */
+static int check_tree(const struct topo_input *in, const struct topo_tree *t, const char *nodes)
+{
+	if (in->cluster.node_count == 0) {
+		fprintf(stderr, "muster-topology: %s: no Node in the input\n", nodes);
+		return -1;
+	}
+	if (t->excluded_count == in->cluster.node_count) {
+		const struct topo_exclusion *e = &t->excluded[0];
+
+		fprintf(stderr,
+			"muster-topology: none of the %zu nodes is in the topology (node %s %s%s%s); give the "
+			"levels the nodes are labelled with, or HyperNodes that claim them\n",
+			in->cluster.node_count, in->cluster.nodes[e->node].name, e->reason,
+			e->detail ? " " : "", e->detail ? e->detail : "");
+		return -1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	const char *nodes = NULL, *pods = NULL, *levels = NULL, *hypernodes = NULL, *jobset = NULL;
+	struct options o = { .output = "text", .depth = NULL };
+	const struct flag_def flags[] = {
+		{ FLAG_SECTION, NULL, NULL, "inputs (JSON or YAML, as kubectl writes them):", 0, 0, NULL,
+		  NULL },
+		{ FLAG_TEXT, "--nodes", "FILE", "the nodes: kubectl get nodes -o json (required)", 0, 0, NULL,
+		  &o.nodes },
+		{ FLAG_TEXT, "--pods", "FILE",
+		  "pods using the nodes: kubectl get pods -A -o json (bound, not ended)", 0, 0, NULL,
+		  &o.pods },
+		{ FLAG_TEXT, "--levels", "L1,L2,...", "the topology as node labels, outermost first", 0, 0,
+		  NULL, &o.levels },
+		{ FLAG_TEXT, "--hypernodes", "FILE", "or the topology as Volcano HyperNodes", 0, 0, NULL,
+		  &o.hypernodes },
+		{ FLAG_TEXT, "--jobset", "FILE", "the JobSet to place (required)", 0, 0, NULL, &o.jobset },
+		{ FLAG_SECTION, NULL, NULL, "output:", 0, 0, NULL, NULL },
+		{ FLAG_TEXT, "--output", "text|json", "text (default), or one JSON object for scripts", 0, 0,
+		  output_problem, &o.output },
+		{ FLAG_TEXT, "--depth", "N|all",
+		  "tree levels shown (text); default: all up to 200 domains,\nelse the top level and a summary per level",
+		  0, 0, depth_problem, &o.depth },
+	};
+	static const char head[] =
+		"usage: muster-topology --nodes FILE [--pods FILE] (--levels L1,L2,... | --hypernodes FILE)\n"
+		"                       --jobset FILE [--output text|json] [--depth N|all]\n"
+		"Places a JobSet on a cluster's topology as muster would, and says why when it cannot.\n";
+	static const char tail[] = "exit status: 0 placed, 1 refused (the reason is printed), 2 bad input\n";
 	struct topo_input in;
 	struct topo_tree *t = NULL;
 	struct topo_group groups[TOPO_GROUPS_MAX];
 	struct topo_request req;
 	struct topo_placement *p = NULL;
 	const char *level_list[TOPO_LEVELS_MAX];
-	char *levels_copy = NULL, *cause = NULL, buf[1024];
-	size_t level_count = 0, depth = TOPO_LEVELS_MAX + 1;
-	int rc = 2;
+	char *levels_copy = NULL, *cause = NULL;
+	uint64_t *free_pods = NULL;
+	size_t level_count = 0, depth;
+	int rc = 2, json;
 
 	memset(&in, 0, sizeof(in));
-	/* Every flag takes a value: flags at odd positions, values after them. */
-	for (int i = 1; i < argc; i += 2) {
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!v) {
-			usage();
-			return 2;
-		}
-		if (strcmp(argv[i], "--nodes") == 0)
-			nodes = v;
-		else if (strcmp(argv[i], "--pods") == 0)
-			pods = v;
-		else if (strcmp(argv[i], "--levels") == 0)
-			levels = v;
-		else if (strcmp(argv[i], "--hypernodes") == 0)
-			hypernodes = v;
-		else if (strcmp(argv[i], "--jobset") == 0)
-			jobset = v;
-		else if (strcmp(argv[i], "--depth") == 0) {
-			char *end;
-
-			depth = strtoul(v, &end, 10);
-			if (*end || end == v) {
-				usage();
-				return 2;
-			}
-		} else {
-			usage();
-			return 2;
-		}
-	}
-	if (!nodes || !jobset || !levels == !hypernodes) {
-		usage();
+	switch (flag_parse(argc, argv, "muster-topology", MUSTER_VERSION, head, flags,
+			   sizeof(flags) / sizeof(flags[0]), tail)) {
+	case 0:
+		break;
+	case 1:
+		return 0;
+	default:
 		return 2;
 	}
-	if (load(&in, jobset, topo_input_jobset) || load(&in, nodes, topo_input_nodes) ||
-	    (pods && load(&in, pods, topo_input_pods)) ||
-	    (hypernodes && load(&in, hypernodes, topo_input_hypernodes)))
+	if (!o.nodes || !o.jobset || !o.levels == !o.hypernodes) {
+		fprintf(stderr,
+			"muster-topology: give --nodes, --jobset and one of --levels or --hypernodes (see --help)\n");
+		return 2;
+	}
+	json = strcmp(o.output, "json") == 0;
+	if (load(&in, o.jobset, topo_input_jobset) || load(&in, o.nodes, topo_input_nodes) ||
+	    (o.pods && load(&in, o.pods, topo_input_pods)) ||
+	    (o.hypernodes && load(&in, o.hypernodes, topo_input_hypernodes)))
 		goto out;
-	if (levels) {
+	if (o.levels) {
 		char *save = NULL;
 
-		levels_copy = strdup(levels);
+		levels_copy = strdup(o.levels);
 		for (char *tok = levels_copy ? strtok_r(levels_copy, ",", &save) : NULL; tok;
 		     tok = strtok_r(NULL, ",", &save)) {
 			if (level_count == TOPO_LEVELS_MAX) {
@@ -197,48 +375,38 @@ int main(int argc, char **argv)
 	} else {
 		t = topo_tree_from_hypernodes(&in.cluster, in.hypernodes, in.hypernode_count, &cause);
 	}
+	if (t && check_tree(&in, t, o.nodes))
+		goto out;
 	if (!t || topo_jobset_request(&in.jobset, t, groups, &req, &cause)) {
 		fprintf(stderr, "muster-topology: %s\n", cause ? cause : "out of memory");
 		goto out;
 	}
-	print_tree(t, &req, depth);
-	if (topo_place(t, &req, &p, &cause)) {
-		printf("refused: %s\n", cause ? cause : "out of memory");
-		rc = 1;
+	if (o.depth && strcmp(o.depth, "all") != 0) {
+		unsigned long n = 0;
+
+		flag_number(o.depth, 0, TOPO_LEVELS_MAX + 1, &n);
+		depth = n;
+	} else {
+		depth = o.depth || t->domain_count <= FULL_TREE_DOMAINS ? TOPO_LEVELS_MAX + 1 : 1;
+	}
+	free_pods = free_pods_of(t, &req);
+	if (!free_pods) {
+		fprintf(stderr, "muster-topology: out of memory\n");
 		goto out;
 	}
-	printf("placement of JobSet %s:\n", in.jobset.name ? in.jobset.name : "");
-	for (size_t g = 0, k = 0; g < req.group_count; g++)
-		for (uint32_t j = 0; j < req.groups[g].replicas; j++, k++)
-			if (p->instance_pods[k] < req.groups[g].pods)
-				printf("  %s-%u: %u of %u pods placed (minPartitions), the rest not placed\n",
-				       req.groups[g].name, j, p->instance_pods[k], req.groups[g].pods);
-	for (size_t i = 0; i < p->count_count; i++) {
-		printf("  %s-%u: %u pods in %s", req.groups[p->counts[i].group].name, p->counts[i].job_index,
-		       p->counts[i].count, topo_tree_path(t, p->counts[i].domain, buf, sizeof(buf)));
-		if (!t->from_hypernodes)
-			printf(" (nodeSelector %s)",
-			       topo_tree_selector(t, p->counts[i].domain, TOPO_NONE, buf, sizeof(buf)));
-		printf("\n");
+	if (!json)
+		print_tree(t, &req, free_pods, depth);
+	rc = topo_place(t, &req, &p, &cause) ? 1 : 0;
+	if (json) {
+		if (print_json(t, &req, p, in.jobset.name, rc ? (cause ? cause : "out of memory") : NULL))
+			rc = 2;
+	} else if (rc) {
+		printf("refused: %s\n", cause ? cause : "out of memory");
+	} else {
+		print_placement(t, &req, p, in.jobset.name);
 	}
-	/* The selector confines a pod to its domain: every level's label in
-	 * levels mode; in HyperNode mode, where a domain is no label, the
-	 * node's hostname. */
-	printf("pods (replicated job, job index, completion index -> domain, nodeSelector):\n");
-	for (size_t i = 0; i < p->pod_count; i++) {
-		const struct topo_pod *pod = &p->pods[i];
-
-		if (pod->domain == TOPO_NONE) {
-			printf("  %s %u %u (not placed)\n", req.groups[pod->group].name, pod->job_index,
-			       pod->completion);
-			continue;
-		}
-		printf("  %s %u %u %s", req.groups[pod->group].name, pod->job_index, pod->completion,
-		       topo_tree_path(t, pod->domain, buf, sizeof(buf)));
-		printf(" %s\n", topo_tree_selector(t, pod->domain, pod->node, buf, sizeof(buf)));
-	}
-	rc = 0;
 out:
+	free(free_pods);
 	free(cause);
 	free(levels_copy);
 	topo_placement_free(p);

@@ -765,8 +765,13 @@ static void podsets_hold_every_replica(void **state)
 		"  - name: workers\n    replicas: 3\n    template:\n      spec:\n        parallelism: 4\n"
 		"        template:\n          metadata:\n            annotations:\n"
 		"              kueue.x-k8s.io/podset-group-name: g\n"
+		"          spec: {containers: [{resources: {requests: {cpu: 1}}}]}\n";
+	static const char sliced[] =
+		"kind: JobSet\nspec:\n  replicatedJobs:\n"
+		"  - name: workers\n    replicas: 3\n    template:\n      spec:\n        parallelism: 4\n"
+		"        template:\n          metadata:\n            annotations:\n"
 		"              kueue.x-k8s.io/podset-slice-required-topology: rack\n"
-		"              kueue.x-k8s.io/podset-slice-size: '2'\n"
+		"              kueue.x-k8s.io/podset-slice-size: '6'\n"
 		"          spec: {containers: [{resources: {requests: {cpu: 1}}}]}\n";
 	struct topo_input in;
 	struct topo_tree *t;
@@ -806,9 +811,8 @@ static void podsets_hold_every_replica(void **state)
 	topo_tree_free(t);
 	topo_input_free(&in);
 
-	/* Without a level, the group is not held together: the 12 workers'
-	 * pods and the leader's 4 cpu spread over both racks, every slice of 2
-	 * ranks (across Job boundaries) in one rack. */
+	/* Without a level, the group is not held together: the leader's 4 cpu
+	 * and the 12 workers' pods (16 cpu in all) spread over both racks. */
 	memset(&in, 0, sizeof(in));
 	decode_ok(&in, topo_input_jobset, spread);
 	decode_ok(&in, topo_input_nodes, RACK_NODES);
@@ -818,11 +822,36 @@ static void podsets_hold_every_replica(void **state)
 	assert_int_equal(groups[0].together, 0);
 	if (topo_place(t, &req, &p, &cause) != 0)
 		fail_msg("%s", cause);
-	for (uint32_t i = 0; i < 12; i += 2)
-		assert_int_equal(p->pods[1 + i].domain, p->pods[2 + i].domain);
+	assert_int_equal(p->pod_count, 13);
 	topo_placement_free(p);
 	topo_tree_free(t);
 	topo_input_free(&in);
+	/* Slices run over the PodSet's ranks: 3 Jobs of 4 pods in slices of 6,
+	 * so ranks 0-5 (job 0 and half of job 1) share a rack, 6-11 another. */
+	memset(&in, 0, sizeof(in));
+	decode_ok(&in, topo_input_jobset, sliced);
+	decode_ok(&in, topo_input_nodes, RACK_NODES);
+	t = topo_tree_from_levels(&in.cluster, LEVELS, 2, &cause);
+	assert_non_null(t);
+	assert_int_equal(topo_jobset_request(&in.jobset, t, groups, &req, &cause), 0);
+	if (topo_place(t, &req, &p, &cause) != 0)
+		fail_msg("%s", cause);
+	for (uint32_t i = 0; i < 12; i++)
+		assert_int_equal(p->pods[i].domain, p->pods[i / 6 * 6].domain);
+	assert_int_not_equal(p->pods[0].domain, p->pods[6].domain); /* a rack holds 8 */
+	assert_int_equal(p->pods[5].job_index, 1);
+	assert_int_equal(p->pods[5].completion, 1);
+	topo_placement_free(p);
+	topo_tree_free(t);
+	topo_input_free(&in);
+	/* As in Kueue, a group does not take slices. */
+	decode_fails(
+		topo_input_jobset,
+		"spec:\n  replicatedJobs:\n  - name: w\n    template:\n      spec:\n        template:\n"
+		"          metadata:\n            annotations: {kueue.x-k8s.io/podset-group-name: g, "
+		"kueue.x-k8s.io/podset-slice-required-topology: rack, kueue.x-k8s.io/podset-slice-size: '1'}\n"
+		"          spec: {}\n",
+		"kueue.x-k8s.io/podset-group-name cannot be combined with slices", NULL);
 }
 
 static void podset_group_co_places_leader_and_workers(void **state)

@@ -50,7 +50,7 @@ def run(*args):
 
 
 def pod_lines(stdout):
-    lines = stdout.split("pods (replicated job, job index, completion index -> domain, nodeSelector):\n", 1)[1]
+    lines = stdout.split("pods (replicated job, job index, completion index -> domain, nodeSelector, node):\n", 1)[1]
     return [line.split() for line in lines.splitlines() if line.startswith("  ")]
 
 
@@ -130,3 +130,63 @@ def test_bad_input_exits_2_naming_the_file(tmp_path):
     assert result.returncode == 2
     assert "nodes.json" in result.stderr and "lots" in result.stderr
     assert run("--nodes", bad).returncode == 2  # usage
+
+
+def test_help_and_json_output(tmp_path):
+    result = run("--help")
+    assert result.returncode == 0 and "--output text|json" in result.stdout and "exit status" in result.stdout
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS, "--output", "json",
+                 "--jobset", jobset(tmp_path / "js.yaml", 3, "rack"))
+    assert result.returncode == 0
+    out = json.loads(result.stdout)
+    assert out["placed"] is True and out["jobset"] == "train" and out["excluded"] == []
+    assert len(out["pods"]) == 6
+    for pod in out["pods"]:
+        assert pod["node"] == pod["domain"].rsplit("/", 1)[1]  # the node chosen, under its domain
+        assert f"kubernetes.io/hostname={pod['node']}" in pod["nodeSelector"]
+    # A refusal in JSON: exit 1, the reason in the object.
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS, "--output", "json",
+                 "--jobset", jobset(tmp_path / "js.yaml", 9, "rack"))
+    assert result.returncode == 1
+    out = json.loads(result.stdout)
+    assert out["placed"] is False and "a slice in one rack" in out["refusal"] and out["pods"] == []
+    assert run("--nodes", "x", "--output", "xml").returncode == 2
+
+
+def test_inputs_without_a_placeable_node_are_bad_input(tmp_path):
+    """No node, no node in the topology, a HyperNode without members, deep or
+    trailing content: exit 2 with the reason, never a refusal (exit 1)."""
+    js = jobset(tmp_path / "js.yaml", 2, "rack")
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"kind": "List", "items": []}')
+    result = run("--nodes", empty, "--levels", LEVELS, "--jobset", js)
+    assert result.returncode == 2 and "no Node in the input" in result.stderr
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", "zone", "--jobset", js)
+    assert result.returncode == 2 and "none of the 8 nodes is in the topology" in result.stderr
+    hollow = tmp_path / "hn.yaml"
+    hollow.write_text(yaml.safe_dump({"kind": "HyperNode", "metadata": {"name": "s0"}, "spec": {"tier": 1}}))
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--hypernodes", hollow, "--jobset", js)
+    assert result.returncode == 2 and "(s0): spec.members: missing or empty" in result.stderr
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    result = run("--nodes", deep, "--levels", LEVELS, "--jobset", js)
+    assert result.returncode == 2 and "nested deeper than 64 levels (at byte 64)" in result.stderr
+    two = tmp_path / "two.json"
+    two.write_text('{"kind": "List", "items": []}\n{"kind": "Node"}\n')
+    result = run("--nodes", two, "--levels", LEVELS, "--jobset", js)
+    assert result.returncode == 2 and "more content after the JSON document, at byte 30" in result.stderr
+
+
+def test_a_large_tree_is_summarized_per_level(tmp_path):
+    path = tmp_path / "big.json"
+    items = [{"metadata": {"name": f"n{i}", "labels": {"block": f"b{i // 100}", "rack": f"r{i // 10}"}},
+              "status": {"allocatable": {"cpu": "4", "pods": "110"}}} for i in range(1000)]
+    path.write_text(json.dumps({"kind": "List", "items": items}))
+    result = run("--nodes", path, "--levels", "block,rack", "--jobset", jobset(tmp_path / "js.yaml", 3, "rack"))
+    assert result.returncode == 0
+    assert "levels (11 of 1111 domains shown; --depth all shows every one):" in result.stdout
+    assert "  rack: 100 domains, free pods of workers from 40 to 40" in result.stdout  # free before placing
+    assert "  nodes: 1000 domains, free pods of workers from 4 to 4" in result.stdout
+    full = run("--nodes", path, "--levels", "block,rack", "--depth", "all",
+               "--jobset", jobset(tmp_path / "js.yaml", 3, "rack"))
+    assert full.stdout.count("(node) n") == 1000

@@ -223,6 +223,9 @@ static int decode_annotations(struct topo_store *s, const cJSON *annotations, st
 				(unsigned long long)g->replicas * g->pods, g->replicas);
 		g->slice_size = (unsigned)v;
 	}
+	if (g->podset_group && g->slice_level)
+		return cause_replace(cause, "%s: %s: %s cannot be combined with slices (Kueue forbids it)",
+				     where, field, KUEUE_ANNOTATION_GROUP);
 	if (g->slice_level && g->partitions)
 		return cause_replace(cause, "%s: %s: %s and %s exclude each other", where, field,
 				     KUEUE_ANNOTATION_SLICE, MUSTER_ANNOTATION_PARTITION_POLICY);

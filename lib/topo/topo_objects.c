@@ -371,6 +371,10 @@ int topo_hypernode_decode(struct topo_store *s, const cJSON *it, const char *whe
 	members = kjson_value(spec, "members");
 	if ((n = topo_field_list_size(members, TOPO_OBJ_MEMBERS_MAX, where, "spec.members", cause)) < 0)
 		return -1;
+	if (n == 0)
+		return cause_replace(
+			cause, "%s: spec.members: missing or empty (a HyperNode lists at least one member)",
+			where);
 	mem = topo_store_alloc(s, (size_t)n, sizeof(*mem));
 	if (!mem)
 		return topo_store_nomem(s, cause);
