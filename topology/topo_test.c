@@ -1222,6 +1222,53 @@ static void tier_limit_excludes_nodes_directly_under_a_higher_tier(void **state)
 	topo_tree_free(t);
 }
 
+/* Upstream JobSet's exclusive-topology: each child Job alone in a rack. A
+ * rack that holds pods of another Job is not taken, and nothing else goes
+ * into a rack an exclusive Job holds, though capacity is left there. */
+static void exclusive_jobs_hold_a_rack_alone(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g[2];
+	struct topo_request req = { .groups = g, .group_count = 2 };
+	char *cause;
+
+	(void)state;
+	small_cluster(&f); /* 2 blocks x 2 racks x 2 hosts of 4 cpu: 4 racks of 8 */
+	t = levels_tree(&f, 2);
+	g[0] = one_cpu_group("excl", 3, 2, TOPO_MODE_REQUIRED, 2);
+	g[0].exclusive = 1;
+	g[1] = one_cpu_group("other", 1, 1, TOPO_MODE_NONE, 0);
+	p = place_ok(t, &req);
+	{
+		uint32_t racks[3];
+
+		for (uint32_t j = 0; j < 3; j++) {
+			racks[j] = instance_within(t, p, 0, j, 2);
+			for (uint32_t k = 0; k < j; k++)
+				assert_int_not_equal(racks[j], racks[k]);
+		}
+		/* The other Job's pod is in the fourth rack, not beside an exclusive Job. */
+		for (uint32_t j = 0; j < 3; j++)
+			assert_int_not_equal(instance_within(t, p, 1, 0, 2), racks[j]);
+	}
+	topo_placement_free(p);
+	/* 4 exclusive Jobs and one more pod: every rack is held, so the pod has
+	 * no room although 24 cpus are free. */
+	g[0].replicas = 4;
+	cause = place_refused(t, &req);
+	free(cause);
+	/* A Job of 3 pods in a rack first: only 3 racks are left for 4 exclusive Jobs. */
+	g[1] = one_cpu_group("first", 1, 3, TOPO_MODE_REQUIRED, 2);
+	cause = place_refused(t, &req);
+	free(cause);
+	g[0].exclusive = 0; /* without exclusivity they fit */
+	p = place_ok(t, &req);
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
 static void hypernode_label_match_expressions(void **state)
 {
 	static const char *const racks[] = { "r1", "r2" };
@@ -1611,6 +1658,7 @@ int main(void)
 		cmocka_unit_test(hypernode_mixed_members_one_run_per_domain),
 		cmocka_unit_test(hypernode_label_match_expressions),
 		cmocka_unit_test(tier_limit_excludes_nodes_directly_under_a_higher_tier),
+		cmocka_unit_test(exclusive_jobs_hold_a_rack_alone),
 		cmocka_unit_test(requirements_follow_kubernetes),
 		cmocka_unit_test(node_affinity_terms_select_nodes),
 		cmocka_unit_test(tolerations_follow_kubernetes),

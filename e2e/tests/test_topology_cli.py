@@ -190,3 +190,33 @@ def test_a_large_tree_is_summarized_per_level(tmp_path):
     full = run("--nodes", path, "--levels", "block,rack", "--depth", "all",
                "--jobset", jobset(tmp_path / "js.yaml", 3, "rack"))
     assert full.stdout.count("(node) n") == 1000
+
+
+def test_exclusive_topology_gives_each_job_a_domain_alone(tmp_path):
+    """Upstream JobSet's alpha.jobset.sigs.k8s.io/exclusive-topology, on the
+    JobSet and overridden on a replicated job's Job template."""
+    def exclusive_jobset(workers):
+        path = tmp_path / "ex.yaml"
+        pod = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "ex", "annotations": {api.JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY: "rack"}},
+            "spec": {"replicatedJobs": [
+                {"name": "workers", "replicas": workers, "template": {"spec": {"parallelism": 2, "template": pod}}},
+                {"name": "driver", "template": {
+                    "metadata": {"annotations": {api.JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY: "block"}},
+                    "spec": {"template": pod}}}]}}))
+        return path
+
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS, "--jobset", exclusive_jobset(2))
+    assert result.returncode == 0
+    pods = pod_lines(result.stdout)
+    workers = {p[1]: p[3].rsplit("/", 1)[0] for p in pods if p[0] == "workers"}
+    driver = {p[3].split("/")[0] for p in pods if p[0] == "driver"}
+    assert len(set(workers.values())) == 2  # one rack each
+    assert driver.isdisjoint({rack.split("/")[0] for rack in workers.values()})  # a block of its own
+    # Three racks of workers leave no block free for the driver.
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS, "--jobset", exclusive_jobset(3))
+    assert result.returncode == 1
+    assert ("refused: block: at most 0 of 1 pods fit in any one domain (replicated job driver, job 0; "
+            "exclusive: a block holding pods of another Job is not taken)") in result.stdout

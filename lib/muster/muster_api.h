@@ -94,6 +94,11 @@ enum muster_barrier_exit {
 #define JOBSET_LABEL_REPLICATED_JOB "jobset.sigs.k8s.io/replicatedjob-name"
 #define JOBSET_LABEL_RESTART_ATTEMPT "jobset.sigs.k8s.io/restart-attempt"
 
+/* Upstream JobSet's exclusive placement: a node label key, on the JobSet or
+ * on a replicated job's Job template (which wins): each child Job alone in
+ * a domain of that label. */
+#define JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY "alpha.jobset.sigs.k8s.io/exclusive-topology"
+
 /* Kueue TAS's pod-set annotations on a replicated job's pod template, and
  * the prefix they share (any other annotation with it is refused). */
 #define KUEUE_ANNOTATION_PREFIX "kueue.x-k8s.io/podset-"

@@ -234,7 +234,8 @@ static int decode_annotations(struct topo_store *s, const cJSON *annotations, st
 
 /* A replicated job: counts from the JobSet model, the rest from its pod template. */
 static int decode_replicated_job(struct topo_store *s, const cJSON *rj, const struct jobset_rjob *m,
-				 size_t index, struct topo_jobset_group *g, char **cause)
+				 size_t index, const char *exclusive, struct topo_jobset_group *g,
+				 char **cause)
 {
 	const cJSON *pod = kjson_path(rj, "template", "spec", "template");
 	const cJSON *pod_spec = kjson_value(pod, "spec");
@@ -255,8 +256,20 @@ static int decode_replicated_job(struct topo_store *s, const cJSON *rj, const st
 		return cause_replace(cause, "%s: template.spec.template.spec: missing", where);
 	g->replicas = m->replicas;
 	g->pods = m->parallelism < m->completions ? m->parallelism : m->completions;
-	if (decode_annotations(s, kjson_path(pod, "metadata", "annotations", NULL), g, where, cause))
+	if (decode_annotations(s, kjson_path(pod, "metadata", "annotations", NULL), g, where, cause) ||
+	    topo_field_copy(s, kjson_path(rj, "template", "metadata", "annotations"),
+			    JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY, TOPO_OBJ_KEY_MAX, &g->exclusive, where,
+			    "template.metadata.annotations.", cause))
 		return -1;
+	if (!g->exclusive)
+		g->exclusive = exclusive;
+	if (g->exclusive && (g->required || g->preferred || g->unconstrained || g->slice_level ||
+			     g->podset_group || g->network.set || g->partitions))
+		return cause_replace(
+			cause,
+			"%s: %s places each child Job alone in a domain; it cannot be combined with "
+			"Kueue's or Volcano's topology annotations on the same replicated job",
+			where, JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY);
 	return topo_pod_scheduling_decode(s, pod_spec, where, "template.spec.template.spec", &g->pod, cause);
 }
 
@@ -264,7 +277,7 @@ int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobs
 {
 	struct jobset_model *model = NULL;
 	const cJSON *rjs, *rj, *ann;
-	const char *field = "metadata.annotations.";
+	const char *field = "metadata.annotations.", *exclusive = NULL;
 	char *model_cause = NULL;
 	size_t n = 0;
 	int rc = -1;
@@ -282,6 +295,9 @@ int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobs
 	    topo_field_copy(s, ann, MUSTER_ANNOTATION_TOPOLOGY_PREFERRED, TOPO_OBJ_KEY_MAX,
 			    &out->whole_preferred, "jobset", field, cause) ||
 	    decode_network_annotation(s, ann, "jobset", field, &out->whole_network, cause))
+		return -1;
+	if (topo_field_copy(s, ann, JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY, TOPO_OBJ_KEY_MAX, &exclusive,
+			    "jobset", field, cause))
 		return -1;
 	if (!!out->whole_required + !!out->whole_preferred + out->whole_network.set > 1)
 		return cause_replace(cause, "jobset: metadata.annotations: at most one of %s, %s, %s",
@@ -303,7 +319,8 @@ int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobs
 	}
 	cJSON_ArrayForEach(rj, rjs)
 	{
-		if (decode_replicated_job(s, rj, &model->replicated_jobs[n], n, &out->groups[n], cause))
+		if (decode_replicated_job(s, rj, &model->replicated_jobs[n], n, exclusive, &out->groups[n],
+					  cause))
 			goto out;
 		out->group_count = ++n;
 	}
@@ -406,7 +423,15 @@ static int group_request(const struct topo_jobset *in, const struct topo_tree *t
 				ig->pod.request_names[r], TOPO_RESOURCES_MAX);
 		g->shape.requests[slot] = ig->pod.request_values[r];
 	}
-	if (lv) {
+	if (ig->exclusive) {
+		int l = topo_tree_level(tree, ig->exclusive);
+
+		if (l < 1 || (size_t)l >= tree->node_level)
+			return cause_replace(cause, "%s: %s %s is not a level of the topology", who,
+					     JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY, ig->exclusive);
+		g->constraint = (struct topo_constraint){ TOPO_MODE_REQUIRED, (uint8_t)l };
+		g->exclusive = 1;
+	} else if (lv) {
 		int l = level_named(tree, lv);
 
 		if (l < 1)

@@ -24,6 +24,10 @@
  *     and slices or a partition policy, not both; any other
  *     kueue.x-k8s.io/podset-* annotation is refused (it would otherwise be
  *     ignored). The constraint holds per child Job (instance).
+ *   upstream JobSet's alpha.jobset.sigs.k8s.io/exclusive-topology: LABEL, on the
+ *     JobSet or a replicated job's Job template (which wins): each child Job
+ *     alone in one domain of that level (not with Kueue's or Volcano's
+ *     annotations on the same replicated job)
  *   on the JobSet (the whole JobSet), at most one of
  *     muster.dev/topology-required, muster.dev/topology-preferred (LEVEL),
  *     muster.dev/network-topology (Volcano's job-level networkTopology)
@@ -64,6 +68,9 @@ struct topo_jobset_group {
 	unsigned partitions, partition_size, min_partitions;
 	struct topo_network_request partition_network;
 	struct topo_pod_scheduling pod; /* of its pod template */
+	/* alpha.jobset.sigs.k8s.io/exclusive-topology of its Job template, else
+	 * the JobSet's, else NULL */
+	const char *exclusive;
 };
 
 struct topo_jobset {

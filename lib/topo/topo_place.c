@@ -23,6 +23,8 @@ struct instance {
 	uint32_t leader; /* order position of the unit's first instance */
 };
 
+/* What an instance took from a node; count 0 closes the node instead (an
+ * exclusive instance's domain), undone by reopening it. */
 struct take {
 	uint32_t node, count;
 };
@@ -39,6 +41,9 @@ struct ctx {
 	size_t resources;
 	int pods_resource;
 	int64_t *free; /* node_count x resources */
+	uint32_t *taken; /* per node: pods of this request placed there */
+	uint8_t *closed; /* per node: inside a domain an exclusive instance holds */
+	uint8_t *occupied; /* per domain, for the instance being placed: pods of the request or closed */
 	uint8_t *eligible; /* group_count x node_count */
 	uint64_t *pods, *usable; /* per domain, for the instance being placed */
 	struct ranked *scratch; /* children lists of the descent, a stack */
@@ -177,22 +182,28 @@ static void compute(struct ctx *x, uint32_t g, uint32_t scope)
 	slicing(x, grp, &size, &slice_level);
 	memset(x->pods + scope, 0, (end - scope) * sizeof(uint64_t));
 	memset(x->usable + scope, 0, (end - scope) * sizeof(uint64_t));
+	memset(x->occupied + scope, 0, end - scope);
 	for (uint32_t d = end; d-- > scope;) {
 		size_t level = dom[d].level;
 
 		if (dom[d].node != TOPO_NONE) {
 			uint32_t n = dom[d].node;
 
-			x->pods[d] = x->eligible[(size_t)g * x->c->node_count + n]
+			x->pods[d] = x->eligible[(size_t)g * x->c->node_count + n] && !x->closed[n]
 					     ? fit_free(x->c, x->free + (size_t)n * x->resources, &grp->shape)
 					     : 0;
+			x->occupied[d] = x->taken[n] > 0 || x->closed[n];
 		}
 		if (level == slice_level)
 			x->usable[d] = x->pods[d] / size * size;
 		else if (level > slice_level)
 			x->usable[d] = x->pods[d];
+		/* An exclusive instance takes only a domain nobody else is in. */
+		if (grp->exclusive && level == grp->constraint.level && x->occupied[d])
+			x->pods[d] = x->usable[d] = 0;
 		if (d != scope) {
 			x->pods[dom[d].parent] += x->pods[d];
+			x->occupied[dom[d].parent] |= x->occupied[d];
 			if (level <= slice_level)
 				x->usable[dom[d].parent] += x->usable[d];
 		}
@@ -207,7 +218,23 @@ static void take(struct ctx *x, uint32_t g, uint32_t node, uint32_t count)
 	for (size_t r = 0; r < x->resources; r++)
 		free[r] -=
 			(int)r == x->pods_resource ? (int64_t)count : grp->shape.requests[r] * (int64_t)count;
+	x->taken[node] += count;
 	x->log[x->log_used++] = (struct take){ node, count };
+}
+
+/* Closes every node under d that is open (an exclusive instance's domain). */
+static void close_domain(struct ctx *x, uint32_t d)
+{
+	const struct topo_domain *dom = x->t->domains;
+
+	for (uint32_t c = d; c < dom[d].end; c++) {
+		uint32_t n = dom[c].node;
+
+		if (n != TOPO_NONE && !x->closed[n]) {
+			x->closed[n] = 1;
+			x->log[x->log_used++] = (struct take){ n, 0 };
+		}
+	}
 }
 
 static void undo(struct ctx *x, uint32_t g, size_t mark)
@@ -218,6 +245,11 @@ static void undo(struct ctx *x, uint32_t g, size_t mark)
 		struct take *tk = &x->log[--x->log_used];
 		int64_t *free = x->free + (size_t)tk->node * x->resources;
 
+		if (tk->count == 0) {
+			x->closed[tk->node] = 0;
+			continue;
+		}
+		x->taken[tk->node] -= tk->count;
 		for (size_t r = 0; r < x->resources; r++)
 			free[r] += (int)r == x->pods_resource ? (int64_t)tk->count
 							      : grp->shape.requests[r] * (int64_t)tk->count;
@@ -317,6 +349,19 @@ static void place(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 		descend(x, g, d, need);
 }
 
+/* Instance k's `want` pods into domain d (capacity computed), which an
+ * exclusive instance then holds alone. */
+static void place_instance(struct ctx *x, size_t k, uint32_t d, uint32_t want)
+{
+	uint32_t g = x->order[k].group;
+
+	place(x, g, d, want);
+	x->domain[k] = d;
+	x->placed[k] = want;
+	if (x->req->groups[g].exclusive)
+		close_domain(x, d);
+}
+
 /* The level at which a required instance's domains are compared inside scope. */
 static size_t required_level(const struct ctx *x, const struct topo_group *grp, uint32_t scope)
 {
@@ -350,7 +395,7 @@ static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope,
 	for (uint32_t d = scope; d < dom[scope].end; d++) {
 		size_t l = dom[d].level;
 
-		if (x->usable[d] < want || l < lowest)
+		if (x->usable[d] < want || l < lowest || (x->req->groups[in->group].exclusive && l != lowest))
 			continue;
 		/* Below the required level only inside a domain of it: a Node listed
 		 * directly in a higher-tier HyperNode is in no domain of the lower
@@ -423,6 +468,13 @@ static void note_refusal(struct ctx *x, const struct instance *in, uint32_t scop
 		snprintf(job, sizeof(job), "its %u jobs as one", grp->pods / grp->job_pods);
 	else
 		snprintf(job, sizeof(job), "job %u", in->job);
+	if (grp->exclusive) {
+		size_t used = strlen(job);
+
+		snprintf(job + used, sizeof(job) - used,
+			 "; exclusive: a %s holding pods of another Job is not taken",
+			 t->level_names[grp->constraint.level]);
+	}
 	if (grp->slice_size > 1 && grp->slice_level > 0 && grp->slice_level < t->node_level) {
 		size_t used = strlen(job);
 
@@ -480,9 +532,7 @@ static int try_count(struct ctx *x, size_t k, uint32_t near, uint32_t scope, uin
 	if (first == TOPO_NONE) {
 		note_refusal(x, in, near);
 	} else if (budget_left(x)) {
-		place(x, in->group, first, want);
-		x->domain[k] = first;
-		x->placed[k] = want;
+		place_instance(x, k, first, want);
 		if (dfs(x, k + 1, scope))
 			return 1;
 		undo(x, in->group, mark);
@@ -503,9 +553,7 @@ static int try_count(struct ctx *x, size_t k, uint32_t near, uint32_t scope, uin
 		if (!budget_left(x))
 			break;
 		compute(x, in->group, near);
-		place(x, in->group, alts[a].domain, want);
-		x->domain[k] = alts[a].domain;
-		x->placed[k] = want;
+		place_instance(x, k, alts[a].domain, want);
 		ok = dfs(x, k + 1, scope);
 		if (!ok)
 			undo(x, in->group, mark);
@@ -613,6 +661,11 @@ static char *check_group(const struct topo_tree *t, const struct topo_request *r
 	    (grp->constraint.level < 1 || grp->constraint.level >= t->node_level))
 		return format("request: replicated job %s: level %u is not a level of the topology", name,
 			      grp->constraint.level);
+	if (grp->exclusive && (mode != TOPO_MODE_REQUIRED || grp->together || grp->job_pods))
+		return format(
+			"request: replicated job %s: an exclusive job needs a required level of its own "
+			"(not co-placed, one child Job per instance)",
+			name);
 	if (grp->job_pods && grp->pods % grp->job_pods)
 		return format(
 			"request: replicated job %s: %u pods per job do not divide the %u pods placed as one",
@@ -697,6 +750,9 @@ static void ctx_free(struct ctx *x)
 	free(x->start);
 	free(x->domain);
 	free(x->placed);
+	free(x->taken);
+	free(x->closed);
+	free(x->occupied);
 	free(x->first_cause);
 }
 
@@ -756,7 +812,7 @@ static struct topo_placement *build_output(struct ctx *x, uint32_t whole)
 	p->pod_count = pod_base[x->req->group_count];
 	p->instance_count = x->instance_count;
 	p->pods = calloc(p->pod_count + 1, sizeof(*p->pods));
-	p->counts = calloc(x->log_used + 1, sizeof(*p->counts));
+	p->counts = calloc(p->pod_count + 1, sizeof(*p->counts)); /* at most one per pod */
 	p->instance_domain = calloc(x->instance_count + 1, sizeof(uint32_t));
 	p->instance_pods = calloc(x->instance_count + 1, sizeof(uint32_t));
 	if (!p->pods || !p->counts || !p->instance_domain || !p->instance_pods)
@@ -976,14 +1032,17 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 	x.pods = malloc(t->domain_count * sizeof(uint64_t));
 	x.usable = malloc(t->domain_count * sizeof(uint64_t));
 	x.scratch = malloc(t->domain_count * sizeof(*x.scratch));
-	x.log_cap = total + 1;
+	x.taken = calloc(c->node_count + 1, sizeof(uint32_t));
+	x.closed = calloc(c->node_count + 1, 1);
+	x.occupied = calloc(t->domain_count + 1, 1);
+	x.log_cap = total + c->node_count + 1; /* a node is closed at most once at a time */
 	x.log = malloc(x.log_cap * sizeof(*x.log));
 	x.order = malloc((instances + 1) * sizeof(*x.order));
 	x.start = malloc((instances + 1) * sizeof(size_t));
 	x.domain = malloc((instances + 1) * sizeof(uint32_t));
 	x.placed = malloc((instances + 1) * sizeof(uint32_t));
 	if (!x.free || !x.eligible || !x.pods || !x.usable || !x.scratch || !x.log || !x.order || !x.start ||
-	    !x.domain || !x.placed) {
+	    !x.domain || !x.placed || !x.taken || !x.closed || !x.occupied) {
 		*cause = format("placement: out of memory");
 		goto out;
 	}

@@ -125,6 +125,11 @@ struct topo_group {
 	 * job placed as one, ranks job index * job_pods + completion index); it
 	 * divides `pods`, and the output names each pod by its own Job. */
 	uint32_t job_pods;
+	/* Upstream JobSet's exclusive-topology: each instance alone in a domain
+	 * of its required level (constraint.level, mode REQUIRED): a domain
+	 * already holding pods of this request is not taken, and no pod of the
+	 * request goes into one an exclusive instance holds. */
+	int exclusive;
 };
 
 struct topo_request {
