@@ -377,6 +377,8 @@ int main(int argc, char **argv)
 	}
 	if (t && check_tree(&in, t, o.nodes))
 		goto out;
+	/* The request as the tree shows it (the strict one: a soft preference
+	 * relaxed by topo_jobset_place has the same shapes). */
 	if (!t || topo_jobset_request(&in.jobset, t, groups, &req, &cause)) {
 		fprintf(stderr, "muster-topology: %s\n", cause ? cause : "out of memory");
 		goto out;
@@ -396,7 +398,7 @@ int main(int argc, char **argv)
 	}
 	if (!json)
 		print_tree(t, &req, free_pods, depth);
-	rc = topo_place(t, &req, &p, &cause) ? 1 : 0;
+	rc = topo_jobset_place(&in.jobset, t, groups, &req, &p, &cause) ? 1 : 0;
 	if (json) {
 		if (print_json(t, &req, p, in.jobset.name, rc ? (cause ? cause : "out of memory") : NULL))
 			rc = 2;

@@ -136,8 +136,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			       : topo_tree_from_levels(&in.cluster, levels, 2, &cause);
 		if (!t && !cause)
 			abort();
-		if (t && topo_jobset_request(&in.jobset, t, groups, &req, &cause) == 0) {
-			if (topo_place(t, &req, &p, &cause) == 0) {
+		if (t) {
+			if (topo_jobset_place(&in.jobset, t, groups, &req, &p, &cause) == 0) {
 				if (p->pod_count > TOPO_PODS_MAX)
 					abort();
 			} else if (!cause) {

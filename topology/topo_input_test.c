@@ -744,6 +744,60 @@ static void request_resolves_levels_tiers_and_groups(void **state)
  * different replica counts; slices run over the PodSet's ranks (job index x
  * pods per job + completion index); a group without a level is spread, not
  * refused. Each pod is still named by its own Job. */
+/* Volcano's soft partitions: the tier first, as hard; when no domain of it
+ * holds a partition, anywhere in the job's domain (soft never refuses for
+ * topology). Hard partitions are refused there. */
+static void soft_partitions_prefer_their_tier(void **state)
+{
+#define PARTITIONS(mode, size)                                                                               \
+	"kind: JobSet\nspec:\n  replicatedJobs:\n  - name: w\n    template:\n      spec:\n"                  \
+	"        parallelism: " #size "\n        template:\n          metadata:\n            annotations:\n" \
+	"              muster.dev/partition-policy: '{totalPartitions: 1, partitionSize: " #size             \
+	", networkTopology: {mode: " mode ", highestTierAllowed: 1}}'\n"                                     \
+	"          spec: {containers: [{resources: {requests: {cpu: 3}}}]}\n"
+	static const char *const cases[][2] = { { PARTITIONS("soft", 2), "" },
+						{ PARTITIONS("soft", 3), "" },
+						{ PARTITIONS("hard", 3),
+						  "at most 0 of 3 pods fit in whole slices of 3" } };
+	const char *levels[] = { "block", "rack" };
+
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct topo_input in;
+		struct topo_tree *t;
+		struct topo_group groups[TOPO_GROUPS_MAX];
+		struct topo_request req;
+		struct topo_placement *p = NULL;
+		char *cause = NULL;
+		int rc;
+
+		memset(&in, 0, sizeof(in));
+		decode_ok(&in, topo_input_jobset, cases[c][0]);
+		decode_ok(&in, topo_input_nodes, RACK_NODES); /* a pod of 3 cpu per node: 2 per rack */
+		t = topo_tree_from_levels(&in.cluster, levels, 2, &cause);
+		assert_non_null(t);
+		rc = topo_jobset_place(&in.jobset, t, groups, &req, &p, &cause);
+		if (cases[c][1][0]) {
+			assert_int_equal(rc, -1);
+			if (!cause || !strstr(cause, cases[c][1]))
+				fail_msg("case %zu: %s", c, cause ? cause : "(no cause)");
+		} else {
+			if (rc)
+				fail_msg("case %zu: %s", c, cause);
+			/* A partition of 2 fits in one rack (its tier); one of 3 spans two. */
+			if (c == 0)
+				assert_int_equal(p->pods[0].domain, p->pods[1].domain);
+			else
+				assert_int_not_equal(p->pods[0].domain, p->pods[2].domain);
+		}
+		free(cause);
+		topo_placement_free(p);
+		topo_tree_free(t);
+		topo_input_free(&in);
+	}
+#undef PARTITIONS
+}
+
 static void podsets_hold_every_replica(void **state)
 {
 	static const char jobset[] =
@@ -1003,12 +1057,6 @@ static void malformed_inputs_name_the_field(void **state)
 		   "{}"),
 		"minPartitions 3 is above totalPartitions 2", NULL);
 	decode_fails(
-		topo_input_jobset,
-		RJ("{muster.dev/partition-policy: '{totalPartitions: 2, partitionSize: 2, networkTopology: "
-		   "{mode: soft, highestTierAllowed: 1}}'}",
-		   "{}"),
-		"soft partitions are not supported", NULL);
-	decode_fails(
 		topo_input_jobset, RJ("{}", "{containers: [{resources: {limits: {cpu: lots}}}]}"),
 		"(w): template.spec.template.spec.containers[0].resources.limits[\"cpu\"]: bad quantity \"lots\"",
 		NULL);
@@ -1141,6 +1189,7 @@ int main(void)
 		cmocka_unit_test(request_resolves_levels_tiers_and_groups),
 		cmocka_unit_test(podset_group_co_places_leader_and_workers),
 		cmocka_unit_test(podsets_hold_every_replica),
+		cmocka_unit_test(soft_partitions_prefer_their_tier),
 		cmocka_unit_test(malformed_inputs_name_the_field),
 		cmocka_unit_test(bounds_hold),
 	};

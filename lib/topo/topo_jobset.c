@@ -137,11 +137,6 @@ static int decode_partitions(struct topo_store *s, const cJSON *annotations, str
 	snprintf(field, sizeof(field), "annotation %s: networkTopology.", MUSTER_ANNOTATION_PARTITION_POLICY);
 	if (network_of(s, kjson_value(obj, "networkTopology"), &g->partition_network, where, field, cause))
 		goto out;
-	if (g->partition_network.set && !g->partition_network.hard) {
-		cause_replace(cause, "%s: %smode: soft partitions are not supported (hard only)", where,
-			      field);
-		goto out;
-	}
 	g->partitions = (unsigned)total;
 	g->partition_size = (unsigned)size;
 	g->min_partitions = (unsigned)least;
@@ -382,7 +377,7 @@ static int kueue_podset(const struct topo_jobset_group *g)
 	return g->required || g->preferred || g->unconstrained || g->slice_level || g->podset_group;
 }
 
-static int group_request(const struct topo_jobset *in, const struct topo_tree *tree, size_t i,
+static int group_request(const struct topo_jobset *in, const struct topo_tree *tree, size_t i, int relax,
 			 struct topo_group *g, char **cause)
 {
 	const struct topo_jobset_group *ig = &in->groups[i];
@@ -460,7 +455,9 @@ static int group_request(const struct topo_jobset *in, const struct topo_tree *t
 		    network_constraint(tree, &ig->partition_network, &part, who, cause))
 			return -1;
 		g->slice_size = ig->partition_size;
-		g->slice_level = part.level; /* 0: anywhere in the job's domain */
+		/* 0: anywhere in the job's domain. Soft (Volcano) holds a partition
+		 * within the job's limit only: its tier is tried first, as hard. */
+		g->slice_level = relax && !ig->partition_network.hard ? 0 : part.level;
 		g->min_slices = ig->min_partitions < ig->partitions ? ig->min_partitions : 0;
 	}
 	/* Co-placed groups share the number of the first group of their name;
@@ -473,8 +470,8 @@ static int group_request(const struct topo_jobset *in, const struct topo_tree *t
 	return 0;
 }
 
-int topo_jobset_request(const struct topo_jobset *in, const struct topo_tree *tree, struct topo_group *groups,
-			struct topo_request *req, char **cause)
+static int build_request(const struct topo_jobset *in, const struct topo_tree *tree, int relax,
+			 struct topo_group *groups, struct topo_request *req, char **cause)
 {
 	*cause = NULL;
 	memset(req, 0, sizeof(*req));
@@ -492,9 +489,45 @@ int topo_jobset_request(const struct topo_jobset *in, const struct topo_tree *tr
 		return -1;
 	}
 	for (size_t i = 0; i < in->group_count; i++)
-		if (group_request(in, tree, i, &groups[i], cause))
+		if (group_request(in, tree, i, relax, &groups[i], cause))
 			return -1;
 	req->groups = groups;
 	req->group_count = in->group_count;
+	return 0;
+}
+
+int topo_jobset_request(const struct topo_jobset *in, const struct topo_tree *tree, struct topo_group *groups,
+			struct topo_request *req, char **cause)
+{
+	return build_request(in, tree, 0, groups, req, cause);
+}
+
+/* A soft preference the strict request holds as hard. */
+static int has_soft(const struct topo_jobset *in)
+{
+	for (size_t i = 0; i < in->group_count; i++)
+		if (in->groups[i].partitions && in->groups[i].partition_network.set &&
+		    !in->groups[i].partition_network.hard)
+			return 1;
+	return 0;
+}
+
+int topo_jobset_place(const struct topo_jobset *in, const struct topo_tree *tree, struct topo_group *groups,
+		      struct topo_request *req, struct topo_placement **out, char **cause)
+{
+	char *strict_cause = NULL;
+
+	*out = NULL;
+	if (build_request(in, tree, 0, groups, req, cause))
+		return -1;
+	if (topo_place(tree, req, out, &strict_cause) == 0 || !has_soft(in)) {
+		*cause = strict_cause;
+		return *out ? 0 : -1;
+	}
+	if (build_request(in, tree, 1, groups, req, cause) || topo_place(tree, req, out, cause)) {
+		free(strict_cause);
+		return -1;
+	}
+	free(strict_cause);
 	return 0;
 }

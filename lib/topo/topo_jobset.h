@@ -19,7 +19,9 @@
  *     muster.dev/network-topology   Volcano's networkTopology {mode,
  *                                   highestTierAllowed | highestTierName}
  *     muster.dev/partition-policy   Volcano's partitionPolicy {totalPartitions,
- *                                   partitionSize, minPartitions, networkTopology}
+ *                                   partitionSize, minPartitions, networkTopology};
+ *                                   soft: the tier first, else anywhere in the job's
+ *                                   domain (topo_jobset_place)
  *     At most one of required / preferred / unconstrained / network-topology,
  *     and slices or a partition policy, not both; any other
  *     kueue.x-k8s.io/podset-* annotation is refused (it would otherwise be
@@ -92,5 +94,14 @@ int topo_jobset_decode(struct topo_store *s, const struct cJSON *jobset, struct 
  * group_count entries. The request points into `jobset` and `groups`. */
 int topo_jobset_request(const struct topo_jobset *jobset, const struct topo_tree *tree,
 			struct topo_group *groups, struct topo_request *request, char **cause);
+
+/* Builds the request and places it (topo_place.h). A soft preference
+ * (Volcano's soft partitions) is tried first as if hard; when that is
+ * refused, again without it: soft never refuses for topology. On success
+ * *out is the placement (topo_placement_free) and *request the request it
+ * answers, pointing into `jobset` and `groups`; else -1 and *cause. */
+int topo_jobset_place(const struct topo_jobset *jobset, const struct topo_tree *tree,
+		      struct topo_group *groups, struct topo_request *request, struct topo_placement **out,
+		      char **cause);
 
 #endif
