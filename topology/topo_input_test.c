@@ -747,6 +747,42 @@ static void request_resolves_levels_tiers_and_groups(void **state)
 /* Volcano's soft partitions: the tier first, as hard; when no domain of it
  * holds a partition, anywhere in the job's domain (soft never refuses for
  * topology). Hard partitions are refused there. */
+/* Multi-layer slices from the annotation down to the placement: every 4
+ * ranks in one block, every 2 of them in one rack. */
+static void slice_layers_from_the_annotation(void **state)
+{
+	static const char jobset[] =
+		"kind: JobSet\nspec:\n  replicatedJobs:\n"
+		"  - name: w\n    replicas: 2\n    template:\n      spec:\n        parallelism: 4\n"
+		"        template:\n          metadata:\n            annotations:\n"
+		"              kueue.x-k8s.io/podset-slice-required-topology-constraints: >-\n"
+		"                [{\"topology\": \"block\", \"size\": 4}, {\"topology\": \"rack\", \"size\": 2}]\n"
+		"          spec: {containers: [{resources: {requests: {cpu: 1}}}]}\n";
+	struct topo_input in;
+	struct topo_tree *t;
+	struct topo_group groups[TOPO_GROUPS_MAX];
+	struct topo_request req;
+	struct topo_placement *p = NULL;
+	char *cause = NULL;
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	decode_ok(&in, topo_input_jobset, jobset);
+	decode_ok(&in, topo_input_nodes, RACK_NODES);
+	t = topo_tree_from_levels(&in.cluster, LEVELS, 2, &cause);
+	assert_non_null(t);
+	if (topo_jobset_place(&in.jobset, t, groups, &req, &p, &cause))
+		fail_msg("%s", cause);
+	assert_int_equal(groups[0].slice_size, 4);
+	assert_int_equal(groups[0].inner_count, 1);
+	assert_int_equal(groups[0].inner[0].size, 2);
+	for (uint32_t r = 0; r < 8; r++)
+		assert_int_equal(p->pods[r].domain, p->pods[r - r % 2].domain);
+	topo_placement_free(p);
+	topo_tree_free(t);
+	topo_input_free(&in);
+}
+
 static void soft_partitions_prefer_their_tier(void **state)
 {
 #define PARTITIONS(mode, size)                                                                               \
@@ -1029,11 +1065,38 @@ static void malformed_inputs_name_the_field(void **state)
 		RJ("{kueue.x-k8s.io/podset-required-topology: rack, kueue.x-k8s.io/podset-preferred-topology: block}",
 		   "{}"),
 		"at most one of kueue.x-k8s.io/podset-required-topology", NULL);
+	/* Multi-layer slices, as Kueue validates them. */
 	decode_fails(
 		topo_input_jobset,
-		RJ("{kueue.x-k8s.io/podset-slice-required-topology-constraints: '[{topology: rack, size: 2}]'}",
+		RJ("{kueue.x-k8s.io/podset-slice-required-topology-constraints: '[{topology: block, size: 4}, "
+		   "{topology: rack, size: 3}]'}",
 		   "{}"),
-		"annotations.kueue.x-k8s.io/podset-slice-required-topology-constraints: not supported", NULL);
+		"podset-slice-required-topology-constraints[1]: size 3 does not evenly divide the parent "
+		"layer's 4",
+		NULL);
+	decode_fails(
+		topo_input_jobset,
+		RJ("{kueue.x-k8s.io/podset-slice-required-topology-constraints: '[{topology: a, size: 4}, "
+		   "{topology: b, size: 2}, {topology: c, size: 2}, {topology: d, size: 1}]'}",
+		   "{}"),
+		"a list of 1 to 3 {topology, size} layers is needed", NULL);
+	decode_fails(
+		topo_input_jobset,
+		RJ("{kueue.x-k8s.io/podset-slice-required-topology-constraints: '[{topology: rack, size: 2}, "
+		   "{topology: rack, size: 1}]'}",
+		   "{}"),
+		"[1]: topology rack is also layer 0", NULL);
+	decode_fails(
+		topo_input_jobset,
+		RJ("{kueue.x-k8s.io/podset-slice-required-topology-constraints: '[{topology: rack, size: 8}]'}",
+		   "{}"),
+		"[0]: size 8 is above the job's 4 pods", NULL);
+	decode_fails(
+		topo_input_jobset,
+		RJ("{kueue.x-k8s.io/podset-slice-required-topology-constraints: '[{topology: rack, size: 2}]', "
+		   "kueue.x-k8s.io/podset-slice-required-topology: rack, kueue.x-k8s.io/podset-slice-size: '2'}",
+		   "{}"),
+		"cannot be combined with kueue.x-k8s.io/podset-slice-required-topology", NULL);
 	decode_fails(topo_input_jobset, RJ("{kueue.x-k8s.io/podset-unconstrained-topology: maybe}", "{}"),
 		     "podset-unconstrained-topology: \"maybe\" is neither true nor false", NULL);
 	decode_fails(
@@ -1190,6 +1253,7 @@ int main(void)
 		cmocka_unit_test(podset_group_co_places_leader_and_workers),
 		cmocka_unit_test(podsets_hold_every_replica),
 		cmocka_unit_test(soft_partitions_prefer_their_tier),
+		cmocka_unit_test(slice_layers_from_the_annotation),
 		cmocka_unit_test(malformed_inputs_name_the_field),
 		cmocka_unit_test(bounds_hold),
 	};

@@ -1269,6 +1269,54 @@ static void exclusive_jobs_hold_a_rack_alone(void **state)
 	topo_tree_free(t);
 }
 
+/* Kueue's multi-layer slices: every 6 consecutive ranks in one block and,
+ * inside, every 3 in one rack, on racks with 5, 8, 8 and 8 free: a rack of
+ * 5 holds one inner slice, not one and two pods of the next. */
+static void slice_layers_nest(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("w", 1, 24, TOPO_MODE_NONE, 0);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+	char *cause;
+
+	(void)state;
+	small_cluster(&f);
+	f.nodes[0].used[R_CPU] = 3000; /* rack b0/r0: 1 + 4 free */
+	t = levels_tree(&f, 2);
+	g.slice_size = 6;
+	g.slice_level = 1; /* block */
+	g.inner[0] = (struct topo_slice_layer){ 3, 2 }; /* rack */
+	g.inner_count = 1;
+	g.pods = 18;
+	p = place_ok(t, &req);
+	for (uint32_t r = 0; r < 18; r++) {
+		uint32_t rack = p->pods[r].domain, first_rack = p->pods[r - r % 3].domain;
+
+		assert_int_equal(rack, first_rack);
+		assert_int_equal(t->domains[rack].parent, t->domains[p->pods[r - r % 6].domain].parent);
+	}
+	topo_placement_free(p);
+	/* 24 pods: 5 + 8 + 8 + 8 free, but only 3 + 6 + 6 + 6 in whole inner
+	 * slices, and block b0 holds 9, one outer slice: 18 at most. */
+	g.pods = 24;
+	cause = place_refused(t, &req);
+	assert_non_null(strstr(cause, "at most 18 of 24 pods fit in whole slices of 6"));
+	free(cause);
+	/* Layers must nest: sizes divide, levels deepen. */
+	g.pods = 18;
+	g.inner[0] = (struct topo_slice_layer){ 4, 2 };
+	cause = place_refused(t, &req);
+	assert_non_null(strstr(cause, "size 4 does not divide the layer above's 6"));
+	free(cause);
+	g.inner[0] = (struct topo_slice_layer){ 3, 1 };
+	cause = place_refused(t, &req);
+	assert_non_null(strstr(cause, "must be at a lower level"));
+	free(cause);
+	topo_tree_free(t);
+}
+
 static void hypernode_label_match_expressions(void **state)
 {
 	static const char *const racks[] = { "r1", "r2" };
@@ -1659,6 +1707,7 @@ int main(void)
 		cmocka_unit_test(hypernode_label_match_expressions),
 		cmocka_unit_test(tier_limit_excludes_nodes_directly_under_a_higher_tier),
 		cmocka_unit_test(exclusive_jobs_hold_a_rack_alone),
+		cmocka_unit_test(slice_layers_nest),
 		cmocka_unit_test(requirements_follow_kubernetes),
 		cmocka_unit_test(node_affinity_terms_select_nodes),
 		cmocka_unit_test(tolerations_follow_kubernetes),

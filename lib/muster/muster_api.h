@@ -108,5 +108,6 @@ enum muster_barrier_exit {
 #define KUEUE_ANNOTATION_SLICE "kueue.x-k8s.io/podset-slice-required-topology"
 #define KUEUE_ANNOTATION_SLICE_SIZE "kueue.x-k8s.io/podset-slice-size"
 #define KUEUE_ANNOTATION_GROUP "kueue.x-k8s.io/podset-group-name"
+#define KUEUE_ANNOTATION_SLICE_CONSTRAINTS "kueue.x-k8s.io/podset-slice-required-topology-constraints"
 
 #endif

@@ -146,6 +146,91 @@ out:
 	return rc;
 }
 
+/* Kueue's multi-layer slices: a JSON list of 1 to 3 {topology, size},
+ * outermost first, each size dividing the one before, the outermost at
+ * most the PodSet's pods; not with the one-layer annotations or a group. */
+static int decode_slice_layers(struct topo_store *s, const cJSON *annotations, struct topo_jobset_group *g,
+			       const char *where, const char *field, char **cause)
+{
+	const char *text;
+	char what[448], f[96];
+	const cJSON *layer;
+	cJSON *list;
+	size_t n = 0;
+	int rc = -1;
+
+	if (topo_field_string(annotations, KUEUE_ANNOTATION_SLICE_CONSTRAINTS, 4096, &text, where, field,
+			      cause))
+		return -1;
+	if (!text)
+		return 0;
+	if (g->slice_level || g->podset_group)
+		return cause_replace(cause, "%s: %s%s cannot be combined with %s, %s or %s (as in Kueue)",
+				     where, field, KUEUE_ANNOTATION_SLICE_CONSTRAINTS, KUEUE_ANNOTATION_SLICE,
+				     KUEUE_ANNOTATION_SLICE_SIZE, KUEUE_ANNOTATION_GROUP);
+	snprintf(what, sizeof(what), "%s: annotation %s", where, KUEUE_ANNOTATION_SLICE_CONSTRAINTS);
+	list = yaml_json_parse(text, strlen(text), what, cause);
+	if (!list)
+		return -1;
+	if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) < 1 ||
+	    cJSON_GetArraySize(list) > TOPO_SLICE_LAYERS_MAX) {
+		cause_replace(cause, "%s: a list of 1 to %d {topology, size} layers is needed", what,
+			      TOPO_SLICE_LAYERS_MAX);
+		goto out;
+	}
+	cJSON_ArrayForEach(layer, list)
+	{
+		const char *level;
+		long long size;
+		unsigned outer = n ? (n == 1 ? g->slice_size : g->inner_sizes[n - 2]) : 0;
+
+		snprintf(f, sizeof(f), "[%zu].", n);
+		if (!cJSON_IsObject(layer)) {
+			cause_replace(cause, "%s[%zu]: not a map", what, n);
+			goto out;
+		}
+		if (topo_field_copy(s, layer, "topology", TOPO_OBJ_KEY_MAX, &level, what, f, cause) ||
+		    topo_field_count(layer, "size", 0, TOPO_PODS_MAX, &size, what, f, cause))
+			goto out;
+		if (!level || !level[0] || size < 1) {
+			cause_replace(cause, "%s[%zu]: needs a topology and a size of at least 1", what, n);
+			goto out;
+		}
+		for (size_t k = 0; k < n; k++)
+			if (strcmp(k ? g->inner_levels[k - 1] : g->slice_level, level) == 0) {
+				cause_replace(cause, "%s[%zu]: topology %s is also layer %zu", what, n, level,
+					      k);
+				goto out;
+			}
+		if (n && outer % (unsigned)size) {
+			cause_replace(cause,
+				      "%s[%zu]: size %lld does not evenly divide the parent layer's %u", what,
+				      n, size, outer);
+			goto out;
+		}
+		if (n == 0) {
+			if ((uint64_t)size > (uint64_t)g->replicas * g->pods) {
+				cause_replace(
+					cause,
+					"%s[0]: size %lld is above the job's %llu pods (all %u replicas)",
+					what, size, (unsigned long long)g->replicas * g->pods, g->replicas);
+				goto out;
+			}
+			g->slice_level = level;
+			g->slice_size = (unsigned)size;
+		} else {
+			g->inner_levels[n - 1] = level;
+			g->inner_sizes[n - 1] = (unsigned)size;
+			g->inner_count = n;
+		}
+		n++;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(list);
+	return rc;
+}
+
 /* The pod template's topology annotations. */
 static int decode_annotations(struct topo_store *s, const cJSON *annotations, struct topo_jobset_group *g,
 			      const char *where, char **cause)
@@ -154,9 +239,10 @@ static int decode_annotations(struct topo_store *s, const cJSON *annotations, st
 	char field[] = "template.spec.template.metadata.annotations.";
 	int constraints;
 
-	static const char *const known[] = { KUEUE_ANNOTATION_REQUIRED,	     KUEUE_ANNOTATION_PREFERRED,
-					     KUEUE_ANNOTATION_UNCONSTRAINED, KUEUE_ANNOTATION_SLICE,
-					     KUEUE_ANNOTATION_SLICE_SIZE,    KUEUE_ANNOTATION_GROUP };
+	static const char *const known[] = { KUEUE_ANNOTATION_REQUIRED,		KUEUE_ANNOTATION_PREFERRED,
+					     KUEUE_ANNOTATION_UNCONSTRAINED,	KUEUE_ANNOTATION_SLICE,
+					     KUEUE_ANNOTATION_SLICE_SIZE,	KUEUE_ANNOTATION_GROUP,
+					     KUEUE_ANNOTATION_SLICE_CONSTRAINTS };
 	const cJSON *a;
 
 	if (annotations && !cJSON_IsObject(annotations))
@@ -218,6 +304,8 @@ static int decode_annotations(struct topo_store *s, const cJSON *annotations, st
 				(unsigned long long)g->replicas * g->pods, g->replicas);
 		g->slice_size = (unsigned)v;
 	}
+	if (decode_slice_layers(s, annotations, g, where, field, cause))
+		return -1;
 	if (g->podset_group && g->slice_level)
 		return cause_replace(cause, "%s: %s: %s cannot be combined with slices (Kueue forbids it)",
 				     where, field, KUEUE_ANNOTATION_GROUP);
@@ -447,6 +535,14 @@ static int group_request(const struct topo_jobset *in, const struct topo_tree *t
 					     ig->slice_level);
 		g->slice_level = (uint8_t)l;
 		g->slice_size = ig->slice_size;
+		for (size_t k = 0; k < ig->inner_count; k++) {
+			l = level_named(tree, ig->inner_levels[k]);
+			if (l < 1)
+				return cause_replace(cause, "%s: %s is not a level of the topology", who,
+						     ig->inner_levels[k]);
+			g->inner[k] = (struct topo_slice_layer){ ig->inner_sizes[k], (uint8_t)l };
+		}
+		g->inner_count = ig->inner_count;
 	}
 	if (ig->partitions) {
 		struct topo_constraint part = { TOPO_MODE_NONE, 0 };

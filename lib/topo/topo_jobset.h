@@ -15,6 +15,9 @@
  *     kueue.x-k8s.io/podset-unconstrained-topology "true"
  *     kueue.x-k8s.io/podset-slice-required-topology LEVEL (with
  *     kueue.x-k8s.io/podset-slice-size N)
+ *     kueue.x-k8s.io/podset-slice-required-topology-constraints
+ *                 [{topology: LEVEL, size: N}, ...] (1 to 3 layers, outermost
+ *                 first, each size dividing the one before)
  *     kueue.x-k8s.io/podset-group-name             NAME (co-placed)
  *     muster.dev/network-topology   Volcano's networkTopology {mode,
  *                                   highestTierAllowed | highestTierName}
@@ -63,6 +66,11 @@ struct topo_jobset_group {
 	unsigned replicas, pods;
 	const char *required, *preferred, *slice_level; /* Kueue level names or NULL */
 	unsigned slice_size;
+	/* Slices inside the slices (podset-slice-required-topology-constraints
+	 * beyond its first layer, which is slice_level / slice_size). */
+	const char *inner_levels[TOPO_SLICE_LAYERS_MAX - 1];
+	unsigned inner_sizes[TOPO_SLICE_LAYERS_MAX - 1];
+	size_t inner_count;
 	int unconstrained;
 	const char *podset_group; /* kueue.x-k8s.io/podset-group-name, or NULL */
 	struct topo_network_request network;

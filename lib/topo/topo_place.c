@@ -169,17 +169,43 @@ static void slicing(const struct ctx *x, const struct topo_group *g, uint64_t *s
 	*level = g->slice_size > 1 ? g->slice_level : x->t->node_level;
 }
 
+/* The slice size required at `level` (1: none): the outer slices' at the
+ * slice level, an inner layer's at its level. */
+static uint64_t layer_size(const struct ctx *x, const struct topo_group *g, size_t level)
+{
+	uint64_t size;
+	size_t slice_level;
+
+	slicing(x, g, &size, &slice_level);
+	if (level == slice_level)
+		return size;
+	for (size_t i = 0; size > 1 && i < g->inner_count; i++)
+		if (g->inner[i].level == level)
+			return g->inner[i].size;
+	return 1;
+}
+
+/* The deepest level with slices (the node level without slices). */
+static size_t deepest_slices(const struct ctx *x, const struct topo_group *g)
+{
+	uint64_t size;
+	size_t slice_level;
+
+	slicing(x, g, &size, &slice_level);
+	return size > 1 && g->inner_count ? g->inner[g->inner_count - 1].level : slice_level;
+}
+
 /* Capacity of group g per domain of the subtree `scope`: pods[] in pods,
- * usable[] in pods that form whole slices inside domains of the slice level. */
+ * usable[] in pods that form whole slices inside domains of the slice
+ * levels (each layer's slices whole inside the layer above). */
 static void compute(struct ctx *x, uint32_t g, uint32_t scope)
 {
 	const struct topo_domain *dom = x->t->domains;
 	const struct topo_group *grp = &x->req->groups[g];
 	uint32_t end = dom[scope].end;
-	uint64_t size;
-	size_t slice_level;
+	size_t slice_level = deepest_slices(x, grp);
+	uint64_t size = layer_size(x, grp, slice_level);
 
-	slicing(x, grp, &size, &slice_level);
 	memset(x->pods + scope, 0, (end - scope) * sizeof(uint64_t));
 	memset(x->usable + scope, 0, (end - scope) * sizeof(uint64_t));
 	memset(x->occupied + scope, 0, end - scope);
@@ -194,10 +220,15 @@ static void compute(struct ctx *x, uint32_t g, uint32_t scope)
 					     : 0;
 			x->occupied[d] = x->taken[n] > 0 || x->closed[n];
 		}
-		if (level == slice_level)
+		if (level == slice_level) {
 			x->usable[d] = x->pods[d] / size * size;
-		else if (level > slice_level)
+		} else if (level > slice_level) {
 			x->usable[d] = x->pods[d];
+		} else if (grp->inner_count) {
+			uint64_t outer = layer_size(x, grp, level); /* an outer layer: whole slices of it */
+
+			x->usable[d] = x->usable[d] / outer * outer;
+		}
 		/* An exclusive instance takes only a domain nobody else is in. */
 		if (grp->exclusive && level == grp->constraint.level && x->occupied[d])
 			x->pods[d] = x->usable[d] = 0;
@@ -279,7 +310,6 @@ static int by_value_asc(const void *a, const void *b)
 static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 {
 	const struct topo_domain *dom = x->t->domains;
-	uint64_t size;
 	size_t slice_level, base = x->scratch_used, k = 0, i = 0;
 	struct ranked *kids = x->scratch + base;
 
@@ -287,7 +317,7 @@ static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 		take(x, g, dom[d].node, (uint32_t)need);
 		return;
 	}
-	slicing(x, &x->req->groups[g], &size, &slice_level);
+	slice_level = deepest_slices(x, &x->req->groups[g]);
 	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end) {
 		if (dom[d].level < slice_level && dom[c].level > slice_level)
 			continue;
@@ -684,6 +714,28 @@ static char *check_group(const struct topo_tree *t, const struct topo_request *r
 			return format(
 				"request: replicated job %s: the slice level must be at or below the job's level",
 				name);
+	}
+	if (grp->inner_count > TOPO_SLICE_LAYERS_MAX - 1)
+		return format("request: replicated job %s: at most %d slice layers", name,
+			      TOPO_SLICE_LAYERS_MAX);
+	for (size_t i = 0; i < grp->inner_count; i++) {
+		uint32_t outer_size = i ? grp->inner[i - 1].size : grp->slice_size;
+		uint8_t outer_level = i ? grp->inner[i - 1].level : grp->slice_level;
+
+		if (grp->slice_size < 2 || grp->slice_level == 0 || grp->min_slices)
+			return format("request: replicated job %s: inner slices need outer slices at a level "
+				      "(and no minimum)",
+				      name);
+		if (grp->inner[i].size < 1 || outer_size % grp->inner[i].size)
+			return format(
+				"request: replicated job %s: slice layer %zu: size %u does not divide the "
+				"layer above's %u",
+				name, i + 2, grp->inner[i].size, outer_size);
+		if (grp->inner[i].level <= outer_level || grp->inner[i].level > t->node_level)
+			return format(
+				"request: replicated job %s: slice layer %zu must be at a lower level than "
+				"the layer above",
+				name, i + 2);
 	}
 	if (grp->min_slices > grp->pods / size)
 		return format("request: replicated job %s: at least %u slices asked, it has %u", name,

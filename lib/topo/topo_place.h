@@ -67,6 +67,7 @@
 #define TOPO_INSTANCES_MAX 4096u
 #define TOPO_PODS_MAX 1000000u
 #define TOPO_SEARCH_BUDGET_DEFAULT 4096u
+#define TOPO_SLICE_LAYERS_MAX 3 /* Kueue's multi-layer slice constraints */
 
 /* NONE places compactly without a limit; UNCONSTRAINED fills gaps (see above). */
 enum topo_mode { TOPO_MODE_NONE, TOPO_MODE_REQUIRED, TOPO_MODE_PREFERRED, TOPO_MODE_UNCONSTRAINED };
@@ -117,6 +118,16 @@ struct topo_group {
 	/* 0: every slice; else at least this many of pods / slice_size slices
 	 * (slices of one pod when slice_size is 0 or 1). */
 	uint32_t min_slices;
+	/* Slices inside the slices (Kueue's multi-layer slice constraints), from
+	 * the outer to the inner: every `size` consecutive pods of a slice in
+	 * one domain of `level`. Each size divides the one before (slice_size
+	 * first), each level is deeper than the one before (slice_level first,
+	 * which must then be a level, not 0). */
+	struct topo_slice_layer {
+		uint32_t size;
+		uint8_t level;
+	} inner[TOPO_SLICE_LAYERS_MAX - 1];
+	size_t inner_count;
 	/* 0: alone; groups sharing a nonzero value are co-placed per job index.
 	 * They need equal replicas and an equal required or preferred constraint. */
 	uint32_t together;
