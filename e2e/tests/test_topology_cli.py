@@ -220,3 +220,32 @@ def test_exclusive_topology_gives_each_job_a_domain_alone(tmp_path):
     assert result.returncode == 1
     assert ("refused: block: at most 0 of 1 pods fit in any one domain (replicated job driver, job 0; "
             "exclusive: a block holding pods of another Job is not taken)") in result.stdout
+
+
+def test_jobset_constraint_holds_the_replicated_jobs_it_names(tmp_path):
+    """muster.dev/topology-required on the JobSet holds every replicated job,
+    or only those muster.dev/topology-replicated-jobs names."""
+    def two_jobs(covered=None):
+        path = tmp_path / "js.yaml"
+        pod = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+        annotations = {api.ANNOTATION_TOPOLOGY_REQUIRED: "block"}
+        if covered:
+            annotations[api.ANNOTATION_TOPOLOGY_REPLICATED_JOBS] = covered
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "two", "annotations": annotations},
+            "spec": {"replicatedJobs": [
+                {"name": "workers", "replicas": 2, "template": {"spec": {"parallelism": 6, "template": pod}}},
+                {"name": "driver", "template": {"spec": {"parallelism": 5, "template": pod}}}]}}))
+        return path
+
+    # 12 + 5 pods, blocks of 16: not in one block.
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS, "--jobset", two_jobs())
+    assert result.returncode == 1 and "refused: block: no one domain holds the whole JobSet (17 pods" in result.stdout
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS, "--jobset", two_jobs("workers"))
+    assert result.returncode == 0
+    pods = pod_lines(result.stdout)
+    assert len({p[3].split("/")[0] for p in pods if p[0] == "workers"}) == 1  # the workers in one block
+    assert len(pods) == 17
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS, "--jobset", two_jobs("workers, ps"))
+    assert result.returncode == 2 and '"ps" is not a replicated job of this JobSet' in result.stderr

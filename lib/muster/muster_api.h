@@ -85,6 +85,9 @@ enum muster_barrier_exit {
 #define MUSTER_ANNOTATION_PARTITION_POLICY "muster.dev/partition-policy"
 #define MUSTER_ANNOTATION_TOPOLOGY_REQUIRED "muster.dev/topology-required"
 #define MUSTER_ANNOTATION_TOPOLOGY_PREFERRED "muster.dev/topology-preferred"
+/* The replicated jobs the JobSet-wide constraint holds (names, comma
+ * separated); absent: all of them. */
+#define MUSTER_ANNOTATION_TOPOLOGY_REPLICATED_JOBS "muster.dev/topology-replicated-jobs"
 
 /* --- Upstream names muster reads ---------------------------------------- */
 

@@ -356,6 +356,49 @@ static int decode_replicated_job(struct topo_store *s, const cJSON *rj, const st
 	return topo_pod_scheduling_decode(s, pod_spec, where, "template.spec.template.spec", &g->pod, cause);
 }
 
+/* muster.dev/topology-replicated-jobs: the replicated jobs the JobSet-wide
+ * constraint holds; every name must be one of the JobSet's. */
+static int decode_covered(const cJSON *annotations, struct topo_jobset *out, char **cause)
+{
+	const char *list, *p;
+	char name[TOPO_NAME_MAX + 1];
+
+	if (topo_field_string(annotations, MUSTER_ANNOTATION_TOPOLOGY_REPLICATED_JOBS, 64 * 65, &list,
+			      "jobset", "metadata.annotations.", cause))
+		return -1;
+	if (!list)
+		return 0;
+	if (!out->whole_required && !out->whole_preferred && !out->whole_network.set)
+		return cause_replace(
+			cause,
+			"jobset: %s names the replicated jobs of a JobSet-wide constraint, but "
+			"none is given (%s, %s or %s)",
+			MUSTER_ANNOTATION_TOPOLOGY_REPLICATED_JOBS, MUSTER_ANNOTATION_TOPOLOGY_REQUIRED,
+			MUSTER_ANNOTATION_TOPOLOGY_PREFERRED, MUSTER_ANNOTATION_NETWORK_TOPOLOGY);
+	for (size_t g = 0; g < out->group_count; g++)
+		out->groups[g].outside_whole = 1;
+	for (p = list; *p;) {
+		size_t len = strcspn(p, ","), g;
+
+		while (len && p[0] == ' ')
+			p++, len--;
+		snprintf(name, sizeof(name), "%.*s", (int)(len < TOPO_NAME_MAX ? len : TOPO_NAME_MAX), p);
+		for (size_t e = strlen(name); e && name[e - 1] == ' ';)
+			name[--e] = '\0';
+		for (g = 0; g < out->group_count && strcmp(out->groups[g].name, name) != 0; g++)
+			;
+		if (g == out->group_count)
+			return cause_replace(cause,
+					     "jobset: %s: \"%s\" is not a replicated job of this JobSet",
+					     MUSTER_ANNOTATION_TOPOLOGY_REPLICATED_JOBS, name);
+		out->groups[g].outside_whole = 0;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
 int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobset *out, char **cause)
 {
 	struct jobset_model *model = NULL;
@@ -407,6 +450,8 @@ int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobs
 			goto out;
 		out->group_count = ++n;
 	}
+	if (decode_covered(ann, out, cause))
+		goto out;
 	rc = 0;
 out:
 	free(model_cause);
@@ -477,6 +522,7 @@ static int group_request(const struct topo_jobset *in, const struct topo_tree *t
 	g->name = ig->name;
 	g->replicas = ig->replicas;
 	g->pods = ig->pods;
+	g->outside_whole = ig->outside_whole;
 	/* Kueue's PodSet is the replicated job: all its replicas are placed as
 	 * one, ranked job index * pods per job + completion index. */
 	if (kueue_podset(ig) && ig->replicas > 1) {

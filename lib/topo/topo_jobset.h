@@ -35,7 +35,9 @@
  *     annotations on the same replicated job)
  *   on the JobSet (the whole JobSet), at most one of
  *     muster.dev/topology-required, muster.dev/topology-preferred (LEVEL),
- *     muster.dev/network-topology (Volcano's job-level networkTopology)
+ *     muster.dev/network-topology (Volcano's job-level networkTopology),
+ *     holding the replicated jobs muster.dev/topology-replicated-jobs names
+ *     (comma separated; absent: all)
  *
  * LEVEL is a node label of the levels, a HyperNode tierName, "tier N", or a
  * bare number N (Volcano's highestTierAllowed: the highest tier not above N).
@@ -81,6 +83,7 @@ struct topo_jobset_group {
 	/* alpha.jobset.sigs.k8s.io/exclusive-topology of its Job template, else
 	 * the JobSet's, else NULL */
 	const char *exclusive;
+	int outside_whole; /* not named by muster.dev/topology-replicated-jobs */
 };
 
 struct topo_jobset {

@@ -627,7 +627,7 @@ static int dfs(struct ctx *x, size_t k, uint32_t scope)
 	grp = &x->req->groups[in->group];
 	x->start[k] = x->log_used;
 	if (in->leader == k)
-		return try_counts(x, k, scope, scope);
+		return try_counts(x, k, grp->outside_whole ? 0 : scope, scope);
 	/* Co-placed: inside the domain of the unit's level that holds the
 	 * leader; a preferred unit may fall back to the whole scope. */
 	near = ancestor_at(x, x->domain[in->leader], required_level(x, grp, scope));
@@ -775,9 +775,17 @@ static char *check_request(const struct topo_tree *t, const struct topo_request 
 	if (w->mode != TOPO_MODE_NONE && (w->level < 1 || w->level >= t->node_level))
 		return format("request: the JobSet's topology level %u is not a level of the topology",
 			      w->level);
-	for (size_t g = 0; g < req->group_count; g++) {
+	for (size_t g = 0, covered = 0; g < req->group_count; g++) {
 		const struct topo_group *grp = &req->groups[g];
 		char *bad = check_group(t, req, g);
+
+		covered += !grp->outside_whole;
+		if (w->mode != TOPO_MODE_NONE && g + 1 == req->group_count && !covered)
+			return format("request: the JobSet's constraint holds none of its replicated jobs");
+		if (grp->outside_whole && grp->together)
+			return format("request: replicated job %s: a co-placed job is held by the JobSet's "
+				      "constraint",
+				      grp->name ? grp->name : "");
 
 		if (bad)
 			return bad;
@@ -956,6 +964,8 @@ static uint64_t whole_fit(struct ctx *x, size_t level)
 			const struct topo_group *grp = &x->req->groups[g];
 			uint64_t want = (uint64_t)grp->pods * grp->replicas, have;
 
+			if (grp->outside_whole)
+				continue;
 			compute(x, g, d);
 			have = x->usable[d];
 			fit += have < want ? have : want;
@@ -970,8 +980,15 @@ static uint64_t whole_fit(struct ctx *x, size_t level)
 static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape, uint32_t *found)
 {
 	const struct topo_domain *dom = x->t->domains;
-	const struct instance *big = &x->order[0];
-	uint64_t need = x->elastic ? big->min_pods : big->pods;
+	const struct instance *big;
+	size_t first = 0;
+	uint64_t need;
+
+	/* The largest instance the JobSet's constraint holds decides the candidates. */
+	while (first + 1 < x->instance_count && x->req->groups[x->order[first].group].outside_whole)
+		first++;
+	big = &x->order[first];
+	need = x->elastic ? big->min_pods : big->pods;
 	struct ranked *cands = NULL;
 	size_t n = 0;
 	int ok = 0;
@@ -1056,7 +1073,7 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 	       char **cause)
 {
 	struct ctx x = { 0 };
-	uint64_t total;
+	uint64_t total, covered;
 	size_t instances;
 	uint32_t whole = 0;
 	int one_shape = 1, elastic = 0, ok = 0, ret = -1;
@@ -1072,6 +1089,7 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 	*cause = check_request(t, req, &total, &instances);
 	if (*cause)
 		return -1;
+	covered = total;
 	x.t = t;
 	x.c = c;
 	x.req = req;
@@ -1105,6 +1123,10 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 		for (size_t n = 0; n < c->node_count; n++)
 			x.eligible[g * c->node_count + n] =
 				exclusion(&c->nodes[n], &req->groups[g].shape) == NULL;
+		if (req->groups[g].outside_whole) {
+			one_shape = 0; /* the JobSet's domain holds only some of the pods */
+			covered -= (uint64_t)req->groups[g].replicas * req->groups[g].pods;
+		}
 		if (g > 0 &&
 		    memcmp(&req->groups[g].shape, &req->groups[0].shape, sizeof(struct topo_shape)) != 0)
 			one_shape = 0;
@@ -1127,7 +1149,7 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 			*cause =
 				format("%s: no one domain holds the whole JobSet (%llu pods; at most %llu of "
 				       "them fit in any one %s by free capacity alone)%s%s%s",
-				       t->level_names[req->whole.level], (unsigned long long)total,
+				       t->level_names[req->whole.level], (unsigned long long)covered,
 				       (unsigned long long)whole_fit(&x, req->whole.level),
 				       t->level_names[req->whole.level], x.first_cause ? "; " : "",
 				       x.first_cause ? x.first_cause : "", budget);

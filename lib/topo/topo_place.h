@@ -141,6 +141,9 @@ struct topo_group {
 	 * already holding pods of this request is not taken, and no pod of the
 	 * request goes into one an exclusive instance holds. */
 	int exclusive;
+	/* Not held by the whole JobSet's constraint (topo_request.whole): its
+	 * instances are placed anywhere in the cluster. */
+	int outside_whole;
 };
 
 struct topo_request {
