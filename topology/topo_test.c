@@ -1602,6 +1602,159 @@ static void random_clusters_against_exhaustive_search(void **state)
 }
 
 /* Mixed shapes and preferred levels: only capacity and required levels are checked. */
+/* Mixed shapes, exhaustively: each pod of each instance on a node, pods of
+ * one instance in nondecreasing node order (they are alike), capacities of
+ * cpu, memory and pods respected, each instance inside one domain of its
+ * required level, all inside one domain of the JobSet's required level. */
+struct mixed_case {
+	const struct topo_tree *t;
+	const struct topo_group *g;
+	size_t groups;
+	uint32_t inst_group[8], inst_count;
+	int64_t free[MAX_NODES][3];
+	uint32_t at[8][8]; /* instance, pod -> node */
+	int whole_level;
+};
+
+static uint32_t ancestor(const struct topo_tree *t, uint32_t node, size_t level)
+{
+	uint32_t d = t->node_domain[node];
+
+	while (t->domains[d].level > level)
+		d = t->domains[d].parent;
+	return t->domains[d].level == level ? d : TOPO_NONE;
+}
+
+static int mixed_exhaustive(struct mixed_case *m, uint32_t k, uint32_t pod, uint32_t whole)
+{
+	const struct topo_group *grp;
+	size_t nodes = m->t->cluster->node_count;
+
+	if (k == m->inst_count)
+		return 1;
+	grp = &m->g[m->inst_group[k]];
+	if (pod == grp->pods)
+		return mixed_exhaustive(m, k + 1, 0, whole);
+	for (uint32_t n = pod ? m->at[k][pod - 1] : 0; n < nodes; n++) {
+		uint32_t w = whole;
+		int ok = 1;
+
+		if (m->t->node_domain[n] == TOPO_NONE)
+			continue;
+		for (int r = 0; r < 3 && ok; r++)
+			ok = m->free[n][r] >= (r == R_PODS ? 1 : grp->shape.requests[r]);
+		if (!ok)
+			continue;
+		if (grp->constraint.mode == TOPO_MODE_REQUIRED) {
+			uint32_t mine = ancestor(m->t, n, grp->constraint.level);
+
+			if (mine == TOPO_NONE ||
+			    (pod && ancestor(m->t, m->at[k][0], grp->constraint.level) != mine))
+				continue;
+		}
+		if (m->whole_level) {
+			uint32_t mine = ancestor(m->t, n, (size_t)m->whole_level);
+
+			if (w != TOPO_NONE && w != mine)
+				continue;
+			w = mine;
+		}
+		for (int r = 0; r < 3; r++)
+			m->free[n][r] -= r == R_PODS ? 1 : grp->shape.requests[r];
+		m->at[k][pod] = n;
+		ok = mixed_exhaustive(m, k, pod + 1, w);
+		for (int r = 0; r < 3; r++)
+			m->free[n][r] += r == R_PODS ? 1 : grp->shape.requests[r];
+		if (ok)
+			return 1;
+	}
+	return 0;
+}
+
+/* Pods of different requests, small enough for an exhaustive search: a
+ * refusal means no placement exists. (Up to 6 nodes, 3 instances of up to
+ * 3 pods: within the core's node-level search budget.) */
+static void random_mixed_shapes_against_exhaustive_search(void **state)
+{
+	size_t refused = 0, placed = 0;
+
+	(void)state;
+	rng_state = 11;
+	for (int round = 0; round < 4000; round++) {
+		struct fixture f;
+		struct topo_tree *t;
+		struct topo_placement *p = NULL;
+		struct topo_group g[3];
+		struct topo_request req = { .groups = g, .group_count = 1 + rnd(3) };
+		struct mixed_case m;
+		char *cause = NULL, name[48], bn[16], rn[16];
+		uint32_t hosts = 1 + rnd(2), racks = 1 + rnd(2);
+		int exists, got;
+
+		fx_init(&f);
+		for (uint32_t b = 0; b < 2; b++)
+			for (uint32_t r = 0; r < racks; r++)
+				for (uint32_t h = 0; h < hosts && f.cluster.node_count < 6; h++) {
+					struct topo_node *n;
+
+					snprintf(name, sizeof(name), "h%u-%u-%u", b, r, h);
+					snprintf(bn, sizeof(bn), "b%u", b);
+					snprintf(rn, sizeof(rn), "r%u", r);
+					n = fx_node(&f, name, bn, rn, 2 + (int)rnd(4));
+					n->allocatable[R_MEM] = 1000 * (1 + (int64_t)rnd(4));
+				}
+		t = levels_tree(&f, 2);
+		memset(&m, 0, sizeof(m));
+		for (size_t k = 0; k < req.group_count; k++) {
+			g[k] = one_cpu_group("g", 1 + rnd(2), 1 + rnd(3), (enum topo_mode)rnd(3),
+					     (uint8_t)(1 + rnd(2)));
+			g[k].shape.requests[R_CPU] = 500 * (1 + (int64_t)rnd(4));
+			g[k].shape.requests[R_MEM] = 500 * (int64_t)rnd(4);
+			for (uint32_t j = 0; j < g[k].replicas && m.inst_count < 8; j++)
+				m.inst_group[m.inst_count++] = (uint32_t)k;
+		}
+		if (m.inst_count > 3)
+			req.group_count = 1, m.inst_count = g[0].replicas;
+		if (rnd(3) == 0)
+			req.whole = (struct topo_constraint){ TOPO_MODE_REQUIRED, 1 };
+		m.t = t;
+		m.g = g;
+		m.whole_level = req.whole.mode == TOPO_MODE_REQUIRED ? req.whole.level : 0;
+		for (size_t n = 0; n < f.cluster.node_count; n++)
+			for (int r = 0; r < 3; r++)
+				m.free[n][r] = f.nodes[n].allocatable[r] - f.nodes[n].used[r];
+		exists = mixed_exhaustive(&m, 0, 0, TOPO_NONE);
+		got = topo_place(t, &req, &p, &cause) == 0;
+		if (!got && exists)
+			fail_msg("round %d: refused (%s) though a placement exists", round, cause);
+		if (got && !exists)
+			fail_msg("round %d: placed where the exhaustive search found no placement", round);
+		for (size_t i = 0; got && i < p->pod_count; i++) {
+			const struct topo_pod *pod = &p->pods[i];
+			const struct topo_group *grp = &g[pod->group];
+
+			for (int r = 0; r < 3; r++)
+				m.free[pod->node][r] -= r == R_PODS ? 1 : grp->shape.requests[r];
+			for (int r = 0; r < 3; r++)
+				assert_true(m.free[pod->node][r] >= 0);
+			if (grp->constraint.mode == TOPO_MODE_REQUIRED)
+				assert_int_equal(instance_within(t, p, pod->group, pod->job_index,
+								 grp->constraint.level),
+						 ancestor(t, pod->node, grp->constraint.level));
+			if (m.whole_level)
+				assert_int_equal(ancestor(t, pod->node, (size_t)m.whole_level),
+						 ancestor(t, p->pods[0].node, (size_t)m.whole_level));
+		}
+		placed += got;
+		refused += !got;
+		topo_placement_free(p);
+		free(cause);
+		topo_tree_free(t);
+	}
+	assert_true(placed > 1000);
+	assert_true(refused > 100);
+}
+
 static void random_mixed_shapes_never_over_capacity(void **state)
 {
 	(void)state;
@@ -1717,6 +1870,7 @@ int main(void)
 		cmocka_unit_test(unconstrained_fills_the_smallest_gaps),
 		cmocka_unit_test(random_clusters_against_exhaustive_search),
 		cmocka_unit_test(random_mixed_shapes_never_over_capacity),
+		cmocka_unit_test(random_mixed_shapes_against_exhaustive_search),
 		cmocka_unit_test(random_feature_mix_keeps_every_rule),
 	};
 
