@@ -304,6 +304,10 @@ static void run_quality(void)
 	const int rounds = 2000;
 	double hosts[3] = { 0 }, left[3] = { 0 }, exhaustive_left = 0;
 	int placed[3] = { 0 }, block[3] = { 0 }, feasible_n = 0, feasible_block_n = 0, both = 0;
+	/* Per case, muster against the Kueue-style greedy: at least as good on
+	 * each measure (fewer or as many hosts per job, as large a free rack
+	 * left, in one block whenever it is). */
+	int as_good[3] = { 0 }, better[3] = { 0 };
 
 	rng = 99;
 	for (int round = 0; round < rounds; round++) {
@@ -350,6 +354,12 @@ static void run_quality(void)
 				hosts[a] += q[a].hosts_per_job;
 				left[a] += (double)q[a].largest_free_rack;
 			}
+			as_good[0] += q[0].hosts_per_job <= q[1].hosts_per_job + 1e-9;
+			better[0] += q[0].hosts_per_job < q[1].hosts_per_job - 1e-9;
+			as_good[1] += q[0].largest_free_rack >= q[1].largest_free_rack;
+			better[1] += q[0].largest_free_rack > q[1].largest_free_rack;
+			as_good[2] += q[0].one_block >= q[1].one_block;
+			better[2] += q[0].one_block > q[1].one_block;
 		}
 		for (int a = 0; a < 3; a++) {
 			placed[a] += q[a].placed;
@@ -374,6 +384,13 @@ static void run_quality(void)
 	printf("  (hosts/job and largest free rack: mean over the %d clusters all four placed; the exhaustive\n"
 	       "   figure is the best over one-block placements where one exists, else over all)\n",
 	       both);
+	printf("  per case, muster against the Kueue-style greedy (of the %d):\n", both);
+	printf("    %-24s at least as good %5d (%5.1f %%), better %5d, worse %5d\n", "hosts per job",
+	       as_good[0], both ? 100.0 * as_good[0] / both : 0, better[0], both - as_good[0]);
+	printf("    %-24s at least as good %5d (%5.1f %%), better %5d, worse %5d\n", "largest free rack",
+	       as_good[1], both ? 100.0 * as_good[1] / both : 0, better[1], both - as_good[1]);
+	printf("    %-24s at least as good %5d (%5.1f %%), better %5d, worse %5d\n", "JobSet in one block",
+	       as_good[2], both ? 100.0 * as_good[2] / both : 0, better[2], both - as_good[2]);
 }
 
 static void run_case(uint32_t blocks, int runs, int detail)
