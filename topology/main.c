@@ -1,6 +1,8 @@
 /*
  * muster-topology: reads nodes (kubectl get nodes -o json), optionally pods
- * for usage, a topology (--levels or a HyperNode file) and a JobSet; prints
+ * for usage, a topology (--levels or a HyperNode file) and a JobSet, from
+ * files or from a live cluster (--kubeconfig: every Node, the pods bound and
+ * not ended, a Kueue Topology or the cluster's HyperNodes, a JobSet); prints
  * the topology tree with the free capacity per domain for each replicated
  * job's pod shape, then the placement or the refusal, as text or JSON.
  * Exit 0 placed, 1 refused, 2 bad input (the cause names the file, item and
@@ -16,6 +18,7 @@
 
 #include "flag.h"
 #include "topo_input.h"
+#include "topo_live.h"
 #include "topo_place.h"
 #include "topo_tree.h"
 
@@ -25,7 +28,18 @@
 
 struct options {
 	const char *nodes, *pods, *levels, *hypernodes, *jobset, *output, *depth;
+	const char *kubeconfig, *topology, *jobset_ref;
+	int cluster_hypernodes;
 };
+
+/* The API paths read with --kubeconfig. */
+#define PATH_NODES "/api/v1/nodes"
+#define PATH_PODS "/api/v1/pods"
+/* Bound and not ended: the pods whose requests hold node capacity. */
+#define PODS_HOLDING "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+#define PATH_KUEUE_TOPOLOGY "/apis/kueue.x-k8s.io/v1beta2/topologies/"
+#define PATH_HYPERNODES "/apis/topology.volcano.sh/v1alpha1/hypernodes"
+#define PATH_JOBSETS "/apis/jobset.x-k8s.io/v1alpha2/namespaces/%s/jobsets/%s"
 
 static char *read_file(const char *name, size_t *size)
 {
@@ -83,6 +97,49 @@ static int load(struct topo_input *in, const char *file,
 		fprintf(stderr, "muster-topology: %s: %s\n", file, cause ? cause : "out of memory");
 	free(cause);
 	return rc;
+}
+
+/* Reads one input from the cluster: a LIST (field selector or NULL) or, when
+ * `get`, one object; then its tree decoder. */
+static int load_live(struct topo_live *live, struct topo_input *in, const char *path, const char *field,
+		     int get, int (*decode)(struct topo_input *, struct cJSON *, char **))
+{
+	cJSON *tree = NULL;
+	char *cause = NULL;
+	int rc = get ? topo_live_get(live, path, &tree, &cause)
+		     : topo_live_list(live, path, field, &tree, &cause);
+
+	if (rc == 0)
+		rc = decode(in, tree, &cause);
+	if (rc)
+		fprintf(stderr, "muster-topology: %s: %s\n", path, cause ? cause : "out of memory");
+	free(cause);
+	return rc ? -1 : 0;
+}
+
+/* A Kueue Topology of the cluster as --levels: its node labels, outermost first. */
+static int load_topology(struct topo_live *live, struct topo_input *in, const char *name, const char **levels,
+			 size_t *count)
+{
+	struct topo_levels found;
+	char path[512], *cause = NULL;
+	cJSON *tree = NULL;
+	int rc;
+
+	snprintf(path, sizeof(path), PATH_KUEUE_TOPOLOGY "%s", name);
+	rc = topo_live_get(live, path, &tree, &cause);
+	if (rc == 0)
+		rc = topo_kueue_topology_decode(&in->store, tree, "topology", &found, &cause);
+	cJSON_Delete(tree);
+	if (rc) {
+		fprintf(stderr, "muster-topology: %s: %s\n", path, cause ? cause : "out of memory");
+		free(cause);
+		return -1;
+	}
+	for (size_t i = 0; i < found.count; i++)
+		levels[i] = found.labels[i];
+	*count = found.count;
+	return 0;
 }
 
 /* Free capacity per domain in pods of each group's shape (domain x group). */
@@ -306,7 +363,7 @@ int main(int argc, char **argv)
 	const struct flag_def flags[] = {
 		{ FLAG_SECTION, NULL, NULL, "inputs (JSON or YAML, as kubectl writes them):", 0, 0, NULL,
 		  NULL },
-		{ FLAG_TEXT, "--nodes", "FILE", "the nodes: kubectl get nodes -o json (required)", 0, 0, NULL,
+		{ FLAG_TEXT, "--nodes", "FILE", "the nodes: kubectl get nodes -o json", 0, 0, NULL,
 		  &o.nodes },
 		{ FLAG_TEXT, "--pods", "FILE",
 		  "pods using the nodes: kubectl get pods -A -o json (bound, not ended)", 0, 0, NULL,
@@ -315,7 +372,17 @@ int main(int argc, char **argv)
 		  NULL, &o.levels },
 		{ FLAG_TEXT, "--hypernodes", "FILE", "or the topology as Volcano HyperNodes", 0, 0, NULL,
 		  &o.hypernodes },
-		{ FLAG_TEXT, "--jobset", "FILE", "the JobSet to place (required)", 0, 0, NULL, &o.jobset },
+		{ FLAG_TEXT, "--jobset", "FILE", "the JobSet to place", 0, 0, NULL, &o.jobset },
+		{ FLAG_SECTION, NULL, NULL, "or from a live cluster:", 0, 0, NULL, NULL },
+		{ FLAG_TEXT, "--kubeconfig", "FILE",
+		  "read the nodes, and the pods bound and not ended, from the cluster\n(unless --nodes / --pods give files)",
+		  0, 0, NULL, &o.kubeconfig },
+		{ FLAG_TEXT, "--topology", "NAME", "the levels of the cluster's Kueue Topology NAME", 0, 0,
+		  NULL, &o.topology },
+		{ FLAG_SWITCH, "--cluster-hypernodes", NULL,
+		  "the topology as the cluster's Volcano HyperNodes", 0, 0, NULL, &o.cluster_hypernodes },
+		{ FLAG_TEXT, "--jobset-ref", "NS/NAME", "the cluster's JobSet NS/NAME", 0, 0, NULL,
+		  &o.jobset_ref },
 		{ FLAG_SECTION, NULL, NULL, "output:", 0, 0, NULL, NULL },
 		{ FLAG_TEXT, "--output", "text|json", "text (default), or one JSON object for scripts", 0, 0,
 		  output_problem, &o.output },
@@ -326,6 +393,8 @@ int main(int argc, char **argv)
 	static const char head[] =
 		"usage: muster-topology --nodes FILE [--pods FILE] (--levels L1,L2,... | --hypernodes FILE)\n"
 		"                       --jobset FILE [--output text|json] [--depth N|all]\n"
+		"       muster-topology --kubeconfig FILE (--levels L1,... | --topology NAME | --cluster-hypernodes)\n"
+		"                       (--jobset FILE | --jobset-ref NS/NAME) [--output text|json] [--depth N|all]\n"
 		"Places a JobSet on a cluster's topology as muster would, and says why when it cannot.\n";
 	static const char tail[] = "exit status: 0 placed, 1 refused (the reason is printed), 2 bad input\n";
 	struct topo_input in;
@@ -333,6 +402,7 @@ int main(int argc, char **argv)
 	struct topo_group groups[TOPO_GROUPS_MAX];
 	struct topo_request req;
 	struct topo_placement *p = NULL;
+	struct topo_live *live = NULL;
 	const char *level_list[TOPO_LEVELS_MAX];
 	char *levels_copy = NULL, *cause = NULL;
 	uint64_t *free_pods = NULL;
@@ -349,17 +419,59 @@ int main(int argc, char **argv)
 	default:
 		return 2;
 	}
-	if (!o.nodes || !o.jobset || !o.levels == !o.hypernodes) {
+	if ((!o.nodes && !o.kubeconfig) || !o.jobset == !o.jobset_ref ||
+	    !!o.levels + !!o.hypernodes + !!o.topology + o.cluster_hypernodes != 1 ||
+	    ((o.topology || o.cluster_hypernodes || o.jobset_ref) && !o.kubeconfig)) {
 		fprintf(stderr,
-			"muster-topology: give --nodes, --jobset and one of --levels or --hypernodes (see --help)\n");
+			"muster-topology: give the nodes (--nodes or --kubeconfig), one JobSet (--jobset or "
+			"--jobset-ref) and one topology (--levels, --hypernodes, --topology or "
+			"--cluster-hypernodes; the last two and --jobset-ref need --kubeconfig); see --help\n");
 		return 2;
 	}
 	json = strcmp(o.output, "json") == 0;
-	if (load(&in, o.jobset, topo_input_jobset) || load(&in, o.nodes, topo_input_nodes) ||
-	    (o.pods && load(&in, o.pods, topo_input_pods)) ||
-	    (o.hypernodes && load(&in, o.hypernodes, topo_input_hypernodes)))
+	if (o.kubeconfig) {
+		char *live_cause = NULL;
+
+		if (topo_live_open(o.kubeconfig, &live, &live_cause)) {
+			fprintf(stderr, "muster-topology: %s: %s\n", o.kubeconfig,
+				live_cause ? live_cause : "out of memory");
+			free(live_cause);
+			goto out;
+		}
+	}
+	if (o.jobset_ref) {
+		char path[600], ns[254];
+		const char *slash = strchr(o.jobset_ref, '/');
+
+		if (!slash || slash == o.jobset_ref || !slash[1] ||
+		    (size_t)(slash - o.jobset_ref) >= sizeof(ns) || strchr(slash + 1, '/') ||
+		    strlen(slash + 1) > 253) {
+			fprintf(stderr, "muster-topology: --jobset-ref %s: give NAMESPACE/NAME\n",
+				o.jobset_ref);
+			goto out;
+		}
+		snprintf(ns, sizeof(ns), "%.*s", (int)(slash - o.jobset_ref), o.jobset_ref);
+		snprintf(path, sizeof(path), PATH_JOBSETS, ns, slash + 1);
+		if (load_live(live, &in, path, NULL, 1, topo_input_jobset_tree))
+			goto out;
+	} else if (load(&in, o.jobset, topo_input_jobset)) {
 		goto out;
-	if (o.levels) {
+	}
+	if (o.nodes ? load(&in, o.nodes, topo_input_nodes)
+		    : load_live(live, &in, PATH_NODES, NULL, 0, topo_input_nodes_tree))
+		goto out;
+	if (o.pods ? load(&in, o.pods, topo_input_pods)
+		   : live && load_live(live, &in, PATH_PODS, PODS_HOLDING, 0, topo_input_pods_tree))
+		goto out;
+	if ((o.hypernodes && load(&in, o.hypernodes, topo_input_hypernodes)) ||
+	    (o.cluster_hypernodes &&
+	     load_live(live, &in, PATH_HYPERNODES, NULL, 0, topo_input_hypernodes_tree)))
+		goto out;
+	if (o.topology) {
+		if (load_topology(live, &in, o.topology, level_list, &level_count))
+			goto out;
+		t = topo_tree_from_levels(&in.cluster, level_list, level_count, &cause);
+	} else if (o.levels) {
 		char *save = NULL;
 
 		levels_copy = strdup(o.levels);
@@ -375,7 +487,7 @@ int main(int argc, char **argv)
 	} else {
 		t = topo_tree_from_hypernodes(&in.cluster, in.hypernodes, in.hypernode_count, &cause);
 	}
-	if (t && check_tree(&in, t, o.nodes))
+	if (t && check_tree(&in, t, o.nodes ? o.nodes : PATH_NODES))
 		goto out;
 	/* The request as the tree shows it (the strict one: a soft preference
 	 * relaxed by topo_jobset_place has the same shapes). */
@@ -414,5 +526,6 @@ out:
 	topo_placement_free(p);
 	topo_tree_free(t);
 	topo_input_free(&in);
+	topo_live_close(live);
 	return rc;
 }

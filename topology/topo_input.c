@@ -67,22 +67,15 @@ static const cJSON *next_item(const cJSON *it)
 	return it->next;
 }
 
-/* Opens one input: read at most once (*read), parsed, its items found (at
- * most max). Returns the tree (the caller deletes it), or NULL with the cause. */
-static cJSON *open_list(int *read, const char *data, size_t size, const char *what, const char *kind,
-			size_t max, const cJSON **first, size_t *count, char **cause)
+/* One input's items: read at most once (*read), its items found (at most
+ * max). Returns root (the caller deletes it) or NULL with the cause, root
+ * deleted. */
+static cJSON *list_of(int *read, cJSON *root, const char *what, const char *kind, size_t max,
+		      const cJSON **first, size_t *count, char **cause)
 {
-	cJSON *root;
-
 	if (*read) {
 		cause_replace(cause, "%s: read twice", what);
-		return NULL;
-	}
-	*read = 1;
-	root = parse_file(data, size, what, cause);
-	if (!root)
-		return NULL;
-	if (items_of(root, first, count)) {
+	} else if (*read = 1, items_of(root, first, count)) {
 		cause_replace(cause, "%s: not a List, a list or a %s", what, kind);
 	} else if (*count > max) {
 		cause_replace(cause, "%s: %zu items, at most %zu", what, *count, max);
@@ -91,6 +84,17 @@ static cJSON *open_list(int *read, const char *data, size_t size, const char *wh
 	}
 	cJSON_Delete(root);
 	return NULL;
+}
+
+/* A file's tree, then the decoder of parsed input. */
+static int from_file(struct topo_input *in, const char *data, size_t size, const char *what,
+		     int (*decode)(struct topo_input *, struct cJSON *, char **), char **cause)
+{
+	cJSON *root;
+
+	*cause = NULL;
+	root = parse_file(data, size, what, cause);
+	return root ? decode(in, root, cause) : -1;
 }
 
 /* ---- nodes ---- */
@@ -191,16 +195,15 @@ static struct name_index *sorted_names(const struct topo_input *in)
 	return sorted;
 }
 
-int topo_input_nodes(struct topo_input *in, const char *data, size_t size, char **cause)
+int topo_input_nodes_tree(struct topo_input *in, struct cJSON *root, char **cause)
 {
-	cJSON *root;
 	struct name_index *sorted = NULL;
 	const cJSON *first, *it;
 	size_t count = 0, n = 0;
 	int rc = -1;
 
 	*cause = NULL;
-	root = open_list(&in->read_nodes, data, size, "nodes", "Node", TOPO_NODES_MAX, &first, &count, cause);
+	root = list_of(&in->read_nodes, root, "nodes", "Node", TOPO_NODES_MAX, &first, &count, cause);
 	if (!root)
 		return -1;
 	in->nodes = topo_store_alloc(&in->store, count, sizeof(*in->nodes));
@@ -273,18 +276,19 @@ static int add_pod(struct topo_input *in, const cJSON *it, size_t index, const s
 	return 0;
 }
 
-int topo_input_pods(struct topo_input *in, const char *data, size_t size, char **cause)
+int topo_input_pods_tree(struct topo_input *in, struct cJSON *root, char **cause)
 {
-	cJSON *root = NULL;
 	const cJSON *first, *it;
 	struct name_index *sorted = NULL;
 	size_t count = 0, n = 0;
 	int rc = -1;
 
 	*cause = NULL;
-	if (!in->read_nodes || in->read_pods)
+	if (!in->read_nodes || in->read_pods) {
+		cJSON_Delete(root);
 		return cause_replace(cause, "pods: read once, after the nodes");
-	root = open_list(&in->read_pods, data, size, "pods", "Pod", SIZE_MAX, &first, &count, cause);
+	}
+	root = list_of(&in->read_pods, root, "pods", "Pod", SIZE_MAX, &first, &count, cause);
 	if (!root)
 		return -1;
 	sorted = sorted_names(in);
@@ -304,18 +308,16 @@ out:
 
 /* ---- JobSet ---- */
 
-int topo_input_jobset(struct topo_input *in, const char *data, size_t size, char **cause)
+int topo_input_jobset_tree(struct topo_input *in, struct cJSON *root, char **cause)
 {
-	cJSON *root;
 	int rc;
 
 	*cause = NULL;
-	if (in->read_jobset)
+	if (in->read_jobset) {
+		cJSON_Delete(root);
 		return cause_replace(cause, "jobset: read twice");
+	}
 	in->read_jobset = 1;
-	root = parse_file(data, size, "jobset", cause);
-	if (!root)
-		return -1;
 	rc = topo_jobset_decode(&in->store, root, &in->jobset, cause);
 	cJSON_Delete(root);
 	return rc;
@@ -323,16 +325,15 @@ int topo_input_jobset(struct topo_input *in, const char *data, size_t size, char
 
 /* ---- HyperNodes ---- */
 
-int topo_input_hypernodes(struct topo_input *in, const char *data, size_t size, char **cause)
+int topo_input_hypernodes_tree(struct topo_input *in, struct cJSON *root, char **cause)
 {
-	cJSON *root;
 	const cJSON *first, *it;
 	size_t count = 0, n = 0;
 	int rc = -1;
 
 	*cause = NULL;
-	root = open_list(&in->read_hypernodes, data, size, "hypernodes", "HyperNode", TOPO_HYPERNODES_MAX,
-			 &first, &count, cause);
+	root = list_of(&in->read_hypernodes, root, "hypernodes", "HyperNode", TOPO_HYPERNODES_MAX, &first,
+		       &count, cause);
 	if (!root)
 		return -1;
 	in->hypernodes = topo_store_alloc(&in->store, count, sizeof(*in->hypernodes));
@@ -352,4 +353,32 @@ int topo_input_hypernodes(struct topo_input *in, const char *data, size_t size, 
 out:
 	cJSON_Delete(root);
 	return rc;
+}
+
+int topo_input_nodes(struct topo_input *in, const char *data, size_t size, char **cause)
+{
+	if (in->read_nodes) /* said before the file is parsed */
+		return cause_replace(cause, "nodes: read twice");
+	return from_file(in, data, size, "nodes", topo_input_nodes_tree, cause);
+}
+
+int topo_input_pods(struct topo_input *in, const char *data, size_t size, char **cause)
+{
+	if (!in->read_nodes || in->read_pods)
+		return cause_replace(cause, "pods: read once, after the nodes");
+	return from_file(in, data, size, "pods", topo_input_pods_tree, cause);
+}
+
+int topo_input_jobset(struct topo_input *in, const char *data, size_t size, char **cause)
+{
+	if (in->read_jobset)
+		return cause_replace(cause, "jobset: read twice");
+	return from_file(in, data, size, "jobset", topo_input_jobset_tree, cause);
+}
+
+int topo_input_hypernodes(struct topo_input *in, const char *data, size_t size, char **cause)
+{
+	if (in->read_hypernodes)
+		return cause_replace(cause, "hypernodes: read twice");
+	return from_file(in, data, size, "hypernodes", topo_input_hypernodes_tree, cause);
 }

@@ -67,6 +67,15 @@ int topo_input_pods(struct topo_input *in, const char *data, size_t size, char *
 int topo_input_jobset(struct topo_input *in, const char *data, size_t size, char **cause);
 int topo_input_hypernodes(struct topo_input *in, const char *data, size_t size, char **cause);
 
+/* The same from a tree already parsed (a LIST collected from the cluster:
+ * an object with "items", a list, or one object); the call takes the tree
+ * and deletes it. */
+struct cJSON;
+int topo_input_nodes_tree(struct topo_input *in, struct cJSON *root, char **cause);
+int topo_input_pods_tree(struct topo_input *in, struct cJSON *root, char **cause);
+int topo_input_jobset_tree(struct topo_input *in, struct cJSON *root, char **cause);
+int topo_input_hypernodes_tree(struct topo_input *in, struct cJSON *root, char **cause);
+
 void topo_input_free(struct topo_input *in);
 
 #endif

@@ -27,6 +27,8 @@ HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 REPO_ROOT=$(cd -- "$HERE/../.." && pwd -P)
 JOBSET_CRD=${MUSTER_JOBSET_CRD:-$REPO_ROOT/../shared/jobset/jobset.x-k8s.io_jobsets.yaml}
 FALLBACK_CRD=$HERE/jobset-crd.yaml
+TOPOLOGY_CRDS=("$REPO_ROOT/../shared/kueue/kueue.x-k8s.io_topologies.yaml"
+	"$REPO_ROOT/../shared/volcano/topology.volcano.sh_hypernodes.yaml")
 CRD_NAME=jobsets.jobset.x-k8s.io
 # serviceaccount and serviceaccount-token give every namespace the "default"
 # service account and its token, without which the ServiceAccount admission
@@ -297,6 +299,32 @@ install_crd() {
 	kubectl_admin apply --server-side --force-conflicts --field-manager=muster-e2e \
 		-f "$manifest" >&2
 	wait_for kube-apiserver 60 "CRD $CRD_NAME Established" crd_established
+	install_topology_crds
+}
+
+# install_topology_crds: Kueue's Topology and Volcano's HyperNode CRDs,
+# upstream and unmodified in ../shared, made loadable by 1.20 the same way,
+# so the suite can create real objects of both kinds.
+install_topology_crds() {
+	local crd name manifest
+	for crd in "${TOPOLOGY_CRDS[@]}"; do
+		[[ -f $crd ]] || continue
+		name=$(basename "$crd" .yaml)
+		manifest=$CLUSTER_DIR/$name.1.20.json
+		step "installing $name from $crd (transformed for 1.20)"
+		"$PYTHON" "$HERE/crd_for_1_20.py" "$crd" "$manifest"
+		kubectl_admin apply --server-side --force-conflicts --field-manager=muster-e2e -f "$manifest" >&2
+	done
+}
+
+# topology_crds_present: every topology CRD in ../shared is installed.
+topology_crds_present() {
+	local crd
+	for crd in "${TOPOLOGY_CRDS[@]}"; do
+		[[ -f $crd ]] || continue
+		kubectl_admin get "crd/$(basename "$crd" .yaml | sed 's/^\([^_]*\)_\(.*\)$/\2.\1/')" >/dev/null 2>&1 ||
+			return 1
+	done
 }
 
 # crd_established: polled rather than `kubectl wait`, which errors out instead
@@ -327,6 +355,8 @@ main() {
 	if all_running && apiserver_ready; then
 		if ! kubectl_admin get "crd/$CRD_NAME" >/dev/null 2>&1; then
 			install_crd
+		elif ! topology_crds_present; then
+			install_topology_crds
 		fi
 		log "reusing the running control plane in $CLUSTER_DIR ($APISERVER_URL)"
 		printf '%s\n' "$KUBECONFIG_PATH"

@@ -1,0 +1,94 @@
+/*
+ * topo_live: LIST and GET from the cluster for muster-topology. See
+ * topo_live.h.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "topo_live.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
+#include "cause.h"
+#include "kube_client.h"
+#include "kube_config.h"
+#include "kube_curl.h"
+#include "kube_error.h"
+
+#define PAGE_SIZE 500
+
+struct topo_live {
+	struct kube_curl *curl;
+	struct kube_client *client;
+};
+
+int topo_live_open(const char *kubeconfig, struct topo_live **out, char **cause)
+{
+	struct topo_live *live = calloc(1, sizeof(*live));
+	struct kube_config cfg;
+	int err;
+
+	*out = NULL;
+	if (!live)
+		return kube_cause(cause, KUBE_ENOMEM, "no memory for the API client");
+	err = kube_config_from_kubeconfig(kubeconfig, NULL, &cfg, cause);
+	if (err) {
+		free(live);
+		return err;
+	}
+	err = kube_curl_new(&cfg, &live->curl, cause);
+	if (!err)
+		err = kube_client_new(&cfg, &kube_curl_transport, live->curl, NULL, &live->client, cause);
+	kube_config_free(&cfg);
+	if (err) {
+		topo_live_close(live);
+		return err;
+	}
+	*out = live;
+	return 0;
+}
+
+static int collect(void *arg, const cJSON *item)
+{
+	cJSON *copy = cJSON_Duplicate(item, 1);
+
+	if (!copy || !cJSON_AddItemToArray(arg, copy)) {
+		cJSON_Delete(copy);
+		return KUBE_ENOMEM;
+	}
+	return 0;
+}
+
+int topo_live_list(struct topo_live *live, const char *path, const char *field_selector, cJSON **out,
+		   char **cause)
+{
+	struct kube_selectors selectors = { .field = field_selector };
+	cJSON *list = cJSON_CreateObject(), *items = list ? cJSON_AddArrayToObject(list, "items") : NULL;
+	int err;
+
+	*out = NULL;
+	if (!items) {
+		cJSON_Delete(list);
+		return kube_cause(cause, KUBE_ENOMEM, "no memory for the list of %s", path);
+	}
+	err = kube_list(live->client, path, &selectors, PAGE_SIZE, collect, items, NULL, cause);
+	if (err) {
+		cJSON_Delete(list);
+		return err;
+	}
+	*out = list;
+	return 0;
+}
+
+int topo_live_get(struct topo_live *live, const char *path, cJSON **out, char **cause)
+{
+	return kube_get(live->client, path, out, cause);
+}
+
+void topo_live_close(struct topo_live *live)
+{
+	if (!live)
+		return;
+	kube_client_free(live->client);
+	kube_curl_free(live->curl);
+	free(live);
+}

@@ -1,0 +1,27 @@
+/*
+ * topo_live: what muster-topology reads from a live cluster (--kubeconfig):
+ * a LIST collected into one tree, or one object, through the API client
+ * (lib/kube). The trees go to topo_input's *_tree decoders, so the cluster
+ * and files are decoded the same way. I/O: negative KUBE_E* codes and a
+ * cause (docs/errors.md).
+ */
+#ifndef MUSTER_TOPO_LIVE_H
+#define MUSTER_TOPO_LIVE_H
+
+struct cJSON;
+struct topo_live;
+
+/* Connects with the kubeconfig's current context (TLS verified). */
+int topo_live_open(const char *kubeconfig, struct topo_live **out, char **cause);
+
+/* LISTs path page by page (field selector may be NULL) into *out, an
+ * object {"items": [...]} the caller deletes. */
+int topo_live_list(struct topo_live *live, const char *path, const char *field_selector, struct cJSON **out,
+		   char **cause);
+
+/* GETs one object into *out (the caller deletes it). */
+int topo_live_get(struct topo_live *live, const char *path, struct cJSON **out, char **cause);
+
+void topo_live_close(struct topo_live *live);
+
+#endif
