@@ -393,6 +393,242 @@ static void run_quality(void)
 	       as_good[2], both ? 100.0 * as_good[2] / both : 0, better[2], both - as_good[2]);
 }
 
+/* ---- quality with Kueue's own semantics and mixed shapes ----
+ *
+ * A JobSet of two replicated jobs of different pod sizes (2 and 1 cpu),
+ * each a Kueue PodSet with podset-preferred-topology: rack (all replicas
+ * together), on 2 blocks x 3 racks x 3 hosts of 8 cpu at random usage.
+ * muster places it as the controller will (topo_place, PodSets as one
+ * instance each); the reference is Kueue's greedy as KEP-2724's "Computing
+ * the assignment" and tas_flavor_snapshot.go state it, PodSet by PodSet in
+ * spec order: counts per leaf, the preferred level's best-fit domain (the
+ * smallest count that holds the PodSet), else one level up, else spread at
+ * the top; then down the tree, the children by count descending, whole
+ * until the rest fits one, which is the best fit among those that do. */
+
+#define PS_HOSTS 18
+
+struct ps_quality {
+	int placed;
+	double racks_per_podset; /* racks used, mean over the PodSets */
+	int preferred_met; /* PodSets inside one rack */
+	int64_t largest_free_rack; /* free cpu (millicores) of the freest rack after */
+	int jobset_level; /* the deepest level holding every pod: 2 rack, 1 block, 0 cluster */
+};
+
+static int64_t ps_rack_free(const struct topo_tree *t, const int64_t *free_cpu, uint32_t rack)
+{
+	int64_t sum = 0;
+
+	for (uint32_t c = rack; c < t->domains[rack].end; c++)
+		if (t->domains[c].node != TOPO_NONE)
+			sum += free_cpu[t->domains[c].node];
+	return sum;
+}
+
+/* The measures of a placement given as the rack of every pod per PodSet. */
+static struct ps_quality ps_measure(const struct topo_tree *t, const int64_t *free_cpu, uint32_t racks[2][64],
+				    const uint32_t *count)
+{
+	struct ps_quality q = { .placed = 1, .jobset_level = 2 };
+	uint32_t first = racks[0][0];
+
+	for (int s = 0; s < 2; s++) {
+		uint32_t seen[64];
+		size_t n = 0;
+
+		for (uint32_t i = 0; i < count[s]; i++) {
+			size_t k;
+
+			for (k = 0; k < n && seen[k] != racks[s][i]; k++)
+				;
+			if (k == n)
+				seen[n++] = racks[s][i];
+			if (racks[s][i] != first) {
+				if (t->domains[racks[s][i]].parent != t->domains[first].parent)
+					q.jobset_level = 0;
+				else if (q.jobset_level > 1)
+					q.jobset_level = 1;
+			}
+		}
+		q.racks_per_podset += (double)n / 2;
+		q.preferred_met += n == 1;
+	}
+	for (uint32_t d = 0; d < t->domain_count; d++)
+		if (t->domains[d].level == 2 && ps_rack_free(t, free_cpu, d) > q.largest_free_rack)
+			q.largest_free_rack = ps_rack_free(t, free_cpu, d);
+	return q;
+}
+
+/* Kueue's greedy descent: `need` pods of `cpu` under domain d. */
+static void kueue_descend(const struct topo_tree *t, int64_t *free_cpu, uint32_t d, uint32_t need,
+			  int64_t cpu, uint32_t *racks, uint32_t *placed)
+{
+	uint32_t kids[64], counts[64];
+	size_t k = 0;
+
+	if (t->domains[d].node != TOPO_NONE) {
+		free_cpu[t->domains[d].node] -= cpu * need;
+		while (need--)
+			racks[(*placed)++] = t->domains[d].parent;
+		return;
+	}
+	for (uint32_t c = d + 1; c < t->domains[d].end; c = t->domains[c].end) {
+		uint32_t n = 0;
+
+		for (uint32_t x = c; x < t->domains[c].end; x++)
+			if (t->domains[x].node != TOPO_NONE)
+				n += (uint32_t)(free_cpu[t->domains[x].node] / cpu);
+		kids[k] = c;
+		counts[k++] = n;
+	}
+	for (size_t i = 1; i < k; i++) /* by count descending, stable */
+		for (size_t j = i; j > 0 && counts[j] > counts[j - 1]; j--) {
+			uint32_t a = kids[j], b = counts[j];
+
+			kids[j] = kids[j - 1], counts[j] = counts[j - 1];
+			kids[j - 1] = a, counts[j - 1] = b;
+		}
+	for (size_t i = 0; i < k && need > 0; i++) {
+		size_t best = k;
+
+		for (size_t j = i; j < k; j++) /* the rest fits one: its best fit */
+			if (counts[j] >= need && (best == k || counts[j] < counts[best]))
+				best = j;
+		if (best < k) {
+			kueue_descend(t, free_cpu, kids[best], need, cpu, racks, placed);
+			return;
+		}
+		if (counts[i] > 0) {
+			kueue_descend(t, free_cpu, kids[i], counts[i], cpu, racks, placed);
+			need -= counts[i];
+		}
+	}
+}
+
+static int kueue_podset(const struct topo_tree *t, int64_t *free_cpu, uint32_t need, int64_t cpu,
+			uint32_t *racks)
+{
+	uint32_t placed = 0;
+
+	for (int level = 2; level >= 0; level--) {
+		uint32_t best = TOPO_NONE, best_count = 0;
+
+		for (uint32_t d = 0; d < t->domain_count; d++) {
+			uint32_t n = 0;
+
+			if (t->domains[d].level != (size_t)level)
+				continue;
+			for (uint32_t x = d; x < t->domains[d].end; x++)
+				if (t->domains[x].node != TOPO_NONE)
+					n += (uint32_t)(free_cpu[t->domains[x].node] / cpu);
+			if (n >= need && (best == TOPO_NONE || n < best_count))
+				best = d, best_count = n;
+		}
+		if (best != TOPO_NONE) {
+			kueue_descend(t, free_cpu, best, need, cpu, racks, &placed);
+			return placed == need;
+		}
+	}
+	return 0;
+}
+
+static void run_quality_podsets(void)
+{
+	const int rounds = 3000;
+	int both = 0, as_good[4] = { 0 }, better[4] = { 0 }, placed[2] = { 0 };
+	double sum[2][4] = { { 0 } };
+
+	rng = 7;
+	for (int round = 0; round < rounds; round++) {
+		struct gen g = { 0 };
+		struct topo_tree *t;
+		struct topo_group grp[2];
+		struct topo_request req = { .groups = grp, .group_count = 2 };
+		struct topo_placement *p = NULL;
+		char *cause = NULL;
+		uint32_t replicas[2] = { 1 + rnd(2), 1 + rnd(3) }, pods[2] = { 1 + rnd(4), 1 + rnd(4) };
+		int64_t cpu[2] = { 2000, 1000 }, free_m[PS_HOSTS], free_k[PS_HOSTS];
+		uint32_t racks_m[2][64], racks_k[2][64], count[2];
+		struct ps_quality q[2] = { { 0 }, { 0 } };
+		int ok_k = 1;
+
+		gen_cluster(&g, 2, 3, 3, 8000, -1);
+		t = topo_tree_from_levels(&g.cluster, LEVELS, 2, &cause);
+		if (!t) {
+			fprintf(stderr, "tree: %s\n", cause);
+			exit(1);
+		}
+		for (size_t i = 0; i < PS_HOSTS; i++)
+			free_m[i] = free_k[i] = g.nodes[i].allocatable[0] - g.nodes[i].used[0];
+		for (int s = 0; s < 2; s++) {
+			memset(&grp[s], 0, sizeof(grp[s]));
+			grp[s].name = s ? "small" : "large";
+			grp[s].replicas = 1;
+			grp[s].pods = replicas[s] * pods[s];
+			grp[s].job_pods = pods[s];
+			grp[s].shape.requests[0] = cpu[s];
+			grp[s].constraint = (struct topo_constraint){ TOPO_MODE_PREFERRED, 2 };
+			count[s] = grp[s].pods;
+		}
+		if (topo_place(t, &req, &p, &cause) == 0) {
+			for (size_t i = 0; i < p->pod_count; i++) {
+				const struct topo_pod *pod = &p->pods[i];
+				uint32_t rank = pod->job_index * pods[pod->group] + pod->completion;
+
+				racks_m[pod->group][rank] = pod->domain;
+				free_m[pod->node] -= cpu[pod->group];
+			}
+			q[0] = ps_measure(t, free_m, racks_m, count);
+			placed[0]++;
+		}
+		for (int s = 0; s < 2 && ok_k; s++)
+			ok_k = kueue_podset(t, free_k, count[s], cpu[s], racks_k[s]);
+		if (ok_k) {
+			q[1] = ps_measure(t, free_k, racks_k, count);
+			placed[1]++;
+		}
+		if (q[0].placed && q[1].placed) {
+			double m[2][4];
+
+			both++;
+			for (int a = 0; a < 2; a++) {
+				m[a][0] = -q[a].racks_per_podset; /* higher is better everywhere */
+				m[a][1] = q[a].preferred_met;
+				m[a][2] = (double)q[a].largest_free_rack;
+				m[a][3] = q[a].jobset_level;
+				sum[a][0] += q[a].racks_per_podset;
+				sum[a][1] += q[a].preferred_met;
+				sum[a][2] += (double)q[a].largest_free_rack / 1000;
+				sum[a][3] += q[a].jobset_level;
+			}
+			for (int k = 0; k < 4; k++) {
+				as_good[k] += m[0][k] >= m[1][k] - 1e-9;
+				better[k] += m[0][k] > m[1][k] + 1e-9;
+			}
+		}
+		free(cause);
+		topo_placement_free(p);
+		topo_tree_free(t);
+		gen_free(&g);
+	}
+	printf("\nquality, Kueue's semantics: %d random clusters of 2 blocks x 3 racks x 3 hosts of 8 cpu at random\n"
+	       "usage; PodSets of 1-2 x 1-4 pods of 2 cpu and 1-3 x 1-4 pods of 1 cpu, podset-preferred-topology rack\n",
+	       rounds);
+	printf("  placed: muster %d, Kueue greedy (KEP-2724) %d; on the %d both placed (mean; per case muster vs Kueue):\n",
+	       placed[0], placed[1], both);
+	{
+		static const char *const names[] = { "racks per PodSet (lower)", "PodSets in one rack (of 2)",
+						     "largest free rack, cpu",
+						     "JobSet level (2 rack, 0 cluster)" };
+
+		for (int k = 0; k < 4; k++)
+			printf("    %-34s muster %6.3f  Kueue %6.3f   at least as good %5d (%5.1f %%), better %4d, worse %4d\n",
+			       names[k], both ? sum[0][k] / both : 0, both ? sum[1][k] / both : 0, as_good[k],
+			       both ? 100.0 * as_good[k] / both : 0, better[k], both - as_good[k]);
+	}
+}
+
 static void run_case(uint32_t blocks, int runs, int detail)
 {
 	struct gen g = { 0 };
@@ -485,5 +721,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(curve) / sizeof(curve[0]); i++)
 		run_case(curve[i], curve[i] >= 50 ? 5 : runs, 0);
 	run_quality();
+	run_quality_podsets();
 	return 0;
 }
