@@ -416,6 +416,45 @@ static uint32_t ancestor_at(const struct ctx *x, uint32_t d, size_t level)
 	return d;
 }
 
+/* How close domain d is to the pods of the request already placed: the
+ * deepest level of an ancestor of d (d included) holding some (occupied,
+ * from compute), or -1. */
+static int affinity(const struct ctx *x, uint32_t d)
+{
+	for (;; d = x->t->domains[d].parent) {
+		if (x->occupied[d])
+			return (int)x->t->domains[d].level;
+		if (d == 0)
+			return -1;
+	}
+}
+
+/* Among the domains of `level` in scope holding `want` pods, the one nearest
+ * the pods already placed (the JobSet stays together), then the tightest
+ * (large domains stay whole), then in tree order. */
+static uint32_t nearest_tightest(struct ctx *x, const struct instance *in, uint32_t scope, uint64_t want,
+				 size_t level)
+{
+	const struct topo_domain *dom = x->t->domains;
+	uint32_t best = TOPO_NONE;
+	int best_near = -2;
+
+	(void)in;
+	for (uint32_t d = scope; d < dom[scope].end; d++) {
+		int near;
+
+		if (dom[d].level != level || x->usable[d] < want)
+			continue;
+		near = affinity(x, d);
+		if (best == TOPO_NONE || x->usable[d] < x->usable[best] ||
+		    (x->usable[d] == x->usable[best] && near > best_near)) {
+			best = d;
+			best_near = near;
+		}
+	}
+	return best;
+}
+
 /* The tightest domain in scope holding `want` pods, at the deepest level
  * that has one and that the constraint allows; TOPO_NONE if none. */
 static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope, uint64_t want)
@@ -441,6 +480,21 @@ static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope,
 			continue;
 		if (best[l] == TOPO_NONE || x->usable[d] < x->usable[best[l]])
 			best[l] = d;
+	}
+	/* A required or preferred level: the tightest domain of that level (the
+	 * descent then takes the tightest part of it that holds the pods), so
+	 * the pods do not cut into another, larger domain of the level because
+	 * it has a tight node; preferred climbs from there. Without a level: the
+	 * deepest level that has one. */
+	if (con->mode == TOPO_MODE_REQUIRED || con->mode == TOPO_MODE_PREFERRED) {
+		size_t target = required_level(x, &x->req->groups[in->group], scope);
+
+		if (best[target] != TOPO_NONE)
+			return nearest_tightest(x, in, scope, want, target);
+		for (size_t l = target; l-- > 0;)
+			if (best[l] != TOPO_NONE)
+				return best[l];
+		return TOPO_NONE;
 	}
 	for (size_t l = x->t->node_level + 1; l-- > 0;)
 		if (best[l] != TOPO_NONE)
