@@ -249,3 +249,21 @@ def test_jobset_constraint_holds_the_replicated_jobs_it_names(tmp_path):
     assert len(pods) == 17
     result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS, "--jobset", two_jobs("workers, ps"))
     assert result.returncode == 2 and '"ps" is not a replicated job of this JobSet' in result.stderr
+
+
+def test_slices_above_the_required_level_are_bad_input(tmp_path):
+    """As Kueue: a slice level above the PodSet's required level is an error
+    (exit 2), not a refusal."""
+    path = tmp_path / "js.yaml"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "bad"},
+        "spec": {"replicatedJobs": [{"name": "w", "replicas": 2, "template": {"spec": {
+            "parallelism": 2, "template": {
+                "metadata": {"annotations": {api.KUEUE_ANNOTATION_REQUIRED: "rack",
+                                             api.KUEUE_ANNOTATION_SLICE: "block",
+                                             api.KUEUE_ANNOTATION_SLICE_SIZE: "2"}},
+                "spec": {"containers": [{"name": "c"}]}}}}}]}}))
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS, "--jobset", path)
+    assert result.returncode == 2
+    assert "the slice topology block is above the topology rack of the replicated job" in result.stderr
+

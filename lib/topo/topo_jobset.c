@@ -579,6 +579,13 @@ static int group_request(const struct topo_jobset *in, const struct topo_tree *t
 		if (l < 1)
 			return cause_replace(cause, "%s: %s is not a level of the topology", who,
 					     ig->slice_level);
+		/* Kueue: "podset slice topology X is above the podset topology Y". */
+		if ((g->constraint.mode == TOPO_MODE_REQUIRED || g->constraint.mode == TOPO_MODE_PREFERRED) &&
+		    (uint8_t)l < g->constraint.level)
+			return cause_replace(cause,
+					     "%s: the slice topology %s is above the topology %s of the "
+					     "replicated job: a slice must fit inside its domain",
+					     who, ig->slice_level, lv ? lv : "(networkTopology)");
 		g->slice_level = (uint8_t)l;
 		g->slice_size = ig->slice_size;
 		for (size_t k = 0; k < ig->inner_count; k++) {
