@@ -540,11 +540,118 @@ static int kueue_podset(const struct topo_tree *t, int64_t *free_cpu, uint32_t n
 	return 0;
 }
 
-static void run_quality_podsets(void)
+/* Whether `a` pods of cpu_a and `b` pods of cpu_b fit together on hosts
+ * with free cpu free[0..n): every spread of the first over the hosts. */
+static int ps_pack(const int64_t *free, size_t n, uint32_t a, int64_t cpu_a, uint32_t b, int64_t cpu_b)
+{
+	int64_t f[8];
+
+	if (n == 0)
+		return a == 0 && b == 0;
+	if (a == 0) {
+		uint64_t room = 0;
+
+		for (size_t i = 0; i < n; i++)
+			room += (uint64_t)(free[i] / cpu_b);
+		return room >= b;
+	}
+	for (size_t i = 0; i < n; i++)
+		f[i] = free[i];
+	for (uint32_t c = 0; c <= a && c * cpu_a <= f[0]; c++) {
+		uint32_t fit_b = (uint32_t)((f[0] - c * cpu_a) / cpu_b);
+
+		/* Host 0 takes c of the first and as many of the second as fit. */
+		if (ps_pack(f + 1, n - 1, a - c, cpu_a, b > fit_b ? b - fit_b : 0, cpu_b))
+			return 1;
+	}
+	return 0;
+}
+
+/* The best each measure can be, each on its own, over the choices of one
+ * rack per PodSet (a PodSet that fits no rack is spread): PodSets in one
+ * rack, then among those the largest free rack and the JobSet's level. */
+static void ps_optimum(const struct topo_tree *t, const int64_t *free_cpu, const uint32_t *count,
+		       const int64_t *cpu, int *best_met, int64_t *best_free, int *best_level)
+{
+	uint32_t racks[8];
+	size_t n = 0;
+
+	*best_met = 0;
+	*best_free = 0;
+	*best_level = 0;
+	for (uint32_t d = 0; d < t->domain_count && n < 8; d++)
+		if (t->domains[d].level == 2)
+			racks[n++] = d;
+	for (size_t x = 0; x < n; x++)
+		for (size_t y = 0; y < n; y++) {
+			int64_t fx[8], fy[8];
+			size_t hx = 0, hy = 0;
+			int met, level;
+			int64_t left = 0;
+
+			for (uint32_t c = racks[x]; c < t->domains[racks[x]].end; c++)
+				if (t->domains[c].node != TOPO_NONE && hx < 8)
+					fx[hx++] = free_cpu[t->domains[c].node];
+			for (uint32_t c = racks[y]; c < t->domains[racks[y]].end; c++)
+				if (t->domains[c].node != TOPO_NONE && hy < 8)
+					fy[hy++] = free_cpu[t->domains[c].node];
+			met = x == y ? 2 * ps_pack(fx, hx, count[0], cpu[0], count[1], cpu[1])
+				     : ps_pack(fx, hx, count[0], cpu[0], 0, cpu[1]) +
+					       ps_pack(fy, hy, 0, cpu[0], count[1], cpu[1]);
+			if (met < 2)
+				level = 0;
+			else
+				level = x == y							     ? 2
+					: t->domains[racks[x]].parent == t->domains[racks[y]].parent ? 1
+												     : 0;
+			for (size_t r = 0; met == 2 && r < n; r++) {
+				int64_t f = ps_rack_free(t, free_cpu, racks[r]) -
+					    (r == x ? count[0] * cpu[0] : 0) -
+					    (r == y ? count[1] * cpu[1] : 0);
+
+				left = f > left ? f : left;
+			}
+			if (met > *best_met)
+				*best_met = met;
+			if (met == 2 && left > *best_free)
+				*best_free = left;
+			if (met == 2 && level > *best_level)
+				*best_level = level;
+		}
+}
+
+/* The cluster as Volcano HyperNodes: a tier-1 HyperNode per rack with its
+ * hosts by exact name, a tier-2 one per block with its racks. */
+static struct topo_tree *ps_hypernode_tree(const struct gen *g, char **cause)
+{
+	static struct topo_member members[PS_HOSTS + 6];
+	static struct topo_hypernode hns[8];
+	static char names[8][16];
+	size_t m = 0;
+
+	for (uint32_t r = 0; r < 6; r++) {
+		snprintf(names[r], sizeof(names[r]), "leaf-%u", r);
+		hns[r] = (struct topo_hypernode){ names[r], 1, "leaf", &members[m], 3 };
+		for (uint32_t h = 0; h < 3; h++)
+			members[m++] = (struct topo_member){ .kind = TOPO_MEMBER_NODE,
+							     .exact = g->nodes[r * 3 + h].name };
+	}
+	for (uint32_t b = 0; b < 2; b++) {
+		snprintf(names[6 + b], sizeof(names[6 + b]), "spine-%u", b);
+		hns[6 + b] = (struct topo_hypernode){ names[6 + b], 2, "spine", &members[m], 3 };
+		for (uint32_t r = 0; r < 3; r++)
+			members[m++] = (struct topo_member){ .kind = TOPO_MEMBER_HYPERNODE,
+							     .exact = names[b * 3 + r] };
+	}
+	return topo_tree_from_hypernodes(&g->cluster, hns, 8, cause);
+}
+
+static void run_quality_podsets(int hypernodes)
 {
 	const int rounds = 3000;
-	int both = 0, as_good[4] = { 0 }, better[4] = { 0 }, placed[2] = { 0 };
-	double sum[2][4] = { { 0 } };
+	int both = 0, as_good[4] = { 0 }, better[4] = { 0 }, placed[2] = { 0 }, at_optimum[3] = { 0 };
+	double sum[2][4] = { { 0 } }, optimum[3] = { 0 }, mine[2] = { 0 };
+	int fit_both = 0;
 
 	rng = 7;
 	for (int round = 0; round < rounds; round++) {
@@ -555,19 +662,22 @@ static void run_quality_podsets(void)
 		struct topo_placement *p = NULL;
 		char *cause = NULL;
 		uint32_t replicas[2] = { 1 + rnd(2), 1 + rnd(3) }, pods[2] = { 1 + rnd(4), 1 + rnd(4) };
-		int64_t cpu[2] = { 2000, 1000 }, free_m[PS_HOSTS], free_k[PS_HOSTS];
+		int64_t cpu[2] = { 2000, 1000 }, free_m[PS_HOSTS], free_k[PS_HOSTS], free_o[PS_HOSTS],
+			best_free;
+		int best_met, best_level;
 		uint32_t racks_m[2][64], racks_k[2][64], count[2];
 		struct ps_quality q[2] = { { 0 }, { 0 } };
 		int ok_k = 1;
 
 		gen_cluster(&g, 2, 3, 3, 8000, -1);
-		t = topo_tree_from_levels(&g.cluster, LEVELS, 2, &cause);
+		t = hypernodes ? ps_hypernode_tree(&g, &cause)
+			       : topo_tree_from_levels(&g.cluster, LEVELS, 2, &cause);
 		if (!t) {
 			fprintf(stderr, "tree: %s\n", cause);
 			exit(1);
 		}
 		for (size_t i = 0; i < PS_HOSTS; i++)
-			free_m[i] = free_k[i] = g.nodes[i].allocatable[0] - g.nodes[i].used[0];
+			free_m[i] = free_k[i] = free_o[i] = g.nodes[i].allocatable[0] - g.nodes[i].used[0];
 		for (int s = 0; s < 2; s++) {
 			memset(&grp[s], 0, sizeof(grp[s]));
 			grp[s].name = s ? "small" : "large";
@@ -599,6 +709,18 @@ static void run_quality_podsets(void)
 			double m[2][4];
 
 			both++;
+			ps_optimum(t, free_o, count, cpu, &best_met, &best_free, &best_level);
+			optimum[0] += best_met;
+			if (best_met == 2) { /* the free rack and the level where both fit one rack */
+				fit_both++;
+				optimum[1] += (double)best_free / 1000;
+				optimum[2] += best_level;
+				mine[0] += (double)q[0].largest_free_rack / 1000;
+				mine[1] += q[0].jobset_level;
+			}
+			at_optimum[0] += q[0].preferred_met >= best_met;
+			at_optimum[1] += q[0].preferred_met < best_met || q[0].largest_free_rack >= best_free;
+			at_optimum[2] += q[0].preferred_met < best_met || q[0].jobset_level >= best_level;
 			for (int a = 0; a < 2; a++) {
 				m[a][0] = -q[a].racks_per_podset; /* higher is better everywhere */
 				m[a][1] = q[a].preferred_met;
@@ -619,9 +741,10 @@ static void run_quality_podsets(void)
 		topo_tree_free(t);
 		gen_free(&g);
 	}
-	printf("\nquality, Kueue's semantics: %d random clusters of 2 blocks x 3 racks x 3 hosts of 8 cpu at random\n"
-	       "usage; PodSets of 1-2 x 1-4 pods of 2 cpu and 1-3 x 1-4 pods of 1 cpu, podset-preferred-topology rack\n",
-	       rounds);
+	printf("\nquality, Kueue's semantics, %s: %d random clusters of 2 blocks x 3 racks x 3 hosts of 8 cpu at\n"
+	       "random usage; PodSets of 1-2 x 1-4 pods of 2 cpu and 1-3 x 1-4 pods of 1 cpu, podset-preferred-topology\n"
+	       "rack (tier 1)\n",
+	       hypernodes ? "Volcano HyperNodes (tier 1 racks, tier 2 blocks)" : "label levels", rounds);
 	printf("  placed: muster %d, Kueue greedy (KEP-2724) %d; on the %d both placed (mean; per case muster vs Kueue):\n",
 	       placed[0], placed[1], both);
 	{
@@ -634,6 +757,12 @@ static void run_quality_podsets(void)
 			       names[k], both ? sum[0][k] / both : 0, both ? sum[1][k] / both : 0, as_good[k],
 			       both ? 100.0 * as_good[k] / both : 0, better[k], both - as_good[k]);
 	}
+	printf("  exhaustive optimum over one rack per PodSet, each measure on its own: PodSets in one rack %.3f\n"
+	       "  (muster reaches it in %d of %d); where both fit one rack (%d cases): largest free rack %.3f cpu\n"
+	       "  (muster %.3f, reaches it in %d), JobSet level %.3f (muster %.3f, reaches it in %d)\n",
+	       both ? optimum[0] / both : 0, at_optimum[0], both, fit_both,
+	       fit_both ? optimum[1] / fit_both : 0, fit_both ? mine[0] / fit_both : 0, at_optimum[1],
+	       fit_both ? optimum[2] / fit_both : 0, fit_both ? mine[1] / fit_both : 0, at_optimum[2]);
 }
 
 /* ---- end to end: files decoded, tree built, JobSet placed ----
@@ -804,6 +933,7 @@ int main(int argc, char **argv)
 		run_case(curve[i], curve[i] >= 50 ? 5 : runs, 0);
 	run_end_to_end(runs < 5 ? runs : 5);
 	run_quality();
-	run_quality_podsets();
+	run_quality_podsets(0);
+	run_quality_podsets(1);
 	return 0;
 }
