@@ -22,7 +22,8 @@ void *topo_store_alloc(struct topo_store *s, size_t count, size_t size)
 	if (s->stored > limit_of(s) || (size && count > (limit_of(s) - s->stored) / size))
 		return NULL;
 	if (s->block_count == s->block_cap) {
-		size_t cap = s->block_cap ? s->block_cap * 2 : 64;
+		/* A small store (one object's) starts with room for a few blocks. */
+		size_t cap = s->block_cap ? s->block_cap * 2 : s->chunk && s->chunk < 4096 ? 4 : 64;
 		void **b = realloc(s->blocks, cap * sizeof(void *));
 
 		if (!b)
@@ -40,19 +41,19 @@ void *topo_store_alloc(struct topo_store *s, size_t count, size_t size)
 
 const char *topo_store_string(struct topo_store *s, const char *text)
 {
-	size_t n = strlen(text) + 1;
+	size_t n = strlen(text) + 1, chunk = s->chunk ? s->chunk : CHUNK_SIZE;
 	char *p;
 
-	if (n > CHUNK_SIZE / 4) {
+	if (n > chunk / 4) {
 		p = topo_store_alloc(s, n, 1);
 	} else {
 		if (n > s->chunk_left) {
-			s->chunk = topo_store_alloc(s, CHUNK_SIZE, 1);
-			s->chunk_left = s->chunk ? CHUNK_SIZE : 0;
+			s->chunk_at = topo_store_alloc(s, chunk, 1);
+			s->chunk_left = s->chunk_at ? chunk : 0;
 		}
-		p = s->chunk_left >= n ? s->chunk : NULL;
+		p = s->chunk_left >= n ? s->chunk_at : NULL;
 		if (p) {
-			s->chunk += n;
+			s->chunk_at += n;
 			s->chunk_left -= n;
 		}
 	}

@@ -17,9 +17,10 @@
 
 struct topo_store {
 	size_t limit; /* bytes; 0 means TOPO_STORE_LIMIT_DEFAULT */
+	size_t chunk; /* bytes of a string chunk; 0 means 64 KiB (small for one object's store) */
 	void **blocks;
 	size_t block_count, block_cap;
-	char *chunk;
+	char *chunk_at; /* the free part of the current chunk */
 	size_t chunk_left;
 	size_t stored; /* bytes held, at most the limit */
 };
