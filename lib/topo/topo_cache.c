@@ -520,7 +520,8 @@ int topo_cache_cluster(struct topo_cache *c, struct topo_cluster *out, char **ca
 		c->snapshot_cap = c->node_count;
 	}
 	name_table_each(&c->slots, gather_node, &g);
-	qsort(c->snapshot, g.n, sizeof(*c->snapshot), by_node_name);
+	if (g.n > 1) /* qsort takes no NULL base, even for nothing */
+		qsort(c->snapshot, g.n, sizeof(*c->snapshot), by_node_name);
 	*out = c->resources;
 	out->nodes = c->snapshot;
 	out->node_count = g.n;
