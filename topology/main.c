@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "flag.h"
+#include "kube_error.h"
 #include "topo_input.h"
 #include "topo_live.h"
 #include "topo_place.h"
@@ -38,6 +39,7 @@ struct options {
 /* Bound and not ended: the pods whose requests hold node capacity. */
 #define PODS_HOLDING "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 #define PATH_KUEUE_TOPOLOGY "/apis/kueue.x-k8s.io/v1beta2/topologies/"
+#define PATH_KUEUE_TOPOLOGY_V1BETA1 "/apis/kueue.x-k8s.io/v1beta1/topologies/"
 #define PATH_HYPERNODES "/apis/topology.volcano.sh/v1alpha1/hypernodes"
 #define PATH_JOBSETS "/apis/jobset.x-k8s.io/v1alpha2/namespaces/%s/jobsets/%s"
 
@@ -99,6 +101,17 @@ static int load(struct topo_input *in, const char *file,
 	return rc;
 }
 
+/* Only what a Kubernetes name may hold (and the one '/' of NS/NAME), so
+ * nothing the user types changes the API path. */
+static int dns_name(const char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '.' ||
+		      *s == '/'))
+			return 0;
+	return 1;
+}
+
 /* Reads one input from the cluster: a LIST (field selector or NULL) or, when
  * `get`, one object; then its tree decoder. */
 static int load_live(struct topo_live *live, struct topo_input *in, const char *path, const char *field,
@@ -128,6 +141,17 @@ static int load_topology(struct topo_live *live, struct topo_input *in, const ch
 
 	snprintf(path, sizeof(path), PATH_KUEUE_TOPOLOGY "%s", name);
 	rc = topo_live_get(live, path, &tree, &cause);
+	if (rc == KUBE_ENOTFOUND) { /* a cluster serving only Kueue's older version */
+		char *older = NULL;
+
+		snprintf(path, sizeof(path), PATH_KUEUE_TOPOLOGY_V1BETA1 "%s", name);
+		if (topo_live_get(live, path, &tree, &older) == 0) {
+			free(cause);
+			cause = NULL;
+			rc = 0;
+		}
+		free(older);
+	}
 	if (rc == 0)
 		rc = topo_kueue_topology_decode(&in->store, tree, "topology", &found, &cause);
 	cJSON_Delete(tree);
@@ -445,7 +469,7 @@ int main(int argc, char **argv)
 
 		if (!slash || slash == o.jobset_ref || !slash[1] ||
 		    (size_t)(slash - o.jobset_ref) >= sizeof(ns) || strchr(slash + 1, '/') ||
-		    strlen(slash + 1) > 253) {
+		    strlen(slash + 1) > 253 || !dns_name(o.jobset_ref)) {
 			fprintf(stderr, "muster-topology: --jobset-ref %s: give NAMESPACE/NAME\n",
 				o.jobset_ref);
 			goto out;
@@ -468,6 +492,11 @@ int main(int argc, char **argv)
 	     load_live(live, &in, PATH_HYPERNODES, NULL, 0, topo_input_hypernodes_tree)))
 		goto out;
 	if (o.topology) {
+		if (!dns_name(o.topology) || strchr(o.topology, '/')) {
+			fprintf(stderr, "muster-topology: --topology %s: not a Kubernetes object name\n",
+				o.topology);
+			goto out;
+		}
 		if (load_topology(live, &in, o.topology, level_list, &level_count))
 			goto out;
 		t = topo_tree_from_levels(&in.cluster, level_list, level_count, &cause);

@@ -934,6 +934,31 @@ static void podsets_hold_every_replica(void **state)
 	topo_placement_free(p);
 	topo_tree_free(t);
 	topo_input_free(&in);
+	/* Volcano partitions count per child Job: a replicated job with both a
+	 * Kueue level and a partition policy is not merged into one PodSet
+	 * (its minimum of partitions would then hold for all replicas). */
+	{
+		static const char both[] =
+			"kind: JobSet\nspec:\n  replicatedJobs:\n"
+			"  - name: w\n    replicas: 2\n    template:\n      spec:\n        parallelism: 4\n"
+			"        template:\n          metadata:\n            annotations:\n"
+			"              kueue.x-k8s.io/podset-preferred-topology: block\n"
+			"              muster.dev/partition-policy: '{totalPartitions: 2, partitionSize: 2, minPartitions: 1}'\n"
+			"          spec: {containers: [{resources: {requests: {cpu: 1}}}]}\n";
+
+		memset(&in, 0, sizeof(in));
+		decode_ok(&in, topo_input_jobset, both);
+		decode_ok(&in, topo_input_nodes, RACK_NODES);
+		t = topo_tree_from_levels(&in.cluster, LEVELS, 2, &cause);
+		assert_non_null(t);
+		assert_int_equal(topo_jobset_request(&in.jobset, t, groups, &req, &cause), 0);
+		assert_int_equal(groups[0].replicas, 2);
+		assert_int_equal(groups[0].pods, 4);
+		assert_int_equal(groups[0].job_pods, 0);
+		assert_int_equal(groups[0].min_slices, 1);
+		topo_tree_free(t);
+		topo_input_free(&in);
+	}
 	/* As in Kueue, a group does not take slices. */
 	decode_fails(
 		topo_input_jobset,

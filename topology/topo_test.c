@@ -1266,6 +1266,16 @@ static void exclusive_jobs_hold_a_rack_alone(void **state)
 	g[0].exclusive = 0; /* without exclusivity they fit */
 	p = place_ok(t, &req);
 	topo_placement_free(p);
+	/* A JobSet-wide level tried deepest first must not hide exclusivity: one
+	 * host could hold both Jobs, but the exclusive one holds its rack alone. */
+	g[0] = one_cpu_group("excl", 1, 1, TOPO_MODE_REQUIRED, 2);
+	g[0].exclusive = 1;
+	g[1] = one_cpu_group("next", 1, 2, TOPO_MODE_REQUIRED, 2);
+	req.whole = (struct topo_constraint){ TOPO_MODE_REQUIRED, 1 };
+	p = place_ok(t, &req);
+	assert_int_not_equal(instance_within(t, p, 0, 0, 2), instance_within(t, p, 1, 0, 2));
+	assert_int_equal(instance_within(t, p, 0, 0, 1), instance_within(t, p, 1, 0, 1)); /* one block */
+	topo_placement_free(p);
 	topo_tree_free(t);
 }
 

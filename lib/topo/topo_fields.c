@@ -356,8 +356,13 @@ int topo_pod_requests(const cJSON *spec, struct topo_amounts *out, const char *w
 	if (container_requests(spec, &pod_level, where, prefix, cause))
 		return -1;
 	for (i = 0; i < pod_level.count; i++)
-		if (strcmp(pod_level.names[i], "cpu") == 0 || strcmp(pod_level.names[i], "memory") == 0)
-			*topo_amounts_slot(out, pod_level.names[i]) = pod_level.values[i];
+		if (strcmp(pod_level.names[i], "cpu") == 0 || strcmp(pod_level.names[i], "memory") == 0) {
+			long long *slot = topo_amounts_slot(out, pod_level.names[i]);
+
+			if (!slot)
+				goto too_many;
+			*slot = pod_level.values[i];
+		}
 	snprintf(field, sizeof(field), "%s.overhead", prefix);
 	if (topo_amounts_of(kjson_value(spec, "overhead"), &overhead, where, field, cause))
 		return -1;

@@ -525,7 +525,7 @@ static int group_request(const struct topo_jobset *in, const struct topo_tree *t
 	g->outside_whole = ig->outside_whole;
 	/* Kueue's PodSet is the replicated job: all its replicas are placed as
 	 * one, ranked job index * pods per job + completion index. */
-	if (kueue_podset(ig) && ig->replicas > 1) {
+	if (kueue_podset(ig) && ig->replicas > 1 && !ig->partitions) { /* partitions are per Job */
 		if ((uint64_t)ig->replicas * ig->pods > TOPO_PODS_MAX)
 			return cause_replace(cause,
 					     "%s: %u replicas of %u pods, more than %u pods in one PodSet",

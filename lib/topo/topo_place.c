@@ -193,6 +193,25 @@ static uint64_t layer_size(const struct ctx *x, const struct topo_group *g, size
 }
 
 /* The deepest level with slices (the node level without slices). */
+/* Whether a slice layer's level lies strictly between two levels: a domain
+ * of `below` directly under one of `above` is then in no domain of that
+ * layer, and its pods form no slice of it. */
+static int skips_layer(const struct ctx *x, const struct topo_group *g, size_t above, size_t below)
+{
+	uint64_t size;
+	size_t slice_level;
+
+	slicing(x, g, &size, &slice_level);
+	if (size <= 1)
+		return 0;
+	if (above < slice_level && slice_level < below)
+		return 1;
+	for (size_t i = 0; i < g->inner_count; i++)
+		if (above < g->inner[i].level && g->inner[i].level < below)
+			return 1;
+	return 0;
+}
+
 static size_t deepest_slices(const struct ctx *x, const struct topo_group *g)
 {
 	uint64_t size;
@@ -242,7 +261,7 @@ static void compute(struct ctx *x, uint32_t g, uint32_t scope)
 		if (d != scope) {
 			x->pods[dom[d].parent] += x->pods[d];
 			x->occupied[dom[d].parent] |= x->occupied[d];
-			if (level <= slice_level)
+			if (level <= slice_level && !skips_layer(x, grp, dom[dom[d].parent].level, level))
 				x->usable[dom[d].parent] += x->usable[d];
 		}
 	}
@@ -326,7 +345,8 @@ static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 	}
 	slice_level = deepest_slices(x, &x->req->groups[g]);
 	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end) {
-		if (dom[d].level < slice_level && dom[c].level > slice_level)
+		if ((dom[d].level < slice_level && dom[c].level > slice_level) ||
+		    skips_layer(x, &x->req->groups[g], dom[d].level, dom[c].level))
 			continue;
 		if (x->usable[c] > 0)
 			kids[k++] = (struct ranked){ x->usable[c], c };
@@ -429,9 +449,20 @@ static int affinity(const struct ctx *x, uint32_t d)
 	}
 }
 
-/* Among the domains of `level` in scope holding `want` pods, the one nearest
- * the pods already placed (the JobSet stays together), then the tightest
- * (large domains stay whole), then in tree order. */
+/* Whether a domain may hold an instance of a group with a required level:
+ * at or above that level, or inside a domain of it (a Node listed directly
+ * in a higher-tier HyperNode is in no domain of the lower tier). */
+static int within_level(const struct ctx *x, uint32_t d, const struct topo_group *grp)
+{
+	size_t lowest = grp->constraint.mode == TOPO_MODE_REQUIRED ? grp->constraint.level : 0;
+
+	return !lowest || x->t->domains[d].level <= lowest ||
+	       x->t->domains[ancestor_at(x, d, lowest)].level == lowest;
+}
+
+/* Among the domains of `level` in scope holding `want` pods, the tightest
+ * (large domains stay whole), then among equally tight ones the one nearest
+ * the pods already placed (the JobSet stays together), then in tree order. */
 static uint32_t nearest_tightest(struct ctx *x, const struct instance *in, uint32_t scope, uint64_t want,
 				 size_t level)
 {
@@ -476,7 +507,7 @@ static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope,
 		/* Below the required level only inside a domain of it: a Node listed
 		 * directly in a higher-tier HyperNode is in no domain of the lower
 		 * tier (Volcano's highestTierAllowed). */
-		if (lowest && l > lowest && dom[ancestor_at(x, d, lowest)].level != lowest)
+		if (!within_level(x, d, &x->req->groups[in->group]))
 			continue;
 		if (best[l] == TOPO_NONE || x->usable[d] < x->usable[best[l]])
 			best[l] = d;
@@ -637,7 +668,7 @@ static int try_count(struct ctx *x, size_t k, uint32_t near, uint32_t scope, uin
 	if (!alts)
 		return 0;
 	for (uint32_t d = near; d < dom[near].end; d++)
-		if (dom[d].level == level && x->usable[d] >= want && d != first)
+		if (dom[d].level == level && x->usable[d] >= want && d != first && within_level(x, d, grp))
 			alts[alt_count++] = (struct ranked){ x->usable[d], d };
 	qsort(alts, alt_count, sizeof(*alts), by_value_asc);
 	for (size_t a = 0; a < alt_count && !ok; a++) {
@@ -1050,6 +1081,12 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 		first++;
 	big = &x->order[first];
 	need = x->elastic ? big->min_pods : big->pods;
+	/* An exclusive job holds a domain of its level alone: a JobSet domain
+	 * deeper than that could not show whether the rest of it is taken. */
+	for (size_t g = 0; g < x->req->group_count; g++)
+		if (x->req->groups[g].exclusive && !x->req->groups[g].outside_whole &&
+		    level > x->req->groups[g].constraint.level)
+			return 0;
 	struct ranked *cands = NULL;
 	size_t n = 0;
 	int ok = 0;
@@ -1392,6 +1429,8 @@ static struct topo_placement *better_of_two_orders(struct ctx *x, uint64_t total
 	size_t k = 0;
 
 	undo_all(x);
+	/* One greedy descent per instance: the order is the only thing tried. */
+	x->budget = x->instance_count + 1;
 	for (size_t g = 0; g < x->req->group_count; g++)
 		for (uint32_t j = 0; j < x->req->groups[g].replicas; j++, k++) {
 			x->order[k] = (struct instance){ .group = (uint32_t)g,
@@ -1411,11 +1450,10 @@ static struct topo_placement *better_of_two_orders(struct ctx *x, uint64_t total
 		return first;
 	b = score_of(x, second);
 	if (compare_scores(&b, &a) > 0) {
-		second->descents += first->descents;
 		topo_placement_free(first);
-		return second;
+		return second; /* its count of descents is both passes' */
 	}
-	first->descents += second->descents;
+	first->descents = second->descents;
 	topo_placement_free(second);
 	return first;
 }

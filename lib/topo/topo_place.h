@@ -20,10 +20,13 @@
  * Algorithm (docs/topology.md): capacity per node = pods of the shape that
  * fit the scarcest resource, rolled up the tree (in whole slices above the
  * slice level). Instances go in order: required before preferred, larger
- * before smaller. Each takes the tightest domain (least spare capacity) at
- * the deepest level that holds it, no higher than its required level;
- * preferred climbs to the root, where the descent combines domains greedily
- * (largest first, then the tightest that holds the rest). Each placed
+ * before smaller. One with a required or preferred level takes the tightest
+ * domain of that level that holds it (ties: the one nearest the pods already
+ * placed); preferred climbs a level at a time to the root, where the descent
+ * combines domains greedily (largest first, then the tightest that holds the
+ * rest); one without a level takes the tightest domain at the deepest level
+ * that holds it. A found placement is compared with the one the JobSet's own
+ * order gives, and the better kept (docs/topology.md). Each placed
  * instance's requests are taken off its nodes before the next is placed. If
  * the greedy path fails, a bounded depth-first search tries the other domains
  * at the required levels (`search_budget` descents), so a placement is found
