@@ -687,7 +687,12 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 	struct watch_state ws = { .cb = callbacks, .client = client };
 	struct path_buf *pb = NULL;
 	unsigned failures = 0;
-	int need_list = 1, err = KUBE_OK;
+	/* listed: the collection was served once in this run. A 404 after that
+	 * is an apiserver not serving the group yet (a restart registers the
+	 * CustomResourceDefinitions again a moment after it is ready): retried
+	 * with backoff and a new LIST, as client-go's reflector does. A 404 on
+	 * the first LIST stays an error: the resource does not exist. */
+	int need_list = 1, listed = 0, err = KUBE_OK;
 
 	if ((err = check_path(path, cause)))
 		return err;
@@ -708,7 +713,8 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 			}
 			if (err) {
 				/* 410 here is an expired continue token. */
-				if (!kube_err_is_transient(err) && err != KUBE_EGONE && err != KUBE_EPARSE) {
+				if (!kube_err_is_transient(err) && err != KUBE_EGONE && err != KUBE_EPARSE &&
+				    !(err == KUBE_ENOTFOUND && listed)) {
 					kube_cause(cause, err, "%s",
 						   step_cause ? step_cause : kube_err_message(err));
 					free(step_cause);
@@ -720,6 +726,7 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 				continue;
 			}
 			need_list = 0;
+			listed = 1;
 		}
 
 		pb_init(pb, path);
@@ -773,6 +780,9 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 			 * quiet: resume from the last resourceVersion. */
 			failures = 0;
 		} else if (kube_err_is_transient(err)) {
+			pause_ns(client, backoff_ns(client, failures++, KUBE_WATCH_BACKOFF_MAX_MS), stop);
+		} else if (err == KUBE_ENOTFOUND) { /* served before (see listed): not yet again */
+			need_list = 1;
 			pause_ns(client, backoff_ns(client, failures++, KUBE_WATCH_BACKOFF_MAX_MS), stop);
 		} else {
 			kube_cause(cause, err, "%s", step_cause ? step_cause : kube_err_message(err));

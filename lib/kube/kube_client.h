@@ -189,8 +189,11 @@ struct kube_watch_callbacks {
  * stream the server ends, or one idle for the watch timeout, is resumed from
  * it. 410 Gone (as a status or an ERROR event), any other ERROR event, an
  * unparsable or over-long line lead to a re-list. Connection errors, 429 and
- * 5xx are retried forever with capped backoff; other errors (401/403, 404,
- * bad request) end the call with that error. Returns KUBE_OK when stopped. */
+ * 5xx are retried forever with capped backoff, and so is a 404 once the
+ * collection was listed in this call (an apiserver just restarted serves
+ * custom resources again a moment later), with a re-list; other errors
+ * (401/403, a 404 on the first LIST, bad request) end the call with that
+ * error. Returns KUBE_OK when stopped. */
 int kube_watch_run(struct kube_client *client, const char *path, const struct kube_selectors *selectors,
 		   unsigned page_size, const struct kube_watch_callbacks *callbacks, const atomic_int *stop,
 		   char **cause);

@@ -856,6 +856,34 @@ static void watch_fatal_errors_end_it(void **state)
 	fake_free(&f);
 }
 
+/* After an apiserver restart a custom resource's collection answers 404 for
+ * a moment (the CRDs are registered again after /readyz): once listed, a 404
+ * on the watch or the next LIST is retried, not the end of the watch. */
+static void watch_survives_a_collection_not_served_yet(void **state)
+{
+	static const struct fake_step steps[] = {
+		{ 0, 200, LIST("1", "") },
+		{ 0, 404, "{\"message\":\"the server could not find the requested resource\"}" },
+		{ 0, 404, "{\"message\":\"the server could not find the requested resource\"}" },
+		{ 0, 200, LIST("5", "") },
+	};
+	struct watch_log log = { .text = "" };
+	struct kube_watch_callbacks cb = { NULL, NULL, w_end, NULL, &log };
+	struct fake f;
+	struct kube_client *c = fake_client(&f, steps, N(steps), 0);
+	char *cause = NULL;
+
+	(void)state;
+	atomic_init(&log.stop, 0);
+	f.stop = &log.stop;
+	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, &cause), KUBE_OK);
+	assert_null(cause);
+	assert_string_equal(log.text, "end:1;end:5;");
+	assert_true(f.n_sleeps >= 2); /* backed off, not hammered */
+	kube_client_free(c);
+	fake_free(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -876,6 +904,7 @@ int main(void)
 		cmocka_unit_test(watch_full_story),
 		cmocka_unit_test(watch_stop_flag_and_callbacks),
 		cmocka_unit_test(watch_fatal_errors_end_it),
+		cmocka_unit_test(watch_survives_a_collection_not_served_yet),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
