@@ -11,6 +11,7 @@
 #include "topo_cache.h"
 
 #include <cjson/cJSON.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,28 +98,45 @@ int topo_cache_new(const char *const *resources, size_t count, struct topo_cache
 }
 
 /* An interned copy of s (a reference taken), or NULL without memory. */
+/* The entry of `name` in a table of entries that start with their key and
+ * end with their name (`size` bytes before it, at `text`): found, or made
+ * zeroed with *made set; NULL without memory. */
+static struct name_node *find_or_make(struct name_table *table, const char *name, size_t size, size_t text,
+				      int *made)
+{
+	struct name_node *key = name_table_find(table, "", name);
+	size_t len = strlen(name);
+	char *entry;
+
+	*made = 0;
+	if (key)
+		return key;
+	entry = calloc(1, size + len + 1);
+	if (!entry)
+		return NULL;
+	memcpy(entry + text, name, len + 1);
+	key = (struct name_node *)(void *)entry;
+	key->namespace = "";
+	key->name = entry + text;
+	if (name_table_insert(table, key)) {
+		free(entry);
+		return NULL;
+	}
+	*made = 1;
+	return key;
+}
+
 static const char *intern_string(struct topo_cache *c, const char *s)
 {
-	struct interned *x = (struct interned *)name_table_find(&c->strings, "", s);
-	size_t len;
+	int made;
+	struct interned *x = (struct interned *)find_or_make(&c->strings, s, sizeof(struct interned),
+							     offsetof(struct interned, text), &made);
 
-	if (x) {
-		x->refs++;
-		return x->text;
-	}
-	len = strlen(s);
-	x = calloc(1, sizeof(*x) + len + 1);
 	if (!x)
 		return NULL;
-	memcpy(x->text, s, len + 1);
-	x->key.namespace = "";
-	x->key.name = x->text;
-	x->refs = 1;
-	if (name_table_insert(&c->strings, &x->key)) {
-		free(x);
-		return NULL;
-	}
-	c->node_bytes += sizeof(*x) + len + 1 + 16;
+	x->refs++;
+	if (made)
+		c->node_bytes += sizeof(*x) + strlen(s) + 1 + 16;
 	return x->text;
 }
 
@@ -233,23 +251,12 @@ void topo_cache_free(struct topo_cache *c)
 
 static struct slot *slot_of(struct topo_cache *c, const char *name)
 {
-	struct slot *s = (struct slot *)name_table_find(&c->slots, "", name);
-	size_t len;
+	int made;
+	struct slot *s = (struct slot *)find_or_make(&c->slots, name, sizeof(struct slot),
+						     offsetof(struct slot, name), &made);
 
-	if (s)
-		return s;
-	len = strlen(name);
-	s = calloc(1, sizeof(*s) + len + 1);
-	if (!s)
-		return NULL;
-	memcpy(s->name, name, len + 1);
-	s->key.namespace = "";
-	s->key.name = s->name;
-	if (name_table_insert(&c->slots, &s->key)) {
-		free(s);
-		return NULL;
-	}
-	c->node_bytes += sizeof(*s) + len + 1 + 16;
+	if (s && made)
+		c->node_bytes += sizeof(*s) + strlen(name) + 1 + 16;
 	return s;
 }
 

@@ -463,14 +463,12 @@ static int within_level(const struct ctx *x, uint32_t d, const struct topo_group
 /* Among the domains of `level` in scope holding `want` pods, the tightest
  * (large domains stay whole), then among equally tight ones the one nearest
  * the pods already placed (the JobSet stays together), then in tree order. */
-static uint32_t nearest_tightest(struct ctx *x, const struct instance *in, uint32_t scope, uint64_t want,
-				 size_t level)
+static uint32_t nearest_tightest(struct ctx *x, uint32_t scope, uint64_t want, size_t level)
 {
 	const struct topo_domain *dom = x->t->domains;
 	uint32_t best = TOPO_NONE;
 	int best_near = -2;
 
-	(void)in;
 	for (uint32_t d = scope; d < dom[scope].end; d++) {
 		int near;
 
@@ -521,7 +519,7 @@ static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope,
 		size_t target = required_level(x, &x->req->groups[in->group], scope);
 
 		if (best[target] != TOPO_NONE)
-			return nearest_tightest(x, in, scope, want, target);
+			return nearest_tightest(x, scope, want, target);
 		for (size_t l = target; l-- > 0;)
 			if (best[l] != TOPO_NONE)
 				return best[l];
