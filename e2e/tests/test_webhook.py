@@ -213,28 +213,34 @@ def check_injected(jobset, targeted):
 
 @pytest.fixture
 def gang_cluster(run_standin, kubeconfig, tmp_path):
-    """Node agent with an early pool for about half the pods and a pool that
-    appears 20 s later (volumes sync hourly: only the push releases), the
-    JobSet stand-in and the controller."""
+    """start() runs the node agent with an early pool for about half the pods
+    and a pool that appears 20 s later (volumes sync hourly: only the push
+    releases), and returns its events file. The test starts it once its
+    JobSets exist, so the late pool is late for their pods however long the
+    set-up took on a busy machine."""
     events = tmp_path / "events.jsonl"
     shape = tmp_path / "staggered.yaml"
     shape.write_text(yaml.safe_dump({"groups": [
         {"name": "early", "count": 2, "allocatable": {"cpu": "400", "memory": "1Ti", "pods": "150"}},
         {"name": "late", "count": 3, "allocatable": {"cpu": "400", "memory": "1Ti", "pods": "150"},
          "appearAfterSeconds": 20, "readyAfterSeconds": 20}]}))
-    run_standin("node_agent.py", "--shape", shape, "--work-dir", tmp_path / "agent", "--sync-period", 3600,
-                "--events", events, "--delete-nodes", "--max-run-seconds", 5, "--default-run-seconds", 3)
-    return events
+
+    def start():
+        run_standin("node_agent.py", "--shape", shape, "--work-dir", tmp_path / "agent", "--sync-period", 3600,
+                    "--events", events, "--delete-nodes", "--max-run-seconds", 5, "--default-run-seconds", 3)
+        return events
+    return start
 
 
 def test_kep_stories_are_injected_held_and_released_together(kube, kubeconfig, hooked, gang_cluster, run_standin,
                                                              tmp_path):
-    namespace, events_path = hooked, gang_cluster
+    namespace = hooked
     run_standin("jobset_controller.py", "--namespace", namespace)
     controller = Controller(kubeconfig, namespace, tmp_path / "controller.log")
     try:
         for number in (1, 2):
             kube.create(JOBSETS.format(namespace), kep_story(number))
+        events_path = gang_cluster()
         check_injected(kube.get(JOBSETS.format(namespace) + "/story-1"), {"workers"})
         check_injected(kube.get(JOBSETS.format(namespace) + "/story-2"), {"workers"})
 
