@@ -17,6 +17,10 @@
 
 #include "flag.h"
 #include "http_serve.h"
+#include "kube_client.h"
+#include "kube_config.h"
+#include "kube_curl.h"
+#include "kube_error.h"
 #include "metrics.h"
 #include "mlog.h"
 #include "quantity.h"
@@ -55,6 +59,8 @@ static const char usage_head[] =
 	"Admission webhook for jobset.x-k8s.io/v1alpha2 JobSets with groupSchedulingConfig (or the\n"
 	"annotation " MUSTER_ANNOTATION_GROUP_TIMEOUT "): POST /mutate injects the barrier init\n"
 	"container, its ConfigMap volume and the pod label; POST /validate checks the settings.\n"
+	"A JobSet with a topology request is suspended by /mutate until muster-controller has\n"
+	"placed it; POST /pin gives each of its pods the nodeSelector of its placement of record.\n"
 	"GET /healthz, /readyz and /metrics are served on the same port.\n"
 	"\n";
 static const char usage_tail[] =
@@ -119,7 +125,12 @@ int main(int argc, char **argv)
 	const char *listen = DEFAULT_LISTEN, *metrics_addr = "0";
 	unsigned long shutdown_delay = 5;
 	struct http_serve_routes routes = { 0 };
-	struct http_serve_post_route posts[2];
+	struct http_serve_post_route posts[3];
+	const char *kubeconfig = NULL;
+	struct kube_config api_cfg;
+	int have_api_cfg = 0;
+	struct kube_curl *api_curl = NULL;
+	struct kube_client *api = NULL;
 	struct metrics_registry *registry = NULL;
 	struct http_serve *server = NULL, *plain = NULL;
 	struct webhook *webhook = NULL;
@@ -154,6 +165,10 @@ int main(int argc, char **argv)
 		{ FLAG_TEXT, "--metrics-addr", "[A:]PORT",
 		  "also serve /metrics, /healthz, /readyz over plain HTTP (default 0: off)", 0, 0, NULL,
 		  &metrics_addr },
+		{ FLAG_TEXT, "--kubeconfig", "PATH",
+		  "API access for the pod route (reads placement records);\n"
+		  "default: the in-cluster service account, else none",
+		  0, 0, NULL, &kubeconfig },
 		{ FLAG_SWITCH, "--quiet", NULL, "log denials and errors only, not every admission", 0, 0,
 		  NULL, &options.quiet },
 		{ FLAG_NUMBER, "--shutdown-delay", "S",
@@ -212,6 +227,25 @@ int main(int argc, char **argv)
 		cause = strdup("out of memory");
 		goto out;
 	}
+	/* The pod route reads placement records through the API. Without any
+	 * configuration it still serves, and refuses pinned pods saying why. */
+	err = kubeconfig ? kube_config_from_kubeconfig(kubeconfig, NULL, &api_cfg, &cause)
+			 : kube_config_in_cluster(NULL, &api_cfg, &cause);
+	if (err && kubeconfig)
+		goto out;
+	if (err) {
+		mlog(MLOG_INFO, "no-api-access", "reason=\"%s\" effect=\"pods of placed JobSets are refused\"",
+		     cause ? cause : "");
+		free(cause);
+		cause = NULL;
+		err = 0;
+	} else {
+		have_api_cfg = 1;
+		if ((err = kube_curl_new(&api_cfg, &api_curl, &cause)) ||
+		    (err = kube_client_new(&api_cfg, &kube_curl_transport, api_curl, NULL, &api, &cause)))
+			goto out;
+		options.api = api;
+	}
 	if ((err = webhook_new(&options, &webhook, &cause)))
 		goto out;
 	posts[0] = (struct http_serve_post_route){
@@ -220,8 +254,11 @@ int main(int argc, char **argv)
 	posts[1] = (struct http_serve_post_route){
 		.path = "/validate", .name = "validate", .handle = webhook_validate, .arg = webhook
 	};
+	posts[2] = (struct http_serve_post_route){
+		.path = "/pin", .name = "pin", .handle = webhook_pin, .arg = webhook
+	};
 	serve.posts = posts;
-	serve.post_count = 2;
+	serve.post_count = 3;
 	serve.latency = registry;
 	routes.metrics = registry;
 	routes.ready = ready_check;
@@ -260,6 +297,10 @@ out:
 	http_serve_stop(plain);
 	http_serve_stop(server);
 	webhook_free(webhook);
+	kube_client_free(api);
+	kube_curl_free(api_curl);
+	if (have_api_cfg)
+		kube_config_free(&api_cfg);
 	metrics_registry_free(registry);
 	return exit_code;
 }

@@ -18,6 +18,11 @@
 #include "jobset_shape.h"
 #include "jobset_validate.h"
 #include "mlog.h"
+#include "placement_gate.h"
+#include "pod_pin.h"
+#include "record_cache.h"
+#include "topo_record.h"
+#include "kjson.h"
 
 /* 24 random bytes: 32 characters of base64url. */
 #define TOKEN_BYTES 24
@@ -26,6 +31,7 @@ struct webhook {
 	struct jobset_mutate_options barrier;
 	char *strings[5]; /* the copies barrier points into */
 	int quiet;
+	struct record_cache *records; /* the pod route's */
 };
 
 static char *copy(const char *text)
@@ -55,11 +61,14 @@ int webhook_new(const struct webhook_options *options, struct webhook **out, cha
 	w->barrier.cpu_request = w->strings[2];
 	w->barrier.memory_request = w->strings[3];
 	w->barrier.memory_limit = w->strings[4];
+	if (record_cache_new(options->api, &w->records, cause))
+		goto fail;
 	*out = w;
 	return 0;
 no_memory:
-	webhook_free(w);
 	*cause = strdup("out of memory");
+fail:
+	webhook_free(w);
 	return -ENOMEM;
 }
 
@@ -69,6 +78,7 @@ void webhook_free(struct webhook *webhook)
 		return;
 	for (size_t i = 0; i < 5; i++)
 		free(webhook->strings[i]);
+	record_cache_free(webhook->records);
 	free(webhook);
 }
 
@@ -135,43 +145,73 @@ static void reply_text(struct http_serve_reply *reply, unsigned status, const ch
 	}
 }
 
+/* Moves the ops of `more` to the end of `patch`; frees `more`. */
+static void append_ops(cJSON *patch, cJSON *more)
+{
+	cJSON *item;
+
+	while (more && (item = cJSON_DetachItemFromArray(more, 0)) != NULL)
+		cJSON_AddItemToArray(patch, item);
+	cJSON_Delete(more);
+}
+
 static void mutate(struct webhook *w, const struct admission_request *request, struct outcome *o)
 {
 	struct group_config *config = malloc(sizeof(*config));
 	char token[TOKEN_BYTES / 3 * 4 + 1] = "";
 	char *cause = NULL;
-	cJSON *patch = NULL;
+	cJSON *patch = cJSON_CreateArray(), *gang = NULL, *modified = NULL;
+	const cJSON *object = request->object;
+	const char *skip = NULL;
+	int rc = 0;
 
-	if (!config) {
+	if (!config || !patch) {
 		o->result = "error";
 		o->message = strdup("out of memory");
 		o->code = 500;
-		return;
+		goto out;
 	}
 	if ((request->operation != ADMISSION_CREATE && request->operation != ADMISSION_UPDATE) ||
 	    !request->object)
 		goto allow;
-	if (group_config_decode(request->object, config, &cause)) {
+	/* The placement gate first (placement_gate.h): the barrier's patch is
+	 * computed on the JobSet as the gate leaves it. */
+	if (request->operation == ADMISSION_CREATE)
+		rc = placement_gate_create(object, patch, &modified, &skip, &cause);
+	else if (request->old_object)
+		rc = placement_gate_update(request->old_object, object, patch, &modified, &cause);
+	if (rc) {
+		o->message = cause;
+		cause = NULL;
+		goto deny;
+	}
+	if (skip)
+		mlog(MLOG_INFO, "placement-skipped", "jobset=%s/%s reason=\"placed by %s, not muster\"",
+		     request->namespace, request->name, skip);
+	if (modified)
+		object = modified;
+	if (group_config_decode(object, config, &cause)) {
 		o->message = cause;
 		cause = NULL;
 		goto deny;
 	}
 	if (!config->present)
-		goto allow;
+		goto patched;
 	if (request->operation == ADMISSION_UPDATE) {
 		/* A resume starts a new gang: the generation label goes up. */
 		if (!request->old_object)
-			goto allow;
-		if (jobset_mutate_update(request->old_object, request->object, config, &patch, &cause)) {
+			goto patched;
+		if (jobset_mutate_update(request->old_object, object, config, &gang, &cause)) {
 			o->message = cause;
 			cause = NULL;
 			goto deny;
 		}
+		append_ops(patch, gang);
 		goto patched;
 	}
-	if (jobset_validate_create(request->object, config, &o->message))
+	if (jobset_validate_create(object, config, &o->message))
 		goto deny;
-	if (!jobset_annotation(request->object, MUSTER_ANNOTATION_BARRIER_TOKEN) &&
+	if (!jobset_annotation(object, MUSTER_ANNOTATION_BARRIER_TOKEN) &&
 	    new_token(token, sizeof(token))) {
 		o->message =
 			strdup("muster-webhook could not read random bytes for the barrier token; try again");
@@ -179,11 +219,12 @@ static void mutate(struct webhook *w, const struct admission_request *request, s
 		o->result = "error";
 		goto out;
 	}
-	if (jobset_mutate(request->object, config, &w->barrier, token, &patch, &cause)) {
+	if (jobset_mutate(object, config, &w->barrier, token, &gang, &cause)) {
 		o->message = cause;
 		cause = NULL;
 		goto deny;
 	}
+	append_ops(patch, gang);
 patched:
 	o->patch_ops = (size_t)cJSON_GetArraySize(patch);
 	if (o->patch_ops) {
@@ -208,6 +249,7 @@ deny:
 out:
 	explicit_bzero(token, sizeof(token));
 	cJSON_Delete(patch);
+	cJSON_Delete(modified);
 	free(cause);
 	free(config);
 }
@@ -307,4 +349,84 @@ void webhook_mutate(void *arg, const char *body, size_t body_len, struct http_se
 void webhook_validate(void *arg, const char *body, size_t body_len, struct http_serve_reply *reply)
 {
 	review(arg, 0, "validate", body, body_len, reply);
+}
+
+/* POST /pin: a pod of a placed JobSet gets its domain's nodeSelector from
+ * the placement of record (pod_pin.h, record_cache.h); a pod whose record
+ * is missing is refused, so that it never runs unpinned (the Job controller
+ * creates it again). */
+void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve_reply *reply)
+{
+	struct webhook *w = arg;
+	struct admission_request request;
+	struct outcome o = { 0 };
+	struct pod_pin_key key;
+	char *cause = NULL, quoted[512], selector[TOPO_RECORD_SELECTOR_MAX] = "", pod[ADMISSION_NAME_MAX + 72];
+	const char *name;
+	double started = now_seconds();
+	cJSON *patch = NULL;
+
+	if (admission_decode(body, body_len, &request, &cause)) {
+		mlog(MLOG_WARN, "bad-request", "route=pin reason=%s",
+		     mlog_quote(quoted, sizeof(quoted), cause ? cause : "out of memory", cause ? strlen(cause) : 13));
+		reply_text(reply, 400, "bad_request", cause ? cause : "out of memory");
+		free(cause);
+		return;
+	}
+	name = request.name[0] ? request.name
+				: kjson_member(kjson_member(request.object, "metadata"), "generateName") &&
+						  cJSON_IsString(kjson_member(kjson_member(request.object, "metadata"),
+									      "generateName"))
+					  ? kjson_member(kjson_member(request.object, "metadata"), "generateName")->valuestring
+					  : "";
+	snprintf(pod, sizeof(pod), "%s/%.*s", request.namespace, ADMISSION_NAME_MAX, name);
+	o.allowed = 1;
+	o.result = "allowed";
+	if (request.group[0] || strcmp(request.kind, "Pod") != 0) {
+		char message[512];
+
+		snprintf(message, sizeof(message),
+			 "muster-webhook pins only core/v1 Pods at /pin, not %s/%s %s: its webhook configuration "
+			 "matches the wrong resources",
+			 request.group[0] ? request.group : "core", request.version, request.kind);
+		o.message = strdup(message);
+		o.code = 400;
+		o.allowed = 0;
+		o.result = "denied";
+	} else if (request.operation == ADMISSION_CREATE && request.object) {
+		if (pod_pin_key(request.object, &key, &o.message) ||
+		    record_cache_selector(w->records, request.namespace, key.jobset, key.uid, key.replicated_job,
+					  key.job_index, key.completion, selector, sizeof(selector), &o.message) != 1 ||
+		    !(patch = cJSON_CreateArray()) || pod_pin_patch(request.object, selector, patch, &o.message)) {
+			if (!o.message)
+				o.message = strdup("out of memory");
+			o.code = 403;
+			o.allowed = 0;
+			o.result = "denied";
+		} else if ((o.patch_ops = (size_t)cJSON_GetArraySize(patch)) != 0) {
+			o.patch = cJSON_PrintUnformatted(patch);
+			o.result = "patched";
+			if (!o.patch) {
+				o.message = strdup("out of memory");
+				o.code = 500;
+				o.allowed = 0;
+				o.result = "error";
+			}
+		}
+	}
+	cJSON_Delete(patch);
+	reply->body = admission_response(request.uid, o.allowed, o.code, o.message, o.patch,
+					 o.patch ? strlen(o.patch) : 0, &reply->body_len);
+	reply->status = reply->body ? 200 : 500;
+	reply->content_type = "application/json";
+	reply->result = reply->body ? o.result : "error";
+	if (!w->quiet || !o.allowed)
+		mlog(o.allowed ? MLOG_INFO : MLOG_WARN, "admission",
+		     "route=pin pod=%s uid=%s operation=%s result=%s selector=\"%s\" ms=%.3f%s%s", pod, request.uid,
+		     admission_operation_name(request.operation), o.result, selector,
+		     (now_seconds() - started) * 1e3, o.message ? " message=" : "",
+		     o.message ? mlog_quote(quoted, sizeof(quoted), o.message, strlen(o.message)) : "");
+	free(o.message);
+	free(o.patch);
+	admission_request_free(&request);
 }

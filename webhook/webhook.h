@@ -33,9 +33,14 @@
 #include "http_serve.h"
 #include "jobset_mutate.h"
 
+struct kube_client;
+
 struct webhook_options {
 	struct jobset_mutate_options barrier; /* strings copied */
 	int quiet; /* 1: log denials and errors only (benchmarks) */
+	/* The pod route's API client (reads placement records); NULL: none,
+	 * every pinned pod is refused saying so. Must outlive the webhook. */
+	struct kube_client *api;
 };
 
 struct webhook;
@@ -46,5 +51,6 @@ void webhook_free(struct webhook *webhook);
 /* http_serve_post_fn handlers; arg is the struct webhook. */
 void webhook_mutate(void *arg, const char *body, size_t body_len, struct http_serve_reply *reply);
 void webhook_validate(void *arg, const char *body, size_t body_len, struct http_serve_reply *reply);
+void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve_reply *reply);
 
 #endif

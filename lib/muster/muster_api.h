@@ -89,6 +89,29 @@ enum muster_barrier_exit {
  * separated); absent: all of them. */
 #define MUSTER_ANNOTATION_TOPOLOGY_REPLICATED_JOBS "muster.dev/topology-replicated-jobs"
 
+/* Placement in the cluster (docs/placement-live.md). The JobSet annotation
+ * of the gate, written by the webhook and the controller only:
+ *   waiting    muster suspended the JobSet until it is placed
+ *   user-held  the user created it suspended: placed once the user resumes
+ *              (the resume is then held, as waiting, until it is placed)
+ *   placed     the record is written and the JobSet resumed by muster */
+#define MUSTER_ANNOTATION_PLACEMENT "muster.dev/placement"
+#define MUSTER_ANNOTATION_PLACEMENT_POINTER "muster.dev~1placement"
+#define MUSTER_PLACEMENT_WAITING "waiting"
+#define MUSTER_PLACEMENT_USER_HELD "user-held"
+#define MUSTER_PLACEMENT_PLACED "placed"
+/* Why a JobSet waits: the placement core's sentence, written by the
+ * controller while it waits (also an Event PlacementWaiting). */
+#define MUSTER_ANNOTATION_PLACEMENT_REASON "muster.dev/placement-reason"
+/* Label (value "true") on the pod template of every replicated job of a
+ * gated JobSet: the pod webhook (/pin) selects its pods by it. */
+#define MUSTER_LABEL_PLACEMENT "muster.dev/placement"
+#define MUSTER_LABEL_PLACEMENT_POINTER "muster.dev~1placement"
+/* The placement of record: ConfigMap `<jobset>` MUSTER_PLACEMENT_SUFFIX,
+ * owned by the JobSet, data[MUSTER_PLACEMENT_KEY] (lib/topo/topo_record.h). */
+#define MUSTER_PLACEMENT_SUFFIX "-placement"
+#define MUSTER_PLACEMENT_KEY "placement"
+
 /* --- Upstream names muster reads ---------------------------------------- */
 
 /* JobSet's labels on every child Job and pod. */
@@ -96,6 +119,13 @@ enum muster_barrier_exit {
 #define JOBSET_LABEL_UID "jobset.sigs.k8s.io/jobset-uid"
 #define JOBSET_LABEL_REPLICATED_JOB "jobset.sigs.k8s.io/replicatedjob-name"
 #define JOBSET_LABEL_RESTART_ATTEMPT "jobset.sigs.k8s.io/restart-attempt"
+#define JOBSET_LABEL_JOB_INDEX "jobset.sigs.k8s.io/job-index"
+/* The Job controller's completion index of an Indexed Job's pod. */
+#define JOB_ANNOTATION_COMPLETION_INDEX "batch.kubernetes.io/job-completion-index"
+/* Kueue manages a JobSet carrying this label (its LocalQueue). */
+#define KUEUE_LABEL_QUEUE_NAME "kueue.x-k8s.io/queue-name"
+/* The scheduler name that hands a pod to Volcano. */
+#define VOLCANO_SCHEDULER_NAME "volcano"
 
 /* Upstream JobSet's exclusive placement: a node label key, on the JobSet or
  * on a replicated job's Job template (which wins): each child Job alone in

@@ -1,0 +1,377 @@
+/*
+ * topo_record: the placement of record (topo_record.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "topo_record.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cause.h"
+
+#define INDEX_MAX 2147483647.0
+
+struct record_group {
+	char *name;
+	uint32_t first_job, job_count;
+};
+
+struct record_job {
+	uint32_t first_run, run_count;
+};
+
+struct record_run {
+	uint32_t from, to;
+	char *selector;
+};
+
+struct topo_record {
+	char *uid;
+	struct record_group groups[TOPO_GROUPS_MAX];
+	size_t group_count;
+	struct record_job *jobs;
+	size_t job_count;
+	struct record_run *runs;
+	size_t run_count;
+};
+
+/* ---- encoding ---- */
+
+/* Appends one run to the job's list. */
+static int add_run(cJSON *job, uint32_t from, uint32_t to, const char *selector)
+{
+	cJSON *run = cJSON_CreateArray();
+
+	if (!run || !cJSON_AddItemToArray(job, run)) {
+		cJSON_Delete(run);
+		return -1;
+	}
+	return cJSON_AddItemToArray(run, cJSON_CreateNumber(from)) &&
+			       cJSON_AddItemToArray(run, cJSON_CreateNumber(to)) &&
+			       cJSON_AddItemToArray(run, cJSON_CreateString(selector))
+		       ? 0
+		       : -1;
+}
+
+/* The job list of `name`, made when new; jobs up to job_index added. */
+static cJSON *job_of(cJSON *groups, const char *name, uint32_t job_index)
+{
+	cJSON *jobs = cJSON_GetObjectItemCaseSensitive(groups, name);
+
+	if (!jobs && !(jobs = cJSON_AddArrayToObject(groups, name)))
+		return NULL;
+	while ((uint32_t)cJSON_GetArraySize(jobs) <= job_index) {
+		cJSON *job = cJSON_CreateArray();
+
+		if (!job || !cJSON_AddItemToArray(jobs, job)) {
+			cJSON_Delete(job);
+			return NULL;
+		}
+	}
+	return cJSON_GetArrayItem(jobs, (int)job_index);
+}
+
+int topo_record_encode(const struct topo_tree *tree, const struct topo_request *request,
+		       const struct topo_placement *placement, const char *uid, char **out, char **cause)
+{
+	cJSON *root = cJSON_CreateObject(), *groups, *job = NULL;
+	char selector[TOPO_RECORD_SELECTOR_MAX], run_selector[TOPO_RECORD_SELECTOR_MAX] = "";
+	uint32_t run_group = UINT32_MAX, run_job = 0, run_from = 0, run_to = 0;
+	int ok = root && cJSON_AddStringToObject(root, "uid", uid ? uid : "") &&
+		 (groups = cJSON_AddObjectToObject(root, "replicatedJobs"));
+
+	*out = NULL;
+	for (size_t i = 0; ok && i <= placement->pod_count; i++) {
+		const struct topo_pod *pod = i < placement->pod_count ? &placement->pods[i] : NULL;
+
+		if (pod) {
+			if (pod->domain == TOPO_NONE)
+				selector[0] = '\0';
+			else
+				topo_tree_selector(tree, pod->domain, pod->node, selector, sizeof(selector));
+			if (run_group == pod->group && run_job == pod->job_index && run_to + 1 == pod->completion &&
+			    strcmp(selector, run_selector) == 0) {
+				run_to = pod->completion;
+				continue;
+			}
+		}
+		if (run_group != UINT32_MAX) /* the run before ends here */
+			ok = add_run(job, run_from, run_to, run_selector) == 0;
+		if (!pod || !ok)
+			break;
+		if (pod->group >= request->group_count) {
+			ok = 0;
+			break;
+		}
+		if (run_group != pod->group || run_job != pod->job_index || !job)
+			ok = (job = job_of(groups, request->groups[pod->group].name, pod->job_index)) != NULL;
+		run_group = pod->group;
+		run_job = pod->job_index;
+		run_from = run_to = pod->completion;
+		memcpy(run_selector, selector, sizeof(selector));
+	}
+	if (ok)
+		*out = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	if (!*out)
+		return cause_fail(cause, "no memory for the placement record");
+	if (strlen(*out) > TOPO_RECORD_BYTES_MAX) {
+		size_t n = strlen(*out);
+
+		free(*out);
+		*out = NULL;
+		return cause_fail(cause, "the placement record would take %zu bytes, more than %u", n,
+				 TOPO_RECORD_BYTES_MAX);
+	}
+	return 0;
+}
+
+/* ---- parsing ---- */
+
+static int index_of(const cJSON *item, uint32_t *out)
+{
+	if (!cJSON_IsNumber(item) || item->valuedouble < 0 || item->valuedouble > INDEX_MAX ||
+	    item->valuedouble != (double)(uint32_t)item->valuedouble)
+		return -1;
+	*out = (uint32_t)item->valuedouble;
+	return 0;
+}
+
+/* "key=value,key=value" with non-empty keys, or "". */
+static int selector_ok(const char *s)
+{
+	if (!*s)
+		return 1;
+	for (;;) {
+		const char *eq = strchr(s, '='), *comma = strchr(s, ',');
+
+		if (!eq || eq == s || (comma && comma < eq))
+			return 0;
+		if (!comma)
+			return 1;
+		s = comma + 1;
+	}
+}
+
+void topo_record_free(struct topo_record *record)
+{
+	if (!record)
+		return;
+	free(record->uid);
+	for (size_t g = 0; g < record->group_count; g++)
+		free(record->groups[g].name);
+	for (size_t r = 0; r < record->run_count; r++)
+		free(record->runs[r].selector);
+	free(record->jobs);
+	free(record->runs);
+	free(record);
+}
+
+/* Counts the jobs and runs so that both arrays are sized once. */
+static int count(const cJSON *groups, size_t *jobs, size_t *runs)
+{
+	const cJSON *group, *job;
+
+	*jobs = *runs = 0;
+	cJSON_ArrayForEach(group, groups)
+	{
+		if (!cJSON_IsArray(group))
+			return -1;
+		cJSON_ArrayForEach(job, group)
+		{
+			if (!cJSON_IsArray(job))
+				return -1;
+			++*jobs;
+			*runs += (size_t)cJSON_GetArraySize(job);
+		}
+	}
+	return 0;
+}
+
+static int parse_group(struct topo_record *r, const cJSON *group, char **cause)
+{
+	struct record_group *g = &r->groups[r->group_count];
+	const cJSON *job, *run;
+	uint32_t job_index = 0;
+
+	if (!(g->name = strdup(group->string)))
+		return cause_fail(cause, "no memory for the placement record");
+	r->group_count++;
+	g->first_job = (uint32_t)r->job_count;
+	cJSON_ArrayForEach(job, group)
+	{
+		struct record_job *j = &r->jobs[r->job_count++];
+		uint32_t next = 0;
+
+		j->first_run = (uint32_t)r->run_count;
+		cJSON_ArrayForEach(run, job)
+		{
+			struct record_run *one = &r->runs[r->run_count];
+			const cJSON *from = cJSON_GetArrayItem(run, 0), *to = cJSON_GetArrayItem(run, 1),
+				    *selector = cJSON_GetArrayItem(run, 2);
+
+			if (!cJSON_IsArray(run) || cJSON_GetArraySize(run) != 3 || index_of(from, &one->from) ||
+			    index_of(to, &one->to) || one->to < one->from || (j->run_count && one->from < next))
+				return cause_fail(cause,
+						 "replicatedJobs.%s[%u]: run %u is not [from, to, selector] with "
+						 "indexes ascending and not overlapping",
+						 g->name, job_index, j->run_count);
+			if (!cJSON_IsString(selector) || strlen(selector->valuestring) >= TOPO_RECORD_SELECTOR_MAX ||
+			    !selector_ok(selector->valuestring))
+				return cause_fail(cause,
+						 "replicatedJobs.%s[%u]: run %u: the selector is not key=value,...",
+						 g->name, job_index, j->run_count);
+			if (!(one->selector = strdup(selector->valuestring)))
+				return cause_fail(cause, "no memory for the placement record");
+			r->run_count++;
+			j->run_count++;
+			next = one->to + 1;
+		}
+		job_index++;
+		g->job_count++;
+	}
+	return 0;
+}
+
+int topo_record_parse(const char *text, size_t len, struct topo_record **out, char **cause)
+{
+	struct topo_record *r = NULL;
+	cJSON *root = NULL;
+	const cJSON *uid, *groups, *group;
+	const char *end = NULL;
+	size_t jobs, runs;
+	int err = -1;
+
+	*out = NULL;
+	if (len > TOPO_RECORD_BYTES_MAX)
+		return cause_fail(cause, "the placement record is %zu bytes, more than %u", len,
+				 TOPO_RECORD_BYTES_MAX);
+	root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+	if (!root) {
+		cause_fail(cause, "the placement record is not JSON (at byte %zu)",
+			  end && end >= text ? (size_t)(end - text) : (size_t)0);
+		goto out;
+	}
+	uid = cJSON_GetObjectItemCaseSensitive(root, "uid");
+	groups = cJSON_GetObjectItemCaseSensitive(root, "replicatedJobs");
+	if (!cJSON_IsObject(root) || !cJSON_IsString(uid) || !cJSON_IsObject(groups)) {
+		cause_fail(cause, "the placement record lacks uid or replicatedJobs");
+		goto out;
+	}
+	if (cJSON_GetArraySize(groups) > TOPO_GROUPS_MAX) {
+		cause_fail(cause, "the placement record holds more than %d replicated jobs", TOPO_GROUPS_MAX);
+		goto out;
+	}
+	if (count(groups, &jobs, &runs)) {
+		cause_fail(cause, "the placement record's replicated jobs are not lists of lists of runs");
+		goto out;
+	}
+	if (!(r = calloc(1, sizeof(*r))) || !(r->uid = strdup(uid->valuestring)) ||
+	    !(r->jobs = calloc(jobs ? jobs : 1, sizeof(*r->jobs))) ||
+	    !(r->runs = calloc(runs ? runs : 1, sizeof(*r->runs)))) {
+		cause_fail(cause, "no memory for the placement record");
+		goto out;
+	}
+	cJSON_ArrayForEach(group, groups)
+	{
+		if (parse_group(r, group, cause))
+			goto out;
+	}
+	err = 0;
+	*out = r;
+	r = NULL;
+out:
+	topo_record_free(r);
+	cJSON_Delete(root);
+	return err;
+}
+
+const char *topo_record_uid(const struct topo_record *record)
+{
+	return record->uid;
+}
+
+int topo_record_find(const struct topo_record *record, const char *replicated_job, uint32_t job_index,
+		     uint32_t completion, const char **selector)
+{
+	for (size_t g = 0; g < record->group_count; g++) {
+		const struct record_group *group = &record->groups[g];
+		const struct record_job *job;
+		size_t lo, hi;
+
+		if (strcmp(group->name, replicated_job) != 0)
+			continue;
+		if (job_index >= group->job_count)
+			return 0;
+		job = &record->jobs[group->first_job + job_index];
+		lo = job->first_run;
+		hi = lo + job->run_count;
+		while (lo < hi) { /* the first run ending at or after completion */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (record->runs[mid].to < completion)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == job->first_run + job->run_count || record->runs[lo].from > completion)
+			return 0;
+		*selector = record->runs[lo].selector;
+		return 1;
+	}
+	return 0;
+}
+
+int topo_record_foreach(const struct topo_record *record,
+			int (*fn)(void *arg, const char *replicated_job, uint32_t job_index, uint32_t from,
+				  uint32_t to, const char *selector),
+			void *arg)
+{
+	for (size_t g = 0; g < record->group_count; g++) {
+		const struct record_group *group = &record->groups[g];
+
+		for (uint32_t j = 0; j < group->job_count; j++) {
+			const struct record_job *job = &record->jobs[group->first_job + j];
+
+			for (uint32_t r = 0; r < job->run_count; r++) {
+				const struct record_run *run = &record->runs[job->first_run + r];
+				int rc = fn(arg, group->name, j, run->from, run->to, run->selector);
+
+				if (rc)
+					return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+int topo_record_selector_matches(const char *selector, const struct topo_node *node)
+{
+	char key[TOPO_RECORD_SELECTOR_MAX];
+
+	while (*selector) {
+		const char *eq = strchr(selector, '='), *comma, *value;
+		size_t key_len, value_len;
+
+		if (!eq)
+			return 0;
+		key_len = (size_t)(eq - selector);
+		comma = strchr(eq + 1, ',');
+		value_len = comma ? (size_t)(comma - eq - 1) : strlen(eq + 1);
+		if (key_len >= sizeof(key))
+			return 0;
+		memcpy(key, selector, key_len);
+		key[key_len] = '\0';
+		if (strcmp(key, "kubernetes.io/hostname") == 0 && !topo_node_label(node, key)) {
+			if (strlen(node->name) != value_len || memcmp(node->name, eq + 1, value_len) != 0)
+				return 0;
+		} else {
+			value = topo_node_label(node, key);
+			if (!value || strlen(value) != value_len || memcmp(value, eq + 1, value_len) != 0)
+				return 0;
+		}
+		selector = comma ? comma + 1 : eq + 1 + value_len;
+	}
+	return 1;
+}

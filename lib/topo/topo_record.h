@@ -1,0 +1,66 @@
+/*
+ * topo_record: the placement of record, as the controller writes it into the
+ * ConfigMap `<jobset>-placement` (data["placement"], lib/muster/muster_api.h)
+ * and as the pod webhook reads it to pin each pod.
+ *
+ * The text is compact JSON:
+ *
+ *   {"uid":"<jobset uid>","replicatedJobs":{"<name>":[<job 0>,<job 1>,...]}}
+ *
+ * where each job is a list of runs [from, to, "key=value,key=value"]: the
+ * completion indexes from..to (inclusive, ascending, not overlapping) get
+ * that nodeSelector (the domain's labels from the top level down, or the
+ * node's hostname where a domain is no label: topo_tree_selector). An empty
+ * selector means "anywhere" (a pod the placement left unconstrained).
+ * Consecutive ranks with the same selector are one run, so a 5,000-pod
+ * JobSet in 40 racks is about 40 runs.
+ *
+ * Bounds: TOPO_RECORD_BYTES_MAX of text (a ConfigMap holds 1 MiB), at most
+ * TOPO_GROUPS_MAX replicated jobs, indexes below 2^31, selectors of at most
+ * TOPO_RECORD_SELECTOR_MAX bytes. Pure; errors are -1 and a malloc'd cause
+ * naming the field (docs/errors.md).
+ */
+#ifndef MUSTER_TOPO_RECORD_H
+#define MUSTER_TOPO_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "topo_place.h"
+#include "topo_tree.h"
+
+#define TOPO_RECORD_BYTES_MAX (900u * 1024u)
+#define TOPO_RECORD_SELECTOR_MAX 1024u
+
+/* The record's text for a placement of `request` on `tree`; *out is
+ * malloc'd (NUL-terminated). */
+int topo_record_encode(const struct topo_tree *tree, const struct topo_request *request,
+		       const struct topo_placement *placement, const char *uid, char **out, char **cause);
+
+struct topo_record;
+
+/* Parses and checks a record's text (`len` bytes, no NUL needed). */
+int topo_record_parse(const char *text, size_t len, struct topo_record **out, char **cause);
+
+void topo_record_free(struct topo_record *record);
+
+/* The JobSet uid the record was written for. */
+const char *topo_record_uid(const struct topo_record *record);
+
+/* The selector of one pod: 1 and *selector (borrowed, may be "") when the
+ * record holds it, else 0. */
+int topo_record_find(const struct topo_record *record, const char *replicated_job, uint32_t job_index,
+		     uint32_t completion, const char **selector);
+
+/* Calls fn for every run, in record order; stops when fn returns non-zero
+ * (and returns that). */
+int topo_record_foreach(const struct topo_record *record,
+			int (*fn)(void *arg, const char *replicated_job, uint32_t job_index, uint32_t from,
+				  uint32_t to, const char *selector),
+			void *arg);
+
+/* 1 when a node's labels satisfy a record selector (every key=value pair;
+ * kubernetes.io/hostname against the label of that name). */
+int topo_record_selector_matches(const char *selector, const struct topo_node *node);
+
+#endif

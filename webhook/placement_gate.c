@@ -1,0 +1,285 @@
+/*
+ * placement_gate: suspend a JobSet until it is placed (placement_gate.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "placement_gate.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cause.h"
+#include "jobset_shape.h"
+#include "kjson.h"
+#include "muster_api.h"
+#include "topo_jobset.h"
+
+#define POINTER_MAX 192
+
+static const char *const jobset_keys[] = {
+	MUSTER_ANNOTATION_NETWORK_TOPOLOGY,	  MUSTER_ANNOTATION_TOPOLOGY_REQUIRED,
+	MUSTER_ANNOTATION_TOPOLOGY_PREFERRED,	  MUSTER_ANNOTATION_TOPOLOGY_REPLICATED_JOBS,
+	JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY,
+};
+static const char *const template_keys[] = {
+	MUSTER_ANNOTATION_NETWORK_TOPOLOGY,
+	MUSTER_ANNOTATION_PARTITION_POLICY,
+};
+
+static const cJSON *annotations_of(const cJSON *object)
+{
+	return kjson_member(kjson_member(object, "metadata"), "annotations");
+}
+
+static int has_any(const cJSON *annotations, const char *const *keys, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		if (kjson_member(annotations, keys[i]))
+			return 1;
+	return 0;
+}
+
+int placement_gate_mentions(const cJSON *jobset)
+{
+	const cJSON *rj, *a;
+
+	if (has_any(annotations_of(jobset), jobset_keys, sizeof(jobset_keys) / sizeof(jobset_keys[0])))
+		return 1;
+	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
+	{
+		if (kjson_member(annotations_of(kjson_member(rj, "template")), JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY))
+			return 1;
+		a = annotations_of(jobset_pod_template(rj));
+		if (has_any(a, template_keys, sizeof(template_keys) / sizeof(template_keys[0])))
+			return 1;
+		cJSON_ArrayForEach(a, a)
+		{
+			if (a->string && strncmp(a->string, KUEUE_ANNOTATION_PREFIX, strlen(KUEUE_ANNOTATION_PREFIX)) == 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* 1 when the decoded request constrains where some pod goes. */
+static int constrains(const struct topo_jobset *js)
+{
+	if (js->whole_required || js->whole_preferred || js->whole_network.set)
+		return 1;
+	for (size_t g = 0; g < js->group_count; g++) {
+		const struct topo_jobset_group *group = &js->groups[g];
+
+		if (group->required || group->preferred || group->slice_level || group->network.set ||
+		    group->partitions || group->exclusive)
+			return 1;
+	}
+	return 0;
+}
+
+/* Whose placement it is when not muster's: NULL for muster's. */
+static const char *owner(const cJSON *jobset)
+{
+	const cJSON *rj;
+
+	if (kjson_member(kjson_member(kjson_member(jobset, "metadata"), "labels"), KUEUE_LABEL_QUEUE_NAME))
+		return "kueue";
+	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
+	{
+		const cJSON *name = kjson_member(kjson_member(jobset_pod_template(rj), "spec"), "schedulerName");
+
+		if (cJSON_IsString(name) && strcmp(name->valuestring, VOLCANO_SCHEDULER_NAME) == 0)
+			return "volcano";
+	}
+	return NULL;
+}
+
+/* ---- building the copy and the ops together ---- */
+
+static int op(cJSON *patch, const char *kind, const char *path, cJSON *value)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !value || !cJSON_AddStringToObject(o, "op", kind) || !cJSON_AddStringToObject(o, "path", path) ||
+	    !cJSON_AddItemToArray(patch, o)) {
+		cJSON_Delete(o);
+		cJSON_Delete(value);
+		return -1;
+	}
+	cJSON_AddItemToObject(o, "value", value);
+	return 0;
+}
+
+/* parent[key] as an object, made (with its op) when absent or not one. */
+static cJSON *object_at(cJSON *patch, cJSON *parent, const char *key, const char *pointer)
+{
+	cJSON *child = cJSON_GetObjectItemCaseSensitive(parent, key);
+
+	if (cJSON_IsObject(child))
+		return child;
+	if (op(patch, "add", pointer, cJSON_CreateObject()))
+		return NULL;
+	if (child)
+		cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
+	return cJSON_AddObjectToObject(parent, key);
+}
+
+/* parent[key] = value (a string or a bool), with its op. */
+static int set_value(cJSON *patch, cJSON *parent, const char *key, const char *pointer, cJSON *value)
+{
+	cJSON *copy = value ? cJSON_Duplicate(value, 1) : NULL;
+	const char *kind = cJSON_GetObjectItemCaseSensitive(parent, key) ? "replace" : "add";
+
+	if (!copy || op(patch, kind, pointer, copy)) {
+		cJSON_Delete(value);
+		return -1;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
+	cJSON_AddItemToObject(parent, key, value);
+	return 0;
+}
+
+static int set_annotation(cJSON *patch, cJSON *jobset, const char *state)
+{
+	cJSON *metadata = object_at(patch, jobset, "metadata", "/metadata");
+	cJSON *annotations = metadata ? object_at(patch, metadata, "annotations", "/metadata/annotations") : NULL;
+
+	return annotations ? set_value(patch, annotations, MUSTER_ANNOTATION_PLACEMENT,
+				       "/metadata/annotations/" MUSTER_ANNOTATION_PLACEMENT_POINTER,
+				       cJSON_CreateString(state))
+			   : -1;
+}
+
+static int set_suspend(cJSON *patch, cJSON *jobset)
+{
+	cJSON *spec = object_at(patch, jobset, "spec", "/spec");
+
+	return spec ? set_value(patch, spec, "suspend", "/spec/suspend", cJSON_CreateTrue()) : -1;
+}
+
+static int label_templates(cJSON *patch, cJSON *jobset)
+{
+	cJSON *rjs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(jobset, "spec"),
+						     "replicatedJobs"),
+	      *rj;
+	size_t i = 0;
+
+	cJSON_ArrayForEach(rj, rjs)
+	{
+		char base[POINTER_MAX / 2], path[POINTER_MAX];
+		cJSON *job = cJSON_GetObjectItemCaseSensitive(rj, "template");
+		cJSON *template = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"),
+								   "template");
+		cJSON *metadata, *labels;
+		const cJSON *now;
+
+		if (!cJSON_IsObject(template))
+			return -1; /* the decoder refused this already */
+		snprintf(base, sizeof(base), "/spec/replicatedJobs/%zu/template/spec/template", i++);
+		snprintf(path, sizeof(path), "%s/metadata", base);
+		if (!(metadata = object_at(patch, template, "metadata", path)))
+			return -1;
+		snprintf(path, sizeof(path), "%s/metadata/labels", base);
+		if (!(labels = object_at(patch, metadata, "labels", path)))
+			return -1;
+		now = cJSON_GetObjectItemCaseSensitive(labels, MUSTER_LABEL_PLACEMENT);
+		if (cJSON_IsString(now) && strcmp(now->valuestring, "true") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/metadata/labels/" MUSTER_LABEL_PLACEMENT_POINTER, base);
+		if (set_value(patch, labels, MUSTER_LABEL_PLACEMENT, path, cJSON_CreateString("true")))
+			return -1;
+	}
+	return 0;
+}
+
+static int suspended(const cJSON *jobset)
+{
+	return cJSON_IsTrue(kjson_member(kjson_member(jobset, "spec"), "suspend"));
+}
+
+static const char *state_of(const cJSON *jobset)
+{
+	const cJSON *state = kjson_member(annotations_of(jobset), MUSTER_ANNOTATION_PLACEMENT);
+
+	return cJSON_IsString(state) ? state->valuestring : NULL;
+}
+
+int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, const char **skip,
+			  char **cause)
+{
+	struct topo_store store = { .chunk = 4096 };
+	struct topo_jobset request;
+	cJSON *copy = NULL;
+	int err = 0, asks;
+
+	*modified = NULL;
+	*skip = NULL;
+	if (!placement_gate_mentions(jobset))
+		return 0;
+	if ((*skip = owner(jobset)) != NULL)
+		return 0;
+	if (topo_jobset_decode(&store, jobset, &request, cause)) {
+		char *inner = *cause;
+
+		*cause = NULL;
+		cause_fail(cause, "placement request: %s", inner ? inner : "out of memory");
+		free(inner);
+		topo_store_free(&store);
+		return -1;
+	}
+	asks = constrains(&request);
+	topo_store_free(&store);
+	if (!asks)
+		return 0;
+	if (!(copy = cJSON_Duplicate(jobset, 1)))
+		return cause_fail(cause, "out of memory");
+	err = set_annotation(patch, copy, suspended(jobset) ? MUSTER_PLACEMENT_USER_HELD : MUSTER_PLACEMENT_WAITING);
+	if (!err && !suspended(jobset))
+		err = set_suspend(patch, copy);
+	if (!err)
+		err = label_templates(patch, copy);
+	if (err) {
+		cJSON_Delete(copy);
+		return cause_fail(cause, "out of memory");
+	}
+	*modified = copy;
+	return 0;
+}
+
+int placement_gate_update(const cJSON *old_jobset, const cJSON *jobset, cJSON *patch, cJSON **modified,
+			  char **cause)
+{
+	const char *was = state_of(old_jobset), *now = state_of(jobset), *want = NULL;
+	cJSON *copy;
+	int hold = 0, err = 0;
+
+	*modified = NULL;
+	if (!was)
+		return 0; /* not gated at creation: nothing to keep */
+	if (strcmp(was, MUSTER_PLACEMENT_PLACED) == 0) {
+		if (!now || strcmp(now, was) != 0)
+			want = was; /* the record of the gate stays */
+	} else if (now && strcmp(now, MUSTER_PLACEMENT_PLACED) == 0) {
+		return 0; /* the controller's resume, after the record was written */
+	} else if (!suspended(jobset)) {
+		/* A resume of a JobSet not placed yet: held until it is. */
+		hold = 1;
+		want = MUSTER_PLACEMENT_WAITING;
+	} else if (!now || strcmp(now, was) != 0) {
+		want = was;
+	}
+	if (!want && !hold)
+		return 0;
+	if (!(copy = cJSON_Duplicate(jobset, 1)))
+		return cause_fail(cause, "out of memory");
+	if (want && (!now || strcmp(now, want) != 0))
+		err = set_annotation(patch, copy, want);
+	if (!err && hold)
+		err = set_suspend(patch, copy);
+	if (err) {
+		cJSON_Delete(copy);
+		return cause_fail(cause, "out of memory");
+	}
+	*modified = copy;
+	return 0;
+}

@@ -1,0 +1,37 @@
+/*
+ * pod_pin: the pod route's pure half (POST /pin, pods CREATE): which pod of
+ * which JobSet this is, and the JSON Patch that confines it to the domain
+ * the placement of record gives it (docs/placement-live.md, step 4).
+ *
+ * A pod is named by the labels JobSet and the Job controller put on it:
+ * jobset.sigs.k8s.io/jobset-name, jobset-uid, replicatedjob-name, job-index,
+ * and its completion index (the annotation, or the label of that name,
+ * batch.kubernetes.io/job-completion-index). A pod lacking one is refused
+ * with the name of what it lacks.
+ *
+ * The patch adds each key=value of the selector to spec.nodeSelector (made
+ * when absent). A key the pod already selects with another value is a
+ * contradiction muster does not resolve: refused, naming both values. No
+ * I/O, no state; errors are -1 and a malloc'd cause.
+ */
+#ifndef MUSTER_POD_PIN_H
+#define MUSTER_POD_PIN_H
+
+#include <stdint.h>
+
+struct cJSON;
+
+struct pod_pin_key {
+	char jobset[254];
+	char uid[129];
+	char replicated_job[254];
+	uint32_t job_index, completion;
+};
+
+int pod_pin_key(const struct cJSON *pod, struct pod_pin_key *key, char **cause);
+
+/* Ops appended to `patch` (a cJSON array) for `selector` ("k=v,k=v"; ""
+ * adds nothing). */
+int pod_pin_patch(const struct cJSON *pod, const char *selector, struct cJSON *patch, char **cause);
+
+#endif

@@ -1,0 +1,203 @@
+/*
+ * record_cache: placement records read from the API (record_cache.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "record_cache.h"
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cause.h"
+#include "kjson.h"
+#include "kube_error.h"
+#include "muster_api.h"
+#include "topo_record.h"
+
+struct entry {
+	char namespace[64];
+	char jobset[254];
+	struct topo_record *record;
+	time_t read_at;
+};
+
+struct record_cache {
+	pthread_mutex_t lock; /* the entries */
+	pthread_mutex_t api; /* the client */
+	struct kube_client *client;
+	struct entry entries[RECORD_CACHE_ENTRIES];
+};
+
+int record_cache_new(struct kube_client *client, struct record_cache **out, char **cause)
+{
+	struct record_cache *c = calloc(1, sizeof(*c));
+
+	*out = NULL;
+	if (!c)
+		return cause_fail(cause, "out of memory");
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->api, NULL);
+	c->client = client;
+	*out = c;
+	return 0;
+}
+
+void record_cache_free(struct record_cache *cache)
+{
+	if (!cache)
+		return;
+	for (size_t i = 0; i < RECORD_CACHE_ENTRIES; i++)
+		topo_record_free(cache->entries[i].record);
+	pthread_mutex_destroy(&cache->lock);
+	pthread_mutex_destroy(&cache->api);
+	free(cache);
+}
+
+static time_t now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* The fresh entry for namespace/jobset of this uid, or NULL. Under lock. */
+static struct entry *find(struct record_cache *c, const char *namespace, const char *jobset, const char *uid)
+{
+	time_t now = now_s();
+
+	for (size_t i = 0; i < RECORD_CACHE_ENTRIES; i++) {
+		struct entry *e = &c->entries[i];
+
+		if (e->record && strcmp(e->namespace, namespace) == 0 && strcmp(e->jobset, jobset) == 0 &&
+		    strcmp(topo_record_uid(e->record), uid) == 0 && now - e->read_at < RECORD_CACHE_TTL_S)
+			return e;
+	}
+	return NULL;
+}
+
+/* Keeps a record read just now: replaces the entry of that JobSet, else an
+ * empty one, else the oldest. Under lock; takes the record. */
+static struct entry *keep(struct record_cache *c, const char *namespace, const char *jobset,
+			  struct topo_record *record)
+{
+	struct entry *slot = NULL;
+
+	for (size_t i = 0; i < RECORD_CACHE_ENTRIES && !slot; i++)
+		if (c->entries[i].record && strcmp(c->entries[i].namespace, namespace) == 0 &&
+		    strcmp(c->entries[i].jobset, jobset) == 0)
+			slot = &c->entries[i];
+	for (size_t i = 0; i < RECORD_CACHE_ENTRIES && !slot; i++)
+		if (!c->entries[i].record)
+			slot = &c->entries[i];
+	if (!slot) { /* full: the oldest goes */
+		slot = &c->entries[0];
+		for (size_t i = 1; i < RECORD_CACHE_ENTRIES; i++)
+			if (c->entries[i].read_at < slot->read_at)
+				slot = &c->entries[i];
+	}
+	topo_record_free(slot->record);
+	snprintf(slot->namespace, sizeof(slot->namespace), "%s", namespace);
+	snprintf(slot->jobset, sizeof(slot->jobset), "%s", jobset);
+	slot->record = record;
+	slot->read_at = now_s();
+	return slot;
+}
+
+/* GETs and parses the record; -1 with the cause naming the ConfigMap. */
+static int read_record(struct record_cache *c, const char *namespace, const char *jobset, const char *uid,
+		       struct topo_record **out, char **cause)
+{
+	char path[KUBE_PATH_MAX], *inner = NULL;
+	cJSON *configmap = NULL;
+	const cJSON *text;
+	int err;
+
+	*out = NULL;
+	if (!c->client)
+		return cause_fail(cause, "muster-webhook has no API access (--kubeconfig or in-cluster) to read "
+					 "the placement of record");
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s" MUSTER_PLACEMENT_SUFFIX, namespace,
+		 jobset);
+	pthread_mutex_lock(&c->api);
+	err = kube_get(c->client, path, &configmap, &inner);
+	pthread_mutex_unlock(&c->api);
+	if (err == KUBE_ENOTFOUND) {
+		free(inner);
+		return cause_fail(cause,
+				  "no placement of record yet: ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX
+				  " is missing (muster-controller writes it when JobSet %s is placed; the Job "
+				  "controller retries this pod)",
+				  namespace, jobset, jobset);
+	}
+	if (err) {
+		cause_fail(cause, "cannot read ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX ": %s", namespace, jobset,
+			   inner ? inner : kube_err_message(err));
+		free(inner);
+		return -1;
+	}
+	text = kjson_member(kjson_member(configmap, "data"), MUSTER_PLACEMENT_KEY);
+	if (!cJSON_IsString(text)) {
+		cJSON_Delete(configmap);
+		return cause_fail(cause, "ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX " has no data." MUSTER_PLACEMENT_KEY,
+				  namespace, jobset);
+	}
+	if (topo_record_parse(text->valuestring, strlen(text->valuestring), out, &inner)) {
+		cJSON_Delete(configmap);
+		cause_fail(cause, "ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX ": %s", namespace, jobset,
+			   inner ? inner : "out of memory");
+		free(inner);
+		return -1;
+	}
+	cJSON_Delete(configmap);
+	if (strcmp(topo_record_uid(*out), uid) != 0) {
+		topo_record_free(*out);
+		*out = NULL;
+		return cause_fail(cause,
+				  "ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX
+				  " is the placement of an earlier JobSet of this name, not of uid %s (muster-controller "
+				  "replaces it)",
+				  namespace, jobset, uid);
+	}
+	return 0;
+}
+
+int record_cache_selector(struct record_cache *cache, const char *namespace, const char *jobset,
+			  const char *uid, const char *replicated_job, uint32_t job_index, uint32_t completion,
+			  char *selector, size_t size, char **cause)
+{
+	struct entry *e;
+	struct topo_record *record = NULL;
+	const char *found = NULL;
+	int rc;
+
+	pthread_mutex_lock(&cache->lock);
+	e = find(cache, namespace, jobset, uid);
+	pthread_mutex_unlock(&cache->lock);
+	if (!e) {
+		if (read_record(cache, namespace, jobset, uid, &record, cause))
+			return -1;
+	}
+	pthread_mutex_lock(&cache->lock);
+	if (record)
+		e = keep(cache, namespace, jobset, record);
+	else if (!(e = find(cache, namespace, jobset, uid))) { /* replaced meanwhile: rare */
+		pthread_mutex_unlock(&cache->lock);
+		return cause_fail(cause, "the placement record of %s/%s changed while it was read; the Job "
+					 "controller retries",
+				  namespace, jobset);
+	}
+	rc = topo_record_find(e->record, replicated_job, job_index, completion, &found);
+	if (rc)
+		snprintf(selector, size, "%s", found);
+	pthread_mutex_unlock(&cache->lock);
+	if (!rc)
+		cause_fail(cause,
+			   "the placement of record of JobSet %s/%s has no pod %s job %u index %u (the JobSet "
+			   "changed after it was placed?)",
+			   namespace, jobset, replicated_job, job_index, completion);
+	return rc;
+}

@@ -1,0 +1,40 @@
+/*
+ * record_cache: the pod route's copies of placement records, read from the
+ * API (GET the ConfigMap `<jobset>-placement`) and kept for a few seconds,
+ * so that the 5,000 pods of a JobSet cost one GET, not 5,000.
+ *
+ * An entry is keyed by namespace/JobSet name and holds the parsed record
+ * (lib/topo/topo_record.h) with the uid it was written for. A lookup for a
+ * pod of another uid (a JobSet deleted and made again under the same name)
+ * or an entry older than RECORD_CACHE_TTL_S reads the API again. A record
+ * not found is not cached: the controller may write it a moment later, and
+ * the Job controller retries the pod.
+ *
+ * Threads: lookups may run concurrently (one lock; the GET is made outside
+ * it). Without an API client every lookup fails with a sentence saying so.
+ */
+#ifndef MUSTER_RECORD_CACHE_H
+#define MUSTER_RECORD_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kube_client.h"
+
+#define RECORD_CACHE_ENTRIES 256
+#define RECORD_CACHE_TTL_S 10
+
+struct record_cache;
+
+/* client may be NULL (no API access); it is used under the cache's lock. */
+int record_cache_new(struct kube_client *client, struct record_cache **out, char **cause);
+void record_cache_free(struct record_cache *cache);
+
+/* The selector of one pod, copied into `selector`: 1 found, 0 the record
+ * has no entry for the pod (*cause says so), -1 no record or the API failed
+ * (*cause says which). */
+int record_cache_selector(struct record_cache *cache, const char *namespace, const char *jobset,
+			  const char *uid, const char *replicated_job, uint32_t job_index, uint32_t completion,
+			  char *selector, size_t size, char **cause);
+
+#endif
