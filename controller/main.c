@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "controller_group.h"
+#include "placement_loop.h"
 #include "flag.h"
 #include "http_serve.h"
 #include "kube_config.h"
@@ -55,6 +56,8 @@ static const char usage_tail[] =
 
 struct app {
 	struct controller_group *group;
+	struct placement_loop *placement; /* NULL with --placement=false */
+	struct metrics_histogram *placement_latency;
 	struct kube_lease *lease; /* NULL without leader election */
 	struct metrics_histogram *release_written, *release_pushed;
 };
@@ -64,6 +67,13 @@ static void observe_released(void *arg, double seconds)
 	struct app *app = arg;
 
 	metrics_histogram_observe(app->release_written, seconds);
+}
+
+static void observe_placed(void *arg, double seconds)
+{
+	struct app *app = arg;
+
+	metrics_histogram_observe(app->placement_latency, seconds);
 }
 
 static void observe_pushed(void *arg, double seconds)
@@ -173,6 +183,32 @@ static int collect(void *arg, struct metrics_writer *w)
 	}
 	metrics_write_gauge(w, "muster_leader", "1 while this replica holds the leader Lease (or runs alone)",
 			    NULL, 0, !app->lease || kube_lease_is_leader(app->lease) ? 1.0 : 0.0);
+	if (app->placement) {
+		struct placement_stats ps;
+
+		placement_loop_stats(app->placement, &ps);
+		metrics_write_gauge(w, "muster_placement_waiting", "JobSets waiting for a placement", NULL, 0,
+				    (double)ps.waiting);
+		metrics_write_counter(w, "muster_placements_total", "JobSets placed (record written, resumed)", NULL,
+				      0, (double)ps.placements);
+		metrics_write_counter(w, "muster_placement_refusals_total",
+				      "Placement refusals (a JobSet waits; counted when its reason changes)", NULL, 0,
+				      (double)ps.refusals);
+		metrics_write_counter(w, "muster_placement_write_failures_total",
+				      "Record or resume writes that failed (retried)", NULL, 0,
+				      (double)ps.record_failures);
+		metrics_write_gauge(w, "muster_placement_decision_seconds", "The last placement pass's decision time",
+				    NULL, 0, ps.last_decision_s);
+		for (size_t i = 0; i < ps.domain_count; i++) {
+			struct metrics_label domain[1] = { { "domain", ps.domains[i] } };
+
+			metrics_write_gauge(w, "muster_placement_free_cpu_cores",
+					    "CPU cores free (requests) per top-level domain, promised room taken off",
+					    domain, 1, ps.free_cpu[i]);
+			metrics_write_gauge(w, "muster_placement_nodes", "Schedulable nodes per top-level domain",
+					    domain, 1, ps.free_nodes[i]);
+		}
+	}
 	controller_group_foreach(app->group, collect_jobset, &jobsets);
 	metrics_write_gauge(w, "muster_jobsets_tracked", "Group-scheduled JobSets tracked", NULL, 0,
 			    (double)jobsets.jobsets);
@@ -199,6 +235,14 @@ static int register_metrics(struct app *app, struct metrics_registry *registry, 
 		err = metrics_histogram_register(registry, "muster_release_latency_seconds", help, &path, 1,
 						 bounds, sizeof(bounds) / sizeof(bounds[0]),
 						 &app->release_pushed, cause);
+	if (!err) {
+		static const char placed_help[] =
+			"Seconds from the placement pass that placed a JobSet to its record written and resume";
+
+		err = metrics_histogram_register(registry, "muster_placement_latency_seconds", placed_help, NULL, 0,
+						 bounds, sizeof(bounds) / sizeof(bounds[0]), &app->placement_latency,
+						 cause);
+	}
 	if (!err)
 		err = metrics_collector_register(registry, collect, app, cause);
 	return err;
@@ -213,7 +257,28 @@ static int check_ready(void *arg, char *reason, size_t size)
 
 	if (app->lease && !kube_lease_is_leader(app->lease))
 		return 0;
-	return controller_group_ready(app->group, reason, size) ? 0 : -1;
+	if (!controller_group_ready(app->group, reason, size))
+		return -1;
+	return !app->placement || placement_loop_ready(app->placement, reason, size) ? 0 : -1;
+}
+
+/* ---- placement ---- */
+
+struct placer {
+	pthread_t thread;
+	struct placement_loop *loop;
+	int err;
+	char *cause;
+};
+
+static void *place_main(void *arg)
+{
+	struct placer *p = arg;
+
+	p->err = placement_loop_run(p->loop, &stop_requested, &p->cause);
+	if (p->err)
+		atomic_store(&stop_requested, 1); /* a watch failed for good: stop as the gang loop would */
+	return NULL;
 }
 
 /* ---- leader election ---- */
@@ -261,7 +326,9 @@ int main(int argc, char **argv)
 	struct metrics_registry *registry = NULL;
 	struct http_serve *server = NULL;
 	struct holder holder = { 0 };
-	int holding = 0;
+	int holding = 0, placing = 0, placement = 1;
+	struct placement_options placement_options = { 0 };
+	struct placer placer = { 0 };
 	struct sigaction action;
 	char *cause = NULL;
 
@@ -289,6 +356,21 @@ int main(int argc, char **argv)
 		{ FLAG_NUMBER, "--push-timeout-ms", "N",
 		  "time per pushed pod (default 2000; the whole push gets 5x)", 1, 600000, NULL,
 		  &push_timeout_ms },
+		{ FLAG_SECTION, NULL, NULL,
+		  "Placement (JobSets with a topology request; docs/placement-live.md)", 0, 0, NULL, NULL },
+		{ FLAG_BOOL, "--placement", "BOOL",
+		  "true (default): place the JobSets muster-webhook gated; false: leave them waiting", 0, 0,
+		  NULL, &placement },
+		{ FLAG_TEXT, "--placement-levels", "L1,L2,...",
+		  "the topology as node labels, outermost first (default: the\ncluster's only Kueue Topology, else its HyperNodes)",
+		  0, 0, NULL, &placement_options.levels },
+		{ FLAG_TEXT, "--placement-topology", "NAME", "the levels of the Kueue Topology NAME", 0, 0, NULL,
+		  &placement_options.topology },
+		{ FLAG_SWITCH, "--placement-hypernodes", NULL, "the topology as the cluster's Volcano HyperNodes", 0,
+		  0, NULL, &placement_options.hypernodes },
+		{ FLAG_TEXT, "--placement-resources", "R1,R2,...",
+		  "resources counted, at most 8 (default " PLACEMENT_RESOURCES_DEFAULT ")", 0, 0, NULL,
+		  &placement_options.resources },
 		{ FLAG_SECTION, NULL, NULL,
 		  "Leader election (a coordination.k8s.io/v1 Lease; one replica acts, the others wait)", 0, 0,
 		  NULL, NULL },
@@ -333,6 +415,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	if (!!placement_options.levels + !!placement_options.topology + placement_options.hypernodes > 1) {
+		fprintf(stderr, "muster-controller: give at most one of --placement-levels, --placement-topology "
+				"and --placement-hypernodes\n");
+		return 2;
+	}
+
 	mlog_init("controller", NULL, NULL);
 	memset(&action, 0, sizeof(action));
 	action.sa_handler = on_signal;
@@ -353,6 +441,17 @@ int main(int argc, char **argv)
 	err = controller_group_new(&cfg, &options, &app.group, &cause);
 	if (err)
 		goto out;
+	if (placement) {
+		placement_options.namespace = options.namespace;
+		err = placement_loop_new(&cfg, &placement_options, &app.placement, &cause);
+		if (err)
+			goto out;
+		{
+			struct placement_observer placed = { observe_placed, &app };
+
+			placement_loop_observe(app.placement, &placed);
+		}
+	}
 	if (metrics_registry_new(0, &registry) != 0 || register_metrics(&app, registry, &cause) != 0) {
 		err = kube_cause(&cause, KUBE_ENOMEM, "cannot set up the metrics");
 		goto out;
@@ -416,7 +515,28 @@ int main(int argc, char **argv)
 	     "namespace=%s push_port=%u push_parallelism=%zu leader_elect=%s metrics=%s",
 	     options.namespace ? options.namespace : "*", options.push_port, options.push_parallelism,
 	     leader_elect ? "true" : "false", strcmp(metrics_addr, "0") ? metrics_addr : "off");
-	err = controller_group_run(app.group, &stop_requested, &cause);
+	if (app.placement) {
+		placer.loop = app.placement;
+		if (pthread_create(&placer.thread, NULL, place_main, &placer) != 0) {
+			err = kube_cause(&cause, KUBE_ENOMEM, "cannot start the placement thread");
+			atomic_store(&stop_requested, 1);
+		} else {
+			placing = 1;
+		}
+	}
+	if (!err)
+		err = controller_group_run(app.group, &stop_requested, &cause);
+	if (placing) {
+		atomic_store(&stop_requested, 1);
+		pthread_join(placer.thread, NULL);
+		if (placer.err && !err) {
+			err = placer.err;
+			free(cause);
+			cause = placer.cause;
+			placer.cause = NULL;
+		}
+		free(placer.cause);
+	}
 	if (holding) {
 		/* The loop has stopped acting: only now may another replica lead. */
 		atomic_store(&holder.stop, 1);
@@ -439,6 +559,7 @@ out:
 	free(cause);
 	http_serve_stop(server);
 	controller_group_free(app.group);
+	placement_loop_free(app.placement);
 	metrics_registry_free(registry);
 	kube_lease_free(app.lease);
 	kube_client_free(lease_client);

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "side_queue.h"
+#include "jobset_event.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,52 +76,11 @@ void side_queue_put(struct side_queue *queue, struct side_job *job)
 	pthread_mutex_unlock(&queue->lock);
 }
 
-/* Creates an Event on the JobSet, so `kubectl describe jobset` shows what
- * happened to its group. Best effort: a failure is logged. */
+/* Creates an Event on the JobSet (jobset_event.h). */
 static void send_event(struct side_queue *queue, const struct side_job *job)
 {
-	char path[KUBE_PATH_MAX], stamp[32], prefix[MODEL_LABEL_MAX + 2];
-	cJSON *body = cJSON_CreateObject(), *metadata, *object, *source;
-	char *cause = NULL;
-	time_t now = time(NULL);
-	struct tm tm;
-	int err;
-
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(prefix, sizeof(prefix), "%s.", job->name);
-	if (!body || !cJSON_AddStringToObject(body, "apiVersion", "v1") ||
-	    !cJSON_AddStringToObject(body, "kind", "Event") ||
-	    !(metadata = cJSON_AddObjectToObject(body, "metadata")) ||
-	    !cJSON_AddStringToObject(metadata, "generateName", prefix) ||
-	    !cJSON_AddStringToObject(metadata, "namespace", job->namespace) ||
-	    !(object = cJSON_AddObjectToObject(body, "involvedObject")) ||
-	    !cJSON_AddStringToObject(object, "apiVersion", "jobset.x-k8s.io/v1alpha2") ||
-	    !cJSON_AddStringToObject(object, "kind", "JobSet") ||
-	    !cJSON_AddStringToObject(object, "name", job->name) ||
-	    !cJSON_AddStringToObject(object, "namespace", job->namespace) ||
-	    !cJSON_AddStringToObject(object, "uid", job->uid) ||
-	    !cJSON_AddStringToObject(body, "reason", job->reason) ||
-	    !cJSON_AddStringToObject(body, "message", job->message) ||
-	    !cJSON_AddStringToObject(body, "type", job->warning ? "Warning" : "Normal") ||
-	    !(source = cJSON_AddObjectToObject(body, "source")) ||
-	    !cJSON_AddStringToObject(source, "component", "muster-controller") ||
-	    !cJSON_AddStringToObject(body, "reportingComponent", "muster-controller") ||
-	    !cJSON_AddStringToObject(body, "firstTimestamp", stamp) ||
-	    !cJSON_AddStringToObject(body, "lastTimestamp", stamp) ||
-	    !cJSON_AddNumberToObject(body, "count", 1)) {
-		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s cause=\"out of memory\"",
-		     job->namespace, job->name, job->reason);
-		goto out;
-	}
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", job->namespace);
-	err = kube_create(queue->client, path, body, NULL, &cause);
-	if (err)
-		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s err=%s cause=\"%s\"", job->namespace,
-		     job->name, job->reason, kube_err_name(err), cause ? cause : "");
-	free(cause);
-out:
-	cJSON_Delete(body);
+	jobset_event_post(queue->client, job->namespace, job->name, job->uid, job->reason, job->warning,
+			  job->message);
 }
 
 /* Pushes the release to every started pod's barrier, logs the outcome and

@@ -1,0 +1,1317 @@
+/*
+ * placement_loop: place gated JobSets, write their records, resume them
+ * (placement_loop.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "placement_loop.h"
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "jobset_event.h"
+#include "kjson.h"
+#include "kube_curl.h"
+#include "kube_error.h"
+#include "kube_informer.h"
+#include "mlog.h"
+#include "muster_api.h"
+#include "name_table.h"
+#include "topo_cache.h"
+#include "topo_jobset.h"
+#include "topo_objects.h"
+#include "topo_record.h"
+#include "watch_set.h"
+
+#define JOBSETS_PATH "/apis/jobset.x-k8s.io/v1alpha2"
+#define TOPOLOGIES_PATH "/apis/kueue.x-k8s.io/v1beta2/topologies"
+#define TOPOLOGIES_PATH_V1BETA1 "/apis/kueue.x-k8s.io/v1beta1/topologies"
+#define HYPERNODES_PATH "/apis/topology.volcano.sh/v1alpha1/hypernodes"
+#define PAGE_SIZE 500
+#define REASON_MAX 900
+
+enum { API_NODES, API_PODS, API_JOBSETS, API_WRITES, API_COUNT };
+enum { WATCH_NODES, WATCH_PODS, WATCH_JOBSETS, WATCH_COUNT };
+
+/* A JobSet carrying muster.dev/placement. */
+struct pjobset {
+	struct name_node node;
+	char namespace[64], name[254], uid[129], created[40];
+	char state[16];
+	int finished;
+	struct topo_store store;
+	struct topo_jobset request;
+	int decoded;
+	char decode_cause[REASON_MAX - 64];
+	char reason[REASON_MAX]; /* the waiting reason of record (its annotation) */
+	int record_checked; /* the record was read (or written) once */
+	int resuming; /* this pass resumes it from its record */
+	struct topo_record *record; /* NULL: none */
+	uint64_t seen; /* the pass that last saw it in the table (tombstone check) */
+};
+
+/* Pods of placed JobSets that are bound, by namespace and
+ * "jobset/replicated job/job index/completion index" (refs: pods of two
+ * restart attempts may overlap for a moment). */
+struct bound {
+	struct name_node node;
+	char namespace[64];
+	char key[600];
+	unsigned refs;
+	char pod[254]; /* the pod's own name, to forget it on delete */
+};
+
+struct api {
+	struct kube_curl *curl;
+	struct kube_client *client;
+};
+
+struct placement_loop {
+	char *namespace, *levels, *topology, *resources;
+	int hypernodes;
+	const char *resource_names[TOPO_RESOURCES_MAX];
+	size_t resource_count;
+	struct api api[API_COUNT];
+	struct kube_informer *informers[WATCH_COUNT];
+	pthread_mutex_t lock; /* everything below */
+	pthread_cond_t cond;
+	struct topo_cache *cache;
+	struct name_table jobsets, bound, pod_keys;
+	int dirty;
+	int listed[WATCH_COUNT];
+	struct placement_stats stats;
+	struct placement_observer observer;
+	struct topo_node *work; /* the pass's copy of the nodes, with promised room */
+	size_t work_cap;
+};
+
+/* ---- small helpers ---- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const char *meta_string(const cJSON *object, const char *field)
+{
+	const cJSON *v = kjson_member(kjson_member(object, "metadata"), field);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static const char *annotation(const cJSON *object, const char *key)
+{
+	const cJSON *v = kjson_member(kjson_member(kjson_member(object, "metadata"), "annotations"), key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *label(const cJSON *object, const char *key)
+{
+	const cJSON *v = kjson_member(kjson_member(kjson_member(object, "metadata"), "labels"), key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Completed or Failed (a JobSet's terminal conditions). */
+static int finished(const cJSON *jobset)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, kjson_member(kjson_member(jobset, "status"), "conditions"))
+	{
+		const cJSON *type = kjson_member(c, "type"), *status = kjson_member(c, "status");
+
+		if (cJSON_IsString(type) && cJSON_IsString(status) && strcmp(status->valuestring, "True") == 0 &&
+		    (strcmp(type->valuestring, "Completed") == 0 || strcmp(type->valuestring, "Failed") == 0))
+			return 1;
+	}
+	return 0;
+}
+
+static void mark_dirty(struct placement_loop *loop)
+{
+	loop->dirty = 1;
+	pthread_cond_signal(&loop->cond);
+}
+
+/* ---- JobSets ---- */
+
+static void pjobset_free(struct pjobset *j)
+{
+	if (!j)
+		return;
+	topo_store_free(&j->store);
+	topo_record_free(j->record);
+	free(j);
+}
+
+static int jobset_change(void *arg, const struct kube_informer_event *e)
+{
+	struct placement_loop *loop = arg;
+	struct pjobset *j;
+	const char *state = e->object ? annotation(e->object, MUSTER_ANNOTATION_PLACEMENT) : NULL;
+	const char *reason;
+	char *cause = NULL;
+
+	pthread_mutex_lock(&loop->lock);
+	j = (struct pjobset *)name_table_find(&loop->jobsets, e->namespace, e->name);
+	if (e->change == KUBE_INFORMER_DELETE || !state ||
+	    (j && strcmp(j->uid, meta_string(e->object, "uid")) != 0)) {
+		if (j) {
+			name_table_remove(&loop->jobsets, &j->node);
+			pjobset_free(j);
+			mark_dirty(loop); /* its promised room is free */
+		}
+		if (e->change == KUBE_INFORMER_DELETE || !state)
+			goto out;
+		j = NULL;
+	}
+	if (!j) {
+		if (!(j = calloc(1, sizeof(*j))))
+			goto out;
+		snprintf(j->namespace, sizeof(j->namespace), "%s", e->namespace);
+		snprintf(j->name, sizeof(j->name), "%s", e->name);
+		snprintf(j->uid, sizeof(j->uid), "%s", meta_string(e->object, "uid"));
+		snprintf(j->created, sizeof(j->created), "%s", meta_string(e->object, "creationTimestamp"));
+		j->node.namespace = j->namespace;
+		j->node.name = j->name;
+		if (name_table_insert(&loop->jobsets, &j->node)) {
+			free(j);
+			goto out;
+		}
+		j->store.chunk = 4096;
+		if (topo_jobset_decode(&j->store, e->object, &j->request, &cause) == 0) {
+			j->decoded = 1;
+		} else {
+			snprintf(j->decode_cause, sizeof(j->decode_cause), "%s", cause ? cause : "out of memory");
+			free(cause);
+		}
+	}
+	snprintf(j->state, sizeof(j->state), "%s", state);
+	j->finished = finished(e->object);
+	reason = annotation(e->object, MUSTER_ANNOTATION_PLACEMENT_REASON);
+	snprintf(j->reason, sizeof(j->reason), "%s", reason ? reason : "");
+	mark_dirty(loop);
+out:
+	pthread_mutex_unlock(&loop->lock);
+	return 0;
+}
+
+/* ---- Nodes and pods ---- */
+
+static int node_change(void *arg, const struct kube_informer_event *e)
+{
+	struct placement_loop *loop = arg;
+	char *cause = NULL;
+
+	pthread_mutex_lock(&loop->lock);
+	if (e->change == KUBE_INFORMER_DELETE) {
+		topo_cache_node_delete(loop->cache, e->name);
+	} else if (topo_cache_node_put(loop->cache, e->object, &cause)) {
+		mlog(MLOG_WARN, "node-ignored", "node=%s cause=\"%s\"", e->name, cause ? cause : "out of memory");
+		free(cause);
+	}
+	mark_dirty(loop);
+	pthread_mutex_unlock(&loop->lock);
+	return 0;
+}
+
+/* The bound key of a pinned pod, or 0 when it is not one. */
+static int bound_key(const cJSON *pod, char *key, size_t size)
+{
+	const char *jobset = label(pod, JOBSET_LABEL_NAME), *rj = label(pod, JOBSET_LABEL_REPLICATED_JOB),
+		   *job = label(pod, JOBSET_LABEL_JOB_INDEX), *pin = label(pod, MUSTER_LABEL_PLACEMENT);
+	const char *completion = annotation(pod, JOB_ANNOTATION_COMPLETION_INDEX);
+	const cJSON *node = kjson_member(kjson_member(pod, "spec"), "nodeName");
+
+	if (!pin || !jobset || !rj || !job || !completion || !cJSON_IsString(node) || !node->valuestring[0])
+		return 0;
+	return snprintf(key, size, "%s/%s/%s/%s", jobset, rj, job, completion) < (int)size;
+}
+
+static void bound_forget(struct placement_loop *loop, const char *namespace, const char *pod)
+{
+	struct bound *b = (struct bound *)name_table_find(&loop->pod_keys, namespace, pod);
+	struct bound *counted;
+
+	if (!b)
+		return;
+	name_table_remove(&loop->pod_keys, &b->node);
+	counted = (struct bound *)name_table_find(&loop->bound, namespace, b->key);
+	if (counted && --counted->refs == 0) {
+		name_table_remove(&loop->bound, &counted->node);
+		free(counted);
+	}
+	free(b);
+}
+
+/* Remembers that the pinned pod `pod` holds `key`: one entry by pod name
+ * (to forget it) and a counted one by key (what reservations ask). */
+static void bound_note(struct placement_loop *loop, const char *namespace, const char *pod, const char *key)
+{
+	struct bound *b, *counted;
+
+	if ((b = (struct bound *)name_table_find(&loop->pod_keys, namespace, pod)) != NULL)
+		return;
+	if (!(b = calloc(1, sizeof(*b))))
+		return;
+	snprintf(b->namespace, sizeof(b->namespace), "%s", namespace);
+	snprintf(b->pod, sizeof(b->pod), "%s", pod);
+	snprintf(b->key, sizeof(b->key), "%s", key);
+	b->node.namespace = b->namespace;
+	b->node.name = b->pod;
+	if (name_table_insert(&loop->pod_keys, &b->node)) {
+		free(b);
+		return;
+	}
+	counted = (struct bound *)name_table_find(&loop->bound, namespace, key);
+	if (!counted) {
+		if (!(counted = calloc(1, sizeof(*counted)))) {
+			name_table_remove(&loop->pod_keys, &b->node);
+			free(b);
+			return;
+		}
+		snprintf(counted->namespace, sizeof(counted->namespace), "%s", namespace);
+		snprintf(counted->key, sizeof(counted->key), "%s", key);
+		counted->node.namespace = counted->namespace;
+		counted->node.name = counted->key;
+		if (name_table_insert(&loop->bound, &counted->node)) {
+			free(counted);
+			name_table_remove(&loop->pod_keys, &b->node);
+			free(b);
+			return;
+		}
+	}
+	counted->refs++;
+}
+
+static int pod_change(void *arg, const struct kube_informer_event *e)
+{
+	struct placement_loop *loop = arg;
+	char key[600], *cause = NULL;
+
+	pthread_mutex_lock(&loop->lock);
+	if (e->change == KUBE_INFORMER_DELETE) {
+		topo_cache_pod_delete(loop->cache, e->namespace, e->name);
+		bound_forget(loop, e->namespace, e->name);
+	} else {
+		if (topo_cache_pod_put(loop->cache, e->object, &cause)) {
+			mlog(MLOG_WARN, "pod-ignored", "pod=%s/%s cause=\"%s\"", e->namespace, e->name,
+			     cause ? cause : "out of memory");
+			free(cause);
+		}
+		if (bound_key(e->object, key, sizeof(key)))
+			bound_note(loop, e->namespace, e->name, key);
+	}
+	mark_dirty(loop);
+	pthread_mutex_unlock(&loop->lock);
+	return 0;
+}
+
+static int relist_end(struct placement_loop *loop, int which)
+{
+	pthread_mutex_lock(&loop->lock);
+	loop->listed[which] = 1;
+	mark_dirty(loop);
+	pthread_mutex_unlock(&loop->lock);
+	return 0;
+}
+
+static int nodes_listed(void *arg, const char *rv)
+{
+	(void)rv;
+	return relist_end(arg, WATCH_NODES);
+}
+
+static int pods_listed(void *arg, const char *rv)
+{
+	(void)rv;
+	return relist_end(arg, WATCH_PODS);
+}
+
+static int jobsets_listed(void *arg, const char *rv)
+{
+	(void)rv;
+	return relist_end(arg, WATCH_JOBSETS);
+}
+
+/* ---- the topology of a pass ---- */
+
+struct topology {
+	struct topo_store store;
+	const char *levels[TOPO_LEVELS_MAX];
+	size_t level_count;
+	struct topo_hypernode *hypernodes;
+	size_t hypernode_count;
+	int from_hypernodes;
+	char problem[REASON_MAX]; /* why there is none, or "" */
+};
+
+static int collect(void *arg, const cJSON *item)
+{
+	cJSON *copy = cJSON_Duplicate(item, 1);
+
+	if (!copy || !cJSON_AddItemToArray(arg, copy)) {
+		cJSON_Delete(copy);
+		return KUBE_ENOMEM;
+	}
+	return 0;
+}
+
+/* The items of a LIST (an array the caller deletes), or NULL with err. */
+static cJSON *list_all(struct placement_loop *loop, const char *path, int *err, char **cause)
+{
+	cJSON *items = cJSON_CreateArray();
+
+	if (!items) {
+		*err = KUBE_ENOMEM;
+		return NULL;
+	}
+	*err = kube_list(loop->api[API_WRITES].client, path, NULL, PAGE_SIZE, collect, items, NULL, cause);
+	if (*err) {
+		cJSON_Delete(items);
+		return NULL;
+	}
+	return items;
+}
+
+static void levels_of(struct topology *t, const struct topo_levels *found)
+{
+	for (size_t i = 0; i < found->count; i++)
+		t->levels[i] = found->labels[i];
+	t->level_count = found->count;
+}
+
+static int use_topology(struct topology *t, const cJSON *object, const char *where)
+{
+	struct topo_levels found;
+	char *cause = NULL;
+
+	if (topo_kueue_topology_decode(&t->store, object, where, &found, &cause)) {
+		snprintf(t->problem, sizeof(t->problem), "%s", cause ? cause : "out of memory");
+		free(cause);
+		return -1;
+	}
+	levels_of(t, &found);
+	return 0;
+}
+
+static int use_hypernodes(struct topology *t, const cJSON *items)
+{
+	const cJSON *item;
+	size_t n = 0;
+	char *cause = NULL;
+
+	t->hypernode_count = (size_t)cJSON_GetArraySize(items);
+	t->hypernodes = topo_store_alloc(&t->store, t->hypernode_count ? t->hypernode_count : 1,
+					 sizeof(*t->hypernodes));
+	if (!t->hypernodes) {
+		snprintf(t->problem, sizeof(t->problem), "out of memory for the HyperNodes");
+		return -1;
+	}
+	cJSON_ArrayForEach(item, items)
+	{
+		if (topo_hypernode_decode(&t->store, item, "hypernodes", &t->hypernodes[n++], &cause)) {
+			snprintf(t->problem, sizeof(t->problem), "%s", cause ? cause : "out of memory");
+			free(cause);
+			return -1;
+		}
+	}
+	t->from_hypernodes = 1;
+	return 0;
+}
+
+/* Reads the topology of this pass (outside the lock). */
+static void read_topology(struct placement_loop *loop, struct topology *t)
+{
+	char path[KUBE_PATH_MAX], *cause = NULL;
+	cJSON *object = NULL, *items = NULL;
+	int err;
+
+	if (loop->levels) {
+		char *save = NULL, *copy = (char *)topo_store_string(&t->store, loop->levels);
+
+		for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && t->level_count < TOPO_LEVELS_MAX;
+		     tok = strtok_r(NULL, ",", &save))
+			t->levels[t->level_count++] = tok;
+		return;
+	}
+	if (loop->topology) {
+		snprintf(path, sizeof(path), TOPOLOGIES_PATH "/%s", loop->topology);
+		err = kube_get(loop->api[API_WRITES].client, path, &object, &cause);
+		if (err == KUBE_ENOTFOUND) {
+			free(cause);
+			cause = NULL;
+			snprintf(path, sizeof(path), TOPOLOGIES_PATH_V1BETA1 "/%s", loop->topology);
+			err = kube_get(loop->api[API_WRITES].client, path, &object, &cause);
+		}
+		if (err)
+			snprintf(t->problem, sizeof(t->problem), "the Kueue Topology %s (--placement-topology): %s",
+				 loop->topology, err == KUBE_ENOTFOUND ? "not found" : cause ? cause : kube_err_message(err));
+		else
+			use_topology(t, object, "topology");
+		goto out;
+	}
+	if (loop->hypernodes) {
+		if (!(items = list_all(loop, HYPERNODES_PATH, &err, &cause)))
+			snprintf(t->problem, sizeof(t->problem), "the HyperNodes: %s",
+				 cause ? cause : kube_err_message(err));
+		else if (cJSON_GetArraySize(items) == 0)
+			snprintf(t->problem, sizeof(t->problem), "the cluster has no HyperNodes (--placement-hypernodes)");
+		else
+			use_hypernodes(t, items);
+		goto out;
+	}
+	/* By default: the only Kueue Topology, else the HyperNodes. */
+	items = list_all(loop, TOPOLOGIES_PATH, &err, &cause);
+	if (items && cJSON_GetArraySize(items) == 1) {
+		use_topology(t, cJSON_GetArrayItem(items, 0), "topology");
+		goto out;
+	}
+	if (items && cJSON_GetArraySize(items) > 1) {
+		snprintf(t->problem, sizeof(t->problem),
+			 "the cluster has %d Kueue Topologies: name one with --placement-topology",
+			 cJSON_GetArraySize(items));
+		goto out;
+	}
+	cJSON_Delete(items);
+	free(cause);
+	cause = NULL;
+	items = list_all(loop, HYPERNODES_PATH, &err, &cause);
+	if (items && cJSON_GetArraySize(items) > 0)
+		use_hypernodes(t, items);
+	else
+		snprintf(t->problem, sizeof(t->problem),
+			 "no topology: the cluster has no Kueue Topology and no HyperNodes, and muster-controller "
+			 "has no --placement-levels");
+out:
+	cJSON_Delete(object);
+	cJSON_Delete(items);
+	free(cause);
+}
+
+/* ---- records ---- */
+
+static void record_path(char *path, size_t size, const char *namespace, const char *name, int collection)
+{
+	if (collection)
+		snprintf(path, size, "/api/v1/namespaces/%s/configmaps", namespace);
+	else
+		snprintf(path, size, "/api/v1/namespaces/%s/configmaps/%s" MUSTER_PLACEMENT_SUFFIX, namespace, name);
+}
+
+/* Reads the record of a JobSet: 0 and *out (NULL when there is none, or it
+ * is an earlier JobSet's), or an API error. */
+static int record_read(struct placement_loop *loop, const char *namespace, const char *name, const char *uid,
+		       struct topo_record **out, char **cause)
+{
+	char path[KUBE_PATH_MAX];
+	cJSON *configmap = NULL;
+	const cJSON *text;
+	int err;
+
+	*out = NULL;
+	record_path(path, sizeof(path), namespace, name, 0);
+	err = kube_get(loop->api[API_WRITES].client, path, &configmap, cause);
+	if (err == KUBE_ENOTFOUND) {
+		free(*cause);
+		*cause = NULL;
+		return 0;
+	}
+	if (err)
+		return err;
+	text = kjson_member(kjson_member(configmap, "data"), MUSTER_PLACEMENT_KEY);
+	if (cJSON_IsString(text) && topo_record_parse(text->valuestring, strlen(text->valuestring), out, NULL) == 0 &&
+	    strcmp(topo_record_uid(*out), uid) != 0) {
+		topo_record_free(*out);
+		*out = NULL;
+	}
+	cJSON_Delete(configmap);
+	return 0;
+}
+
+static cJSON *record_body(const char *namespace, const char *name, const char *uid, const char *text)
+{
+	char cm[300];
+	cJSON *body = cJSON_CreateObject(), *metadata, *labels, *owners, *owner, *data;
+
+	snprintf(cm, sizeof(cm), "%s" MUSTER_PLACEMENT_SUFFIX, name);
+	if (!body || !cJSON_AddStringToObject(body, "apiVersion", "v1") ||
+	    !cJSON_AddStringToObject(body, "kind", "ConfigMap") ||
+	    !(metadata = cJSON_AddObjectToObject(body, "metadata")) || !cJSON_AddStringToObject(metadata, "name", cm) ||
+	    !cJSON_AddStringToObject(metadata, "namespace", namespace) ||
+	    !(labels = cJSON_AddObjectToObject(metadata, "labels")) ||
+	    !cJSON_AddStringToObject(labels, JOBSET_LABEL_NAME, name) ||
+	    !(owners = cJSON_AddArrayToObject(metadata, "ownerReferences")) || !(owner = cJSON_CreateObject()) ||
+	    !cJSON_AddItemToArray(owners, owner) ||
+	    !cJSON_AddStringToObject(owner, "apiVersion", "jobset.x-k8s.io/v1alpha2") ||
+	    !cJSON_AddStringToObject(owner, "kind", "JobSet") || !cJSON_AddStringToObject(owner, "name", name) ||
+	    !cJSON_AddStringToObject(owner, "uid", uid) || !cJSON_AddBoolToObject(owner, "controller", 1) ||
+	    !cJSON_AddBoolToObject(owner, "blockOwnerDeletion", 1) || !(data = cJSON_AddObjectToObject(body, "data")) ||
+	    !cJSON_AddStringToObject(data, MUSTER_PLACEMENT_KEY, text)) {
+		cJSON_Delete(body);
+		return NULL;
+	}
+	return body;
+}
+
+/* Writes the record: created; or, when one exists, kept if it is this
+ * JobSet's (*kept set: the placement of record is that one), replaced if it
+ * is an earlier JobSet's. */
+static int record_write(struct placement_loop *loop, const char *namespace, const char *name, const char *uid,
+			const char *text, struct topo_record **kept, char **cause)
+{
+	char path[KUBE_PATH_MAX];
+	cJSON *body = record_body(namespace, name, uid, text);
+	int err;
+
+	*kept = NULL;
+	if (!body)
+		return kube_cause(cause, KUBE_ENOMEM, "no memory for the placement record");
+	record_path(path, sizeof(path), namespace, name, 1);
+	err = kube_create(loop->api[API_WRITES].client, path, body, NULL, cause);
+	if (err == KUBE_ECONFLICT) {
+		free(*cause);
+		*cause = NULL;
+		err = record_read(loop, namespace, name, uid, kept, cause);
+		if (!err && !*kept) { /* an earlier JobSet's (or unreadable): replaced */
+			mlog(MLOG_INFO, "placement-record-replaced",
+			     "jobset=%s/%s reason=\"written for an earlier JobSet of this name\"", namespace, name);
+			record_path(path, sizeof(path), namespace, name, 0);
+			err = kube_delete(loop->api[API_WRITES].client, path, cause);
+			if (!err || err == KUBE_ENOTFOUND) {
+				free(*cause);
+				*cause = NULL;
+				record_path(path, sizeof(path), namespace, name, 1);
+				err = kube_create(loop->api[API_WRITES].client, path, body, NULL, cause);
+			}
+		}
+	}
+	cJSON_Delete(body);
+	return err;
+}
+
+/* Resumes the JobSet as placed, in one merge patch that names its uid (a
+ * JobSet made again under the name is not touched: 409). */
+static int resume(struct placement_loop *loop, const char *namespace, const char *name, const char *uid,
+		  char **cause)
+{
+	char path[KUBE_PATH_MAX], patch[512];
+
+	snprintf(path, sizeof(path), JOBSETS_PATH "/namespaces/%s/jobsets/%s", namespace, name);
+	snprintf(patch, sizeof(patch),
+		 "{\"metadata\":{\"uid\":\"%s\",\"annotations\":{\"" MUSTER_ANNOTATION_PLACEMENT
+		 "\":\"" MUSTER_PLACEMENT_PLACED "\",\"" MUSTER_ANNOTATION_PLACEMENT_REASON
+		 "\":null}},\"spec\":{\"suspend\":false}}",
+		 uid);
+	return kube_patch(loop->api[API_WRITES].client, path, KUBE_PATCH_MERGE, patch, NULL, cause);
+}
+
+static int write_reason(struct placement_loop *loop, const char *namespace, const char *name, const char *uid,
+			const char *reason, char **cause)
+{
+	char path[KUBE_PATH_MAX];
+	cJSON *patch = cJSON_CreateObject(), *metadata, *annotations;
+	char *text = NULL;
+	int err = KUBE_ENOMEM;
+
+	snprintf(path, sizeof(path), JOBSETS_PATH "/namespaces/%s/jobsets/%s", namespace, name);
+	if (patch && (metadata = cJSON_AddObjectToObject(patch, "metadata")) &&
+	    cJSON_AddStringToObject(metadata, "uid", uid) &&
+	    (annotations = cJSON_AddObjectToObject(metadata, "annotations")) &&
+	    cJSON_AddStringToObject(annotations, MUSTER_ANNOTATION_PLACEMENT_REASON, reason) &&
+	    (text = cJSON_PrintUnformatted(patch)))
+		err = kube_patch(loop->api[API_WRITES].client, path, KUBE_PATCH_MERGE, text, NULL, cause);
+	cJSON_Delete(patch);
+	free(text);
+	return err;
+}
+
+/* ---- the decision ---- */
+
+/* What a pass decided for one JobSet, acted on outside the lock. */
+struct action {
+	char namespace[64], name[254], uid[129];
+	int place; /* 1: write `record`, resume; 0: wait with `reason` */
+	char *record;
+	char reason[REASON_MAX];
+	int reason_changed;
+	size_t pods;
+	char where[256]; /* the domains, for the Event */
+};
+
+struct pass {
+	struct placement_loop *loop;
+	struct topo_cluster cluster;
+	struct pjobset **pending;
+	size_t pending_count, pending_cap;
+	struct action *actions;
+	size_t action_count;
+	/* for reservations */
+	const struct pjobset *current;
+	struct topo_cluster *work_cluster;
+	uint64_t reserved_pods;
+};
+
+static void collect_pending(void *arg, struct name_node *node)
+{
+	struct pass *p = arg;
+	struct pjobset *j = (struct pjobset *)node;
+
+	if (strcmp(j->state, MUSTER_PLACEMENT_WAITING) != 0 || j->finished || j->resuming)
+		return;
+	if (p->pending_count == p->pending_cap) {
+		size_t cap = p->pending_cap ? p->pending_cap * 2 : 16;
+		struct pjobset **grown = realloc(p->pending, cap * sizeof(*grown));
+
+		if (!grown)
+			return;
+		p->pending = grown;
+		p->pending_cap = cap;
+	}
+	p->pending[p->pending_count++] = j;
+}
+
+static int by_creation(const void *a, const void *b)
+{
+	const struct pjobset *x = *(const struct pjobset *const *)a, *y = *(const struct pjobset *const *)b;
+	int c = strcmp(x->created, y->created);
+
+	if (!c)
+		c = strcmp(x->namespace, y->namespace);
+	return c ? c : strcmp(x->name, y->name);
+}
+
+static const struct topo_jobset_group *group_named(const struct pjobset *j, const char *name)
+{
+	for (size_t g = 0; g < j->request.group_count; g++)
+		if (strcmp(j->request.groups[g].name, name) == 0)
+			return &j->request.groups[g];
+	return NULL;
+}
+
+/* Adds one pod's request (of `pod`) to node `n` of the working copy. */
+static void take(struct topo_cluster *c, struct topo_node *n, const struct topo_pod_scheduling *pod)
+{
+	int pods = topo_resource_index(c, "pods");
+
+	for (size_t r = 0; r < pod->request_count; r++) {
+		int i = topo_resource_index(c, pod->request_names[r]);
+
+		if (i >= 0)
+			n->used[i] = topo_amount_add(n->used[i], pod->request_values[r]);
+	}
+	if (pods >= 0)
+		n->used[pods] += 1;
+}
+
+/* 1 when the pod's request fits the node's free room. */
+static int room_for(const struct topo_cluster *c, const struct topo_node *n, const struct topo_pod_scheduling *pod)
+{
+	int pods = topo_resource_index(c, "pods");
+
+	for (size_t r = 0; r < pod->request_count; r++) {
+		int i = topo_resource_index(c, pod->request_names[r]);
+
+		if (i >= 0 && n->allocatable[i] - n->used[i] < pod->request_values[r])
+			return 0;
+	}
+	return pods < 0 || n->allocatable[pods] - n->used[pods] >= 1;
+}
+
+/* One run of a placed JobSet's record: its pods not bound yet take room on
+ * the nodes of their domain (first fit; the first node of the domain when
+ * none has room, so that the promise still counts). */
+static int reserve_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint32_t to, const char *selector)
+{
+	struct pass *p = arg;
+	struct topo_cluster *c = p->work_cluster;
+	const struct topo_jobset_group *group = group_named(p->current, rj);
+	struct topo_node *nodes = p->loop->work;
+	char key[600];
+
+	if (!group)
+		return 0;
+	for (uint32_t i = from; i <= to; i++) {
+		struct topo_node *first = NULL, *fit = NULL;
+
+		snprintf(key, sizeof(key), "%s/%s/%u/%u", p->current->name, rj, job, i);
+		if (name_table_find(&p->loop->bound, p->current->namespace, key))
+			continue;
+		for (size_t n = 0; n < c->node_count && !fit; n++) {
+			if (!topo_record_selector_matches(selector, &nodes[n]))
+				continue;
+			if (!first)
+				first = &nodes[n];
+			if (room_for(c, &nodes[n], &group->pod))
+				fit = &nodes[n];
+		}
+		if (fit || first) {
+			take(c, fit ? fit : first, &group->pod);
+			p->reserved_pods++;
+		}
+		if (i == UINT32_MAX)
+			break;
+	}
+	return 0;
+}
+
+static void reserve_jobset(void *arg, struct name_node *node)
+{
+	struct pass *p = arg;
+	struct pjobset *j = (struct pjobset *)node;
+
+	if (!j->record || j->finished || !j->decoded)
+		return;
+	p->current = j;
+	topo_record_foreach(j->record, reserve_run, p);
+}
+
+/* The top-level domains' free cores and nodes, for /metrics. */
+static void note_domains(struct placement_loop *loop, const struct topo_tree *t)
+{
+	const struct topo_cluster *c = t->cluster;
+	int cpu = topo_resource_index(c, "cpu");
+	size_t shown = 0;
+
+	for (uint32_t d = 1; d < t->domain_count && shown < PLACEMENT_DOMAINS_SHOWN; d++) {
+		const struct topo_domain *dom = &t->domains[d];
+
+		if (dom->level != 1)
+			continue;
+		snprintf(loop->stats.domains[shown], sizeof(loop->stats.domains[shown]), "%s",
+			 dom->name ? dom->name : "");
+		loop->stats.free_cpu[shown] = 0;
+		loop->stats.free_nodes[shown] = 0;
+		for (uint32_t leaf = d; leaf < dom->end; leaf++) {
+			const struct topo_node *n;
+
+			if (t->domains[leaf].node == TOPO_NONE)
+				continue;
+			n = &c->nodes[t->domains[leaf].node];
+			loop->stats.free_nodes[shown] += n->unschedulable ? 0 : 1;
+			if (cpu >= 0)
+				loop->stats.free_cpu[shown] += (double)(n->allocatable[cpu] - n->used[cpu]) / 1e3;
+		}
+		shown++;
+	}
+	loop->stats.domain_count = shown;
+}
+
+static struct topo_tree *build_tree(const struct topology *top, const struct topo_cluster *c, char **cause)
+{
+	if (top->from_hypernodes)
+		return topo_tree_from_hypernodes(c, top->hypernodes, top->hypernode_count, cause);
+	return topo_tree_from_levels(c, top->levels, top->level_count, cause);
+}
+
+/* The domains a placement used, for the Event ("rack-1/a, rack-2/b"). */
+static void describe(const struct topo_tree *t, const struct topo_placement *pl, char *out, size_t size)
+{
+	size_t at = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < pl->instance_count && at + 2 < size; i++) {
+		char path[200];
+
+		topo_tree_path(t, pl->instance_domain[i], path, sizeof(path));
+		if (strstr(out, path) && path[0])
+			continue;
+		at += (size_t)snprintf(out + at, size - at, "%s%s", at ? ", " : "", path[0] ? path : "(cluster)");
+	}
+}
+
+/* Decides under the lock; fills p->actions. */
+static void decide(struct pass *p, const struct topology *top)
+{
+	struct placement_loop *loop = p->loop;
+	struct topo_cluster snapshot, *c = &p->cluster;
+	struct topo_tree *t = NULL;
+	char *cause = NULL;
+
+	name_table_each(&loop->jobsets, collect_pending, p);
+	if (!p->pending_count)
+		return;
+	if (p->pending_count > 1)
+		qsort(p->pending, p->pending_count, sizeof(*p->pending), by_creation);
+	p->actions = calloc(p->pending_count, sizeof(*p->actions));
+	if (!p->actions)
+		return;
+	if (!top->problem[0] && topo_cache_cluster(loop->cache, &snapshot, &cause) == 0) {
+		/* A copy the pass may add promised room to. */
+		if (snapshot.node_count > loop->work_cap) {
+			struct topo_node *grown = realloc(loop->work, snapshot.node_count * sizeof(*grown));
+
+			if (grown) {
+				loop->work = grown;
+				loop->work_cap = snapshot.node_count;
+			}
+		}
+		if (snapshot.node_count <= loop->work_cap) {
+			if (snapshot.node_count)
+				memcpy(loop->work, snapshot.nodes, snapshot.node_count * sizeof(*loop->work));
+			*c = snapshot;
+			c->nodes = loop->work;
+			p->work_cluster = c;
+			name_table_each(&loop->jobsets, reserve_jobset, p);
+			t = build_tree(top, c, &cause);
+		}
+	}
+	if (t)
+		note_domains(loop, t);
+	for (size_t i = 0; i < p->pending_count; i++) {
+		struct pjobset *j = p->pending[i];
+		struct action *a = &p->actions[p->action_count++];
+		struct topo_group groups[TOPO_GROUPS_MAX];
+		struct topo_request request;
+		struct topo_placement *pl = NULL;
+		char *why = NULL;
+
+		snprintf(a->namespace, sizeof(a->namespace), "%s", j->namespace);
+		snprintf(a->name, sizeof(a->name), "%s", j->name);
+		snprintf(a->uid, sizeof(a->uid), "%s", j->uid);
+		if (!j->decoded) {
+			snprintf(a->reason, sizeof(a->reason), "the placement request: %s", j->decode_cause);
+		} else if (top->problem[0]) {
+			snprintf(a->reason, sizeof(a->reason), "%s", top->problem);
+		} else if (!t) {
+			snprintf(a->reason, sizeof(a->reason), "the topology tree: %s", cause ? cause : "out of memory");
+		} else if (topo_jobset_place(&j->request, t, groups, &request, &pl, &why) == 0 &&
+			   topo_record_encode(t, &request, pl, j->uid, &a->record, &why) == 0) {
+			a->place = 1;
+			a->pods = pl->pod_count;
+			describe(t, pl, a->where, sizeof(a->where));
+			/* Its pods take their room before the next JobSet is placed. */
+			for (size_t k = 0; k < pl->pod_count; k++) {
+				const struct topo_jobset_group *g = group_named(j, request.groups[pl->pods[k].group].name);
+
+				if (pl->pods[k].node != TOPO_NONE && g)
+					take(c, &loop->work[pl->pods[k].node], &g->pod);
+			}
+			topo_tree_free(t);
+			t = build_tree(top, c, &cause);
+		} else {
+			snprintf(a->reason, sizeof(a->reason), "%s", why ? why : "out of memory");
+		}
+		free(why);
+		topo_placement_free(pl);
+		if (!a->place) {
+			a->reason_changed = strcmp(a->reason, j->reason) != 0;
+			snprintf(j->reason, sizeof(j->reason), "%s", a->reason);
+		}
+	}
+	loop->stats.waiting = 0;
+	for (size_t i = 0; i < p->action_count; i++)
+		loop->stats.waiting += !p->actions[i].place;
+	topo_tree_free(t);
+	free(cause);
+}
+
+/* ---- acting ---- */
+
+/* Acts on one decision outside the lock. Returns 1 when it placed. */
+static int act(struct placement_loop *loop, struct action *a, double started)
+{
+	struct topo_record *kept = NULL, *written = NULL;
+	char *cause = NULL, quoted[1024];
+	int err;
+
+	if (!a->place) {
+		if (!a->reason_changed)
+			return 0;
+		mlog(MLOG_INFO, "placement-waiting", "jobset=%s/%s reason=%s", a->namespace, a->name,
+		     mlog_quote(quoted, sizeof(quoted), a->reason, strlen(a->reason)));
+		err = write_reason(loop, a->namespace, a->name, a->uid, a->reason, &cause);
+		if (err)
+			mlog(MLOG_WARN, "placement-reason-failed", "jobset=%s/%s err=%s cause=\"%s\"", a->namespace,
+			     a->name, kube_err_name(err), cause ? cause : "");
+		free(cause);
+		jobset_event_post(loop->api[API_WRITES].client, a->namespace, a->name, a->uid, "PlacementWaiting", 1,
+				  a->reason);
+		return 0;
+	}
+	err = record_write(loop, a->namespace, a->name, a->uid, a->record, &kept, &cause);
+	if (!err && !kept && topo_record_parse(a->record, strlen(a->record), &written, NULL) != 0)
+		written = NULL;
+	if (!err) {
+		/* Promised from now on, whatever the informer has seen. */
+		struct pjobset *j;
+
+		pthread_mutex_lock(&loop->lock);
+		j = (struct pjobset *)name_table_find(&loop->jobsets, a->namespace, a->name);
+		if (j && strcmp(j->uid, a->uid) == 0) {
+			topo_record_free(j->record);
+			j->record = kept ? kept : written;
+			j->record_checked = 1;
+			kept = written = NULL;
+		}
+		pthread_mutex_unlock(&loop->lock);
+		err = resume(loop, a->namespace, a->name, a->uid, &cause);
+	}
+	topo_record_free(kept);
+	topo_record_free(written);
+	if (err) {
+		pthread_mutex_lock(&loop->lock);
+		loop->stats.record_failures++;
+		pthread_mutex_unlock(&loop->lock);
+		mlog(MLOG_WARN, "placement-write-failed", "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"",
+		     a->namespace, a->name, kube_err_name(err), cause ? cause : "");
+		free(cause);
+		return 0;
+	}
+	free(cause);
+	mlog(MLOG_INFO, "placed", "jobset=%s/%s pods=%zu domains=\"%s\" ms=%.1f", a->namespace, a->name, a->pods,
+	     a->where, (now_s() - started) * 1e3);
+	{
+		char message[400];
+
+		snprintf(message, sizeof(message), "placed %zu pods in %s", a->pods, a->where);
+		jobset_event_post(loop->api[API_WRITES].client, a->namespace, a->name, a->uid, "Placed", 0, message);
+	}
+	if (loop->observer.placed)
+		loop->observer.placed(loop->observer.arg, now_s() - started);
+	return 1;
+}
+
+/* JobSets whose record was never read: read once (a restart finds the
+ * placements of record there). */
+struct unread {
+	char namespace[64], name[254], uid[129];
+};
+
+struct unread_list {
+	struct unread *items;
+	size_t count, cap;
+};
+
+static void collect_unread(void *arg, struct name_node *node)
+{
+	struct unread_list *l = arg;
+	struct pjobset *j = (struct pjobset *)node;
+
+	if (j->record_checked || strcmp(j->state, MUSTER_PLACEMENT_USER_HELD) == 0)
+		return;
+	if (l->count == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct unread *grown = realloc(l->items, cap * sizeof(*grown));
+
+		if (!grown)
+			return;
+		l->items = grown;
+		l->cap = cap;
+	}
+	snprintf(l->items[l->count].namespace, sizeof(l->items[l->count].namespace), "%s", j->namespace);
+	snprintf(l->items[l->count].name, sizeof(l->items[l->count].name), "%s", j->name);
+	snprintf(l->items[l->count].uid, sizeof(l->items[l->count].uid), "%s", j->uid);
+	l->count++;
+}
+
+static void read_records(struct placement_loop *loop)
+{
+	struct unread_list l = { 0 };
+
+	pthread_mutex_lock(&loop->lock);
+	name_table_each(&loop->jobsets, collect_unread, &l);
+	pthread_mutex_unlock(&loop->lock);
+	for (size_t i = 0; i < l.count; i++) {
+		struct topo_record *record = NULL;
+		struct pjobset *j;
+		char *cause = NULL;
+		int err = record_read(loop, l.items[i].namespace, l.items[i].name, l.items[i].uid, &record, &cause);
+
+		if (err) {
+			mlog(MLOG_WARN, "placement-record-unread", "jobset=%s/%s err=%s cause=\"%s\"",
+			     l.items[i].namespace, l.items[i].name, kube_err_name(err), cause ? cause : "");
+			free(cause);
+			continue;
+		}
+		pthread_mutex_lock(&loop->lock);
+		j = (struct pjobset *)name_table_find(&loop->jobsets, l.items[i].namespace, l.items[i].name);
+		if (j && strcmp(j->uid, l.items[i].uid) == 0) {
+			topo_record_free(j->record);
+			j->record = record;
+			j->record_checked = 1;
+			record = NULL;
+			/* A record already written for a JobSet still waiting (the
+			 * controller stopped between the two writes): resume it. */
+			if (j->record && strcmp(j->state, MUSTER_PLACEMENT_WAITING) == 0)
+				loop->dirty = 1;
+		}
+		pthread_mutex_unlock(&loop->lock);
+		topo_record_free(record);
+	}
+	free(l.items);
+}
+
+/* Waiting JobSets whose record exists already (the controller stopped
+ * between writing it and the resume): resumed without a new placement,
+ * their room promised by the record. Under lock. */
+static void collect_recorded(void *arg, struct name_node *node)
+{
+	struct pjobset *j = (struct pjobset *)node;
+	struct unread_list *l = arg;
+	size_t before = l->count;
+
+	j->resuming = j->record && !j->finished && strcmp(j->state, MUSTER_PLACEMENT_WAITING) == 0;
+	if (!j->resuming)
+		return;
+	j->record_checked = 0; /* collect_unread takes only unread ones */
+	collect_unread(arg, node);
+	j->record_checked = 1;
+	if (l->count == before)
+		j->resuming = 0; /* no memory: placed again instead */
+}
+
+static void run_pass(struct placement_loop *loop)
+{
+	struct topology top;
+	struct pass p = { .loop = loop };
+	struct unread_list recorded = { 0 };
+	double started = now_s();
+
+	memset(&top, 0, sizeof(top));
+	top.store.chunk = 4096;
+	read_records(loop);
+	read_topology(loop, &top);
+	pthread_mutex_lock(&loop->lock);
+	loop->dirty = 0;
+	loop->stats.passes++;
+	/* Recorded but not resumed: resumed, not placed again. */
+	name_table_each(&loop->jobsets, collect_recorded, &recorded);
+	decide(&p, &top);
+	loop->stats.last_decision_s = now_s() - started;
+	pthread_mutex_unlock(&loop->lock);
+	for (size_t i = 0; i < recorded.count; i++) {
+		char *cause = NULL;
+		int err = resume(loop, recorded.items[i].namespace, recorded.items[i].name, recorded.items[i].uid,
+				 &cause);
+
+		if (err)
+			mlog(MLOG_WARN, "placement-write-failed", "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"",
+			     recorded.items[i].namespace, recorded.items[i].name, kube_err_name(err), cause ? cause : "");
+		else
+			mlog(MLOG_INFO, "placement-resumed",
+			     "jobset=%s/%s reason=\"its placement of record was written before\"",
+			     recorded.items[i].namespace, recorded.items[i].name);
+		free(cause);
+	}
+	for (size_t i = 0; i < p.action_count; i++) {
+		int placed = act(loop, &p.actions[i], started);
+
+		pthread_mutex_lock(&loop->lock);
+		if (placed)
+			loop->stats.placements++;
+		else if (p.actions[i].reason_changed)
+			loop->stats.refusals++;
+		pthread_mutex_unlock(&loop->lock);
+		free(p.actions[i].record);
+	}
+	free(recorded.items);
+	free(p.actions);
+	free(p.pending);
+	topo_store_free(&top.store);
+}
+
+/* ---- threads and lifecycle ---- */
+
+int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cause)
+{
+	struct watch_set watches = { 0 };
+	struct watch_spec nodes = { .client = loop->api[API_NODES].client,
+				    .informer = loop->informers[WATCH_NODES],
+				    .path = "/api/v1/nodes",
+				    .page_size = PAGE_SIZE };
+	struct watch_spec pods = { .client = loop->api[API_PODS].client,
+				   .informer = loop->informers[WATCH_PODS],
+				   .path = "/api/v1/pods",
+				   .selectors = { .field = "spec.nodeName!=" },
+				   .page_size = PAGE_SIZE };
+	struct watch_spec jobsets = { .client = loop->api[API_JOBSETS].client,
+				      .informer = loop->informers[WATCH_JOBSETS],
+				      .page_size = PAGE_SIZE };
+	int err, watch_err;
+	double last = 0;
+
+	if (loop->namespace)
+		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_PATH "/namespaces/%s/jobsets", loop->namespace);
+	else
+		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_PATH "/jobsets");
+	watch_set_add(&watches, &nodes);
+	watch_set_add(&watches, &pods);
+	watch_set_add(&watches, &jobsets);
+	err = watch_set_start(&watches, stop, cause);
+	while (!err && !atomic_load(stop)) {
+		struct timespec until;
+		int due, ready;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += PLACEMENT_COALESCE_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&loop->lock);
+		if (!loop->dirty)
+			pthread_cond_timedwait(&loop->cond, &loop->lock, &until);
+		ready = loop->listed[WATCH_NODES] && loop->listed[WATCH_PODS] && loop->listed[WATCH_JOBSETS];
+		due = ready && (loop->dirty || (loop->stats.waiting && now_s() - last >= PLACEMENT_RETRY_S));
+		pthread_mutex_unlock(&loop->lock);
+		if (!due || now_s() - last < PLACEMENT_COALESCE_MS / 1e3) {
+			struct timespec pause = { 0, 20 * 1000000L };
+
+			nanosleep(&pause, NULL);
+			continue;
+		}
+		last = now_s();
+		run_pass(loop);
+	}
+	watch_err = watch_set_join(&watches, err ? NULL : cause);
+	return err ? err : watch_err;
+}
+
+static void free_jobset_node(void *arg, struct name_node *node)
+{
+	struct name_table *t = arg;
+
+	name_table_remove(t, node);
+	pjobset_free((struct pjobset *)node);
+}
+
+static void free_bound_node(void *arg, struct name_node *node)
+{
+	struct name_table *t = arg;
+
+	name_table_remove(t, node);
+	free(node);
+}
+
+void placement_loop_free(struct placement_loop *loop)
+{
+	if (!loop)
+		return;
+	for (int i = 0; i < WATCH_COUNT; i++)
+		kube_informer_free(loop->informers[i]);
+	for (int i = 0; i < API_COUNT; i++) {
+		kube_client_free(loop->api[i].client);
+		kube_curl_free(loop->api[i].curl);
+	}
+	name_table_each(&loop->jobsets, free_jobset_node, &loop->jobsets);
+	name_table_each(&loop->bound, free_bound_node, &loop->bound);
+	name_table_each(&loop->pod_keys, free_bound_node, &loop->pod_keys);
+	name_table_clear(&loop->jobsets);
+	name_table_clear(&loop->bound);
+	name_table_clear(&loop->pod_keys);
+	topo_cache_free(loop->cache);
+	pthread_mutex_destroy(&loop->lock);
+	pthread_cond_destroy(&loop->cond);
+	free(loop->work);
+	free(loop->namespace);
+	free(loop->levels);
+	free(loop->topology);
+	free(loop->resources);
+	free(loop);
+}
+
+static int api_new(const struct kube_config *cfg, const struct placement_options *o, struct api *api,
+		   char **cause)
+{
+	int err;
+
+	if (o->transport)
+		return kube_client_new(cfg, o->transport, o->transport_ctx, NULL, &api->client, cause);
+	err = kube_curl_new(cfg, &api->curl, cause);
+	if (!err)
+		err = kube_client_new(cfg, &kube_curl_transport, api->curl, NULL, &api->client, cause);
+	return err;
+}
+
+static char *copy_or_null(const char *s)
+{
+	return s && *s ? strdup(s) : NULL;
+}
+
+int placement_loop_new(const struct kube_config *cfg, const struct placement_options *o,
+		       struct placement_loop **out, char **cause)
+{
+	struct placement_loop *loop = calloc(1, sizeof(*loop));
+	struct kube_informer_handlers handlers[WATCH_COUNT] = {
+		{ .on_change = node_change, .on_relist_end = nodes_listed },
+		{ .on_change = pod_change, .on_relist_end = pods_listed },
+		{ .on_change = jobset_change, .on_relist_end = jobsets_listed },
+	};
+	char *save = NULL;
+	int err = 0;
+
+	*out = NULL;
+	if (!loop)
+		return kube_cause(cause, KUBE_ENOMEM, "no memory for the placement loop");
+	pthread_mutex_init(&loop->lock, NULL);
+	pthread_cond_init(&loop->cond, NULL);
+	loop->hypernodes = o->hypernodes;
+	loop->namespace = copy_or_null(o->namespace);
+	loop->levels = copy_or_null(o->levels);
+	loop->topology = copy_or_null(o->topology);
+	loop->resources = strdup(o->resources && *o->resources ? o->resources : PLACEMENT_RESOURCES_DEFAULT);
+	if (!loop->resources) {
+		placement_loop_free(loop);
+		return kube_cause(cause, KUBE_ENOMEM, "no memory for the placement loop");
+	}
+	for (char *tok = strtok_r(loop->resources, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (loop->resource_count == TOPO_RESOURCES_MAX) {
+			placement_loop_free(loop);
+			return kube_cause(cause, KUBE_EINVAL, "--placement-resources: at most %d resources",
+					  TOPO_RESOURCES_MAX);
+		}
+		loop->resource_names[loop->resource_count++] = tok;
+	}
+	if (topo_cache_new(loop->resource_names, loop->resource_count, &loop->cache, cause)) {
+		placement_loop_free(loop);
+		return KUBE_EINVAL;
+	}
+	for (int i = 0; i < API_COUNT && !err; i++)
+		err = api_new(cfg, o, &loop->api[i], cause);
+	for (int i = 0; i < WATCH_COUNT && !err; i++) {
+		handlers[i].arg = loop;
+		err = kube_informer_new(&handlers[i], &loop->informers[i], cause);
+	}
+	if (err) {
+		placement_loop_free(loop);
+		return err;
+	}
+	*out = loop;
+	return 0;
+}
+
+int placement_loop_ready(struct placement_loop *loop, char *reason, size_t size)
+{
+	static const char *const names[WATCH_COUNT] = { "nodes", "pods", "jobsets" };
+	int ready = 1;
+
+	pthread_mutex_lock(&loop->lock);
+	for (int i = 0; i < WATCH_COUNT; i++)
+		if (!loop->listed[i] && ready) {
+			snprintf(reason, size, "placement: the %s are not listed yet", names[i]);
+			ready = 0;
+		}
+	pthread_mutex_unlock(&loop->lock);
+	return ready;
+}
+
+void placement_loop_stats(struct placement_loop *loop, struct placement_stats *out)
+{
+	pthread_mutex_lock(&loop->lock);
+	*out = loop->stats;
+	pthread_mutex_unlock(&loop->lock);
+}
+
+void placement_loop_observe(struct placement_loop *loop, const struct placement_observer *observer)
+{
+	loop->observer = *observer;
+}
