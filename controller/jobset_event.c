@@ -32,24 +32,28 @@ int jobset_event_post(struct kube_client *client, const char *namespace, const c
 	    !cJSON_AddStringToObject(metadata, "namespace", namespace) ||
 	    !(object = cJSON_AddObjectToObject(body, "involvedObject")) ||
 	    !cJSON_AddStringToObject(object, "apiVersion", "jobset.x-k8s.io/v1alpha2") ||
-	    !cJSON_AddStringToObject(object, "kind", "JobSet") || !cJSON_AddStringToObject(object, "name", name) ||
-	    !cJSON_AddStringToObject(object, "namespace", namespace) || !cJSON_AddStringToObject(object, "uid", uid) ||
-	    !cJSON_AddStringToObject(body, "reason", reason) || !cJSON_AddStringToObject(body, "message", message) ||
+	    !cJSON_AddStringToObject(object, "kind", "JobSet") ||
+	    !cJSON_AddStringToObject(object, "name", name) ||
+	    !cJSON_AddStringToObject(object, "namespace", namespace) ||
+	    !cJSON_AddStringToObject(object, "uid", uid) ||
+	    !cJSON_AddStringToObject(body, "reason", reason) ||
+	    !cJSON_AddStringToObject(body, "message", message) ||
 	    !cJSON_AddStringToObject(body, "type", warning ? "Warning" : "Normal") ||
 	    !(source = cJSON_AddObjectToObject(body, "source")) ||
 	    !cJSON_AddStringToObject(source, "component", "muster-controller") ||
 	    !cJSON_AddStringToObject(body, "reportingComponent", "muster-controller") ||
 	    !cJSON_AddStringToObject(body, "firstTimestamp", stamp) ||
-	    !cJSON_AddStringToObject(body, "lastTimestamp", stamp) || !cJSON_AddNumberToObject(body, "count", 1)) {
-		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s cause=\"out of memory\"", namespace, name,
-		     reason);
+	    !cJSON_AddStringToObject(body, "lastTimestamp", stamp) ||
+	    !cJSON_AddNumberToObject(body, "count", 1)) {
+		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s cause=\"out of memory\"", namespace,
+		     name, reason);
 		goto out;
 	}
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", namespace);
 	err = kube_create(client, path, body, NULL, &cause);
 	if (err)
-		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s err=%s cause=\"%s\"", namespace, name, reason,
-		     kube_err_name(err), cause ? cause : "");
+		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s err=%s cause=\"%s\"", namespace, name,
+		     reason, kube_err_name(err), cause ? cause : "");
 	free(cause);
 out:
 	cJSON_Delete(body);

@@ -189,24 +189,27 @@ static int collect(void *arg, struct metrics_writer *w)
 		placement_loop_stats(app->placement, &ps);
 		metrics_write_gauge(w, "muster_placement_waiting", "JobSets waiting for a placement", NULL, 0,
 				    (double)ps.waiting);
-		metrics_write_counter(w, "muster_placements_total", "JobSets placed (record written, resumed)", NULL,
-				      0, (double)ps.placements);
+		metrics_write_counter(w, "muster_placements_total",
+				      "JobSets placed (record written, resumed)", NULL, 0,
+				      (double)ps.placements);
 		metrics_write_counter(w, "muster_placement_refusals_total",
-				      "Placement refusals (a JobSet waits; counted when its reason changes)", NULL, 0,
-				      (double)ps.refusals);
+				      "Placement refusals (a JobSet waits; counted when its reason changes)",
+				      NULL, 0, (double)ps.refusals);
 		metrics_write_counter(w, "muster_placement_write_failures_total",
 				      "Record or resume writes that failed (retried)", NULL, 0,
 				      (double)ps.record_failures);
-		metrics_write_gauge(w, "muster_placement_decision_seconds", "The last placement pass's decision time",
-				    NULL, 0, ps.last_decision_s);
+		metrics_write_gauge(w, "muster_placement_decision_seconds",
+				    "The last placement pass's decision time", NULL, 0, ps.last_decision_s);
 		for (size_t i = 0; i < ps.domain_count; i++) {
 			struct metrics_label domain[1] = { { "domain", ps.domains[i] } };
 
-			metrics_write_gauge(w, "muster_placement_free_cpu_cores",
-					    "CPU cores free (requests) per top-level domain, promised room taken off",
-					    domain, 1, ps.free_cpu[i]);
-			metrics_write_gauge(w, "muster_placement_nodes", "Schedulable nodes per top-level domain",
-					    domain, 1, ps.free_nodes[i]);
+			metrics_write_gauge(
+				w, "muster_placement_free_cpu_cores",
+				"CPU cores free (requests) per top-level domain, promised room taken off",
+				domain, 1, ps.free_cpu[i]);
+			metrics_write_gauge(w, "muster_placement_nodes",
+					    "Schedulable nodes per top-level domain", domain, 1,
+					    ps.free_nodes[i]);
 		}
 	}
 	controller_group_foreach(app->group, collect_jobset, &jobsets);
@@ -239,9 +242,9 @@ static int register_metrics(struct app *app, struct metrics_registry *registry, 
 		static const char placed_help[] =
 			"Seconds from the placement pass that placed a JobSet to its record written and resume";
 
-		err = metrics_histogram_register(registry, "muster_placement_latency_seconds", placed_help, NULL, 0,
-						 bounds, sizeof(bounds) / sizeof(bounds[0]), &app->placement_latency,
-						 cause);
+		err = metrics_histogram_register(registry, "muster_placement_latency_seconds", placed_help,
+						 NULL, 0, bounds, sizeof(bounds) / sizeof(bounds[0]),
+						 &app->placement_latency, cause);
 	}
 	if (!err)
 		err = metrics_collector_register(registry, collect, app, cause);
@@ -364,10 +367,11 @@ int main(int argc, char **argv)
 		{ FLAG_TEXT, "--placement-levels", "L1,L2,...",
 		  "the topology as node labels, outermost first (default: the\ncluster's only Kueue Topology, else its HyperNodes)",
 		  0, 0, NULL, &placement_options.levels },
-		{ FLAG_TEXT, "--placement-topology", "NAME", "the levels of the Kueue Topology NAME", 0, 0, NULL,
-		  &placement_options.topology },
-		{ FLAG_SWITCH, "--placement-hypernodes", NULL, "the topology as the cluster's Volcano HyperNodes", 0,
-		  0, NULL, &placement_options.hypernodes },
+		{ FLAG_TEXT, "--placement-topology", "NAME", "the levels of the Kueue Topology NAME", 0, 0,
+		  NULL, &placement_options.topology },
+		{ FLAG_SWITCH, "--placement-hypernodes", NULL,
+		  "the topology as the cluster's Volcano HyperNodes", 0, 0, NULL,
+		  &placement_options.hypernodes },
 		{ FLAG_TEXT, "--placement-resources", "R1,R2,...",
 		  "resources counted, at most 8 (default " PLACEMENT_RESOURCES_DEFAULT ")", 0, 0, NULL,
 		  &placement_options.resources },
@@ -416,8 +420,9 @@ int main(int argc, char **argv)
 	}
 
 	if (!!placement_options.levels + !!placement_options.topology + placement_options.hypernodes > 1) {
-		fprintf(stderr, "muster-controller: give at most one of --placement-levels, --placement-topology "
-				"and --placement-hypernodes\n");
+		fprintf(stderr,
+			"muster-controller: give at most one of --placement-levels, --placement-topology "
+			"and --placement-hypernodes\n");
 		return 2;
 	}
 

@@ -128,7 +128,8 @@ static int finished(const cJSON *jobset)
 	{
 		const cJSON *type = kjson_member(c, "type"), *status = kjson_member(c, "status");
 
-		if (cJSON_IsString(type) && cJSON_IsString(status) && strcmp(status->valuestring, "True") == 0 &&
+		if (cJSON_IsString(type) && cJSON_IsString(status) &&
+		    strcmp(status->valuestring, "True") == 0 &&
 		    (strcmp(type->valuestring, "Completed") == 0 || strcmp(type->valuestring, "Failed") == 0))
 			return 1;
 	}
@@ -190,7 +191,8 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 		if (topo_jobset_decode(&j->store, e->object, &j->request, &cause) == 0) {
 			j->decoded = 1;
 		} else {
-			snprintf(j->decode_cause, sizeof(j->decode_cause), "%s", cause ? cause : "out of memory");
+			snprintf(j->decode_cause, sizeof(j->decode_cause), "%s",
+				 cause ? cause : "out of memory");
 			free(cause);
 		}
 	}
@@ -215,7 +217,8 @@ static int node_change(void *arg, const struct kube_informer_event *e)
 	if (e->change == KUBE_INFORMER_DELETE) {
 		topo_cache_node_delete(loop->cache, e->name);
 	} else if (topo_cache_node_put(loop->cache, e->object, &cause)) {
-		mlog(MLOG_WARN, "node-ignored", "node=%s cause=\"%s\"", e->name, cause ? cause : "out of memory");
+		mlog(MLOG_WARN, "node-ignored", "node=%s cause=\"%s\"", e->name,
+		     cause ? cause : "out of memory");
 		free(cause);
 	}
 	mark_dirty(loop);
@@ -438,8 +441,8 @@ static void read_topology(struct placement_loop *loop, struct topology *t)
 	if (loop->levels) {
 		char *save = NULL, *copy = (char *)topo_store_string(&t->store, loop->levels);
 
-		for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && t->level_count < TOPO_LEVELS_MAX;
-		     tok = strtok_r(NULL, ",", &save))
+		for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL;
+		     tok && t->level_count < TOPO_LEVELS_MAX; tok = strtok_r(NULL, ",", &save))
 			t->levels[t->level_count++] = tok;
 		return;
 	}
@@ -453,8 +456,11 @@ static void read_topology(struct placement_loop *loop, struct topology *t)
 			err = kube_get(loop->api[API_WRITES].client, path, &object, &cause);
 		}
 		if (err)
-			snprintf(t->problem, sizeof(t->problem), "the Kueue Topology %s (--placement-topology): %s",
-				 loop->topology, err == KUBE_ENOTFOUND ? "not found" : cause ? cause : kube_err_message(err));
+			snprintf(t->problem, sizeof(t->problem),
+				 "the Kueue Topology %s (--placement-topology): %s", loop->topology,
+				 err == KUBE_ENOTFOUND ? "not found"
+				 : cause	       ? cause
+						       : kube_err_message(err));
 		else
 			use_topology(t, object, "topology");
 		goto out;
@@ -464,7 +470,8 @@ static void read_topology(struct placement_loop *loop, struct topology *t)
 			snprintf(t->problem, sizeof(t->problem), "the HyperNodes: %s",
 				 cause ? cause : kube_err_message(err));
 		else if (cJSON_GetArraySize(items) == 0)
-			snprintf(t->problem, sizeof(t->problem), "the cluster has no HyperNodes (--placement-hypernodes)");
+			snprintf(t->problem, sizeof(t->problem),
+				 "the cluster has no HyperNodes (--placement-hypernodes)");
 		else
 			use_hypernodes(t, items);
 		goto out;
@@ -488,9 +495,10 @@ static void read_topology(struct placement_loop *loop, struct topology *t)
 	if (items && cJSON_GetArraySize(items) > 0)
 		use_hypernodes(t, items);
 	else
-		snprintf(t->problem, sizeof(t->problem),
-			 "no topology: the cluster has no Kueue Topology and no HyperNodes, and muster-controller "
-			 "has no --placement-levels");
+		snprintf(
+			t->problem, sizeof(t->problem),
+			"no topology: the cluster has no Kueue Topology and no HyperNodes, and muster-controller "
+			"has no --placement-levels");
 out:
 	cJSON_Delete(object);
 	cJSON_Delete(items);
@@ -504,7 +512,8 @@ static void record_path(char *path, size_t size, const char *namespace, const ch
 	if (collection)
 		snprintf(path, size, "/api/v1/namespaces/%s/configmaps", namespace);
 	else
-		snprintf(path, size, "/api/v1/namespaces/%s/configmaps/%s" MUSTER_PLACEMENT_SUFFIX, namespace, name);
+		snprintf(path, size, "/api/v1/namespaces/%s/configmaps/%s" MUSTER_PLACEMENT_SUFFIX, namespace,
+			 name);
 }
 
 /* Reads the record of a JobSet: 0 and *out (NULL when there is none, or it
@@ -528,7 +537,8 @@ static int record_read(struct placement_loop *loop, const char *namespace, const
 	if (err)
 		return err;
 	text = kjson_member(kjson_member(configmap, "data"), MUSTER_PLACEMENT_KEY);
-	if (cJSON_IsString(text) && topo_record_parse(text->valuestring, strlen(text->valuestring), out, NULL) == 0 &&
+	if (cJSON_IsString(text) &&
+	    topo_record_parse(text->valuestring, strlen(text->valuestring), out, NULL) == 0 &&
 	    strcmp(topo_record_uid(*out), uid) != 0) {
 		topo_record_free(*out);
 		*out = NULL;
@@ -545,16 +555,19 @@ static cJSON *record_body(const char *namespace, const char *name, const char *u
 	snprintf(cm, sizeof(cm), "%s" MUSTER_PLACEMENT_SUFFIX, name);
 	if (!body || !cJSON_AddStringToObject(body, "apiVersion", "v1") ||
 	    !cJSON_AddStringToObject(body, "kind", "ConfigMap") ||
-	    !(metadata = cJSON_AddObjectToObject(body, "metadata")) || !cJSON_AddStringToObject(metadata, "name", cm) ||
+	    !(metadata = cJSON_AddObjectToObject(body, "metadata")) ||
+	    !cJSON_AddStringToObject(metadata, "name", cm) ||
 	    !cJSON_AddStringToObject(metadata, "namespace", namespace) ||
 	    !(labels = cJSON_AddObjectToObject(metadata, "labels")) ||
 	    !cJSON_AddStringToObject(labels, JOBSET_LABEL_NAME, name) ||
-	    !(owners = cJSON_AddArrayToObject(metadata, "ownerReferences")) || !(owner = cJSON_CreateObject()) ||
-	    !cJSON_AddItemToArray(owners, owner) ||
+	    !(owners = cJSON_AddArrayToObject(metadata, "ownerReferences")) ||
+	    !(owner = cJSON_CreateObject()) || !cJSON_AddItemToArray(owners, owner) ||
 	    !cJSON_AddStringToObject(owner, "apiVersion", "jobset.x-k8s.io/v1alpha2") ||
-	    !cJSON_AddStringToObject(owner, "kind", "JobSet") || !cJSON_AddStringToObject(owner, "name", name) ||
-	    !cJSON_AddStringToObject(owner, "uid", uid) || !cJSON_AddBoolToObject(owner, "controller", 1) ||
-	    !cJSON_AddBoolToObject(owner, "blockOwnerDeletion", 1) || !(data = cJSON_AddObjectToObject(body, "data")) ||
+	    !cJSON_AddStringToObject(owner, "kind", "JobSet") ||
+	    !cJSON_AddStringToObject(owner, "name", name) || !cJSON_AddStringToObject(owner, "uid", uid) ||
+	    !cJSON_AddBoolToObject(owner, "controller", 1) ||
+	    !cJSON_AddBoolToObject(owner, "blockOwnerDeletion", 1) ||
+	    !(data = cJSON_AddObjectToObject(body, "data")) ||
 	    !cJSON_AddStringToObject(data, MUSTER_PLACEMENT_KEY, text)) {
 		cJSON_Delete(body);
 		return NULL;
@@ -583,7 +596,8 @@ static int record_write(struct placement_loop *loop, const char *namespace, cons
 		err = record_read(loop, namespace, name, uid, kept, cause);
 		if (!err && !*kept) { /* an earlier JobSet's (or unreadable): replaced */
 			mlog(MLOG_INFO, "placement-record-replaced",
-			     "jobset=%s/%s reason=\"written for an earlier JobSet of this name\"", namespace, name);
+			     "jobset=%s/%s reason=\"written for an earlier JobSet of this name\"", namespace,
+			     name);
 			record_path(path, sizeof(path), namespace, name, 0);
 			err = kube_delete(loop->api[API_WRITES].client, path, cause);
 			if (!err || err == KUBE_ENOTFOUND) {
@@ -713,7 +727,8 @@ static void take(struct topo_cluster *c, struct topo_node *n, const struct topo_
 }
 
 /* 1 when the pod's request fits the node's free room. */
-static int room_for(const struct topo_cluster *c, const struct topo_node *n, const struct topo_pod_scheduling *pod)
+static int room_for(const struct topo_cluster *c, const struct topo_node *n,
+		    const struct topo_pod_scheduling *pod)
 {
 	int pods = topo_resource_index(c, "pods");
 
@@ -729,7 +744,8 @@ static int room_for(const struct topo_cluster *c, const struct topo_node *n, con
 /* One run of a placed JobSet's record: its pods not bound yet take room on
  * the nodes of their domain (first fit; the first node of the domain when
  * none has room, so that the promise still counts). */
-static int reserve_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint32_t to, const char *selector)
+static int reserve_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint32_t to,
+		       const char *selector)
 {
 	struct pass *p = arg;
 	struct topo_cluster *c = p->work_cluster;
@@ -798,7 +814,8 @@ static void note_domains(struct placement_loop *loop, const struct topo_tree *t)
 			n = &c->nodes[t->domains[leaf].node];
 			loop->stats.free_nodes[shown] += n->unschedulable ? 0 : 1;
 			if (cpu >= 0)
-				loop->stats.free_cpu[shown] += (double)(n->allocatable[cpu] - n->used[cpu]) / 1e3;
+				loop->stats.free_cpu[shown] +=
+					(double)(n->allocatable[cpu] - n->used[cpu]) / 1e3;
 		}
 		shown++;
 	}
@@ -824,7 +841,8 @@ static void describe(const struct topo_tree *t, const struct topo_placement *pl,
 		topo_tree_path(t, pl->instance_domain[i], path, sizeof(path));
 		if (strstr(out, path) && path[0])
 			continue;
-		at += (size_t)snprintf(out + at, size - at, "%s%s", at ? ", " : "", path[0] ? path : "(cluster)");
+		at += (size_t)snprintf(out + at, size - at, "%s%s", at ? ", " : "",
+				       path[0] ? path : "(cluster)");
 	}
 }
 
@@ -882,7 +900,8 @@ static void decide(struct pass *p, const struct topology *top)
 		} else if (top->problem[0]) {
 			snprintf(a->reason, sizeof(a->reason), "%s", top->problem);
 		} else if (!t) {
-			snprintf(a->reason, sizeof(a->reason), "the topology tree: %s", cause ? cause : "out of memory");
+			snprintf(a->reason, sizeof(a->reason), "the topology tree: %s",
+				 cause ? cause : "out of memory");
 		} else if (topo_jobset_place(&j->request, t, groups, &request, &pl, &why) == 0 &&
 			   topo_record_encode(t, &request, pl, j->uid, &a->record, &why) == 0) {
 			a->place = 1;
@@ -890,7 +909,8 @@ static void decide(struct pass *p, const struct topology *top)
 			describe(t, pl, a->where, sizeof(a->where));
 			/* Its pods take their room before the next JobSet is placed. */
 			for (size_t k = 0; k < pl->pod_count; k++) {
-				const struct topo_jobset_group *g = group_named(j, request.groups[pl->pods[k].group].name);
+				const struct topo_jobset_group *g =
+					group_named(j, request.groups[pl->pods[k].group].name);
 
 				if (pl->pods[k].node != TOPO_NONE && g)
 					take(c, &loop->work[pl->pods[k].node], &g->pod);
@@ -930,11 +950,11 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 		     mlog_quote(quoted, sizeof(quoted), a->reason, strlen(a->reason)));
 		err = write_reason(loop, a->namespace, a->name, a->uid, a->reason, &cause);
 		if (err)
-			mlog(MLOG_WARN, "placement-reason-failed", "jobset=%s/%s err=%s cause=\"%s\"", a->namespace,
-			     a->name, kube_err_name(err), cause ? cause : "");
+			mlog(MLOG_WARN, "placement-reason-failed", "jobset=%s/%s err=%s cause=\"%s\"",
+			     a->namespace, a->name, kube_err_name(err), cause ? cause : "");
 		free(cause);
-		jobset_event_post(loop->api[API_WRITES].client, a->namespace, a->name, a->uid, "PlacementWaiting", 1,
-				  a->reason);
+		jobset_event_post(loop->api[API_WRITES].client, a->namespace, a->name, a->uid,
+				  "PlacementWaiting", 1, a->reason);
 		return 0;
 	}
 	err = record_write(loop, a->namespace, a->name, a->uid, a->record, &kept, &cause);
@@ -961,19 +981,21 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 		pthread_mutex_lock(&loop->lock);
 		loop->stats.record_failures++;
 		pthread_mutex_unlock(&loop->lock);
-		mlog(MLOG_WARN, "placement-write-failed", "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"",
-		     a->namespace, a->name, kube_err_name(err), cause ? cause : "");
+		mlog(MLOG_WARN, "placement-write-failed",
+		     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"", a->namespace, a->name,
+		     kube_err_name(err), cause ? cause : "");
 		free(cause);
 		return 0;
 	}
 	free(cause);
-	mlog(MLOG_INFO, "placed", "jobset=%s/%s pods=%zu domains=\"%s\" ms=%.1f", a->namespace, a->name, a->pods,
-	     a->where, (now_s() - started) * 1e3);
+	mlog(MLOG_INFO, "placed", "jobset=%s/%s pods=%zu domains=\"%s\" ms=%.1f", a->namespace, a->name,
+	     a->pods, a->where, (now_s() - started) * 1e3);
 	{
 		char message[400];
 
 		snprintf(message, sizeof(message), "placed %zu pods in %s", a->pods, a->where);
-		jobset_event_post(loop->api[API_WRITES].client, a->namespace, a->name, a->uid, "Placed", 0, message);
+		jobset_event_post(loop->api[API_WRITES].client, a->namespace, a->name, a->uid, "Placed", 0,
+				  message);
 	}
 	if (loop->observer.placed)
 		loop->observer.placed(loop->observer.arg, now_s() - started);
@@ -1024,7 +1046,8 @@ static void read_records(struct placement_loop *loop)
 		struct topo_record *record = NULL;
 		struct pjobset *j;
 		char *cause = NULL;
-		int err = record_read(loop, l.items[i].namespace, l.items[i].name, l.items[i].uid, &record, &cause);
+		int err = record_read(loop, l.items[i].namespace, l.items[i].name, l.items[i].uid, &record,
+				      &cause);
 
 		if (err) {
 			mlog(MLOG_WARN, "placement-record-unread", "jobset=%s/%s err=%s cause=\"%s\"",
@@ -1090,12 +1113,14 @@ static void run_pass(struct placement_loop *loop)
 	pthread_mutex_unlock(&loop->lock);
 	for (size_t i = 0; i < recorded.count; i++) {
 		char *cause = NULL;
-		int err = resume(loop, recorded.items[i].namespace, recorded.items[i].name, recorded.items[i].uid,
-				 &cause);
+		int err = resume(loop, recorded.items[i].namespace, recorded.items[i].name,
+				 recorded.items[i].uid, &cause);
 
 		if (err)
-			mlog(MLOG_WARN, "placement-write-failed", "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"",
-			     recorded.items[i].namespace, recorded.items[i].name, kube_err_name(err), cause ? cause : "");
+			mlog(MLOG_WARN, "placement-write-failed",
+			     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"",
+			     recorded.items[i].namespace, recorded.items[i].name, kube_err_name(err),
+			     cause ? cause : "");
 		else
 			mlog(MLOG_INFO, "placement-resumed",
 			     "jobset=%s/%s reason=\"its placement of record was written before\"",
@@ -1140,7 +1165,8 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 	double last = 0;
 
 	if (loop->namespace)
-		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_PATH "/namespaces/%s/jobsets", loop->namespace);
+		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_PATH "/namespaces/%s/jobsets",
+			 loop->namespace);
 	else
 		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_PATH "/jobsets");
 	watch_set_add(&watches, &nodes);

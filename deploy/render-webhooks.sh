@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Prints (stdout) muster's MutatingWebhookConfiguration `muster-jobset-mutate`
-# and ValidatingWebhookConfiguration `muster-jobset-validate`, with the CA's
-# certificate as caBundle.
+# Prints (stdout) muster's MutatingWebhookConfiguration `muster-jobset-mutate`,
+# ValidatingWebhookConfiguration `muster-jobset-validate` and
+# MutatingWebhookConfiguration `muster-pod-pin` (placement: each pod of a placed
+# JobSet gets its domain's nodeSelector), with the CA's certificate as caBundle.
 #
 #   deploy/render-webhooks.sh --ca-file FILE
 #           [--url https://HOST:PORT | --service NAME --namespace NS [--port 443]]
@@ -40,9 +41,12 @@
 # that resumes a suspended JobSet, raises its gang generation), in every namespace but
 # kube-system and the muster namespace; with matchConditions (1.28+), only
 # JobSets that ask for a gang start (spec.groupSchedulingConfig or a
-# muster.dev/group-scheduling-* annotation; for UPDATE also the old object, so
-# removing the request is seen) and not requests of muster's own service
-# accounts. Exit codes: 0 printed, 1 failure, 2 bad usage.
+# muster.dev/group-scheduling-* annotation, or a topology request; for UPDATE
+# also the old object, so removing the request is seen) and not requests of
+# muster's own service accounts. The pod webhook matches pods CREATE carrying
+# the label muster.dev/placement=true (objectSelector: only pods of JobSets
+# muster placed are sent), in the same namespaces; failurePolicy Fail, so that
+# no such pod runs unpinned. Exit codes: 0 printed, 1 failure, 2 bad usage.
 set -euo pipefail
 
 ca_file=
@@ -193,7 +197,23 @@ asks() { # $1: object or oldObject
 	local o=$1
 	printf "(%s != null && ((has(%s.spec) && has(%s.spec.groupSchedulingConfig)) || (has(%s.metadata.annotations) && \
 ('muster.dev/group-scheduling-timeout' in %s.metadata.annotations || \
-'muster.dev/group-scheduling-targets' in %s.metadata.annotations))))" "$o" "$o" "$o" "$o" "$o" "$o"
+'muster.dev/group-scheduling-targets' in %s.metadata.annotations || \
+'muster.dev/placement' in %s.metadata.annotations)) || %s))" "$o" "$o" "$o" "$o" "$o" "$o" "$o" "$(topology "$o")"
+}
+
+# A topology request muster places (webhook/placement_gate.h): muster's and
+# upstream JobSet's annotations on the JobSet, a Job template's
+# exclusive-topology, Kueue's podset-* and muster's on a pod template.
+topology() { # $1: object or oldObject
+	local o=$1
+	printf "(has(%s.metadata.annotations) && %s.metadata.annotations.exists(k, k.startsWith('muster.dev/topology-') || \
+k == 'muster.dev/network-topology' || k == 'alpha.jobset.sigs.k8s.io/exclusive-topology')) || \
+(has(%s.spec) && has(%s.spec.replicatedJobs) && %s.spec.replicatedJobs.exists(r, \
+(has(r.template.metadata) && has(r.template.metadata.annotations) && \
+'alpha.jobset.sigs.k8s.io/exclusive-topology' in r.template.metadata.annotations) || \
+(has(r.template.spec.template.metadata) && has(r.template.spec.template.metadata.annotations) && \
+r.template.spec.template.metadata.annotations.exists(k, k.startsWith('kueue.x-k8s.io/podset-') || \
+k == 'muster.dev/network-topology' || k == 'muster.dev/partition-policy'))))" "$o" "$o" "$o" "$o" "$o"
 }
 
 match_conditions() { # $1: the expression selecting the JobSets
@@ -238,4 +258,31 @@ webhooks:
 $(client_config /validate)
 $(common '["CREATE", "UPDATE"]')
 $(match_conditions "$(asks object) || $(asks oldObject)")
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: muster-pod-pin
+  labels:
+    app.kubernetes.io/name: muster
+    app.kubernetes.io/component: webhook
+webhooks:
+  - name: pin.pods.muster.dev
+$(client_config /pin)
+    rules:
+      - apiGroups: [""]
+        apiVersions: ["v1"]
+        operations: ["CREATE"]
+        resources: ["pods"]
+        scope: Namespaced
+    matchPolicy: Equivalent
+$(namespace_selector)
+    objectSelector:
+      matchLabels:
+        muster.dev/placement: "true"
+    sideEffects: None
+    admissionReviewVersions: ["v1"]
+    timeoutSeconds: $timeout_seconds
+    failurePolicy: Fail
+    reinvocationPolicy: Never
 EOF

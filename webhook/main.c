@@ -234,8 +234,8 @@ int main(int argc, char **argv)
 	if (err && kubeconfig)
 		goto out;
 	if (err) {
-		mlog(MLOG_INFO, "no-api-access", "reason=\"%s\" effect=\"pods of placed JobSets are refused\"",
-		     cause ? cause : "");
+		mlog(MLOG_INFO, "no-api-access",
+		     "reason=\"%s\" effect=\"pods of placed JobSets are refused\"", cause ? cause : "");
 		free(cause);
 		cause = NULL;
 		err = 0;

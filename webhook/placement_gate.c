@@ -18,8 +18,8 @@
 #define POINTER_MAX 192
 
 static const char *const jobset_keys[] = {
-	MUSTER_ANNOTATION_NETWORK_TOPOLOGY,	  MUSTER_ANNOTATION_TOPOLOGY_REQUIRED,
-	MUSTER_ANNOTATION_TOPOLOGY_PREFERRED,	  MUSTER_ANNOTATION_TOPOLOGY_REPLICATED_JOBS,
+	MUSTER_ANNOTATION_NETWORK_TOPOLOGY,   MUSTER_ANNOTATION_TOPOLOGY_REQUIRED,
+	MUSTER_ANNOTATION_TOPOLOGY_PREFERRED, MUSTER_ANNOTATION_TOPOLOGY_REPLICATED_JOBS,
 	JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY,
 };
 static const char *const template_keys[] = {
@@ -48,14 +48,16 @@ int placement_gate_mentions(const cJSON *jobset)
 		return 1;
 	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
 	{
-		if (kjson_member(annotations_of(kjson_member(rj, "template")), JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY))
+		if (kjson_member(annotations_of(kjson_member(rj, "template")),
+				 JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY))
 			return 1;
 		a = annotations_of(jobset_pod_template(rj));
 		if (has_any(a, template_keys, sizeof(template_keys) / sizeof(template_keys[0])))
 			return 1;
 		cJSON_ArrayForEach(a, a)
 		{
-			if (a->string && strncmp(a->string, KUEUE_ANNOTATION_PREFIX, strlen(KUEUE_ANNOTATION_PREFIX)) == 0)
+			if (a->string &&
+			    strncmp(a->string, KUEUE_ANNOTATION_PREFIX, strlen(KUEUE_ANNOTATION_PREFIX)) == 0)
 				return 1;
 		}
 	}
@@ -86,7 +88,8 @@ static const char *owner(const cJSON *jobset)
 		return "kueue";
 	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
 	{
-		const cJSON *name = kjson_member(kjson_member(jobset_pod_template(rj), "spec"), "schedulerName");
+		const cJSON *name =
+			kjson_member(kjson_member(jobset_pod_template(rj), "spec"), "schedulerName");
 
 		if (cJSON_IsString(name) && strcmp(name->valuestring, VOLCANO_SCHEDULER_NAME) == 0)
 			return "volcano";
@@ -100,8 +103,8 @@ static int op(cJSON *patch, const char *kind, const char *path, cJSON *value)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	if (!o || !value || !cJSON_AddStringToObject(o, "op", kind) || !cJSON_AddStringToObject(o, "path", path) ||
-	    !cJSON_AddItemToArray(patch, o)) {
+	if (!o || !value || !cJSON_AddStringToObject(o, "op", kind) ||
+	    !cJSON_AddStringToObject(o, "path", path) || !cJSON_AddItemToArray(patch, o)) {
 		cJSON_Delete(o);
 		cJSON_Delete(value);
 		return -1;
@@ -142,7 +145,8 @@ static int set_value(cJSON *patch, cJSON *parent, const char *key, const char *p
 static int set_annotation(cJSON *patch, cJSON *jobset, const char *state)
 {
 	cJSON *metadata = object_at(patch, jobset, "metadata", "/metadata");
-	cJSON *annotations = metadata ? object_at(patch, metadata, "annotations", "/metadata/annotations") : NULL;
+	cJSON *annotations =
+		metadata ? object_at(patch, metadata, "annotations", "/metadata/annotations") : NULL;
 
 	return annotations ? set_value(patch, annotations, MUSTER_ANNOTATION_PLACEMENT,
 				       "/metadata/annotations/" MUSTER_ANNOTATION_PLACEMENT_POINTER,
@@ -160,7 +164,7 @@ static int set_suspend(cJSON *patch, cJSON *jobset)
 static int label_templates(cJSON *patch, cJSON *jobset)
 {
 	cJSON *rjs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(jobset, "spec"),
-						     "replicatedJobs"),
+						      "replicatedJobs"),
 	      *rj;
 	size_t i = 0;
 
@@ -168,8 +172,8 @@ static int label_templates(cJSON *patch, cJSON *jobset)
 	{
 		char base[POINTER_MAX / 2], path[POINTER_MAX];
 		cJSON *job = cJSON_GetObjectItemCaseSensitive(rj, "template");
-		cJSON *template = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"),
-								   "template");
+		cJSON *template = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(job, "spec"), "template");
 		cJSON *metadata, *labels;
 		const cJSON *now;
 
@@ -233,7 +237,8 @@ int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, c
 		return 0;
 	if (!(copy = cJSON_Duplicate(jobset, 1)))
 		return cause_fail(cause, "out of memory");
-	err = set_annotation(patch, copy, suspended(jobset) ? MUSTER_PLACEMENT_USER_HELD : MUSTER_PLACEMENT_WAITING);
+	err = set_annotation(patch, copy,
+			     suspended(jobset) ? MUSTER_PLACEMENT_USER_HELD : MUSTER_PLACEMENT_WAITING);
 	if (!err && !suspended(jobset))
 		err = set_suspend(patch, copy);
 	if (!err)

@@ -29,7 +29,8 @@ static int number(const cJSON *item, const char *what, uint32_t *out, char **cau
 	long long value;
 
 	if (!item)
-		return cause_fail(cause, "the pod has no %s: is it a pod of an Indexed Job made by JobSet?", what);
+		return cause_fail(cause, "the pod has no %s: is it a pod of an Indexed Job made by JobSet?",
+				  what);
 	if (kjson_count(item, -1, KJSON_INT32_MAX, &value) != KJSON_OK || value < 0)
 		return cause_fail(cause, "the pod's %s is not an integer from 0", what);
 	*out = (uint32_t)value;
@@ -40,7 +41,8 @@ int pod_pin_key(const cJSON *pod, struct pod_pin_key *key, char **cause)
 {
 	const cJSON *metadata = kjson_member(pod, "metadata");
 	const cJSON *labels = kjson_member(metadata, "labels");
-	const cJSON *completion = kjson_member(kjson_member(metadata, "annotations"), JOB_ANNOTATION_COMPLETION_INDEX);
+	const cJSON *completion =
+		kjson_member(kjson_member(metadata, "annotations"), JOB_ANNOTATION_COMPLETION_INDEX);
 
 	memset(key, 0, sizeof(*key));
 	if (!completion)
@@ -49,8 +51,8 @@ int pod_pin_key(const cJSON *pod, struct pod_pin_key *key, char **cause)
 	    take(labels, JOBSET_LABEL_UID, key->uid, sizeof(key->uid) - 1, cause) ||
 	    take(labels, JOBSET_LABEL_REPLICATED_JOB, key->replicated_job, sizeof(key->replicated_job) - 1,
 		 cause) ||
-	    number(kjson_member(labels, JOBSET_LABEL_JOB_INDEX), "label " JOBSET_LABEL_JOB_INDEX, &key->job_index,
-		   cause) ||
+	    number(kjson_member(labels, JOBSET_LABEL_JOB_INDEX), "label " JOBSET_LABEL_JOB_INDEX,
+		   &key->job_index, cause) ||
 	    number(completion, "annotation " JOB_ANNOTATION_COMPLETION_INDEX, &key->completion, cause))
 		return -1;
 	return 0;
@@ -60,8 +62,8 @@ static int add(cJSON *patch, const char *path, cJSON *value)
 {
 	cJSON *op = cJSON_CreateObject();
 
-	if (!op || !value || !cJSON_AddStringToObject(op, "op", "add") || !cJSON_AddStringToObject(op, "path", path) ||
-	    !cJSON_AddItemToArray(patch, op)) {
+	if (!op || !value || !cJSON_AddStringToObject(op, "op", "add") ||
+	    !cJSON_AddStringToObject(op, "path", path) || !cJSON_AddItemToArray(patch, op)) {
 		cJSON_Delete(op);
 		cJSON_Delete(value);
 		return -1;
@@ -96,7 +98,8 @@ int pod_pin_patch(const cJSON *pod, const char *selector, cJSON *patch, char **c
 		return cause_fail(cause, "the pod has no spec");
 	while (*selector) {
 		const char *eq = strchr(selector, '='), *comma;
-		char key[320], value[LABEL_VALUE_MAX + 1], path[sizeof("/spec/nodeSelector/") + 3 * sizeof(key)];
+		char key[320], value[LABEL_VALUE_MAX + 1],
+			path[sizeof("/spec/nodeSelector/") + 3 * sizeof(key)];
 		size_t key_len, value_len;
 		const cJSON *have;
 
@@ -106,7 +109,8 @@ int pod_pin_patch(const cJSON *pod, const char *selector, cJSON *patch, char **c
 		key_len = (size_t)(eq - selector);
 		value_len = comma ? (size_t)(comma - eq - 1) : strlen(eq + 1);
 		if (key_len >= sizeof(key) || value_len >= sizeof(value))
-			return cause_fail(cause, "the placement record's selector has a key or value too long");
+			return cause_fail(cause,
+					  "the placement record's selector has a key or value too long");
 		memcpy(key, selector, key_len);
 		key[key_len] = '\0';
 		memcpy(value, eq + 1, value_len);
@@ -116,10 +120,11 @@ int pod_pin_patch(const cJSON *pod, const char *selector, cJSON *patch, char **c
 		if (cJSON_IsString(have)) {
 			if (strcmp(have->valuestring, value) == 0)
 				continue;
-			return cause_fail(cause,
-					  "the pod selects %s=%s but its placement of record is %s=%s: remove the "
-					  "nodeSelector from the pod template or the topology request",
-					  key, have->valuestring, key, value);
+			return cause_fail(
+				cause,
+				"the pod selects %s=%s but its placement of record is %s=%s: remove the "
+				"nodeSelector from the pod template or the topology request",
+				key, have->valuestring, key, value);
 		}
 		if (!made) {
 			if (add(patch, "/spec/nodeSelector", cJSON_CreateObject()))

@@ -118,8 +118,9 @@ static int read_record(struct record_cache *c, const char *namespace, const char
 
 	*out = NULL;
 	if (!c->client)
-		return cause_fail(cause, "muster-webhook has no API access (--kubeconfig or in-cluster) to read "
-					 "the placement of record");
+		return cause_fail(cause,
+				  "muster-webhook has no API access (--kubeconfig or in-cluster) to read "
+				  "the placement of record");
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s" MUSTER_PLACEMENT_SUFFIX, namespace,
 		 jobset);
 	pthread_mutex_lock(&c->api);
@@ -127,23 +128,25 @@ static int read_record(struct record_cache *c, const char *namespace, const char
 	pthread_mutex_unlock(&c->api);
 	if (err == KUBE_ENOTFOUND) {
 		free(inner);
-		return cause_fail(cause,
-				  "no placement of record yet: ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX
-				  " is missing (muster-controller writes it when JobSet %s is placed; the Job "
-				  "controller retries this pod)",
-				  namespace, jobset, jobset);
+		return cause_fail(
+			cause,
+			"no placement of record yet: ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX
+			" is missing (muster-controller writes it when JobSet %s is placed; the Job "
+			"controller retries this pod)",
+			namespace, jobset, jobset);
 	}
 	if (err) {
-		cause_fail(cause, "cannot read ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX ": %s", namespace, jobset,
-			   inner ? inner : kube_err_message(err));
+		cause_fail(cause, "cannot read ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX ": %s", namespace,
+			   jobset, inner ? inner : kube_err_message(err));
 		free(inner);
 		return -1;
 	}
 	text = kjson_member(kjson_member(configmap, "data"), MUSTER_PLACEMENT_KEY);
 	if (!cJSON_IsString(text)) {
 		cJSON_Delete(configmap);
-		return cause_fail(cause, "ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX " has no data." MUSTER_PLACEMENT_KEY,
-				  namespace, jobset);
+		return cause_fail(
+			cause, "ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX " has no data." MUSTER_PLACEMENT_KEY,
+			namespace, jobset);
 	}
 	if (topo_record_parse(text->valuestring, strlen(text->valuestring), out, &inner)) {
 		cJSON_Delete(configmap);
@@ -156,18 +159,19 @@ static int read_record(struct record_cache *c, const char *namespace, const char
 	if (strcmp(topo_record_uid(*out), uid) != 0) {
 		topo_record_free(*out);
 		*out = NULL;
-		return cause_fail(cause,
-				  "ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX
-				  " is the placement of an earlier JobSet of this name, not of uid %s (muster-controller "
-				  "replaces it)",
-				  namespace, jobset, uid);
+		return cause_fail(
+			cause,
+			"ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX
+			" is the placement of an earlier JobSet of this name, not of uid %s (muster-controller "
+			"replaces it)",
+			namespace, jobset, uid);
 	}
 	return 0;
 }
 
 int record_cache_selector(struct record_cache *cache, const char *namespace, const char *jobset,
-			  const char *uid, const char *replicated_job, uint32_t job_index, uint32_t completion,
-			  char *selector, size_t size, char **cause)
+			  const char *uid, const char *replicated_job, uint32_t job_index,
+			  uint32_t completion, char *selector, size_t size, char **cause)
 {
 	struct entry *e;
 	struct topo_record *record = NULL;
@@ -186,8 +190,9 @@ int record_cache_selector(struct record_cache *cache, const char *namespace, con
 		e = keep(cache, namespace, jobset, record);
 	else if (!(e = find(cache, namespace, jobset, uid))) { /* replaced meanwhile: rare */
 		pthread_mutex_unlock(&cache->lock);
-		return cause_fail(cause, "the placement record of %s/%s changed while it was read; the Job "
-					 "controller retries",
+		return cause_fail(cause,
+				  "the placement record of %s/%s changed while it was read; the Job "
+				  "controller retries",
 				  namespace, jobset);
 	}
 	rc = topo_record_find(e->record, replicated_job, job_index, completion, &found);
@@ -195,9 +200,10 @@ int record_cache_selector(struct record_cache *cache, const char *namespace, con
 		snprintf(selector, size, "%s", found);
 	pthread_mutex_unlock(&cache->lock);
 	if (!rc)
-		cause_fail(cause,
-			   "the placement of record of JobSet %s/%s has no pod %s job %u index %u (the JobSet "
-			   "changed after it was placed?)",
-			   namespace, jobset, replicated_job, job_index, completion);
+		cause_fail(
+			cause,
+			"the placement of record of JobSet %s/%s has no pod %s job %u index %u (the JobSet "
+			"changed after it was placed?)",
+			namespace, jobset, replicated_job, job_index, completion);
 	return rc;
 }

@@ -34,7 +34,7 @@ void record_cache_free(struct record_cache *cache);
  * has no entry for the pod (*cause says so), -1 no record or the API failed
  * (*cause says which). */
 int record_cache_selector(struct record_cache *cache, const char *namespace, const char *jobset,
-			  const char *uid, const char *replicated_job, uint32_t job_index, uint32_t completion,
-			  char *selector, size_t size, char **cause);
+			  const char *uid, const char *replicated_job, uint32_t job_index,
+			  uint32_t completion, char *selector, size_t size, char **cause);
 
 #endif

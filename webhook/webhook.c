@@ -211,8 +211,7 @@ static void mutate(struct webhook *w, const struct admission_request *request, s
 	}
 	if (jobset_validate_create(object, config, &o->message))
 		goto deny;
-	if (!jobset_annotation(object, MUSTER_ANNOTATION_BARRIER_TOKEN) &&
-	    new_token(token, sizeof(token))) {
+	if (!jobset_annotation(object, MUSTER_ANNOTATION_BARRIER_TOKEN) && new_token(token, sizeof(token))) {
 		o->message =
 			strdup("muster-webhook could not read random bytes for the barrier token; try again");
 		o->code = 500;
@@ -361,43 +360,48 @@ void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve
 	struct admission_request request;
 	struct outcome o = { 0 };
 	struct pod_pin_key key;
-	char *cause = NULL, quoted[512], selector[TOPO_RECORD_SELECTOR_MAX] = "", pod[ADMISSION_NAME_MAX + 72];
+	char *cause = NULL, quoted[512], selector[TOPO_RECORD_SELECTOR_MAX] = "",
+	     pod[ADMISSION_NAME_MAX + 72];
 	const char *name;
 	double started = now_seconds();
 	cJSON *patch = NULL;
 
 	if (admission_decode(body, body_len, &request, &cause)) {
 		mlog(MLOG_WARN, "bad-request", "route=pin reason=%s",
-		     mlog_quote(quoted, sizeof(quoted), cause ? cause : "out of memory", cause ? strlen(cause) : 13));
+		     mlog_quote(quoted, sizeof(quoted), cause ? cause : "out of memory",
+				cause ? strlen(cause) : 13));
 		reply_text(reply, 400, "bad_request", cause ? cause : "out of memory");
 		free(cause);
 		return;
 	}
 	name = request.name[0] ? request.name
-				: kjson_member(kjson_member(request.object, "metadata"), "generateName") &&
-						  cJSON_IsString(kjson_member(kjson_member(request.object, "metadata"),
-									      "generateName"))
-					  ? kjson_member(kjson_member(request.object, "metadata"), "generateName")->valuestring
-					  : "";
+	       : kjson_member(kjson_member(request.object, "metadata"), "generateName") &&
+			       cJSON_IsString(
+				       kjson_member(kjson_member(request.object, "metadata"), "generateName"))
+		       ? kjson_member(kjson_member(request.object, "metadata"), "generateName")->valuestring
+		       : "";
 	snprintf(pod, sizeof(pod), "%s/%.*s", request.namespace, ADMISSION_NAME_MAX, name);
 	o.allowed = 1;
 	o.result = "allowed";
 	if (request.group[0] || strcmp(request.kind, "Pod") != 0) {
 		char message[512];
 
-		snprintf(message, sizeof(message),
-			 "muster-webhook pins only core/v1 Pods at /pin, not %s/%s %s: its webhook configuration "
-			 "matches the wrong resources",
-			 request.group[0] ? request.group : "core", request.version, request.kind);
+		snprintf(
+			message, sizeof(message),
+			"muster-webhook pins only core/v1 Pods at /pin, not %s/%s %s: its webhook configuration "
+			"matches the wrong resources",
+			request.group[0] ? request.group : "core", request.version, request.kind);
 		o.message = strdup(message);
 		o.code = 400;
 		o.allowed = 0;
 		o.result = "denied";
 	} else if (request.operation == ADMISSION_CREATE && request.object) {
 		if (pod_pin_key(request.object, &key, &o.message) ||
-		    record_cache_selector(w->records, request.namespace, key.jobset, key.uid, key.replicated_job,
-					  key.job_index, key.completion, selector, sizeof(selector), &o.message) != 1 ||
-		    !(patch = cJSON_CreateArray()) || pod_pin_patch(request.object, selector, patch, &o.message)) {
+		    record_cache_selector(w->records, request.namespace, key.jobset, key.uid,
+					  key.replicated_job, key.job_index, key.completion, selector,
+					  sizeof(selector), &o.message) != 1 ||
+		    !(patch = cJSON_CreateArray()) ||
+		    pod_pin_patch(request.object, selector, patch, &o.message)) {
 			if (!o.message)
 				o.message = strdup("out of memory");
 			o.code = 403;
@@ -422,8 +426,8 @@ void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve
 	reply->result = reply->body ? o.result : "error";
 	if (!w->quiet || !o.allowed)
 		mlog(o.allowed ? MLOG_INFO : MLOG_WARN, "admission",
-		     "route=pin pod=%s uid=%s operation=%s result=%s selector=\"%s\" ms=%.3f%s%s", pod, request.uid,
-		     admission_operation_name(request.operation), o.result, selector,
+		     "route=pin pod=%s uid=%s operation=%s result=%s selector=\"%s\" ms=%.3f%s%s", pod,
+		     request.uid, admission_operation_name(request.operation), o.result, selector,
 		     (now_seconds() - started) * 1e3, o.message ? " message=" : "",
 		     o.message ? mlog_quote(quoted, sizeof(quoted), o.message, strlen(o.message)) : "");
 	free(o.message);

@@ -381,7 +381,7 @@ def test_base_manifests_say_what_the_design_needs():
 
     webhook = docs[("Deployment", "muster-webhook")]["spec"]["template"]["spec"]
     container = webhook["containers"][0]
-    assert webhook["automountServiceAccountToken"] is False
+    assert webhook["automountServiceAccountToken"] is True  # the pod route reads placement records
     assert container["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
     mount = container["volumeMounts"][0]
     assert mount["readOnly"] is True and "subPath" not in mount  # reloads need the whole directory
@@ -398,19 +398,27 @@ def test_base_manifests_say_what_the_design_needs():
     cargs = controller["args"]
     assert cargs[cargs.index("--push-port") + 1] == args[args.index("--barrier-port") + 1]
     assert {e["name"] for e in controller["env"]} == {"POD_NAME", "POD_NAMESPACE"}
-    assert docs[("ServiceAccount", "muster-webhook")]["automountServiceAccountToken"] is False
+    assert "automountServiceAccountToken" not in docs[("ServiceAccount", "muster-webhook")]
 
-    # RBAC: exactly what controller/controller.md lists, nothing for the webhook.
+    # RBAC: exactly what controller/controller.md lists; the webhook reads
+    # ConfigMaps (placement records) and nothing else.
     rules = {(tuple(r["apiGroups"]), tuple(r["resources"]), tuple(r.get("resourceNames", ()))): sorted(r["verbs"])
              for r in docs[("ClusterRole", "muster-controller")]["rules"]}
     assert rules == {
-        (("jobset.x-k8s.io",), ("jobsets",), ()): ["get", "list", "watch"],
+        (("jobset.x-k8s.io",), ("jobsets",), ()): ["get", "list", "patch", "watch"],
+        (("",), ("nodes",), ()): ["list", "watch"],
+        (("kueue.x-k8s.io",), ("topologies",), ()): ["get", "list"],
+        (("topology.volcano.sh",), ("hypernodes",), ()): ["list"],
         (("",), ("pods",), ()): ["list", "watch"],
         (("",), ("configmaps",), ()): ["create", "delete", "get", "patch"],
         (("",), ("events",), ()): ["create"],
     }
-    subjects = [s["name"] for d in docs.values() if d["kind"].endswith("Binding") for s in d["subjects"]]
-    assert "muster-webhook" not in subjects
+    webhook_rules = [(r["apiGroups"], r["resources"], sorted(r["verbs"]))
+                     for r in docs[("ClusterRole", "muster-webhook")]["rules"]]
+    assert webhook_rules == [([""], ["configmaps"], ["get"])]
+    bindings = {d["metadata"]["name"]: d for d in docs.values() if d["kind"].endswith("Binding")}
+    assert [s["name"] for s in bindings["muster-webhook"]["subjects"]] == ["muster-webhook"]
+    assert bindings["muster-webhook"]["roleRef"]["name"] == "muster-webhook"
 
 
 def test_kustomize_builds_base_and_cert_manager():
@@ -446,7 +454,8 @@ def test_cert_manager_manifests(kube, kubeconfig, certs):
             del hook["clientConfig"]["caBundle"]
     assert static == rendered
     stored = dry_run(kubeconfig, static, validate=False)
-    assert [d["kind"] for d in stored] == ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
+    assert [d["kind"] for d in stored] == ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+                                          "MutatingWebhookConfiguration"]
 
 
 # ------------------------------------------------ (c) render-webhooks.sh

@@ -90,8 +90,8 @@ int topo_record_encode(const struct topo_tree *tree, const struct topo_request *
 				selector[0] = '\0';
 			else
 				topo_tree_selector(tree, pod->domain, pod->node, selector, sizeof(selector));
-			if (run_group == pod->group && run_job == pod->job_index && run_to + 1 == pod->completion &&
-			    strcmp(selector, run_selector) == 0) {
+			if (run_group == pod->group && run_job == pod->job_index &&
+			    run_to + 1 == pod->completion && strcmp(selector, run_selector) == 0) {
 				run_to = pod->completion;
 				continue;
 			}
@@ -122,7 +122,7 @@ int topo_record_encode(const struct topo_tree *tree, const struct topo_request *
 		free(*out);
 		*out = NULL;
 		return cause_fail(cause, "the placement record would take %zu bytes, more than %u", n,
-				 TOPO_RECORD_BYTES_MAX);
+				  TOPO_RECORD_BYTES_MAX);
 	}
 	return 0;
 }
@@ -211,17 +211,21 @@ static int parse_group(struct topo_record *r, const cJSON *group, char **cause)
 			const cJSON *from = cJSON_GetArrayItem(run, 0), *to = cJSON_GetArrayItem(run, 1),
 				    *selector = cJSON_GetArrayItem(run, 2);
 
-			if (!cJSON_IsArray(run) || cJSON_GetArraySize(run) != 3 || index_of(from, &one->from) ||
-			    index_of(to, &one->to) || one->to < one->from || (j->run_count && one->from < next))
-				return cause_fail(cause,
-						 "replicatedJobs.%s[%u]: run %u is not [from, to, selector] with "
-						 "indexes ascending and not overlapping",
-						 g->name, job_index, j->run_count);
-			if (!cJSON_IsString(selector) || strlen(selector->valuestring) >= TOPO_RECORD_SELECTOR_MAX ||
+			if (!cJSON_IsArray(run) || cJSON_GetArraySize(run) != 3 ||
+			    index_of(from, &one->from) || index_of(to, &one->to) || one->to < one->from ||
+			    (j->run_count && one->from < next))
+				return cause_fail(
+					cause,
+					"replicatedJobs.%s[%u]: run %u is not [from, to, selector] with "
+					"indexes ascending and not overlapping",
+					g->name, job_index, j->run_count);
+			if (!cJSON_IsString(selector) ||
+			    strlen(selector->valuestring) >= TOPO_RECORD_SELECTOR_MAX ||
 			    !selector_ok(selector->valuestring))
-				return cause_fail(cause,
-						 "replicatedJobs.%s[%u]: run %u: the selector is not key=value,...",
-						 g->name, job_index, j->run_count);
+				return cause_fail(
+					cause,
+					"replicatedJobs.%s[%u]: run %u: the selector is not key=value,...",
+					g->name, job_index, j->run_count);
 			if (!(one->selector = strdup(selector->valuestring)))
 				return cause_fail(cause, "no memory for the placement record");
 			r->run_count++;
@@ -246,11 +250,11 @@ int topo_record_parse(const char *text, size_t len, struct topo_record **out, ch
 	*out = NULL;
 	if (len > TOPO_RECORD_BYTES_MAX)
 		return cause_fail(cause, "the placement record is %zu bytes, more than %u", len,
-				 TOPO_RECORD_BYTES_MAX);
+				  TOPO_RECORD_BYTES_MAX);
 	root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
 	if (!root) {
 		cause_fail(cause, "the placement record is not JSON (at byte %zu)",
-			  end && end >= text ? (size_t)(end - text) : (size_t)0);
+			   end && end >= text ? (size_t)(end - text) : (size_t)0);
 		goto out;
 	}
 	uid = cJSON_GetObjectItemCaseSensitive(root, "uid");

@@ -1,0 +1,212 @@
+"""Placement in the cluster, end to end on the real control plane: the
+webhook gates a JobSet that asks for a topology (suspend), the controller
+places it on the nodes the node agent made (labelled by blocks and racks, a
+real Kueue Topology object names the levels), writes the placement of record
+and resumes it, the JobSet stand-in makes the pods, the webhook's pod route
+pins each to its domain, and the real kube-scheduler binds them. Nothing in
+the test places or binds a pod.
+
+Cluster: 8 nodes of 4 cpu, 2 blocks x 2 racks x 2 nodes (a rack holds 8
+pods of 1 cpu, a block 16)."""
+
+import json
+
+import pytest
+
+from conftest import ROOT, Controller, wait_for
+from kube import ApiError
+from test_webhook import JOBSETS, hooked, webhook  # noqa: F401 - fixtures used by name
+import muster_api as api  # noqa: E402
+
+BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"
+TOPOLOGIES = "/apis/kueue.x-k8s.io/v1beta2/topologies"
+TOPOLOGY = "e2e-placement"
+
+pytestmark = pytest.mark.skipif(not (ROOT.parent / "shared" / "kueue").is_dir(),
+                                reason="../shared/kueue is absent (the Topology CRD)")
+
+
+@pytest.fixture
+def placing(run_standin, kube, kubeconfig, hooked, tmp_path):  # noqa: F811 - the imported fixture
+    """Nodes, the Topology, the JobSet stand-in and the controller."""
+    namespace = hooked
+    shape = tmp_path / "shape.yaml"
+    shape.write_text("groups:\n  - name: pl\n    count: 8\n"
+                     "    allocatable: {cpu: \"4\", memory: 16Gi, pods: \"110\"}\n"
+                     "    labels: {pool: placement}\n"
+                     f"    topology: {{blockLabel: {BLOCK}, rackLabel: {RACK}, blocks: 2, racksPerBlock: 2}}\n")
+    run_standin("node_agent.py", "--shape", shape, "--work-dir", tmp_path / "agent", "--sync-period", 5,
+                "--delete-nodes", "--default-run-seconds", 600)
+    run_standin("jobset_controller.py", "--namespace", namespace)
+    try:
+        kube.delete(f"{TOPOLOGIES}/{TOPOLOGY}")
+    except ApiError:
+        pass
+    wait_for(lambda: _absent(kube, f"{TOPOLOGIES}/{TOPOLOGY}"), what="a leftover Topology gone")
+    kube.create(TOPOLOGIES, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+                             "metadata": {"name": TOPOLOGY},
+                             "spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}]}})
+
+    def ready():
+        items = kube.get("/api/v1/nodes", labelSelector="pool=placement")["items"]
+        return len(items) == 8 and all(c["status"] == "True" for n in items for c in n["status"]["conditions"]
+                                       if c["type"] == "Ready")
+    wait_for(ready, timeout=60, what="8 nodes Ready")
+    controller = Controller(kubeconfig, namespace, tmp_path / "controller.log",
+                            extra=["--placement-topology", TOPOLOGY])
+    yield namespace
+    controller.stop()
+    print(controller.output()[-8000:])
+    kube.delete(f"{TOPOLOGIES}/{TOPOLOGY}")
+
+
+def _absent(kube, path):
+    try:
+        kube.get(path)
+    except ApiError as error:
+        return error.status == 404
+    return False
+
+
+def jobset(name, pod_annotations=None, replicas=1, pods=8, cpu="1", annotations=None, suspend=None, labels=None):
+    pod = {"metadata": {"annotations": dict(pod_annotations or {})},
+           "spec": {"restartPolicy": "Never", "nodeSelector": {"pool": "placement"},
+                    "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "600"],
+                                    "resources": {"requests": {"cpu": cpu}}}]}}
+    body = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "annotations": dict(annotations or {}), "labels": dict(labels or {})},
+            "spec": {"replicatedJobs": [{"name": "workers", "replicas": replicas, "template": {
+                "spec": {"parallelism": pods, "completions": pods, "backoffLimit": 0, "template": pod}}}]}}
+    if suspend is not None:
+        body["spec"]["suspend"] = suspend
+    return body
+
+
+def get_jobset(kube, namespace, name):
+    return kube.get(f"{JOBSETS.format(namespace)}/{name}")
+
+
+def state(kube, namespace, name):
+    return (get_jobset(kube, namespace, name)["metadata"].get("annotations") or {}).get(api.ANNOTATION_PLACEMENT)
+
+
+def bound_pods(kube, namespace, name, count):
+    """The JobSet's `count` pods, once all are bound by the scheduler."""
+    def all_bound():
+        items = kube.get(f"/api/v1/namespaces/{namespace}/pods",
+                         labelSelector=f"{api.JOBSET_LABEL_NAME}={name}")["items"]
+        return items if len(items) == count and all(p["spec"].get("nodeName") for p in items) else None
+    return wait_for(all_bound, timeout=90, interval=0.5, what=f"the {count} pods of {name} bound")
+
+
+def node_labels(kube):
+    return {n["metadata"]["name"]: n["metadata"]["labels"]
+            for n in kube.get("/api/v1/nodes", labelSelector="pool=placement")["items"]}
+
+
+def rack_of(labels, node):
+    return labels[node][BLOCK], labels[node][RACK]
+
+
+def events_of(kube, namespace, name, reason):
+    items = kube.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+    return [e for e in items if e["involvedObject"]["name"] == name and e["reason"] == reason]
+
+
+def test_kueue_required_rack_gated_placed_pinned_and_bound_by_the_scheduler(kube, placing):
+    namespace = placing
+    # Kueue's meaning: all pods of all replicas of the replicated job in one rack.
+    created = kube.create(JOBSETS.format(namespace),
+                          jobset("train", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, replicas=2, pods=4))
+    # Gated at creation: suspended by muster, the pod templates labelled.
+    assert created["spec"]["suspend"] is True
+    assert created["metadata"]["annotations"][api.ANNOTATION_PLACEMENT] == api.PLACEMENT_WAITING
+    template = created["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    assert template["metadata"]["labels"][api.LABEL_PLACEMENT] == "true"
+    wait_for(lambda: state(kube, namespace, "train") == api.PLACEMENT_PLACED, timeout=60, what="train placed")
+    assert get_jobset(kube, namespace, "train")["spec"].get("suspend") in (False, None)
+    record = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/train{api.PLACEMENT_SUFFIX}")
+    assert record["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]
+    assert json.loads(record["data"][api.PLACEMENT_KEY])["uid"] == created["metadata"]["uid"]
+    pods = bound_pods(kube, namespace, "train", 8)
+    labels = node_labels(kube)
+    racks = {rack_of(labels, p["spec"]["nodeName"]) for p in pods}
+    assert len(racks) == 1, racks  # every pod, bound by kube-scheduler, inside one rack
+    for pod in pods:
+        selector = pod["spec"]["nodeSelector"]
+        assert (selector[BLOCK], selector[RACK]) == next(iter(racks))
+        assert selector["pool"] == "placement"  # the template's own selector kept
+    assert events_of(kube, namespace, "train", "Placed")
+
+
+def test_no_room_waits_with_its_reason_and_two_at_once_never_share_the_last_rack(kube, placing):
+    namespace = placing
+    # Fill a whole block and one rack of the other: one rack (8 cpu) is left.
+    kube.create(JOBSETS.format(namespace), jobset("fill-block", {api.KUEUE_ANNOTATION_REQUIRED: BLOCK}, pods=16))
+    bound_pods(kube, namespace, "fill-block", 16)
+    kube.create(JOBSETS.format(namespace), jobset("fill-rack", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=8))
+    bound_pods(kube, namespace, "fill-rack", 8)
+    # Two JobSets created at once, each needing that last rack.
+    for name in ("first", "second"):
+        kube.create(JOBSETS.format(namespace), jobset(name, {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=8))
+    wait_for(lambda: {state(kube, namespace, n) for n in ("first", "second")} ==
+             {api.PLACEMENT_PLACED, api.PLACEMENT_WAITING}, timeout=60, what="one placed, one waiting")
+    placed = next(n for n in ("first", "second") if state(kube, namespace, n) == api.PLACEMENT_PLACED)
+    waiting = "second" if placed == "first" else "first"
+    bound_pods(kube, namespace, placed, 8)
+
+    def reason():
+        js = get_jobset(kube, namespace, waiting)
+        return (js["metadata"].get("annotations") or {}).get(api.ANNOTATION_PLACEMENT_REASON)
+    text = wait_for(reason, timeout=30, what="the waiting reason")
+    assert "rack" in text and "8 pods" in text, text
+    assert get_jobset(kube, namespace, waiting)["spec"]["suspend"] is True
+    assert events_of(kube, namespace, waiting, "PlacementWaiting")
+    assert not kube.get(f"/api/v1/namespaces/{namespace}/pods",
+                        labelSelector=f"{api.JOBSET_LABEL_NAME}={waiting}")["items"]  # no pod before placement
+    # The placed one goes away: the waiting one starts by itself, in that rack.
+    rack = {rack_of(node_labels(kube), p["spec"]["nodeName"])
+            for p in bound_pods(kube, namespace, placed, 8)}
+    kube.delete(f"{JOBSETS.format(namespace)}/{placed}", body={"propagationPolicy": "Foreground"})
+    wait_for(lambda: state(kube, namespace, waiting) == api.PLACEMENT_PLACED, timeout=120,
+             what=f"{waiting} placed once the room is free")
+    pods = bound_pods(kube, namespace, waiting, 8)
+    assert {rack_of(node_labels(kube), p["spec"]["nodeName"]) for p in pods} == rack
+
+
+def test_bad_requests_are_refused_at_admission_and_what_only_the_cluster_knows_waits(kube, placing):
+    namespace = placing
+    with pytest.raises(ApiError) as refused:
+        kube.create(JOBSETS.format(namespace), jobset("both", {api.KUEUE_ANNOTATION_REQUIRED: RACK,
+                                                               api.KUEUE_ANNOTATION_PREFERRED: RACK}))
+    assert refused.value.status in (400, 422) and "placement request" in str(refused.value)
+    with pytest.raises(ApiError) as refused:
+        kube.create(JOBSETS.format(namespace), jobset("typo", {"kueue.x-k8s.io/podset-requried-topology": RACK}))
+    assert "podset-requried-topology" in str(refused.value)
+    # A level the Topology does not have: only the cluster can tell; it waits, saying so.
+    kube.create(JOBSETS.format(namespace), jobset("nolevel", {api.KUEUE_ANNOTATION_REQUIRED: "zone"}))
+
+    def reason():
+        js = get_jobset(kube, namespace, "nolevel")
+        return (js["metadata"].get("annotations") or {}).get(api.ANNOTATION_PLACEMENT_REASON)
+    assert "zone" in wait_for(reason, timeout=30, what="the waiting reason")
+    assert state(kube, namespace, "nolevel") == api.PLACEMENT_WAITING
+
+
+def test_kueue_managed_jobsets_are_left_to_kueue_and_a_users_suspend_is_kept(kube, placing):
+    namespace = placing
+    kueue = kube.create(JOBSETS.format(namespace), jobset("kq", {api.KUEUE_ANNOTATION_REQUIRED: RACK},
+                                                          labels={api.KUEUE_LABEL_QUEUE_NAME: "lq"}))
+    assert api.ANNOTATION_PLACEMENT not in kueue["metadata"].get("annotations", {})
+    assert not kueue["spec"].get("suspend")
+    # The user's own suspend: not placed until the user resumes; the resume is
+    # held until the placement is written.
+    held = kube.create(JOBSETS.format(namespace), jobset("held", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=4,
+                                                         suspend=True))
+    assert held["metadata"]["annotations"][api.ANNOTATION_PLACEMENT] == api.PLACEMENT_USER_HELD
+    resumed = kube.patch(f"{JOBSETS.format(namespace)}/held", {"spec": {"suspend": False}})
+    assert resumed["spec"]["suspend"] is True  # held by the webhook until placed
+    assert resumed["metadata"]["annotations"][api.ANNOTATION_PLACEMENT] == api.PLACEMENT_WAITING
+    wait_for(lambda: state(kube, namespace, "held") == api.PLACEMENT_PLACED, timeout=60, what="held placed")
+    pods = bound_pods(kube, namespace, "held", 4)
+    assert len({rack_of(node_labels(kube), p["spec"]["nodeName"]) for p in pods}) == 1
