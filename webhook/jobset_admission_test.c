@@ -23,6 +23,8 @@
 #include "jobset_model.h"
 #include "jobset_shape.h"
 #include "jobset_validate.h"
+#include "placement_gate.h"
+#include "pod_pin.h"
 
 #define TOKEN "tok-0123456789abcdef0123456789ab"
 
@@ -962,6 +964,264 @@ static void config_forms(void **state)
 		0, "longer than 63", &c);
 }
 
+
+/* ---- placement: the gate and the pod route ---- */
+
+static const char *annotation_of(const cJSON *object, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(object, "metadata"), "annotations"),
+		key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const cJSON *pin_template_of(const cJSON *jobset, int index)
+{
+	const cJSON *rj = cJSON_GetArrayItem(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(jobset, "spec"), "replicatedJobs"),
+		index);
+
+	return cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rj, "template"), "spec"), "template");
+}
+
+static const char *template_label(const cJSON *jobset, int index, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pin_template_of(jobset, index), "metadata"),
+						 "labels"),
+		key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* STORY2 with Kueue's required rack on the workers' pod template. */
+static cJSON *story2_with_rack(void)
+{
+	cJSON *js = cJSON_Parse(STORY2);
+	cJSON *tmpl = (cJSON *)pin_template_of(js, 0), *md = cJSON_AddObjectToObject(tmpl, "metadata"),
+	      *ann = cJSON_AddObjectToObject(md, "annotations");
+
+	cJSON_AddStringToObject(ann, "kueue.x-k8s.io/podset-required-topology", "rack");
+	return js;
+}
+
+static void gate_suspends_labels_and_composes_with_the_barrier(void **state)
+{
+	cJSON *js = story2_with_rack(), *patch = cJSON_CreateArray(), *modified = NULL, *gang = NULL, *item;
+	struct group_config config;
+	const char *skip = "?";
+	char *cause = NULL;
+
+	(void)state;
+	assert_int_equal(placement_gate_create(js, patch, &modified, &skip, &cause), 0);
+	assert_null(skip);
+	assert_non_null(modified);
+	/* The barrier's patch is computed on the gated copy and appended, as
+	 * webhook.c does; the two apply in order to the JobSet as sent. */
+	assert_int_equal(group_config_decode(modified, &config, &cause), 0);
+	assert_int_equal(jobset_mutate(modified, &config, &barrier, TOKEN, &gang, &cause), 0);
+	while ((item = cJSON_DetachItemFromArray(gang, 0)) != NULL)
+		cJSON_AddItemToArray(patch, item);
+	cJSON_Delete(gang);
+	apply_patch(js, patch);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "spec"),
+								   "suspend")));
+	assert_string_equal(annotation_of(js, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_WAITING);
+	assert_string_equal(annotation_of(js, MUSTER_ANNOTATION_BARRIER_TOKEN), TOKEN); /* both annotations kept */
+	assert_string_equal(template_label(js, 0, MUSTER_LABEL_PLACEMENT), "true");
+	assert_string_equal(template_label(js, 1, MUSTER_LABEL_PLACEMENT), "true");
+	assert_string_equal(template_label(js, 0, MUSTER_LABEL_GROUP_SCHEDULING), "true");
+	/* The Kueue annotation the workers carried is still there. */
+	assert_non_null(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pin_template_of(js, 0), "metadata"),
+						 "annotations"),
+		"kueue.x-k8s.io/podset-required-topology"));
+	cJSON_Delete(modified);
+	cJSON_Delete(patch);
+	cJSON_Delete(js);
+}
+
+/* The gate's outcome for a variant of story2_with_rack(). */
+static int gate(cJSON *js, cJSON **after, const char **skip, char **cause)
+{
+	cJSON *patch = cJSON_CreateArray(), *modified = NULL;
+	int rc = placement_gate_create(js, patch, &modified, skip, cause);
+
+	if (rc == 0)
+		apply_patch(js, patch);
+	*after = js;
+	cJSON_Delete(modified);
+	cJSON_Delete(patch);
+	return rc;
+}
+
+static void gate_cases(void **state)
+{
+	cJSON *js, *after;
+	const char *skip;
+	char *cause = NULL;
+
+	(void)state;
+	/* The user's own suspend is kept: user-held, no suspend op needed. */
+	js = story2_with_rack();
+	cJSON_AddTrueToObject(cJSON_GetObjectItemCaseSensitive(js, "spec"), "suspend");
+	assert_int_equal(gate(js, &after, &skip, &cause), 0);
+	assert_string_equal(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_USER_HELD);
+	cJSON_Delete(js);
+	/* A placement the user wrote is not believed. */
+	js = story2_with_rack();
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(js, "metadata"), "annotations"),
+				MUSTER_ANNOTATION_PLACEMENT, MUSTER_PLACEMENT_PLACED);
+	assert_int_equal(gate(js, &after, &skip, &cause), 0);
+	assert_string_equal(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_WAITING);
+	cJSON_Delete(js);
+	/* Kueue's JobSets and Volcano's are theirs. */
+	js = story2_with_rack();
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(js, "metadata"), "labels"),
+				KUEUE_LABEL_QUEUE_NAME, "lq");
+	assert_int_equal(gate(js, &after, &skip, &cause), 0);
+	assert_string_equal(skip, "kueue");
+	assert_null(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT));
+	cJSON_Delete(js);
+	js = story2_with_rack();
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(js, 1), "spec"), "schedulerName",
+				VOLCANO_SCHEDULER_NAME);
+	assert_int_equal(gate(js, &after, &skip, &cause), 0);
+	assert_string_equal(skip, "volcano");
+	cJSON_Delete(js);
+	/* No topology annotation: nothing. Unconstrained only: nothing to place. */
+	js = cJSON_Parse(STORY2);
+	assert_int_equal(gate(js, &after, &skip, &cause), 0);
+	assert_null(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT));
+	cJSON_Delete(js);
+	/* A malformed request is refused with the decoder's words. */
+	js = story2_with_rack();
+	cJSON_AddStringToObject(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(js, 0), "metadata"),
+						 "annotations"),
+		"kueue.x-k8s.io/podset-preferred-topology", "rack");
+	assert_int_equal(gate(js, &after, &skip, &cause), -1);
+	assert_non_null(strstr(cause, "placement request"));
+	free(cause);
+	cJSON_Delete(js);
+}
+
+/* An UPDATE from `old_state` (suspended) to a JobSet with `suspend` and `new_state`. */
+static cJSON *update(const char *old_state, int suspend, const char *new_state)
+{
+	cJSON *old = story2_with_rack(), *now, *patch = cJSON_CreateArray(), *modified = NULL;
+	char *cause = NULL;
+
+	cJSON_AddTrueToObject(cJSON_GetObjectItemCaseSensitive(old, "spec"), "suspend");
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(old, "metadata"), "annotations"),
+				MUSTER_ANNOTATION_PLACEMENT, old_state);
+	now = cJSON_Duplicate(old, 1);
+	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "spec"), "suspend",
+					       cJSON_CreateBool(suspend));
+	if (new_state)
+		cJSON_ReplaceItemInObjectCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "metadata"), "annotations"),
+			MUSTER_ANNOTATION_PLACEMENT, cJSON_CreateString(new_state));
+	else
+		cJSON_DeleteItemFromObjectCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "metadata"), "annotations"),
+			MUSTER_ANNOTATION_PLACEMENT);
+	assert_int_equal(placement_gate_update(old, now, patch, &modified, &cause), 0);
+	apply_patch(now, patch);
+	cJSON_Delete(modified);
+	cJSON_Delete(patch);
+	cJSON_Delete(old);
+	return now;
+}
+
+static int suspended_now(const cJSON *js)
+{
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "spec"), "suspend"));
+}
+
+static void gate_holds_a_resume_until_placed(void **state)
+{
+	cJSON *js;
+
+	(void)state;
+	/* The user resumes a JobSet muster has not placed: held. */
+	js = update(MUSTER_PLACEMENT_WAITING, 0, MUSTER_PLACEMENT_WAITING);
+	assert_true(suspended_now(js));
+	cJSON_Delete(js);
+	js = update(MUSTER_PLACEMENT_USER_HELD, 0, MUSTER_PLACEMENT_USER_HELD);
+	assert_true(suspended_now(js));
+	assert_string_equal(annotation_of(js, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_WAITING);
+	cJSON_Delete(js);
+	/* The controller's resume (placed, in the same patch) passes. */
+	js = update(MUSTER_PLACEMENT_WAITING, 0, MUSTER_PLACEMENT_PLACED);
+	assert_false(suspended_now(js));
+	cJSON_Delete(js);
+	/* An update that drops the annotation gets it back. */
+	js = update(MUSTER_PLACEMENT_PLACED, 1, NULL);
+	assert_string_equal(annotation_of(js, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_PLACED);
+	cJSON_Delete(js);
+	js = update(MUSTER_PLACEMENT_USER_HELD, 1, NULL);
+	assert_string_equal(annotation_of(js, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_USER_HELD);
+	assert_true(suspended_now(js));
+	cJSON_Delete(js);
+}
+
+#define PINNED_POD(extra_selector)                                                                               \
+	"{\"metadata\":{\"generateName\":\"train-w-1-2-\",\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"train\"," \
+	"\"jobset.sigs.k8s.io/jobset-uid\":\"u-1\",\"jobset.sigs.k8s.io/replicatedjob-name\":\"w\","                \
+	"\"jobset.sigs.k8s.io/job-index\":\"1\",\"muster.dev/placement\":\"true\"},\"annotations\":{"               \
+	"\"batch.kubernetes.io/job-completion-index\":\"2\"}},\"spec\":{" extra_selector "\"containers\":[{"        \
+	"\"name\":\"c\"}]}}"
+
+static void pod_route_pins_by_job_and_completion_index(void **state)
+{
+	cJSON *pod = cJSON_Parse(PINNED_POD("")), *patch = cJSON_CreateArray(), *sel;
+	struct pod_pin_key key;
+	char *cause = NULL;
+
+	(void)state;
+	assert_int_equal(pod_pin_key(pod, &key, &cause), 0);
+	assert_string_equal(key.jobset, "train");
+	assert_string_equal(key.uid, "u-1");
+	assert_string_equal(key.replicated_job, "w");
+	assert_int_equal(key.job_index, 1);
+	assert_int_equal(key.completion, 2);
+	assert_int_equal(pod_pin_patch(pod, "block=b1,rack=r2", patch, &cause), 0);
+	apply_patch(pod, patch);
+	sel = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"), "nodeSelector");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "block")->valuestring, "b1");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "rack")->valuestring, "r2");
+	cJSON_Delete(patch);
+	cJSON_Delete(pod);
+
+	/* The template's own selector is kept; an equal key is fine, another value is refused. */
+	pod = cJSON_Parse(PINNED_POD("\"nodeSelector\":{\"pool\":\"a\",\"rack\":\"r2\"},"));
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_patch(pod, "block=b1,rack=r2,kubernetes.io/hostname=n1", patch, &cause), 0);
+	apply_patch(pod, patch);
+	sel = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"), "nodeSelector");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "pool")->valuestring, "a");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "kubernetes.io/hostname")->valuestring, "n1");
+	cJSON_Delete(patch);
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_patch(pod, "rack=r9", patch, &cause), -1);
+	assert_non_null(strstr(cause, "rack=r2"));
+	assert_non_null(strstr(cause, "rack=r9"));
+	free(cause);
+	cause = NULL;
+	cJSON_Delete(patch);
+	cJSON_Delete(pod);
+
+	/* A pod that does not say which it is: refused, naming what is missing. */
+	pod = cJSON_Parse("{\"metadata\":{\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"t\"}},\"spec\":{}}");
+	assert_int_equal(pod_pin_key(pod, &key, &cause), -1);
+	assert_non_null(strstr(cause, "jobset-uid"));
+	free(cause);
+	cJSON_Delete(pod);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -981,6 +1241,10 @@ int main(void)
 		cmocka_unit_test(validate_create_refuses_what_the_controller_cannot_count),
 		cmocka_unit_test(validate_update_rules),
 		cmocka_unit_test(config_forms),
+		cmocka_unit_test(gate_suspends_labels_and_composes_with_the_barrier),
+		cmocka_unit_test(gate_cases),
+		cmocka_unit_test(gate_holds_a_resume_until_placed),
+		cmocka_unit_test(pod_route_pins_by_job_and_completion_index),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,190 @@
+/*
+ * Unit tests of topo_record: a placement written as a record and read back
+ * gives every pod its domain's selector (runs of consecutive ranks); bad
+ * records are refused naming the field; selectors match nodes by labels and
+ * by hostname.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "topo_place.h"
+#include "topo_record.h"
+#include "topo_tree.h"
+
+enum { CPU, PODS };
+
+/* 4 nodes of 4 cpu: block b1 racks r1 (n0, n1) and r2 (n2), block b2 rack r1 (n3). */
+struct fixture {
+	struct topo_label labels[4][2];
+	struct topo_node nodes[4];
+	struct topo_cluster cluster;
+};
+
+static void make(struct fixture *f)
+{
+	static const char *const blocks[] = { "b1", "b1", "b1", "b2" }, *const racks[] = { "r1", "r1", "r2", "r1" };
+	static const char *const names[] = { "n0", "n1", "n2", "n3" };
+
+	memset(f, 0, sizeof(*f));
+	f->cluster.resources[CPU] = "cpu";
+	f->cluster.resources[PODS] = "pods";
+	f->cluster.resource_count = 2;
+	for (int i = 0; i < 4; i++) {
+		f->labels[i][0] = (struct topo_label){ "block", blocks[i] };
+		f->labels[i][1] = (struct topo_label){ "rack", racks[i] };
+		f->nodes[i].name = names[i];
+		f->nodes[i].labels = f->labels[i];
+		f->nodes[i].label_count = 2;
+		f->nodes[i].allocatable[CPU] = 4000;
+		f->nodes[i].allocatable[PODS] = 110;
+	}
+	f->cluster.nodes = f->nodes;
+	f->cluster.node_count = 4;
+}
+
+static void placement_round_trip(void **state)
+{
+	static const char *const levels[] = { "block", "rack" };
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_group g = { .name = "workers", .replicas = 2, .pods = 6 };
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+	struct topo_placement *p = NULL;
+	struct topo_record *r = NULL;
+	char *cause = NULL, *text = NULL;
+	const char *selector, *first;
+
+	(void)state;
+	make(&f);
+	g.shape.requests[CPU] = 1000;
+	g.shape.requests[PODS] = 1;
+	g.constraint = (struct topo_constraint){ TOPO_MODE_REQUIRED, 1 }; /* each Job in one block */
+	t = topo_tree_from_levels(&f.cluster, levels, 2, &cause);
+	assert_non_null(t);
+	assert_int_equal(topo_place(t, &req, &p, &cause), 0);
+	assert_int_equal(topo_record_encode(t, &req, p, "uid-1", &text, &cause), 0);
+	assert_int_equal(topo_record_parse(text, strlen(text), &r, &cause), 0);
+	assert_string_equal(topo_record_uid(r), "uid-1");
+	/* Every pod finds the selector of its own domain, in the record's words. */
+	for (size_t i = 0; i < p->pod_count; i++) {
+		char want[256];
+
+		topo_tree_selector(t, p->pods[i].domain, p->pods[i].node, want, sizeof(want));
+		assert_int_equal(topo_record_find(r, "workers", p->pods[i].job_index, p->pods[i].completion, &selector),
+				 1);
+		assert_string_equal(selector, want);
+	}
+	/* Job 0 in one block: every selector of job 0 names the same block. */
+	assert_int_equal(topo_record_find(r, "workers", 0, 0, &first), 1);
+	for (uint32_t c = 1; c < 6; c++) {
+		assert_int_equal(topo_record_find(r, "workers", 0, c, &selector), 1);
+		assert_memory_equal(selector, first, strlen("block=b1"));
+	}
+	/* What the record does not hold. */
+	assert_int_equal(topo_record_find(r, "workers", 2, 0, &selector), 0);
+	assert_int_equal(topo_record_find(r, "workers", 0, 6, &selector), 0);
+	assert_int_equal(topo_record_find(r, "driver", 0, 0, &selector), 0);
+	/* Runs: consecutive ranks with one selector are one run, so fewer runs than pods. */
+	assert_true(strlen(text) < 400);
+	free(text);
+	topo_record_free(r);
+	topo_placement_free(p);
+	topo_tree_free(t);
+	free(cause);
+}
+
+static int count_runs(void *arg, const char *rj, uint32_t job, uint32_t from, uint32_t to, const char *selector)
+{
+	(void)rj;
+	(void)job;
+	(void)selector;
+	*(uint32_t *)arg += to - from + 1;
+	return 0;
+}
+
+static void runs_and_lookup(void **state)
+{
+	static const char text[] = "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[0,3,\"rack=r1\"],[4,4,\"\"],"
+				   "[6,9,\"rack=r2,block=b1\"]]],\"d\":[[[0,0,\"kubernetes.io/hostname=n3\"]]]}}";
+	struct topo_record *r = NULL;
+	const char *selector;
+	uint32_t pods = 0;
+
+	(void)state;
+	assert_int_equal(topo_record_parse(text, strlen(text), &r, NULL), 0);
+	assert_int_equal(topo_record_find(r, "w", 0, 3, &selector), 1);
+	assert_string_equal(selector, "rack=r1");
+	assert_int_equal(topo_record_find(r, "w", 0, 4, &selector), 1);
+	assert_string_equal(selector, ""); /* anywhere */
+	assert_int_equal(topo_record_find(r, "w", 0, 5, &selector), 0); /* a gap */
+	assert_int_equal(topo_record_find(r, "w", 0, 9, &selector), 1);
+	assert_string_equal(selector, "rack=r2,block=b1");
+	assert_int_equal(topo_record_find(r, "w", 0, 10, &selector), 0);
+	assert_int_equal(topo_record_find(r, "d", 0, 0, &selector), 1);
+	assert_int_equal(topo_record_foreach(r, count_runs, &pods), 0);
+	assert_int_equal(pods, 4 + 1 + 4 + 1);
+	topo_record_free(r);
+}
+
+static void bad_records_are_refused(void **state)
+{
+	static const struct {
+		const char *text, *needle;
+	} cases[] = {
+		{ "{\"uid\":\"u\",\"replicatedJobs\":{}} trailing", "not JSON" },
+		{ "[1]", "lacks uid" },
+		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[3,1,\"a=b\"]]]}}", "ascending" },
+		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[0,4,\"a=b\"],[3,5,\"a=b\"]]]}}", "overlapping" },
+		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[0,1,\"ab\"]]]}}", "key=value" },
+		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[0,1.5,\"a=b\"]]]}}", "from, to" },
+		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[-1,1,\"a=b\"]]]}}", "from, to" },
+		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":{}}}", "lists of lists" },
+		{ "{\"uid\":7,\"replicatedJobs\":{}}", "lacks uid" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct topo_record *r = NULL;
+		char *cause = NULL;
+
+		assert_int_equal(topo_record_parse(cases[i].text, strlen(cases[i].text), &r, &cause), -1);
+		assert_null(r);
+		if (!cause || !strstr(cause, cases[i].needle))
+			fail_msg("%s: %s", cases[i].text, cause ? cause : "(no cause)");
+		free(cause);
+	}
+}
+
+static void selectors_match_labels_and_hostnames(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	make(&f);
+	assert_true(topo_record_selector_matches("block=b1,rack=r1", &f.nodes[0]));
+	assert_false(topo_record_selector_matches("block=b1,rack=r1", &f.nodes[3])); /* r1 of b2 */
+	assert_true(topo_record_selector_matches("block=b2,rack=r1", &f.nodes[3]));
+	assert_true(topo_record_selector_matches("kubernetes.io/hostname=n2", &f.nodes[2]));
+	assert_false(topo_record_selector_matches("kubernetes.io/hostname=n2", &f.nodes[1]));
+	assert_true(topo_record_selector_matches("", &f.nodes[1]));
+	assert_false(topo_record_selector_matches("block=b", &f.nodes[0])); /* a prefix is not the value */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(placement_round_trip),
+		cmocka_unit_test(runs_and_lookup),
+		cmocka_unit_test(bad_records_are_refused),
+		cmocka_unit_test(selectors_match_labels_and_hostnames),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
