@@ -54,7 +54,7 @@ struct pjobset {
 };
 
 /* Pods of placed JobSets that are bound, by namespace and
- * "jobset/replicated job/job index/completion index" (refs: pods of two
+ * "jobset uid/replicated job/job index/completion index" (refs: pods of two
  * restart attempts may overlap for a moment). */
 struct bound {
 	struct name_node node;
@@ -229,7 +229,7 @@ static int node_change(void *arg, const struct kube_informer_event *e)
 /* The bound key of a pinned pod, or 0 when it is not one. */
 static int bound_key(const cJSON *pod, char *key, size_t size)
 {
-	const char *jobset = label(pod, JOBSET_LABEL_NAME), *rj = label(pod, JOBSET_LABEL_REPLICATED_JOB),
+	const char *jobset = label(pod, JOBSET_LABEL_UID), *rj = label(pod, JOBSET_LABEL_REPLICATED_JOB),
 		   *job = label(pod, JOBSET_LABEL_JOB_INDEX), *pin = label(pod, MUSTER_LABEL_PLACEMENT);
 	const char *completion = annotation(pod, JOB_ANNOTATION_COMPLETION_INDEX);
 	const cJSON *node = kjson_member(kjson_member(pod, "spec"), "nodeName");
@@ -478,6 +478,11 @@ static void read_topology(struct placement_loop *loop, struct topology *t)
 	}
 	/* By default: the only Kueue Topology, else the HyperNodes. */
 	items = list_all(loop, TOPOLOGIES_PATH, &err, &cause);
+	if (!items && err == KUBE_ENOTFOUND) { /* a cluster serving only Kueue's older version */
+		free(cause);
+		cause = NULL;
+		items = list_all(loop, TOPOLOGIES_PATH_V1BETA1, &err, &cause);
+	}
 	if (items && cJSON_GetArraySize(items) == 1) {
 		use_topology(t, cJSON_GetArrayItem(items, 0), "topology");
 		goto out;
@@ -679,7 +684,9 @@ static void collect_pending(void *arg, struct name_node *node)
 	struct pass *p = arg;
 	struct pjobset *j = (struct pjobset *)node;
 
-	if (strcmp(j->state, MUSTER_PLACEMENT_WAITING) != 0 || j->finished || j->resuming)
+	/* Not before its record was read: a record written before must be
+	 * honoured, not a second placement made. */
+	if (strcmp(j->state, MUSTER_PLACEMENT_WAITING) != 0 || j->finished || j->resuming || !j->record_checked)
 		return;
 	if (p->pending_count == p->pending_cap) {
 		size_t cap = p->pending_cap ? p->pending_cap * 2 : 16;
@@ -755,13 +762,20 @@ static int reserve_run(void *arg, const char *rj, uint32_t job, uint32_t from, u
 
 	if (!group)
 		return 0;
-	for (uint32_t i = from; i <= to; i++) {
+	size_t lo = c->node_count, hi = 0; /* the nodes of the domain lie within [lo, hi] */
+
+	for (size_t n = 0; n < c->node_count; n++)
+		if (topo_record_selector_matches(selector, &nodes[n])) {
+			lo = n < lo ? n : lo;
+			hi = n;
+		}
+	for (uint32_t i = from; i <= to && lo <= hi; i++) {
 		struct topo_node *first = NULL, *fit = NULL;
 
-		snprintf(key, sizeof(key), "%s/%s/%u/%u", p->current->name, rj, job, i);
+		snprintf(key, sizeof(key), "%s/%s/%u/%u", p->current->uid, rj, job, i);
 		if (name_table_find(&p->loop->bound, p->current->namespace, key))
 			continue;
-		for (size_t n = 0; n < c->node_count && !fit; n++) {
+		for (size_t n = lo; n <= hi && !fit; n++) {
 			if (!topo_record_selector_matches(selector, &nodes[n]))
 				continue;
 			if (!first)
@@ -930,11 +944,28 @@ static void decide(struct pass *p, const struct topology *top)
 	loop->stats.waiting = 0;
 	for (size_t i = 0; i < p->action_count; i++)
 		loop->stats.waiting += !p->actions[i].place;
+	mlog(MLOG_INFO, "placement-pass", "pending=%zu promised_pods=%llu nodes=%zu", p->pending_count,
+	     (unsigned long long)p->reserved_pods, c->node_count);
 	topo_tree_free(t);
 	free(cause);
 }
 
 /* ---- acting ---- */
+
+/* Resumed: placed from now on, whatever the informer has not shown yet, so
+ * the next pass neither places nor resumes it again. */
+static void mark_placed(struct placement_loop *loop, const char *namespace, const char *name, const char *uid)
+{
+	struct pjobset *j;
+
+	pthread_mutex_lock(&loop->lock);
+	j = (struct pjobset *)name_table_find(&loop->jobsets, namespace, name);
+	if (j && strcmp(j->uid, uid) == 0) {
+		snprintf(j->state, sizeof(j->state), "%s", MUSTER_PLACEMENT_PLACED);
+		j->resuming = 0;
+	}
+	pthread_mutex_unlock(&loop->lock);
+}
 
 /* Acts on one decision outside the lock. Returns 1 when it placed. */
 static int act(struct placement_loop *loop, struct action *a, double started)
@@ -988,6 +1019,7 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 		return 0;
 	}
 	free(cause);
+	mark_placed(loop, a->namespace, a->name, a->uid);
 	mlog(MLOG_INFO, "placed", "jobset=%s/%s pods=%zu domains=\"%s\" ms=%.1f", a->namespace, a->name,
 	     a->pods, a->where, (now_s() - started) * 1e3);
 	{
@@ -1102,7 +1134,23 @@ static void run_pass(struct placement_loop *loop)
 	memset(&top, 0, sizeof(top));
 	top.store.chunk = 4096;
 	read_records(loop);
+	pthread_mutex_lock(&loop->lock);
+	{
+		struct pass probe = { .loop = loop };
+
+		name_table_each(&loop->jobsets, collect_pending, &probe);
+		if (!probe.pending_count) { /* nothing to place: no API reads */
+			loop->dirty = 0;
+			loop->stats.waiting = 0;
+			pthread_mutex_unlock(&loop->lock);
+			free(probe.pending);
+			goto resume_only;
+		}
+		free(probe.pending);
+	}
+	pthread_mutex_unlock(&loop->lock);
 	read_topology(loop, &top);
+resume_only:
 	pthread_mutex_lock(&loop->lock);
 	loop->dirty = 0;
 	loop->stats.passes++;
@@ -1122,6 +1170,8 @@ static void run_pass(struct placement_loop *loop)
 			     recorded.items[i].namespace, recorded.items[i].name, kube_err_name(err),
 			     cause ? cause : "");
 		else
+			mark_placed(loop, recorded.items[i].namespace, recorded.items[i].name, recorded.items[i].uid);
+		if (!err)
 			mlog(MLOG_INFO, "placement-resumed",
 			     "jobset=%s/%s reason=\"its placement of record was written before\"",
 			     recorded.items[i].namespace, recorded.items[i].name);

@@ -1105,6 +1105,37 @@ static void gate_cases(void **state)
 	assert_int_equal(gate(js, &after, &skip, &cause), -1);
 	assert_non_null(strstr(cause, "placement request"));
 	free(cause);
+	cause = NULL;
+	cJSON_Delete(js);
+	/* Pods are pinned by completion index: every pod must have one, at once. */
+	js = story2_with_rack();
+	cJSON_ReplaceItemInObjectCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+							   cJSON_GetObjectItemCaseSensitive(js, "spec"), "replicatedJobs"),
+						   0),
+				"template"),
+			"spec"),
+		"completions", cJSON_CreateNumber(200));
+	assert_int_equal(gate(js, &after, &skip, &cause), -1);
+	assert_non_null(strstr(cause, "completions 200 and parallelism 100"));
+	free(cause);
+	cause = NULL;
+	cJSON_Delete(js);
+	js = story2_with_rack();
+	cJSON_AddStringToObject(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+							   cJSON_GetObjectItemCaseSensitive(js, "spec"), "replicatedJobs"),
+						   1),
+				"template"),
+			"spec"),
+		"completionMode", "NonIndexed");
+	assert_int_equal(gate(js, &after, &skip, &cause), -1);
+	assert_non_null(strstr(cause, "NonIndexed"));
+	free(cause);
 	cJSON_Delete(js);
 }
 

@@ -241,6 +241,11 @@ int main(int argc, char **argv)
 		err = 0;
 	} else {
 		have_api_cfg = 1;
+		/* A pod's admission waits on this read: short, not retried (the
+		 * apiserver's webhook timeout is 5 s; the Job controller retries
+		 * a refused pod). */
+		api_cfg.request_timeout_ms = 2000;
+		api_cfg.max_retries = 0;
 		if ((err = kube_curl_new(&api_cfg, &api_curl, &cause)) ||
 		    (err = kube_client_new(&api_cfg, &kube_curl_transport, api_curl, NULL, &api, &cause)))
 			goto out;

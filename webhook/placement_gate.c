@@ -79,6 +79,35 @@ static int constrains(const struct topo_jobset *js)
 	return 0;
 }
 
+/* A pod's place in the record is its completion index, which only an
+ * Indexed Job with completions equal to parallelism gives every pod. */
+static int indexable(const cJSON *jobset, char **cause)
+{
+	const cJSON *rj;
+
+	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
+	{
+		const cJSON *spec = kjson_member(kjson_member(rj, "template"), "spec");
+		const cJSON *mode = kjson_member(spec, "completionMode");
+		const cJSON *parallelism = kjson_member(spec, "parallelism"), *completions = kjson_member(spec, "completions");
+		const char *name = jobset_replicated_job_name(rj);
+
+		if (cJSON_IsString(mode) && strcmp(mode->valuestring, "Indexed") != 0)
+			return cause_fail(cause,
+					  "placement: replicated job %s has completionMode %s; muster pins pods by "
+					  "completion index, so it places Indexed Jobs only",
+					  name ? name : "?", mode->valuestring);
+		if (cJSON_IsNumber(completions) &&
+		    (cJSON_IsNumber(parallelism) ? parallelism->valuedouble : 1.0) != completions->valuedouble)
+			return cause_fail(cause,
+					  "placement: replicated job %s has completions %g and parallelism %g; muster "
+					  "places every pod at once, so they must be equal",
+					  name ? name : "?", completions->valuedouble,
+					  cJSON_IsNumber(parallelism) ? parallelism->valuedouble : 1.0);
+	}
+	return 0;
+}
+
 /* Whose placement it is when not muster's: NULL for muster's. */
 static const char *owner(const cJSON *jobset)
 {
@@ -235,6 +264,8 @@ int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, c
 	topo_store_free(&store);
 	if (!asks)
 		return 0;
+	if (indexable(jobset, cause))
+		return -1;
 	if (!(copy = cJSON_Duplicate(jobset, 1)))
 		return cause_fail(cause, "out of memory");
 	err = set_annotation(patch, copy,
