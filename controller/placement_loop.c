@@ -686,7 +686,8 @@ static void collect_pending(void *arg, struct name_node *node)
 
 	/* Not before its record was read: a record written before must be
 	 * honoured, not a second placement made. */
-	if (strcmp(j->state, MUSTER_PLACEMENT_WAITING) != 0 || j->finished || j->resuming || !j->record_checked)
+	if (strcmp(j->state, MUSTER_PLACEMENT_WAITING) != 0 || j->finished || j->resuming ||
+	    !j->record_checked)
 		return;
 	if (p->pending_count == p->pending_cap) {
 		size_t cap = p->pending_cap ? p->pending_cap * 2 : 16;
@@ -1170,7 +1171,8 @@ resume_only:
 			     recorded.items[i].namespace, recorded.items[i].name, kube_err_name(err),
 			     cause ? cause : "");
 		else
-			mark_placed(loop, recorded.items[i].namespace, recorded.items[i].name, recorded.items[i].uid);
+			mark_placed(loop, recorded.items[i].namespace, recorded.items[i].name,
+				    recorded.items[i].uid);
 		if (!err)
 			mlog(MLOG_INFO, "placement-resumed",
 			     "jobset=%s/%s reason=\"its placement of record was written before\"",

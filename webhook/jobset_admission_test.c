@@ -964,13 +964,13 @@ static void config_forms(void **state)
 		0, "longer than 63", &c);
 }
 
-
 /* ---- placement: the gate and the pod route ---- */
 
 static const char *annotation_of(const cJSON *object, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(object, "metadata"), "annotations"),
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(object, "metadata"),
+						 "annotations"),
 		key);
 
 	return cJSON_IsString(v) ? v->valuestring : NULL;
@@ -979,18 +979,21 @@ static const char *annotation_of(const cJSON *object, const char *key)
 static const cJSON *pin_template_of(const cJSON *jobset, int index)
 {
 	const cJSON *rj = cJSON_GetArrayItem(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(jobset, "spec"), "replicatedJobs"),
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(jobset, "spec"),
+						 "replicatedJobs"),
 		index);
 
 	return cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rj, "template"), "spec"), "template");
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rj, "template"), "spec"),
+		"template");
 }
 
 static const char *template_label(const cJSON *jobset, int index, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pin_template_of(jobset, index), "metadata"),
-						 "labels"),
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(pin_template_of(jobset, index), "metadata"),
+			"labels"),
 		key);
 
 	return cJSON_IsString(v) ? v->valuestring : NULL;
@@ -1026,17 +1029,18 @@ static void gate_suspends_labels_and_composes_with_the_barrier(void **state)
 		cJSON_AddItemToArray(patch, item);
 	cJSON_Delete(gang);
 	apply_patch(js, patch);
-	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "spec"),
-								   "suspend")));
+	assert_true(cJSON_IsTrue(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "spec"), "suspend")));
 	assert_string_equal(annotation_of(js, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_WAITING);
-	assert_string_equal(annotation_of(js, MUSTER_ANNOTATION_BARRIER_TOKEN), TOKEN); /* both annotations kept */
+	assert_string_equal(annotation_of(js, MUSTER_ANNOTATION_BARRIER_TOKEN),
+			    TOKEN); /* both annotations kept */
 	assert_string_equal(template_label(js, 0, MUSTER_LABEL_PLACEMENT), "true");
 	assert_string_equal(template_label(js, 1, MUSTER_LABEL_PLACEMENT), "true");
 	assert_string_equal(template_label(js, 0, MUSTER_LABEL_GROUP_SCHEDULING), "true");
 	/* The Kueue annotation the workers carried is still there. */
 	assert_non_null(cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pin_template_of(js, 0), "metadata"),
-						 "annotations"),
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(pin_template_of(js, 0), "metadata"), "annotations"),
 		"kueue.x-k8s.io/podset-required-topology"));
 	cJSON_Delete(modified);
 	cJSON_Delete(patch);
@@ -1072,22 +1076,24 @@ static void gate_cases(void **state)
 	cJSON_Delete(js);
 	/* A placement the user wrote is not believed. */
 	js = story2_with_rack();
-	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(js, "metadata"), "annotations"),
-				MUSTER_ANNOTATION_PLACEMENT, MUSTER_PLACEMENT_PLACED);
+	cJSON_AddStringToObject(
+		cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(js, "metadata"), "annotations"),
+		MUSTER_ANNOTATION_PLACEMENT, MUSTER_PLACEMENT_PLACED);
 	assert_int_equal(gate(js, &after, &skip, &cause), 0);
 	assert_string_equal(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_WAITING);
 	cJSON_Delete(js);
 	/* Kueue's JobSets and Volcano's are theirs. */
 	js = story2_with_rack();
-	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(js, "metadata"), "labels"),
-				KUEUE_LABEL_QUEUE_NAME, "lq");
+	cJSON_AddStringToObject(
+		cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(js, "metadata"), "labels"),
+		KUEUE_LABEL_QUEUE_NAME, "lq");
 	assert_int_equal(gate(js, &after, &skip, &cause), 0);
 	assert_string_equal(skip, "kueue");
 	assert_null(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT));
 	cJSON_Delete(js);
 	js = story2_with_rack();
-	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(js, 1), "spec"), "schedulerName",
-				VOLCANO_SCHEDULER_NAME);
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(js, 1), "spec"),
+				"schedulerName", VOLCANO_SCHEDULER_NAME);
 	assert_int_equal(gate(js, &after, &skip, &cause), 0);
 	assert_string_equal(skip, "volcano");
 	cJSON_Delete(js);
@@ -1099,8 +1105,9 @@ static void gate_cases(void **state)
 	/* A malformed request is refused with the decoder's words. */
 	js = story2_with_rack();
 	cJSON_AddStringToObject(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(js, 0), "metadata"),
-						 "annotations"),
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(js, 0), "metadata"),
+			"annotations"),
 		"kueue.x-k8s.io/podset-preferred-topology", "rack");
 	assert_int_equal(gate(js, &after, &skip, &cause), -1);
 	assert_non_null(strstr(cause, "placement request"));
@@ -1113,7 +1120,8 @@ static void gate_cases(void **state)
 		cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetObjectItemCaseSensitive(
 				cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-							   cJSON_GetObjectItemCaseSensitive(js, "spec"), "replicatedJobs"),
+							   cJSON_GetObjectItemCaseSensitive(js, "spec"),
+							   "replicatedJobs"),
 						   0),
 				"template"),
 			"spec"),
@@ -1128,7 +1136,8 @@ static void gate_cases(void **state)
 		cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetObjectItemCaseSensitive(
 				cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-							   cJSON_GetObjectItemCaseSensitive(js, "spec"), "replicatedJobs"),
+							   cJSON_GetObjectItemCaseSensitive(js, "spec"),
+							   "replicatedJobs"),
 						   1),
 				"template"),
 			"spec"),
@@ -1146,18 +1155,21 @@ static cJSON *update(const char *old_state, int suspend, const char *new_state)
 	char *cause = NULL;
 
 	cJSON_AddTrueToObject(cJSON_GetObjectItemCaseSensitive(old, "spec"), "suspend");
-	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(old, "metadata"), "annotations"),
-				MUSTER_ANNOTATION_PLACEMENT, old_state);
+	cJSON_AddStringToObject(
+		cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(old, "metadata"), "annotations"),
+		MUSTER_ANNOTATION_PLACEMENT, old_state);
 	now = cJSON_Duplicate(old, 1);
 	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "spec"), "suspend",
 					       cJSON_CreateBool(suspend));
 	if (new_state)
 		cJSON_ReplaceItemInObjectCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "metadata"), "annotations"),
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "metadata"),
+							 "annotations"),
 			MUSTER_ANNOTATION_PLACEMENT, cJSON_CreateString(new_state));
 	else
 		cJSON_DeleteItemFromObjectCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "metadata"), "annotations"),
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "metadata"),
+							 "annotations"),
 			MUSTER_ANNOTATION_PLACEMENT);
 	assert_int_equal(placement_gate_update(old, now, patch, &modified, &cause), 0);
 	apply_patch(now, patch);
@@ -1169,7 +1181,8 @@ static cJSON *update(const char *old_state, int suspend, const char *new_state)
 
 static int suspended_now(const cJSON *js)
 {
-	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "spec"), "suspend"));
+	return cJSON_IsTrue(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "spec"), "suspend"));
 }
 
 static void gate_holds_a_resume_until_placed(void **state)
@@ -1199,11 +1212,11 @@ static void gate_holds_a_resume_until_placed(void **state)
 	cJSON_Delete(js);
 }
 
-#define PINNED_POD(extra_selector)                                                                               \
+#define PINNED_POD(extra_selector)                                                                                   \
 	"{\"metadata\":{\"generateName\":\"train-w-1-2-\",\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"train\"," \
-	"\"jobset.sigs.k8s.io/jobset-uid\":\"u-1\",\"jobset.sigs.k8s.io/replicatedjob-name\":\"w\","                \
-	"\"jobset.sigs.k8s.io/job-index\":\"1\",\"muster.dev/placement\":\"true\"},\"annotations\":{"               \
-	"\"batch.kubernetes.io/job-completion-index\":\"2\"}},\"spec\":{" extra_selector "\"containers\":[{"        \
+	"\"jobset.sigs.k8s.io/jobset-uid\":\"u-1\",\"jobset.sigs.k8s.io/replicatedjob-name\":\"w\","                 \
+	"\"jobset.sigs.k8s.io/job-index\":\"1\",\"muster.dev/placement\":\"true\"},\"annotations\":{"                \
+	"\"batch.kubernetes.io/job-completion-index\":\"2\"}},\"spec\":{" extra_selector "\"containers\":[{"         \
 	"\"name\":\"c\"}]}}"
 
 static void pod_route_pins_by_job_and_completion_index(void **state)
@@ -1234,7 +1247,8 @@ static void pod_route_pins_by_job_and_completion_index(void **state)
 	apply_patch(pod, patch);
 	sel = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"), "nodeSelector");
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "pool")->valuestring, "a");
-	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "kubernetes.io/hostname")->valuestring, "n1");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "kubernetes.io/hostname")->valuestring,
+			    "n1");
 	cJSON_Delete(patch);
 	patch = cJSON_CreateArray();
 	assert_int_equal(pod_pin_patch(pod, "rack=r9", patch, &cause), -1);
@@ -1246,7 +1260,8 @@ static void pod_route_pins_by_job_and_completion_index(void **state)
 	cJSON_Delete(pod);
 
 	/* A pod that does not say which it is: refused, naming what is missing. */
-	pod = cJSON_Parse("{\"metadata\":{\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"t\"}},\"spec\":{}}");
+	pod = cJSON_Parse(
+		"{\"metadata\":{\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"t\"}},\"spec\":{}}");
 	assert_int_equal(pod_pin_key(pod, &key, &cause), -1);
 	assert_non_null(strstr(cause, "jobset-uid"));
 	free(cause);

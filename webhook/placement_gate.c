@@ -89,21 +89,25 @@ static int indexable(const cJSON *jobset, char **cause)
 	{
 		const cJSON *spec = kjson_member(kjson_member(rj, "template"), "spec");
 		const cJSON *mode = kjson_member(spec, "completionMode");
-		const cJSON *parallelism = kjson_member(spec, "parallelism"), *completions = kjson_member(spec, "completions");
+		const cJSON *parallelism = kjson_member(spec, "parallelism"),
+			    *completions = kjson_member(spec, "completions");
 		const char *name = jobset_replicated_job_name(rj);
 
 		if (cJSON_IsString(mode) && strcmp(mode->valuestring, "Indexed") != 0)
-			return cause_fail(cause,
-					  "placement: replicated job %s has completionMode %s; muster pins pods by "
-					  "completion index, so it places Indexed Jobs only",
-					  name ? name : "?", mode->valuestring);
+			return cause_fail(
+				cause,
+				"placement: replicated job %s has completionMode %s; muster pins pods by "
+				"completion index, so it places Indexed Jobs only",
+				name ? name : "?", mode->valuestring);
 		if (cJSON_IsNumber(completions) &&
-		    (cJSON_IsNumber(parallelism) ? parallelism->valuedouble : 1.0) != completions->valuedouble)
-			return cause_fail(cause,
-					  "placement: replicated job %s has completions %g and parallelism %g; muster "
-					  "places every pod at once, so they must be equal",
-					  name ? name : "?", completions->valuedouble,
-					  cJSON_IsNumber(parallelism) ? parallelism->valuedouble : 1.0);
+		    (cJSON_IsNumber(parallelism) ? parallelism->valuedouble : 1.0) !=
+			    completions->valuedouble)
+			return cause_fail(
+				cause,
+				"placement: replicated job %s has completions %g and parallelism %g; muster "
+				"places every pod at once, so they must be equal",
+				name ? name : "?", completions->valuedouble,
+				cJSON_IsNumber(parallelism) ? parallelism->valuedouble : 1.0);
 	}
 	return 0;
 }

@@ -197,7 +197,8 @@ static int parse_group(struct topo_record *r, const cJSON *group, char **cause)
 
 	for (size_t other = 0; other < r->group_count; other++)
 		if (strcmp(r->groups[other].name, group->string) == 0)
-			return cause_fail(cause, "the placement record names replicated job %s twice", group->string);
+			return cause_fail(cause, "the placement record names replicated job %s twice",
+					  group->string);
 	if (!(g->name = strdup(group->string)))
 		return cause_fail(cause, "no memory for the placement record");
 	r->group_count++;
@@ -260,7 +261,8 @@ int topo_record_parse(const char *text, size_t len, struct topo_record **out, ch
 			   end && end >= text ? (size_t)(end - text) : (size_t)0);
 		goto out;
 	}
-	while (end && (size_t)(end - text) < len && (*end == ' ' || *end == '\n' || *end == '\t' || *end == '\r'))
+	while (end && (size_t)(end - text) < len &&
+	       (*end == ' ' || *end == '\n' || *end == '\t' || *end == '\r'))
 		end++;
 	if (!end || (size_t)(end - text) < len) {
 		cause_fail(cause, "the placement record is not JSON: content after it at byte %zu",

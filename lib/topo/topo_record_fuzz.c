@@ -18,7 +18,8 @@ struct walk {
 	const struct topo_record *r;
 };
 
-static int check_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint32_t to, const char *selector)
+static int check_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint32_t to,
+		     const char *selector)
 {
 	struct walk *w = arg;
 	const char *found = NULL;

@@ -29,7 +29,8 @@ struct fixture {
 
 static void make(struct fixture *f)
 {
-	static const char *const blocks[] = { "b1", "b1", "b1", "b2" }, *const racks[] = { "r1", "r1", "r2", "r1" };
+	static const char *const blocks[] = { "b1", "b1", "b1", "b2" }, *const racks[] = { "r1", "r1", "r2",
+											   "r1" };
 	static const char *const names[] = { "n0", "n1", "n2", "n3" };
 
 	memset(f, 0, sizeof(*f));
@@ -77,7 +78,8 @@ static void placement_round_trip(void **state)
 		char want[256];
 
 		topo_tree_selector(t, p->pods[i].domain, p->pods[i].node, want, sizeof(want));
-		assert_int_equal(topo_record_find(r, "workers", p->pods[i].job_index, p->pods[i].completion, &selector),
+		assert_int_equal(topo_record_find(r, "workers", p->pods[i].job_index, p->pods[i].completion,
+						  &selector),
 				 1);
 		assert_string_equal(selector, want);
 	}
@@ -100,7 +102,8 @@ static void placement_round_trip(void **state)
 	free(cause);
 }
 
-static int count_runs(void *arg, const char *rj, uint32_t job, uint32_t from, uint32_t to, const char *selector)
+static int count_runs(void *arg, const char *rj, uint32_t job, uint32_t from, uint32_t to,
+		      const char *selector)
 {
 	(void)rj;
 	(void)job;
@@ -111,8 +114,9 @@ static int count_runs(void *arg, const char *rj, uint32_t job, uint32_t from, ui
 
 static void runs_and_lookup(void **state)
 {
-	static const char text[] = "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[0,3,\"rack=r1\"],[4,4,\"\"],"
-				   "[6,9,\"rack=r2,block=b1\"]]],\"d\":[[[0,0,\"kubernetes.io/hostname=n3\"]]]}}";
+	static const char text[] =
+		"{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[0,3,\"rack=r1\"],[4,4,\"\"],"
+		"[6,9,\"rack=r2,block=b1\"]]],\"d\":[[[0,0,\"kubernetes.io/hostname=n3\"]]]}}";
 	struct topo_record *r = NULL;
 	const char *selector;
 	uint32_t pods = 0;
@@ -141,7 +145,8 @@ static void bad_records_are_refused(void **state)
 		{ "{\"uid\":\"u\",\"replicatedJobs\":{}} trailing", "not JSON" },
 		{ "[1]", "lacks uid" },
 		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[3,1,\"a=b\"]]]}}", "ascending" },
-		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[0,4,\"a=b\"],[3,5,\"a=b\"]]]}}", "overlapping" },
+		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[0,4,\"a=b\"],[3,5,\"a=b\"]]]}}",
+		  "overlapping" },
 		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[0,1,\"ab\"]]]}}", "key=value" },
 		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[0,1.5,\"a=b\"]]]}}", "from, to" },
 		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[-1,1,\"a=b\"]]]}}", "from, to" },
