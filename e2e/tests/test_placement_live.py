@@ -210,3 +210,32 @@ def test_kueue_managed_jobsets_are_left_to_kueue_and_a_users_suspend_is_kept(kub
     wait_for(lambda: state(kube, namespace, "held") == api.PLACEMENT_PLACED, timeout=60, what="held placed")
     pods = bound_pods(kube, namespace, "held", 4)
     assert len({rack_of(node_labels(kube), p["spec"]["nodeName"]) for p in pods}) == 1
+
+
+def test_room_promised_to_pods_not_bound_yet_is_not_given_away(kube, placing):
+    """A placed JobSet whose pods are not bound keeps its room: here its pods
+    ask for one host port each, which placement does not count, so the
+    scheduler binds only one per node and the rest stay pending for good."""
+    namespace = placing
+    kube.create(JOBSETS.format(namespace), jobset("fill-block", {api.KUEUE_ANNOTATION_REQUIRED: BLOCK}, pods=16))
+    bound_pods(kube, namespace, "fill-block", 16)
+    kube.create(JOBSETS.format(namespace), jobset("fill-rack", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=8))
+    bound_pods(kube, namespace, "fill-rack", 8)
+    body = jobset("ports", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=8)
+    body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"containerPort": 7000, "hostPort": 7000}]
+    kube.create(JOBSETS.format(namespace), body)
+    wait_for(lambda: state(kube, namespace, "ports") == api.PLACEMENT_PLACED, timeout=60, what="ports placed")
+
+    def two_bound_six_pending():
+        items = kube.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"{api.JOBSET_LABEL_NAME}=ports")["items"]
+        bound = [p for p in items if p["spec"].get("nodeName")]
+        return len(items) == 8 and len(bound) == 2
+    wait_for(two_bound_six_pending, timeout=60, what="2 of the 8 pods bound (one host port per node)")
+    kube.create(JOBSETS.format(namespace), jobset("later", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=4))
+
+    def reason():
+        js = get_jobset(kube, namespace, "later")
+        return (js["metadata"].get("annotations") or {}).get(api.ANNOTATION_PLACEMENT_REASON)
+    assert "rack" in wait_for(reason, timeout=30, what="later waiting, its reason written")
+    assert state(kube, namespace, "later") == api.PLACEMENT_WAITING
