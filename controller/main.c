@@ -195,6 +195,10 @@ static int collect(void *arg, struct metrics_writer *w)
 		metrics_write_counter(w, "muster_placement_refusals_total",
 				      "Placement refusals (a JobSet waits; counted when its reason changes)",
 				      NULL, 0, (double)ps.refusals);
+		metrics_write_counter(
+			w, "muster_placement_relocations_total",
+			"Placed JobSets placed again: pods not running yet lost every node of their domain",
+			NULL, 0, (double)ps.relocations);
 		metrics_write_counter(w, "muster_placement_write_failures_total",
 				      "Record or resume writes that failed (retried)", NULL, 0,
 				      (double)ps.record_failures);

@@ -42,6 +42,7 @@ struct pjobset {
 	char namespace[64], name[254], uid[129], created[40];
 	char state[16];
 	int finished;
+	int suspended; /* spec.suspend: a placed JobSet suspended again holds no room */
 	struct topo_store store;
 	struct topo_jobset request;
 	int decoded;
@@ -49,6 +50,7 @@ struct pjobset {
 	char reason[REASON_MAX]; /* the waiting reason of record (its annotation) */
 	int record_checked; /* the record was read (or written) once */
 	int resuming; /* this pass resumes it from its record */
+	double hold_until; /* re-placed: not placed again before (pod route caches expire) */
 	struct topo_record *record; /* NULL: none */
 	uint64_t seen; /* the pass that last saw it in the table (tombstone check) */
 };
@@ -187,7 +189,14 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 			free(j);
 			goto out;
 		}
+	}
+	/* The request as it is now, while it is not placed (the user may fix
+	 * it while it waits); a placed JobSet keeps the one it was placed by. */
+	if (!j->decoded || strcmp(state, MUSTER_PLACEMENT_PLACED) != 0) {
+		topo_store_free(&j->store);
 		j->store.chunk = 4096;
+		j->decoded = 0;
+		j->decode_cause[0] = '\0';
 		if (topo_jobset_decode(&j->store, e->object, &j->request, &cause) == 0) {
 			j->decoded = 1;
 		} else {
@@ -196,6 +205,7 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 			free(cause);
 		}
 	}
+	j->suspended = cJSON_IsTrue(kjson_member(kjson_member(e->object, "spec"), "suspend"));
 	snprintf(j->state, sizeof(j->state), "%s", state);
 	j->finished = finished(e->object);
 	reason = annotation(e->object, MUSTER_ANNOTATION_PLACEMENT_REASON);
@@ -655,6 +665,13 @@ static int write_reason(struct placement_loop *loop, const char *namespace, cons
 
 /* ---- the decision ---- */
 
+/* A placed JobSet some of whose pods, not bound yet, have no node left in
+ * their domain (deleted, or NotReady): suspended and placed again. */
+struct relocation {
+	char namespace[64], name[254], uid[129];
+	char domain[256];
+};
+
 /* What a pass decided for one JobSet, acted on outside the lock. */
 struct action {
 	char namespace[64], name[254], uid[129];
@@ -677,6 +694,11 @@ struct pass {
 	const struct pjobset *current;
 	struct topo_cluster *work_cluster;
 	uint64_t reserved_pods;
+	int current_lost; /* a pod of `current` not bound has no node left in its domain */
+	char lost_domain[256];
+	size_t held; /* waiting, held back after a re-placement */
+	struct relocation *relocations; /* placed JobSets to place again */
+	size_t relocation_count, relocation_cap;
 };
 
 static void collect_pending(void *arg, struct name_node *node)
@@ -689,6 +711,10 @@ static void collect_pending(void *arg, struct name_node *node)
 	if (strcmp(j->state, MUSTER_PLACEMENT_WAITING) != 0 || j->finished || j->resuming ||
 	    !j->record_checked)
 		return;
+	if (j->hold_until > now_s()) {
+		p->held++;
+		return;
+	}
 	if (p->pending_count == p->pending_cap) {
 		size_t cap = p->pending_cap ? p->pending_cap * 2 : 16;
 		struct pjobset **grown = realloc(p->pending, cap * sizeof(*grown));
@@ -770,12 +796,19 @@ static int reserve_run(void *arg, const char *rj, uint32_t job, uint32_t from, u
 			lo = n < lo ? n : lo;
 			hi = n;
 		}
-	for (uint32_t i = from; i <= to && lo <= hi; i++) {
+	for (uint32_t i = from; i <= to; i++) {
 		struct topo_node *first = NULL, *fit = NULL;
 
 		snprintf(key, sizeof(key), "%s/%s/%u/%u", p->current->uid, rj, job, i);
 		if (name_table_find(&p->loop->bound, p->current->namespace, key))
 			continue;
+		if (lo > hi) { /* not bound, and its domain has no node left */
+			if (*selector && !p->current_lost) {
+				p->current_lost = 1;
+				snprintf(p->lost_domain, sizeof(p->lost_domain), "%s", selector);
+			}
+			break;
+		}
 		for (size_t n = lo; n <= hi && !fit; n++) {
 			if (!topo_record_selector_matches(selector, &nodes[n]))
 				continue;
@@ -799,10 +832,30 @@ static void reserve_jobset(void *arg, struct name_node *node)
 	struct pass *p = arg;
 	struct pjobset *j = (struct pjobset *)node;
 
-	if (!j->record || j->finished || !j->decoded)
+	if (!j->record || j->finished || !j->decoded ||
+	    (j->suspended && strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0))
 		return;
 	p->current = j;
+	p->current_lost = 0;
 	topo_record_foreach(j->record, reserve_run, p);
+	if (p->current_lost && strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0 && !j->suspended) {
+		struct relocation *r;
+
+		if (p->relocation_count == p->relocation_cap) {
+			size_t cap = p->relocation_cap ? p->relocation_cap * 2 : 4;
+			struct relocation *grown = realloc(p->relocations, cap * sizeof(*grown));
+
+			if (!grown)
+				return;
+			p->relocations = grown;
+			p->relocation_cap = cap;
+		}
+		r = &p->relocations[p->relocation_count++];
+		snprintf(r->namespace, sizeof(r->namespace), "%s", j->namespace);
+		snprintf(r->name, sizeof(r->name), "%s", j->name);
+		snprintf(r->uid, sizeof(r->uid), "%s", j->uid);
+		snprintf(r->domain, sizeof(r->domain), "%s", p->lost_domain);
+	}
 }
 
 /* The top-level domains' free cores and nodes, for /metrics. */
@@ -870,11 +923,9 @@ static void decide(struct pass *p, const struct topology *top)
 	char *cause = NULL;
 
 	name_table_each(&loop->jobsets, collect_pending, p);
-	if (!p->pending_count)
-		return;
 	if (p->pending_count > 1)
 		qsort(p->pending, p->pending_count, sizeof(*p->pending), by_creation);
-	p->actions = calloc(p->pending_count, sizeof(*p->actions));
+	p->actions = calloc(p->pending_count ? p->pending_count : 1, sizeof(*p->actions));
 	if (!p->actions)
 		return;
 	if (!top->problem[0] && topo_cache_cluster(loop->cache, &snapshot, &cause) == 0) {
@@ -894,7 +945,8 @@ static void decide(struct pass *p, const struct topology *top)
 			c->nodes = loop->work;
 			p->work_cluster = c;
 			name_table_each(&loop->jobsets, reserve_jobset, p);
-			t = build_tree(top, c, &cause);
+			if (p->pending_count)
+				t = build_tree(top, c, &cause);
 		}
 	}
 	if (t)
@@ -937,12 +989,10 @@ static void decide(struct pass *p, const struct topology *top)
 		}
 		free(why);
 		topo_placement_free(pl);
-		if (!a->place) {
+		if (!a->place)
 			a->reason_changed = strcmp(a->reason, j->reason) != 0;
-			snprintf(j->reason, sizeof(j->reason), "%s", a->reason);
-		}
 	}
-	loop->stats.waiting = 0;
+	loop->stats.waiting = p->held;
 	for (size_t i = 0; i < p->action_count; i++)
 		loop->stats.waiting += !p->actions[i].place;
 	mlog(MLOG_INFO, "placement-pass", "pending=%zu promised_pods=%llu nodes=%zu", p->pending_count,
@@ -981,6 +1031,15 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 		mlog(MLOG_INFO, "placement-waiting", "jobset=%s/%s reason=%s", a->namespace, a->name,
 		     mlog_quote(quoted, sizeof(quoted), a->reason, strlen(a->reason)));
 		err = write_reason(loop, a->namespace, a->name, a->uid, a->reason, &cause);
+		if (!err) { /* written: not again until it changes (a failure is retried) */
+			struct pjobset *j;
+
+			pthread_mutex_lock(&loop->lock);
+			j = (struct pjobset *)name_table_find(&loop->jobsets, a->namespace, a->name);
+			if (j && strcmp(j->uid, a->uid) == 0)
+				snprintf(j->reason, sizeof(j->reason), "%s", a->reason);
+			pthread_mutex_unlock(&loop->lock);
+		}
 		if (err)
 			mlog(MLOG_WARN, "placement-reason-failed", "jobset=%s/%s err=%s cause=\"%s\"",
 			     a->namespace, a->name, kube_err_name(err), cause ? cause : "");
@@ -1033,6 +1092,67 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 	if (loop->observer.placed)
 		loop->observer.placed(loop->observer.arg, now_s() - started);
 	return 1;
+}
+
+/* The pod route caches a record this long (webhook/record_cache.h): a
+ * JobSet placed again waits it out, so no pod is pinned by the old one. */
+#define RECORD_CACHE_WAIT_S 11
+
+/* Suspends a placed JobSet whose pending pods lost their domain, drops its
+ * record and lets the next passes place it again. */
+static void relocate(struct placement_loop *loop, const struct relocation *r)
+{
+	char path[KUBE_PATH_MAX], reason[512], *cause = NULL;
+	cJSON *patch = cJSON_CreateObject(), *metadata, *annotations, *spec;
+	char *text = NULL;
+	struct pjobset *j;
+	int err = KUBE_ENOMEM;
+
+	snprintf(reason, sizeof(reason),
+		 "pods not running yet lost every node of their domain (%s): placed again", r->domain);
+	snprintf(path, sizeof(path), JOBSETS_PATH "/namespaces/%s/jobsets/%s", r->namespace, r->name);
+	if (patch && (metadata = cJSON_AddObjectToObject(patch, "metadata")) &&
+	    cJSON_AddStringToObject(metadata, "uid", r->uid) &&
+	    (annotations = cJSON_AddObjectToObject(metadata, "annotations")) &&
+	    cJSON_AddStringToObject(annotations, MUSTER_ANNOTATION_PLACEMENT, MUSTER_PLACEMENT_WAITING) &&
+	    cJSON_AddStringToObject(annotations, MUSTER_ANNOTATION_PLACEMENT_REASON, reason) &&
+	    (spec = cJSON_AddObjectToObject(patch, "spec")) && cJSON_AddTrueToObject(spec, "suspend") &&
+	    (text = cJSON_PrintUnformatted(patch)))
+		err = kube_patch(loop->api[API_WRITES].client, path, KUBE_PATCH_MERGE, text, NULL, &cause);
+	cJSON_Delete(patch);
+	free(text);
+	if (!err) {
+		free(cause);
+		cause = NULL;
+		record_path(path, sizeof(path), r->namespace, r->name, 0);
+		err = kube_delete(loop->api[API_WRITES].client, path, &cause);
+		if (err == KUBE_ENOTFOUND)
+			err = 0;
+	}
+	if (err) {
+		mlog(MLOG_WARN, "placement-write-failed",
+		     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"", r->namespace, r->name,
+		     kube_err_name(err), cause ? cause : "");
+		free(cause);
+		return;
+	}
+	free(cause);
+	pthread_mutex_lock(&loop->lock);
+	j = (struct pjobset *)name_table_find(&loop->jobsets, r->namespace, r->name);
+	if (j && strcmp(j->uid, r->uid) == 0) {
+		topo_record_free(j->record);
+		j->record = NULL;
+		j->record_checked = 1;
+		j->suspended = 1;
+		snprintf(j->state, sizeof(j->state), "%s", MUSTER_PLACEMENT_WAITING);
+		j->hold_until = now_s() + RECORD_CACHE_WAIT_S;
+	}
+	loop->stats.relocations++;
+	pthread_mutex_unlock(&loop->lock);
+	mlog(MLOG_WARN, "placement-lost", "jobset=%s/%s domain=\"%s\" action=\"suspended, placed again\"",
+	     r->namespace, r->name, r->domain);
+	jobset_event_post(loop->api[API_WRITES].client, r->namespace, r->name, r->uid, "PlacementLost", 1,
+			  reason);
 }
 
 /* JobSets whose record was never read: read once (a restart finds the
@@ -1142,7 +1262,7 @@ static void run_pass(struct placement_loop *loop)
 		name_table_each(&loop->jobsets, collect_pending, &probe);
 		if (!probe.pending_count) { /* nothing to place: no API reads */
 			loop->dirty = 0;
-			loop->stats.waiting = 0;
+			loop->stats.waiting = probe.held;
 			pthread_mutex_unlock(&loop->lock);
 			free(probe.pending);
 			goto resume_only;
@@ -1190,6 +1310,9 @@ resume_only:
 		pthread_mutex_unlock(&loop->lock);
 		free(p.actions[i].record);
 	}
+	for (size_t i = 0; i < p.relocation_count; i++)
+		relocate(loop, &p.relocations[i]);
+	free(p.relocations);
 	free(recorded.items);
 	free(p.actions);
 	free(p.pending);

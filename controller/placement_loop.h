@@ -35,6 +35,15 @@
  * A record is read back once for each JobSet seen placed or waiting (a
  * restart loses nothing: the records are the state).
  *
+ * A node lost before the pods of its domain run: when every node of the
+ * domain of a placed JobSet's pod that is not bound yet is gone (deleted or
+ * NotReady), the JobSet is suspended again (annotation waiting, the reason
+ * saying so, a Warning Event PlacementLost), its record deleted, and it is
+ * placed afresh once the pod route's cached copies of the old record have
+ * expired (RECORD_CACHE_WAIT_S). Pods already bound keep running until the
+ * suspend stops them. After every pod is bound, a lost node is the JobSet's
+ * failure policy's to handle.
+ *
  * Lifecycle: placement_loop_new succeeds fully or leaves nothing;
  * placement_loop_run blocks until *stop is set or a watch fails for good;
  * placement_loop_free accepts NULL.
@@ -80,6 +89,7 @@ int placement_loop_ready(struct placement_loop *loop, char *reason, size_t size)
 #define PLACEMENT_DOMAINS_SHOWN 64
 struct placement_stats {
 	uint64_t placements, refusals, record_failures, passes;
+	uint64_t relocations; /* placed JobSets placed again (their pending pods lost their domain) */
 	size_t waiting; /* JobSets waiting for a placement */
 	double last_decision_s; /* the last pass's decision time */
 	size_t domain_count; /* top-level domains below, at most PLACEMENT_DOMAINS_SHOWN */

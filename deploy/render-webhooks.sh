@@ -244,7 +244,7 @@ webhooks:
 $(client_config /mutate)
 $(common '["CREATE", "UPDATE"]')
     reinvocationPolicy: Never
-$(match_conditions "$(asks object)")
+$(match_conditions "$(asks object) || $(asks oldObject)")
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration

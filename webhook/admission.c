@@ -65,6 +65,8 @@ static int decode_request(const cJSON *request, struct admission_request *out, c
 	    take(request, "namespace", out->namespace, ADMISSION_FIELD_MAX, 0, cause) ||
 	    take(request, "name", out->name, ADMISSION_NAME_MAX, 0, cause))
 		return -1;
+	if (take(kjson_member(request, "userInfo"), "username", out->user, ADMISSION_NAME_MAX, 0, cause))
+		return -1;
 	item = kjson_member(request, "dryRun");
 	if (item && !cJSON_IsNull(item) && !cJSON_IsBool(item))
 		return cause_fail(cause, "request.dryRun is not a boolean");

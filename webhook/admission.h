@@ -49,6 +49,7 @@ struct admission_request {
 	char namespace[ADMISSION_FIELD_MAX + 1]; /* "" when absent */
 	char name[ADMISSION_NAME_MAX + 1]; /* "" on a CREATE with generateName */
 	int dry_run;
+	char user[ADMISSION_NAME_MAX + 1]; /* request.userInfo.username, "" when absent */
 	struct cJSON *root; /* the whole review; owned */
 	const struct cJSON *object; /* request.object, borrowed from root; NULL when absent */
 	const struct cJSON *old_object; /* request.oldObject, borrowed; NULL when absent */

@@ -99,6 +99,11 @@ static void apply_patch(cJSON *doc, const cJSON *patch)
 
 		parent =
 			pointer_parent(doc, cJSON_GetObjectItem(op, "path")->valuestring, last, sizeof(last));
+		if (strcmp(kind, "remove") == 0 && cJSON_IsObject(parent)) {
+			assert_non_null(cJSON_GetObjectItemCaseSensitive(parent, last));
+			cJSON_DeleteItemFromObjectCaseSensitive(parent, last);
+			continue;
+		}
 		if (strcmp(kind, "remove") == 0) {
 			assert_true(cJSON_IsArray(parent));
 			cJSON_DeleteItemFromArray(parent, (int)strtol(last, NULL, 10));
@@ -1091,6 +1096,19 @@ static void gate_cases(void **state)
 	assert_string_equal(skip, "kueue");
 	assert_null(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT));
 	cJSON_Delete(js);
+	/* The marks of a placed JobSet copied onto one muster does not gate go. */
+	js = cJSON_Parse(STORY2);
+	cJSON_AddStringToObject(
+		cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(js, "metadata"), "annotations"),
+		MUSTER_ANNOTATION_PLACEMENT, MUSTER_PLACEMENT_PLACED);
+	cJSON_AddStringToObject(
+		cJSON_AddObjectToObject(cJSON_AddObjectToObject((cJSON *)pin_template_of(js, 1), "metadata"),
+					"labels"),
+		MUSTER_LABEL_PLACEMENT, "true");
+	assert_int_equal(gate(js, &after, &skip, &cause), 0);
+	assert_null(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT));
+	assert_null(template_label(after, 1, MUSTER_LABEL_PLACEMENT));
+	cJSON_Delete(js);
 	js = story2_with_rack();
 	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(js, 1), "spec"),
 				"schedulerName", VOLCANO_SCHEDULER_NAME);
@@ -1148,8 +1166,9 @@ static void gate_cases(void **state)
 	cJSON_Delete(js);
 }
 
-/* An UPDATE from `old_state` (suspended) to a JobSet with `suspend` and `new_state`. */
-static cJSON *update(const char *old_state, int suspend, const char *new_state)
+/* An UPDATE from `old_state` (suspended) to a JobSet with `suspend` and
+ * `new_state`, by the controller or by someone else. */
+static cJSON *update_by(const char *old_state, int suspend, const char *new_state, int from_controller)
 {
 	cJSON *old = story2_with_rack(), *now, *patch = cJSON_CreateArray(), *modified = NULL;
 	char *cause = NULL;
@@ -1171,12 +1190,17 @@ static cJSON *update(const char *old_state, int suspend, const char *new_state)
 			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "metadata"),
 							 "annotations"),
 			MUSTER_ANNOTATION_PLACEMENT);
-	assert_int_equal(placement_gate_update(old, now, patch, &modified, &cause), 0);
+	assert_int_equal(placement_gate_update(old, now, from_controller, patch, &modified, &cause), 0);
 	apply_patch(now, patch);
 	cJSON_Delete(modified);
 	cJSON_Delete(patch);
 	cJSON_Delete(old);
 	return now;
+}
+
+static cJSON *update(const char *old_state, int suspend, const char *new_state)
+{
+	return update_by(old_state, suspend, new_state, 0);
 }
 
 static int suspended_now(const cJSON *js)
@@ -1199,8 +1223,16 @@ static void gate_holds_a_resume_until_placed(void **state)
 	assert_string_equal(annotation_of(js, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_WAITING);
 	cJSON_Delete(js);
 	/* The controller's resume (placed, in the same patch) passes. */
-	js = update(MUSTER_PLACEMENT_WAITING, 0, MUSTER_PLACEMENT_PLACED);
+	js = update_by(MUSTER_PLACEMENT_WAITING, 0, MUSTER_PLACEMENT_PLACED, 1);
 	assert_false(suspended_now(js));
+	cJSON_Delete(js);
+	/* Anyone else's "placed" is not believed: held, the state kept. */
+	js = update(MUSTER_PLACEMENT_WAITING, 0, MUSTER_PLACEMENT_PLACED);
+	assert_true(suspended_now(js));
+	assert_string_equal(annotation_of(js, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_WAITING);
+	cJSON_Delete(js);
+	js = update(MUSTER_PLACEMENT_USER_HELD, 1, MUSTER_PLACEMENT_PLACED);
+	assert_string_equal(annotation_of(js, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_USER_HELD);
 	cJSON_Delete(js);
 	/* An update that drops the annotation gets it back. */
 	js = update(MUSTER_PLACEMENT_PLACED, 1, NULL);

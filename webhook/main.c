@@ -28,6 +28,7 @@
 #include "webhook.h"
 
 #define DEFAULT_LISTEN ":8443"
+#define DEFAULT_CONTROLLER_USER "system:serviceaccount:muster-system:muster-controller"
 #define DEFAULT_IMAGE "ghcr.io/muster-dev/muster-barrier:" MUSTER_VERSION
 /* An AdmissionReview of an UPDATE carries the object twice, and etcd holds
  * objects up to 1.5 MiB: 4 MiB is room for both and the envelope. */
@@ -106,6 +107,7 @@ static const char *memory_limit_problem(const char *value)
 int main(int argc, char **argv)
 {
 	struct webhook_options options = {
+		.controller_user = DEFAULT_CONTROLLER_USER,
 		.barrier = {
 			.barrier_image = DEFAULT_IMAGE,
 			.image_pull_policy = "IfNotPresent",
@@ -169,6 +171,10 @@ int main(int argc, char **argv)
 		  "API access for the pod route (reads placement records);\n"
 		  "default: the in-cluster service account, else none",
 		  0, 0, NULL, &kubeconfig },
+		{ FLAG_TEXT, "--controller-user", "NAME",
+		  "the user muster-controller acts as: only it marks a JobSet placed\n"
+		  "(default " DEFAULT_CONTROLLER_USER ")",
+		  0, 0, NULL, &options.controller_user },
 		{ FLAG_SWITCH, "--quiet", NULL, "log denials and errors only, not every admission", 0, 0,
 		  NULL, &options.quiet },
 		{ FLAG_NUMBER, "--shutdown-delay", "S",

@@ -241,6 +241,86 @@ static const char *state_of(const cJSON *jobset)
 	return cJSON_IsString(state) ? state->valuestring : NULL;
 }
 
+/* A JobSet muster does not gate carries none of the gate's marks: one
+ * copied from a placed JobSet would hold its resumes or send its pods to
+ * /pin, where no record waits. Appends the remove ops; 1 when any. */
+static int strip(const cJSON *jobset, cJSON *patch)
+{
+	static const char *const keys[][2] = {
+		{ MUSTER_ANNOTATION_PLACEMENT, "/metadata/annotations/" MUSTER_ANNOTATION_PLACEMENT_POINTER },
+		{ MUSTER_ANNOTATION_PLACEMENT_REASON, "/metadata/annotations/muster.dev~1placement-reason" },
+	};
+	const cJSON *rj;
+	size_t i = 0;
+	int any = 0;
+
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		if (kjson_member(annotations_of(jobset), keys[k][0])) {
+			cJSON *o = cJSON_CreateObject();
+
+			if (o && cJSON_AddStringToObject(o, "op", "remove") &&
+			    cJSON_AddStringToObject(o, "path", keys[k][1]) && cJSON_AddItemToArray(patch, o))
+				any = 1;
+			else
+				cJSON_Delete(o);
+		}
+	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
+	{
+		char path[POINTER_MAX];
+
+		if (kjson_member(kjson_member(kjson_member(jobset_pod_template(rj), "metadata"), "labels"),
+				 MUSTER_LABEL_PLACEMENT)) {
+			cJSON *o = cJSON_CreateObject();
+
+			snprintf(
+				path, sizeof(path),
+				"/spec/replicatedJobs/%zu/template/spec/template/metadata/labels/" MUSTER_LABEL_PLACEMENT_POINTER,
+				i);
+			if (o && cJSON_AddStringToObject(o, "op", "remove") &&
+			    cJSON_AddStringToObject(o, "path", path) && cJSON_AddItemToArray(patch, o))
+				any = 1;
+			else
+				cJSON_Delete(o);
+		}
+		i++;
+	}
+	return any;
+}
+
+/* The copy the barrier's patch is computed on, after strip()'s ops. */
+static int stripped(const cJSON *jobset, cJSON *patch, cJSON **modified, char **cause)
+{
+	cJSON *copy, *rj, *labels;
+
+	if (!strip(jobset, patch))
+		return 0;
+	if (!(copy = cJSON_Duplicate(jobset, 1)))
+		return cause_fail(cause, "out of memory");
+	cJSON_DeleteItemFromObjectCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "metadata"),
+						 "annotations"),
+		MUSTER_ANNOTATION_PLACEMENT);
+	cJSON_DeleteItemFromObjectCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "metadata"),
+						 "annotations"),
+		MUSTER_ANNOTATION_PLACEMENT_REASON);
+	cJSON_ArrayForEach(rj, cJSON_GetObjectItemCaseSensitive(
+				       cJSON_GetObjectItemCaseSensitive(copy, "spec"), "replicatedJobs"))
+	{
+		labels = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(
+					cJSON_GetObjectItemCaseSensitive(
+						cJSON_GetObjectItemCaseSensitive(rj, "template"), "spec"),
+					"template"),
+				"metadata"),
+			"labels");
+		cJSON_DeleteItemFromObjectCaseSensitive(labels, MUSTER_LABEL_PLACEMENT);
+	}
+	*modified = copy;
+	return 0;
+}
+
 int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, const char **skip,
 			  char **cause)
 {
@@ -252,9 +332,9 @@ int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, c
 	*modified = NULL;
 	*skip = NULL;
 	if (!placement_gate_mentions(jobset))
-		return 0;
+		return stripped(jobset, patch, modified, cause);
 	if ((*skip = owner(jobset)) != NULL)
-		return 0;
+		return stripped(jobset, patch, modified, cause);
 	if (topo_jobset_decode(&store, jobset, &request, cause)) {
 		char *inner = *cause;
 
@@ -267,7 +347,7 @@ int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, c
 	asks = constrains(&request);
 	topo_store_free(&store);
 	if (!asks)
-		return 0;
+		return stripped(jobset, patch, modified, cause);
 	if (indexable(jobset, cause))
 		return -1;
 	if (!(copy = cJSON_Duplicate(jobset, 1)))
@@ -286,8 +366,8 @@ int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, c
 	return 0;
 }
 
-int placement_gate_update(const cJSON *old_jobset, const cJSON *jobset, cJSON *patch, cJSON **modified,
-			  char **cause)
+int placement_gate_update(const cJSON *old_jobset, const cJSON *jobset, int from_controller, cJSON *patch,
+			  cJSON **modified, char **cause)
 {
 	const char *was = state_of(old_jobset), *now = state_of(jobset), *want = NULL;
 	cJSON *copy;
@@ -296,10 +376,13 @@ int placement_gate_update(const cJSON *old_jobset, const cJSON *jobset, cJSON *p
 	*modified = NULL;
 	if (!was)
 		return 0; /* not gated at creation: nothing to keep */
+	if (strcmp(was, MUSTER_PLACEMENT_PLACED) == 0 && now && strcmp(now, MUSTER_PLACEMENT_WAITING) == 0 &&
+	    suspended(jobset))
+		return 0; /* placed again, suspended meanwhile (the controller's move after a node is lost) */
 	if (strcmp(was, MUSTER_PLACEMENT_PLACED) == 0) {
 		if (!now || strcmp(now, was) != 0)
 			want = was; /* the record of the gate stays */
-	} else if (now && strcmp(now, MUSTER_PLACEMENT_PLACED) == 0) {
+	} else if (now && strcmp(now, MUSTER_PLACEMENT_PLACED) == 0 && from_controller) {
 		return 0; /* the controller's resume, after the record was written */
 	} else if (!suspended(jobset)) {
 		/* A resume of a JobSet not placed yet: held until it is. */

@@ -22,7 +22,11 @@
  * UPDATE: a resume (suspend false) of a JobSet not placed yet is held
  * (suspend set back to true, the annotation waiting); an update that drops
  * the annotation gets the stored one back. The controller's own resume
- * writes "placed" and suspend false in one patch, which passes.
+ * writes "placed" and suspend false in one patch, which passes when
+ * `from_controller` (the request's user is the controller's); from anyone
+ * else "placed" is not believed: the stored state is kept and a resume held.
+ * A placed JobSet may go back to waiting while suspended (the controller
+ * places it again after a node is lost).
  *
  * Both return 0 and, when something changes, *modified: a copy of the
  * JobSet with the changes made (so that the barrier's patch is computed on
@@ -37,8 +41,8 @@ struct cJSON;
 int placement_gate_create(const struct cJSON *jobset, struct cJSON *patch, struct cJSON **modified,
 			  const char **skip, char **cause);
 
-int placement_gate_update(const struct cJSON *old_jobset, const struct cJSON *jobset, struct cJSON *patch,
-			  struct cJSON **modified, char **cause);
+int placement_gate_update(const struct cJSON *old_jobset, const struct cJSON *jobset, int from_controller,
+			  struct cJSON *patch, struct cJSON **modified, char **cause);
 
 /* 1 when the JobSet carries a topology annotation muster reads (on itself,
  * a Job template or a pod template). */

@@ -32,6 +32,7 @@ struct webhook {
 	char *strings[5]; /* the copies barrier points into */
 	int quiet;
 	struct record_cache *records; /* the pod route's */
+	char *controller_user; /* NULL: nobody */
 };
 
 static char *copy(const char *text)
@@ -61,6 +62,9 @@ int webhook_new(const struct webhook_options *options, struct webhook **out, cha
 	w->barrier.cpu_request = w->strings[2];
 	w->barrier.memory_request = w->strings[3];
 	w->barrier.memory_limit = w->strings[4];
+	if (options->controller_user && *options->controller_user &&
+	    !(w->controller_user = strdup(options->controller_user)))
+		goto no_memory;
 	if (record_cache_new(options->api, &w->records, cause))
 		goto fail;
 	*out = w;
@@ -79,6 +83,7 @@ void webhook_free(struct webhook *webhook)
 	for (size_t i = 0; i < 5; i++)
 		free(webhook->strings[i]);
 	record_cache_free(webhook->records);
+	free(webhook->controller_user);
 	free(webhook);
 }
 
@@ -179,7 +184,10 @@ static void mutate(struct webhook *w, const struct admission_request *request, s
 	if (request->operation == ADMISSION_CREATE)
 		rc = placement_gate_create(object, patch, &modified, &skip, &cause);
 	else if (request->old_object)
-		rc = placement_gate_update(request->old_object, object, patch, &modified, &cause);
+		rc = placement_gate_update(request->old_object, object,
+					   w->controller_user &&
+						   strcmp(request->user, w->controller_user) == 0,
+					   patch, &modified, &cause);
 	if (rc) {
 		o->message = cause;
 		cause = NULL;

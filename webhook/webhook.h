@@ -41,6 +41,9 @@ struct webhook_options {
 	/* The pod route's API client (reads placement records); NULL: none,
 	 * every pinned pod is refused saying so. Must outlive the webhook. */
 	struct kube_client *api;
+	/* The user muster-controller's requests come as (its service account):
+	 * only it may mark a JobSet placed. Copied; NULL or "": nobody. */
+	const char *controller_user;
 };
 
 struct webhook;

@@ -10,11 +10,14 @@ Cluster: 8 nodes of 4 cpu, 2 blocks x 2 racks x 2 nodes (a rack holds 8
 pods of 1 cpu, a block 16)."""
 
 import json
+import random
+import threading
+import time
 
 import pytest
 
 from conftest import ROOT, Controller, wait_for
-from kube import ApiError
+from kube import ApiError, start_watch
 from test_webhook import JOBSETS, hooked, webhook  # noqa: F401 - fixtures used by name
 import muster_api as api  # noqa: E402
 
@@ -27,8 +30,19 @@ pytestmark = pytest.mark.skipif(not (ROOT.parent / "shared" / "kueue").is_dir(),
 
 
 @pytest.fixture
-def placing(run_standin, kube, kubeconfig, hooked, tmp_path):  # noqa: F811 - the imported fixture
-    """Nodes, the Topology, the JobSet stand-in and the controller."""
+def placing(placing_cluster, kube, kubeconfig, tmp_path):
+    """placing_cluster and the controller."""
+    namespace = placing_cluster
+    controller = Controller(kubeconfig, namespace, tmp_path / "controller.log",
+                            extra=["--placement-topology", TOPOLOGY])
+    yield namespace
+    controller.stop()
+    print(controller.output()[-8000:])
+
+
+@pytest.fixture
+def placing_cluster(run_standin, kube, kubeconfig, hooked, tmp_path):  # noqa: F811 - the imported fixture
+    """Nodes, the Topology and the JobSet stand-in (no controller)."""
     namespace = hooked
     shape = tmp_path / "shape.yaml"
     shape.write_text("groups:\n  - name: pl\n    count: 8\n"
@@ -52,11 +66,7 @@ def placing(run_standin, kube, kubeconfig, hooked, tmp_path):  # noqa: F811 - th
         return len(items) == 8 and all(c["status"] == "True" for n in items for c in n["status"]["conditions"]
                                        if c["type"] == "Ready")
     wait_for(ready, timeout=60, what="8 nodes Ready")
-    controller = Controller(kubeconfig, namespace, tmp_path / "controller.log",
-                            extra=["--placement-topology", TOPOLOGY])
     yield namespace
-    controller.stop()
-    print(controller.output()[-8000:])
     kube.delete(f"{TOPOLOGIES}/{TOPOLOGY}")
 
 
@@ -239,3 +249,116 @@ def test_room_promised_to_pods_not_bound_yet_is_not_given_away(kube, placing):
         return (js["metadata"].get("annotations") or {}).get(api.ANNOTATION_PLACEMENT_REASON)
     assert "rack" in wait_for(reason, timeout=30, what="later waiting, its reason written")
     assert state(kube, namespace, "later") == api.PLACEMENT_WAITING
+
+
+def test_a_domain_lost_before_its_pods_run_is_placed_again(kube, placing):
+    """Every node of the rack a JobSet's pending pods are pinned to is
+    deleted: the controller suspends it, drops its record and places it
+    again in a rack that has room; its pods then run there."""
+    namespace = placing
+    kube.create(JOBSETS.format(namespace), jobset("fill-block", {api.KUEUE_ANNOTATION_REQUIRED: BLOCK}, pods=16))
+    bound_pods(kube, namespace, "fill-block", 16)
+    kube.create(JOBSETS.format(namespace), jobset("fill-rack", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=8))
+    used = {rack_of(node_labels(kube), p["spec"]["nodeName"])
+            for name, count in (("fill-block", 16), ("fill-rack", 8))
+            for p in bound_pods(kube, namespace, name, count)}
+    labels = node_labels(kube)
+    free_rack = {rack_of(labels, n) for n in labels} - used
+    assert len(free_rack) == 1
+    free_rack = free_rack.pop()
+    doomed = sorted(n for n in labels if rack_of(labels, n) == free_rack)
+    # Pods outside muster hold host port 7000 on both nodes of that rack, so
+    # the JobSet placed there cannot be bound (placement does not count ports).
+    for node in doomed:
+        kube.create(f"/api/v1/namespaces/{namespace}/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"port-{node}"},
+            "spec": {"nodeName": node, "restartPolicy": "Never", "containers": [{
+                "name": "c", "image": "busybox", "command": ["sleep", "600"],
+                "ports": [{"containerPort": 7000, "hostPort": 7000}]}]}})
+    # 2 pods: one per node, as their host port allows.
+    body = jobset("victim", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=2)
+    body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"containerPort": 7000, "hostPort": 7000}]
+    kube.create(JOBSETS.format(namespace), body)
+    wait_for(lambda: state(kube, namespace, "victim") == api.PLACEMENT_PLACED, timeout=60, what="victim placed")
+
+    def pending_in_free_rack():
+        items = kube.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"{api.JOBSET_LABEL_NAME}=victim")["items"]
+        return len(items) == 2 and not any(p["spec"].get("nodeName") for p in items) and all(
+            (p["spec"]["nodeSelector"][BLOCK], p["spec"]["nodeSelector"][RACK]) == free_rack for p in items)
+    wait_for(pending_in_free_rack, timeout=60, what="victim's 2 pods pinned to the last rack, pending")
+    # Room elsewhere, then the rack goes.
+    kube.delete(f"{JOBSETS.format(namespace)}/fill-rack", body={"propagationPolicy": "Foreground"})
+    wait_for(lambda: not kube.get(f"/api/v1/namespaces/{namespace}/pods",
+                                  labelSelector=f"{api.JOBSET_LABEL_NAME}=fill-rack")["items"],
+             timeout=90, what="fill-rack's pods gone")
+    for node in doomed:
+        kube.delete(f"/api/v1/nodes/{node}")
+    wait_for(lambda: events_of(kube, namespace, "victim", "PlacementLost"), timeout=60,
+             what="the PlacementLost Event")
+    pods = bound_pods(kube, namespace, "victim", 2)
+    racks = {rack_of(node_labels(kube), p["spec"]["nodeName"]) for p in pods}
+    assert len(racks) == 1 and free_rack not in racks, racks
+    assert state(kube, namespace, "victim") == api.PLACEMENT_PLACED
+
+
+def test_controller_killed_while_placing_pins_every_pod_and_books_no_rack_twice(kube, kubeconfig, placing_cluster,
+                                                                               tmp_path):
+    """Eight JobSets of 4 pods that each need one rack fill the 4 racks
+    exactly. One is created per round; the controller is SIGKILLed the
+    moment that JobSet's record appears (before its resume, when the race
+    is won) or at a random moment, and started again. At the end every
+    JobSet runs, every pod is bound where its record says, and no rack holds
+    more than it can (a double booking would leave pods pending for good)."""
+    namespace = placing_cluster
+    names = [f"js-{i}" for i in range(8)]
+    rng = random.Random(1405)
+    flags = ["--placement-topology", TOPOLOGY, "--leader-elect", "false"]
+    current = {}
+    stop = threading.Event()
+
+    def on_configmap(event_type, obj):
+        controller = current.get("controller")
+        if event_type == "ADDED" and obj["metadata"]["name"].endswith(api.PLACEMENT_SUFFIX) and controller:
+            controller.kill()  # at once: its resume may not have been sent yet
+    start_watch(kube, f"/api/v1/namespaces/{namespace}/configmaps", on_configmap, stop)
+    logs = []
+    try:
+        for round_, name in enumerate(names):
+            kube.create(JOBSETS.format(namespace), jobset(name, {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=4))
+            controller = Controller(kubeconfig, namespace, tmp_path / f"controller-{round_}.log", extra=flags)
+            current["controller"] = controller
+            deadline = time.time() + rng.uniform(0.2, 2.0)
+            while controller.alive() and time.time() < deadline:
+                time.sleep(0.01)
+            current["controller"] = None
+            controller.kill()
+            logs.append(controller.output())
+    finally:
+        stop.set()
+    controller = Controller(kubeconfig, namespace, tmp_path / "controller-last.log", extra=flags)
+    try:
+        wait_for(lambda: all(state(kube, namespace, n) == api.PLACEMENT_PLACED for n in names), timeout=90,
+                 what="all 8 JobSets placed")
+        labels = node_labels(kube)
+        per_rack = {}
+        for name in names:
+            record = json.loads(kube.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}{api.PLACEMENT_SUFFIX}")
+                                ["data"][api.PLACEMENT_KEY])
+            for pod in bound_pods(kube, namespace, name, 4):
+                rack = rack_of(labels, pod["spec"]["nodeName"])
+                per_rack[rack] = per_rack.get(rack, 0) + 1
+                job = int(pod["metadata"]["labels"][api.JOBSET_LABEL_JOB_INDEX])
+                index = int(pod["metadata"]["annotations"][api.JOB_ANNOTATION_COMPLETION_INDEX])
+                run = next(r for r in record["replicatedJobs"]["workers"][job] if r[0] <= index <= r[1])
+                want = dict(kv.split("=", 1) for kv in run[2].split(","))
+                assert {k: pod["spec"]["nodeSelector"][k] for k in want} == want  # pinned by its record
+        assert sorted(per_rack.values()) == [8, 8, 8, 8], per_rack
+        # The race was won at least once: a record written, the resume not sent,
+        # and a later controller resumed from the record instead of placing again.
+        resumed = sum(log.count("event=placement-resumed") for log in logs) + \
+            controller.output().count("event=placement-resumed")
+        print(f"kills: {len(logs)}, resumed from a record written before the kill: {resumed}")
+    finally:
+        controller.stop()
+        print("\n".join(log[-1500:] for log in logs), controller.output()[-6000:])

@@ -108,7 +108,8 @@ def registration_path(config):
 @pytest.fixture(scope="module")
 def webhook(kube, kubeconfig, tmp_path_factory):
     work = tmp_path_factory.mktemp("webhook")
-    server = Webhook(work, extra=("--kubeconfig", kubeconfig))  # the pod route reads placement records
+    # The pod route reads placement records; the local controller acts as the admin.
+    server = Webhook(work, extra=("--kubeconfig", kubeconfig, "--controller-user", "admin"))
     crd = subprocess.run(["bash", str(DEPLOY / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig, "--status"],
                          check=True, capture_output=True, text=True).stdout.strip()
     subprocess.run(["bash", str(DEPLOY / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig], check=True,

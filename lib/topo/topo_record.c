@@ -90,6 +90,12 @@ int topo_record_encode(const struct topo_tree *tree, const struct topo_request *
 				selector[0] = '\0';
 			else
 				topo_tree_selector(tree, pod->domain, pod->node, selector, sizeof(selector));
+			if (strlen(selector) + 1 >=
+			    sizeof(selector)) { /* cut: it could name another domain */
+				cJSON_Delete(root);
+				return cause_fail(cause, "a domain's nodeSelector is longer than %u bytes",
+						  TOPO_RECORD_SELECTOR_MAX - 2);
+			}
 			if (run_group == pod->group && run_job == pod->job_index &&
 			    run_to + 1 == pod->completion && strcmp(selector, run_selector) == 0) {
 				run_to = pod->completion;

@@ -884,6 +884,16 @@ static size_t domain_chain(const struct topo_tree *tree, uint32_t domain, uint32
 
 /* Joins the chain to `domain` into buf: each domain as its name (path) or
  * as "label=name" (selector, a leaf as its hostname), truncated to size. */
+/* What a nodeSelector on kubernetes.io/hostname must say for a node: its
+ * label (kubelet's --hostname-override may make it differ from the name),
+ * else its name. */
+static const char *hostname(const struct topo_node *node)
+{
+	const char *label = topo_node_label(node, "kubernetes.io/hostname");
+
+	return label ? label : node->name;
+}
+
 static char *join_chain(const struct topo_tree *tree, uint32_t domain, int selector, char *buf, size_t size)
 {
 	uint32_t chain[TOPO_LEVELS_MAX + 2];
@@ -897,7 +907,7 @@ static char *join_chain(const struct topo_tree *tree, uint32_t domain, int selec
 		int leaf = dom->level == tree->node_level && dom->node != TOPO_NONE;
 		int w = selector ? snprintf(buf + used, size - used, "%s%s=%s", used ? "," : "",
 					    leaf ? "kubernetes.io/hostname" : tree->level_names[dom->level],
-					    leaf ? tree->cluster->nodes[dom->node].name : dom->name)
+					    leaf ? hostname(&tree->cluster->nodes[dom->node]) : dom->name)
 				 : snprintf(buf + used, size - used, "%s%s", used ? "/" : "", dom->name);
 
 		if (w < 0)
@@ -920,6 +930,6 @@ char *topo_tree_selector(const struct topo_tree *tree, uint32_t domain, uint32_t
 		return buf;
 	buf[0] = '\0';
 	if (node != TOPO_NONE && node < tree->cluster->node_count)
-		snprintf(buf, size, "kubernetes.io/hostname=%s", tree->cluster->nodes[node].name);
+		snprintf(buf, size, "kubernetes.io/hostname=%s", hostname(&tree->cluster->nodes[node]));
 	return buf;
 }

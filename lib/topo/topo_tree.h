@@ -209,7 +209,8 @@ char *topo_tree_path(const struct topo_tree *tree, uint32_t domain, char *buf, s
  *   level (values are unique only as a tuple, so every level is named);
  * - HyperNode mode, where a domain is no label: the hostname of `node`
  *   (a cluster node index, TOPO_NONE for none), "kubernetes.io/hostname=NAME",
- *   or "" when no node is given. */
+ *   or "" when no node is given.
+ * A node's hostname is its label kubernetes.io/hostname, else its name. */
 char *topo_tree_selector(const struct topo_tree *tree, uint32_t domain, uint32_t node, char *buf,
 			 size_t size);
 
