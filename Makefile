@@ -79,7 +79,7 @@ FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initba
 
 BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology
 
-.PHONY: all test check unit binary-test fuzz bench bench-micro bench-release lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook
+.PHONY: all test check unit binary-test fuzz bench bench-micro bench-release bench-placement lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook
 .DEFAULT_GOAL := all
 
 all: $(BINARIES)
@@ -174,14 +174,16 @@ fuzz: $(FUZZERS:%=build/fuzz/%)
 # The micro benchmarks, then the 5,000-pod release latency on the local control
 # plane (which records the controller's input), then the controller's event
 # rate replaying that recording. `make bench-micro` runs the first part only.
-bench: bench-micro bench-webhook bench-release
+bench: bench-micro bench-webhook bench-release bench-placement
 	build/host/controller/replay_bench
 
-# Webhook latency over TLS (2,000 req/s on /mutate and /validate, the maximum
-# paced rate, a wrk cross-check), then the admission overhead of a 5,000-pod
-# JobSet's create on the local control plane, with and without the webhook.
+# Webhook latency over TLS (2,000 req/s on /mutate, /validate and the pod
+# route /pin, whose placement record is a ConfigMap on the local control
+# plane; the maximum paced rate, a wrk cross-check), then the admission
+# overhead of a 5,000-pod JobSet's create, with and without the webhook.
 bench-webhook: bin/muster-webhook build/host/webhook/webhook_load
-	/usr/bin/python3 e2e/bench/webhook_latency.py $(WEBHOOK_BENCH_ARGS)
+	/usr/bin/python3 e2e/bench/webhook_latency.py \
+		--pin-kubeconfig "$${MUSTER_KUBECONFIG:-$$(bash e2e/cluster/up.sh | tail -n 1)}" $(WEBHOOK_BENCH_ARGS)
 	/usr/bin/python3 e2e/bench/admission_overhead.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG))
 
 bench-micro: bin/muster-barrier $(BENCHES:%=build/host/%)
@@ -189,12 +191,20 @@ bench-micro: bin/muster-barrier $(BENCHES:%=build/host/%)
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/controller/push_fanout_bench
 	build/host/controller/group_bench
 	build/host/topology/topo_bench
+	build/host/lib/topo/topo_cache_bench
 
 # Release latency, push versus volume only, 5,000 pods on 1,000 fake nodes
 # (e2e/bench/release_latency.py; --pods etc. through RELEASE_BENCH_ARGS).
 bench-release: all
 	/usr/bin/python3 e2e/bench/release_latency.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
 		$(RELEASE_BENCH_ARGS)
+
+# Placement's cost end to end: a 5,000-pod JobSet on 1,000 fake nodes, create
+# to all pods bound, with and without placement, alternating
+# (e2e/bench/placement.py).
+bench-placement: all
+	/usr/bin/python3 e2e/bench/placement.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
+		$(PLACEMENT_BENCH_ARGS)
 
 # Everything that exists, with one summary line at the end.
 test: deps

@@ -365,6 +365,7 @@ struct topology {
 	size_t hypernode_count;
 	int from_hypernodes;
 	char problem[REASON_MAX]; /* why there is none, or "" */
+	int none; /* the cluster has none and no flag names one: a JobSet's own level may serve */
 };
 
 static int collect(void *arg, const cJSON *item)
@@ -507,13 +508,15 @@ static void read_topology(struct placement_loop *loop, struct topology *t)
 	free(cause);
 	cause = NULL;
 	items = list_all(loop, HYPERNODES_PATH, &err, &cause);
-	if (items && cJSON_GetArraySize(items) > 0)
+	if (items && cJSON_GetArraySize(items) > 0) {
 		use_hypernodes(t, items);
-	else
+	} else {
+		t->none = 1;
 		snprintf(
 			t->problem, sizeof(t->problem),
-			"no topology: the cluster has no Kueue Topology and no HyperNodes, and muster-controller "
-			"has no --placement-levels");
+			"no topology: the cluster has no Kueue Topology and no HyperNodes, muster-controller has no "
+			"--placement-levels, and the JobSet names more than one level (or a tier)");
+	}
 out:
 	cJSON_Delete(object);
 	cJSON_Delete(items);
@@ -890,6 +893,42 @@ static void note_domains(struct placement_loop *loop, const struct topo_tree *t)
 	loop->stats.domain_count = shown;
 }
 
+/* The one node label a JobSet's request names (its levels, slices,
+ * exclusive-topology), or NULL when it names none, several, or tiers: with
+ * no topology in the cluster, upstream JobSet's exclusive-topology and a
+ * single Kueue level still mean a domain per value of that label. */
+static const char *single_level(const struct topo_jobset *js)
+{
+	const char *found = NULL;
+
+#define NOTE(level)                                                                                          \
+	do {                                                                                                 \
+		const char *l_ = (level);                                                                    \
+		if (l_ && found && strcmp(l_, found) != 0)                                                   \
+			return NULL;                                                                         \
+		if (l_)                                                                                      \
+			found = l_;                                                                          \
+	} while (0)
+	if (js->whole_network.set)
+		return NULL;
+	NOTE(js->whole_required);
+	NOTE(js->whole_preferred);
+	for (size_t g = 0; g < js->group_count; g++) {
+		const struct topo_jobset_group *group = &js->groups[g];
+
+		if (group->network.set || group->partitions)
+			return NULL;
+		NOTE(group->required);
+		NOTE(group->preferred);
+		NOTE(group->slice_level);
+		NOTE(group->exclusive);
+		for (size_t i = 0; i < group->inner_count; i++)
+			NOTE(group->inner_levels[i]);
+	}
+#undef NOTE
+	return found;
+}
+
 static struct topo_tree *build_tree(const struct topology *top, const struct topo_cluster *c, char **cause)
 {
 	if (top->from_hypernodes)
@@ -905,10 +944,13 @@ static void describe(const struct topo_tree *t, const struct topo_placement *pl,
 	out[0] = '\0';
 	for (size_t i = 0; i < pl->instance_count && at + 2 < size; i++) {
 		char path[200];
+		size_t seen = 0;
 
+		while (seen < i && pl->instance_domain[seen] != pl->instance_domain[i])
+			seen++;
+		if (seen < i)
+			continue; /* named already */
 		topo_tree_path(t, pl->instance_domain[i], path, sizeof(path));
-		if (strstr(out, path) && path[0])
-			continue;
 		at += (size_t)snprintf(out + at, size - at, "%s%s", at ? ", " : "",
 				       path[0] ? path : "(cluster)");
 	}
@@ -928,7 +970,7 @@ static void decide(struct pass *p, const struct topology *top)
 	p->actions = calloc(p->pending_count ? p->pending_count : 1, sizeof(*p->actions));
 	if (!p->actions)
 		return;
-	if (!top->problem[0] && topo_cache_cluster(loop->cache, &snapshot, &cause) == 0) {
+	if ((!top->problem[0] || top->none) && topo_cache_cluster(loop->cache, &snapshot, &cause) == 0) {
 		/* A copy the pass may add promised room to. */
 		if (snapshot.node_count > loop->work_cap) {
 			struct topo_node *grown = realloc(loop->work, snapshot.node_count * sizeof(*grown));
@@ -945,7 +987,7 @@ static void decide(struct pass *p, const struct topology *top)
 			c->nodes = loop->work;
 			p->work_cluster = c;
 			name_table_each(&loop->jobsets, reserve_jobset, p);
-			if (p->pending_count)
+			if (p->pending_count && !top->problem[0])
 				t = build_tree(top, c, &cause);
 		}
 	}
@@ -957,23 +999,29 @@ static void decide(struct pass *p, const struct topology *top)
 		struct topo_group groups[TOPO_GROUPS_MAX];
 		struct topo_request request;
 		struct topo_placement *pl = NULL;
+		struct topo_tree *own = NULL, *use = t;
+		const char *level = NULL;
 		char *why = NULL;
 
+		/* No topology at all: the one label the JobSet names, if it does. */
+		if (top->none && j->decoded && p->work_cluster && (level = single_level(&j->request)) != NULL)
+			use = own = topo_tree_from_levels(c, &level, 1, &why);
 		snprintf(a->namespace, sizeof(a->namespace), "%s", j->namespace);
 		snprintf(a->name, sizeof(a->name), "%s", j->name);
 		snprintf(a->uid, sizeof(a->uid), "%s", j->uid);
 		if (!j->decoded) {
 			snprintf(a->reason, sizeof(a->reason), "the placement request: %s", j->decode_cause);
-		} else if (top->problem[0]) {
-			snprintf(a->reason, sizeof(a->reason), "%s", top->problem);
-		} else if (!t) {
+		} else if (top->problem[0] && !own) {
+			snprintf(a->reason, sizeof(a->reason), "%.440s%s%.440s", top->problem,
+				 why ? ": " : "", why ? why : "");
+		} else if (!use) {
 			snprintf(a->reason, sizeof(a->reason), "the topology tree: %s",
 				 cause ? cause : "out of memory");
-		} else if (topo_jobset_place(&j->request, t, groups, &request, &pl, &why) == 0 &&
-			   topo_record_encode(t, &request, pl, j->uid, &a->record, &why) == 0) {
+		} else if (topo_jobset_place(&j->request, use, groups, &request, &pl, &why) == 0 &&
+			   topo_record_encode(use, &request, pl, j->uid, &a->record, &why) == 0) {
 			a->place = 1;
 			a->pods = pl->pod_count;
-			describe(t, pl, a->where, sizeof(a->where));
+			describe(use, pl, a->where, sizeof(a->where));
 			/* Its pods take their room before the next JobSet is placed. */
 			for (size_t k = 0; k < pl->pod_count; k++) {
 				const struct topo_jobset_group *g =
@@ -982,12 +1030,15 @@ static void decide(struct pass *p, const struct topology *top)
 				if (pl->pods[k].node != TOPO_NONE && g)
 					take(c, &loop->work[pl->pods[k].node], &g->pod);
 			}
-			topo_tree_free(t);
-			t = build_tree(top, c, &cause);
+			if (t) {
+				topo_tree_free(t);
+				t = build_tree(top, c, &cause);
+			}
 		} else {
 			snprintf(a->reason, sizeof(a->reason), "%s", why ? why : "out of memory");
 		}
 		free(why);
+		topo_tree_free(own);
 		topo_placement_free(pl);
 		if (!a->place)
 			a->reason_changed = strcmp(a->reason, j->reason) != 0;

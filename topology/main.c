@@ -17,7 +17,10 @@
 #include <cjson/cJSON.h>
 
 #include "flag.h"
+#include "kjson.h"
 #include "kube_error.h"
+#include "muster_api.h"
+#include "topo_record.h"
 #include "topo_input.h"
 #include "topo_live.h"
 #include "topo_place.h"
@@ -29,7 +32,7 @@
 
 struct options {
 	const char *nodes, *pods, *levels, *hypernodes, *jobset, *output, *depth;
-	const char *kubeconfig, *topology, *jobset_ref;
+	const char *kubeconfig, *topology, *jobset_ref, *explain;
 	int cluster_hypernodes;
 };
 
@@ -164,6 +167,170 @@ static int load_topology(struct topo_live *live, struct topo_input *in, const ch
 		levels[i] = found.labels[i];
 	*count = found.count;
 	return 0;
+}
+
+/* ---- the controller's view (--explain, and the domains records hold) ---- */
+
+static const char *annotation_of(const cJSON *object, const char *key)
+{
+	const cJSON *v = kjson_member(kjson_member(kjson_member(object, "metadata"), "annotations"), key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int print_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint32_t to,
+		     const char *selector)
+{
+	(void)arg;
+	printf("  %s job %u, completion indexes %u-%u: %s\n", rj, job, from, to,
+	       *selector ? selector : "(anywhere)");
+	return 0;
+}
+
+/* What muster-controller says of the JobSet: its placement state, why it
+ * waits, its placement of record. */
+static void explain(struct topo_live *live, const char *ns, const char *name)
+{
+	char path[700], *cause = NULL;
+	cJSON *jobset = NULL, *configmap = NULL;
+	const char *state, *reason;
+	const cJSON *text;
+	struct topo_record *record = NULL;
+
+	snprintf(path, sizeof(path), PATH_JOBSETS, ns, name);
+	if (topo_live_get(live, path, &jobset, &cause) != 0) {
+		printf("JobSet %s/%s: %s\n", ns, name, cause ? cause : "cannot be read");
+		free(cause);
+		return;
+	}
+	state = annotation_of(jobset, MUSTER_ANNOTATION_PLACEMENT);
+	reason = annotation_of(jobset, MUSTER_ANNOTATION_PLACEMENT_REASON);
+	if (!state)
+		printf("JobSet %s/%s: not gated by muster (no %s annotation: no topology request, Kueue's or Volcano's, "
+		       "or created before muster)\n",
+		       ns, name, MUSTER_ANNOTATION_PLACEMENT);
+	else
+		printf("JobSet %s/%s: %s=%s%s%s\n", ns, name, MUSTER_ANNOTATION_PLACEMENT, state,
+		       reason ? "; waiting because: " : "", reason ? reason : "");
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s" MUSTER_PLACEMENT_SUFFIX, ns, name);
+	free(cause);
+	cause = NULL;
+	if (topo_live_get(live, path, &configmap, &cause) != 0) {
+		printf("placement of record: none (ConfigMap %s/%s%s: %s)\n", ns, name,
+		       MUSTER_PLACEMENT_SUFFIX, cause ? cause : "cannot be read");
+	} else if (!cJSON_IsString(
+			   text = kjson_member(kjson_member(configmap, "data"), MUSTER_PLACEMENT_KEY)) ||
+		   topo_record_parse(text->valuestring, strlen(text->valuestring), &record, NULL) != 0) {
+		printf("placement of record: ConfigMap %s/%s%s holds no readable record\n", ns, name,
+		       MUSTER_PLACEMENT_SUFFIX);
+	} else {
+		printf("placement of record (ConfigMap %s/%s%s, JobSet uid %s):\n", ns, name,
+		       MUSTER_PLACEMENT_SUFFIX, topo_record_uid(record));
+		topo_record_foreach(record, print_run, NULL);
+	}
+	printf("what muster-topology decides on the free room now (the room placed JobSets hold until\n"
+	       "their pods are bound is not taken off here; see \"held by\" below):\n");
+	topo_record_free(record);
+	cJSON_Delete(configmap);
+	cJSON_Delete(jobset);
+	free(cause);
+}
+
+struct holding {
+	char selector[256], jobset[320];
+	unsigned long pods;
+};
+
+struct holdings {
+	struct holding *items;
+	size_t count, cap;
+	const char *jobset;
+};
+
+static int hold_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint32_t to, const char *selector)
+{
+	struct holdings *h = arg;
+
+	(void)rj;
+	(void)job;
+	for (size_t i = 0; i < h->count; i++)
+		if (strcmp(h->items[i].selector, selector) == 0 &&
+		    strcmp(h->items[i].jobset, h->jobset) == 0) {
+			h->items[i].pods += to - from + 1;
+			return 0;
+		}
+	if (h->count == h->cap) {
+		size_t cap = h->cap ? h->cap * 2 : 32;
+		struct holding *grown = realloc(h->items, cap * sizeof(*grown));
+
+		if (!grown)
+			return -1;
+		h->items = grown;
+		h->cap = cap;
+	}
+	snprintf(h->items[h->count].selector, sizeof(h->items[h->count].selector), "%s",
+		 *selector ? selector : "(anywhere)");
+	snprintf(h->items[h->count].jobset, sizeof(h->items[h->count].jobset), "%s", h->jobset);
+	h->items[h->count++].pods = to - from + 1;
+	return 0;
+}
+
+static int by_selector(const void *a, const void *b)
+{
+	const struct holding *x = a, *y = b;
+	int c = strcmp(x->selector, y->selector);
+
+	return c ? c : strcmp(x->jobset, y->jobset);
+}
+
+/* Which JobSets hold which domains: the placements of record in the
+ * cluster (ConfigMaps <jobset>-placement), pods per domain and JobSet. */
+static void print_holders(struct topo_live *live)
+{
+	cJSON *list = NULL;
+	const cJSON *cm;
+	char *cause = NULL;
+	struct holdings h = { 0 };
+
+	if (topo_live_list_labelled(live, "/api/v1/configmaps", JOBSET_LABEL_NAME, NULL, &list, &cause) !=
+	    0) {
+		printf("held by placed JobSets: cannot list ConfigMaps: %s\n",
+		       cause ? cause : "out of memory");
+		free(cause);
+		return;
+	}
+	cJSON_ArrayForEach(cm, kjson_member(list, "items"))
+	{
+		const cJSON *name = kjson_member(kjson_member(cm, "metadata"), "name");
+		const cJSON *ns = kjson_member(kjson_member(cm, "metadata"), "namespace");
+		const cJSON *text = kjson_member(kjson_member(cm, "data"), MUSTER_PLACEMENT_KEY);
+		struct topo_record *record = NULL;
+		char jobset[320];
+		size_t len;
+
+		if (!cJSON_IsString(name) || !cJSON_IsString(ns) || !cJSON_IsString(text) ||
+		    (len = strlen(name->valuestring)) <= strlen(MUSTER_PLACEMENT_SUFFIX) ||
+		    strcmp(name->valuestring + len - strlen(MUSTER_PLACEMENT_SUFFIX),
+			   MUSTER_PLACEMENT_SUFFIX) != 0 ||
+		    topo_record_parse(text->valuestring, strlen(text->valuestring), &record, NULL) != 0)
+			continue;
+		snprintf(jobset, sizeof(jobset), "%s/%.*s", ns->valuestring,
+			 (int)(len - strlen(MUSTER_PLACEMENT_SUFFIX)), name->valuestring);
+		h.jobset = jobset;
+		topo_record_foreach(record, hold_run, &h);
+		topo_record_free(record);
+	}
+	if (h.count > 1)
+		qsort(h.items, h.count, sizeof(*h.items), by_selector);
+	printf("held by placed JobSets (their placements of record; a pod holds its room from the record until it ends):\n");
+	if (!h.count)
+		printf("  none\n");
+	for (size_t i = 0; i < h.count && i < FULL_TREE_DOMAINS; i++)
+		printf("  %s: %s, %lu pods\n", h.items[i].selector, h.items[i].jobset, h.items[i].pods);
+	if (h.count > FULL_TREE_DOMAINS)
+		printf("  ... and %zu more\n", h.count - FULL_TREE_DOMAINS);
+	free(h.items);
+	cJSON_Delete(list);
 }
 
 /* Free capacity per domain in pods of each group's shape (domain x group). */
@@ -407,6 +574,9 @@ int main(int argc, char **argv)
 		  "the topology as the cluster's Volcano HyperNodes", 0, 0, NULL, &o.cluster_hypernodes },
 		{ FLAG_TEXT, "--jobset-ref", "NS/NAME", "the cluster's JobSet NS/NAME", 0, 0, NULL,
 		  &o.jobset_ref },
+		{ FLAG_TEXT, "--explain", "NS/NAME",
+		  "--jobset-ref NS/NAME, and first what muster-controller says of it:\nits placement state, why it waits, its placement of record",
+		  0, 0, NULL, &o.explain },
 		{ FLAG_SECTION, NULL, NULL, "output:", 0, 0, NULL, NULL },
 		{ FLAG_TEXT, "--output", "text|json", "text (default), or one JSON object for scripts", 0, 0,
 		  output_problem, &o.output },
@@ -418,7 +588,8 @@ int main(int argc, char **argv)
 		"usage: muster-topology --nodes FILE [--pods FILE] (--levels L1,L2,... | --hypernodes FILE)\n"
 		"                       --jobset FILE [--output text|json] [--depth N|all]\n"
 		"       muster-topology --kubeconfig FILE (--levels L1,... | --topology NAME | --cluster-hypernodes)\n"
-		"                       (--jobset FILE | --jobset-ref NS/NAME) [--output text|json] [--depth N|all]\n"
+		"                       (--jobset FILE | --jobset-ref NS/NAME | --explain NS/NAME) [--output text|json]\n"
+		"                       [--depth N|all]\n"
 		"Places a JobSet on a cluster's topology as muster would, and says why when it cannot.\n";
 	static const char tail[] = "exit status: 0 placed, 1 refused (the reason is printed), 2 bad input\n";
 	struct topo_input in;
@@ -442,6 +613,14 @@ int main(int argc, char **argv)
 		return 0;
 	default:
 		return 2;
+	}
+	if (o.explain) {
+		if (o.jobset_ref) {
+			fprintf(stderr,
+				"muster-topology: --explain NS/NAME is --jobset-ref NS/NAME and more: give one\n");
+			return 2;
+		}
+		o.jobset_ref = o.explain;
 	}
 	if ((!o.nodes && !o.kubeconfig) || !o.jobset == !o.jobset_ref ||
 	    !!o.levels + !!o.hypernodes + !!o.topology + o.cluster_hypernodes != 1 ||
@@ -537,8 +716,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "muster-topology: out of memory\n");
 		goto out;
 	}
+	if (o.explain && !json) {
+		char ns[254];
+		const char *slash = strchr(o.explain, '/');
+
+		snprintf(ns, sizeof(ns), "%.*s", (int)(slash - o.explain), o.explain);
+		explain(live, ns, slash + 1);
+	}
 	if (!json)
 		print_tree(t, &req, free_pods, depth);
+	if (!json && live)
+		print_holders(live);
 	rc = topo_jobset_place(&in.jobset, t, groups, &req, &p, &cause) ? 1 : 0;
 	if (json) {
 		if (print_json(t, &req, p, in.jobset.name, rc ? (cause ? cause : "out of memory") : NULL))

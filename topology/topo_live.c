@@ -61,7 +61,13 @@ static int collect(void *arg, const cJSON *item)
 int topo_live_list(struct topo_live *live, const char *path, const char *field_selector, cJSON **out,
 		   char **cause)
 {
-	struct kube_selectors selectors = { .field = field_selector };
+	return topo_live_list_labelled(live, path, NULL, field_selector, out, cause);
+}
+
+int topo_live_list_labelled(struct topo_live *live, const char *path, const char *label_selector,
+			    const char *field_selector, cJSON **out, char **cause)
+{
+	struct kube_selectors selectors = { .label = label_selector, .field = field_selector };
 	cJSON *list = cJSON_CreateObject(), *items = list ? cJSON_AddArrayToObject(list, "items") : NULL;
 	int err;
 

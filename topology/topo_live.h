@@ -19,6 +19,10 @@ int topo_live_open(const char *kubeconfig, struct topo_live **out, char **cause)
 int topo_live_list(struct topo_live *live, const char *path, const char *field_selector, struct cJSON **out,
 		   char **cause);
 
+/* The same with a label selector (may be NULL) as well. */
+int topo_live_list_labelled(struct topo_live *live, const char *path, const char *label_selector,
+			    const char *field_selector, struct cJSON **out, char **cause);
+
 /* GETs one object into *out (the caller deletes it). */
 int topo_live_get(struct topo_live *live, const char *path, struct cJSON **out, char **cause);
 

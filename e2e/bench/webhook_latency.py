@@ -31,6 +31,12 @@ What it does, in a new temporary directory:
     a cross-check of the maximum (closed loop, and wrk verifies no
     certificate), when wrk is installed.
 
+ 7. with --pin-kubeconfig (default $MUSTER_KUBECONFIG, the local control
+    plane): the pod route /pin at the same rate, on a pod of a 5,000-pod
+    JobSet whose placement of record (40 runs, as 40 racks give) is a real
+    ConfigMap in a namespace of its own; the webhook reads it through the
+    API with --kubeconfig and caches it, as in the cluster.
+
 Figures are printed with the machine (CPUs, model, kernel) and every
 command; DIR/results.json has them all, DIR/webhook.log the webhook's log.
 
@@ -69,6 +75,10 @@ import tempfile
 import time
 
 from benchlib import ROOT, Proc, proc_figures
+
+sys.path.insert(0, str(ROOT / "e2e" / "standins"))
+from kube import ApiError, Kube  # noqa: E402
+import muster_api as api  # noqa: E402
 
 GOAL_RATE = 2000
 GOAL_P99_MS = 2.0
@@ -305,6 +315,7 @@ class Bench:
         self.base_url = f"https://127.0.0.1:{port}"
         self.load = [*load_prefix, args.load, "--cacert", certs / "ca.crt", "--body", args.body,
                      "--connections", str(args.connections), "--expect", args.uid, "--json"]
+        self.pin_load = None  # set by PinSetup: the same with the pod review
         self.load_prefix = load_prefix
         self.log = open(work / "webhook_load.jsonl", "w")
         self.results = {}
@@ -316,11 +327,11 @@ class Bench:
         print(f"  {'other processes':<28} {seconds:.2f} s CPU during the run "
               f"({100 * seconds / (wall * self.ncpus):.0f} % of the {self.ncpus} CPUs)")
 
-    def run_load(self, extra, label):
+    def run_load(self, extra, label, load=None):
         """Runs webhook_load --json with `extra`; returns its report, with
         others_cpu_seconds (every other process), wall_seconds and
         webhook_cpu_seconds added. Its progress lines (stderr) show as they come."""
-        argv = [str(a) for a in [*self.load, *extra]]
+        argv = [str(a) for a in [*(load or self.load), *extra]]
         print(f"\n== {label}\ncommand: {shlex.join(argv)}", flush=True)
         before, begun, webhook_before = process_ticks(self.exclude), time.monotonic(), proc_figures(self.webhook.pid)[1]
         result = subprocess.run(argv, stdout=subprocess.PIPE, text=True)
@@ -342,7 +353,8 @@ class Bench:
         if args.repeat > 1:
             label += f" (round {round_number} of {args.repeat})"
         report = self.run_load(["--url", self.base_url + route, "--rate", f"{args.rate:g}", "--duration",
-                                f"{args.duration:g}", "--warmup", f"{args.warmup:g}", "--samples", samples], label)
+                                f"{args.duration:g}", "--warmup", f"{args.warmup:g}", "--samples", samples], label,
+                               self.pin_load if route == "/pin" else None)
         self.results.setdefault(route, []).append(report)
         phase, warm = report["result"], report["warmup"]
         requests = phase["sent"] + warm["sent"]
@@ -426,7 +438,7 @@ class Bench:
         args = self.args
         print(f"\nsummary ({info['nproc']} CPUs, {info['model']}; {placement}):")
         met = True
-        for route in ROUTES:
+        for route in ROUTES + (("/pin",) if self.results.get("/pin") else ()):
             rounds = self.results.get(route, [])
             if not rounds:
                 met = False
@@ -450,6 +462,46 @@ class Bench:
         if args.rate == GOAL_RATE:
             what = "p99" if args.repeat == 1 else f"median p99 of {args.repeat} rounds"
             print(f"  goal {what} < {GOAL_P99_MS:g} ms at {GOAL_RATE} req/s: {'goal met' if met else 'goal missed'}")
+
+
+class PinSetup:
+    """A namespace with a placement record and a pod review for /pin."""
+
+    PODS, RACKS = 5000, 40
+
+    def __init__(self, kubeconfig, work):
+        self.kube = Kube(kubeconfig)
+        self.namespace = f"bench-pin-{os.getpid()}"
+        self.kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                "metadata": {"name": self.namespace}})
+        per = self.PODS // self.RACKS
+        runs = [[r * per, r * per + per - 1, f"block=b{r // 8},rack=r{r % 8}"] for r in range(self.RACKS)]
+        record = {"uid": "bench-jobset-uid", "replicatedJobs": {"workers": [runs]}}
+        self.kube.create(f"/api/v1/namespaces/{self.namespace}/configmaps", {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bench" + api.PLACEMENT_SUFFIX},
+            "data": {api.PLACEMENT_KEY: json.dumps(record, separators=(",", ":"))}})
+        self.uid = "pin-bench-review-uid"
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "generateName": "bench-workers-0-", "namespace": self.namespace,
+            "labels": {api.JOBSET_LABEL_NAME: "bench", api.JOBSET_LABEL_UID: "bench-jobset-uid",
+                       api.JOBSET_LABEL_REPLICATED_JOB: "workers", api.JOBSET_LABEL_JOB_INDEX: "0",
+                       api.LABEL_PLACEMENT: "true"},
+            "annotations": {api.JOB_ANNOTATION_COMPLETION_INDEX: "2345"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": self.uid, "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": self.namespace,
+            "operation": "CREATE", "userInfo": {"username": "system:serviceaccount:kube-system:job-controller"},
+            "object": pod, "dryRun": False}}
+        self.body = work / "pin-review.json"
+        self.body_bytes = json.dumps(review).encode()
+        self.body.write_bytes(self.body_bytes)
+
+    def close(self):
+        try:
+            self.kube.delete(f"/api/v1/namespaces/{self.namespace}")
+        except ApiError:
+            pass
 
 
 def placement_of(pin):
@@ -493,6 +545,8 @@ def parse_args():
     parser.add_argument("--quiet-wait", type=float, default=180,
                         help="seconds to wait at most for a quiet machine before measuring (0: do not wait)")
     parser.add_argument("--work-dir", type=pathlib.Path, help="certificates, logs, results (default: a new /tmp dir)")
+    parser.add_argument("--pin-kubeconfig", default=os.environ.get("MUSTER_KUBECONFIG"),
+                        help="a cluster for the /pin route's record (default $MUSTER_KUBECONFIG; none: /pin skipped)")
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error("--repeat: at least 1")
@@ -526,14 +580,22 @@ def main():
     print(f"placement: {placement}")
     print(f"logs and results: {work}", flush=True)
 
-    status, webhook, bench = 0, None, None
+    status, webhook, bench, pin = 0, None, None, None
     try:
+        if args.pin_kubeconfig:
+            pin = PinSetup(args.pin_kubeconfig, work)
+            print(f"/pin: record {pin.namespace}/bench{api.PLACEMENT_SUFFIX} (5,000 pods in 40 runs); "
+                  f"the webhook reads it with --kubeconfig {args.pin_kubeconfig}")
+        else:
+            print("/pin: skipped (no --pin-kubeconfig or $MUSTER_KUBECONFIG)")
         certs, how = make_certs(work)
         print(f"certificates: {certs} ({how})")
         context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
         port = free_port()
         argv = [args.webhook, "--tls-cert-file", certs / "tls.crt", "--tls-key-file", certs / "tls.key",
                 "--listen", f"127.0.0.1:{port}", "--threads", str(args.threads), *args.webhook_arg]
+        if pin:
+            argv += ["--kubeconfig", args.pin_kubeconfig]
         if webhook_cpus:
             argv = ["taskset", "-c", webhook_cpus, *argv]
         print(f"webhook command: {shlex.join(str(a) for a in argv)}", flush=True)
@@ -541,6 +603,11 @@ def main():
         print(f"ready after {wait_ready(webhook, port, context):.2f} s (GET /readyz 200)")
         for route in ROUTES:
             print(f"probe POST {route}: {probe(port, context, route, args.body_bytes, args.uid)}")
+        if pin:
+            answer = probe(port, context, "/pin", pin.body_bytes, pin.uid)
+            print(f"probe POST /pin: {answer}")
+            if "allowed=True" not in answer or "operations" not in answer:
+                raise Failed(f"POST /pin did not pin the pod: {answer}")
         try:  # the apiserver calls <path>?timeout=10s
             answer, _ = https_request(port, context, "POST", "/mutate?timeout=10s", args.body_bytes)
             if answer != 200:
@@ -552,8 +619,11 @@ def main():
             print(f"waited {waited} s for a quiet machine (all CPUs {100 * busy:.0f} % busy over the last second)")
 
         bench = Bench(args, work, webhook, port, certs, load_prefix, len(os.sched_getaffinity(0)))
+        if pin:
+            bench.pin_load = [*load_prefix, args.load, "--cacert", certs / "ca.crt", "--body", pin.body,
+                              "--connections", str(args.connections), "--expect", pin.uid, "--json"]
         for round_number in range(1, args.repeat + 1):
-            for route in ROUTES:
+            for route in ROUTES + (("/pin",) if pin else ()):
                 bench.fixed_rate(route, round_number)
         if not args.no_max:
             bench.max_rate()
@@ -584,6 +654,8 @@ def main():
             if code != 0 and status == 0:
                 print(f"FAILED: the webhook exited with code {code} on SIGTERM; log: {webhook.log_path}")
                 status = 1
+        if pin:
+            pin.close()
         (work / "results.json").write_text(json.dumps(results, indent=1) + "\n")
         print(f"results: {work / 'results.json'}; webhook log: {work / 'webhook.log'}", flush=True)
     sys.exit(status)

@@ -11,6 +11,7 @@ pods of 1 cpu, a block 16)."""
 
 import json
 import random
+import subprocess
 import threading
 import time
 
@@ -149,7 +150,7 @@ def test_kueue_required_rack_gated_placed_pinned_and_bound_by_the_scheduler(kube
     assert events_of(kube, namespace, "train", "Placed")
 
 
-def test_no_room_waits_with_its_reason_and_two_at_once_never_share_the_last_rack(kube, placing):
+def test_no_room_waits_with_its_reason_and_two_at_once_never_share_the_last_rack(kube, kubeconfig, placing):
     namespace = placing
     # Fill a whole block and one rack of the other: one rack (8 cpu) is left.
     kube.create(JOBSETS.format(namespace), jobset("fill-block", {api.KUEUE_ANNOTATION_REQUIRED: BLOCK}, pods=16))
@@ -174,6 +175,13 @@ def test_no_room_waits_with_its_reason_and_two_at_once_never_share_the_last_rack
     assert events_of(kube, namespace, waiting, "PlacementWaiting")
     assert not kube.get(f"/api/v1/namespaces/{namespace}/pods",
                         labelSelector=f"{api.JOBSET_LABEL_NAME}={waiting}")["items"]  # no pod before placement
+    # muster-topology --explain says the same, and which JobSets hold which racks.
+    cli = subprocess.run([str(ROOT / "bin" / "muster-topology"), "--kubeconfig", kubeconfig, "--topology", TOPOLOGY,
+                          "--explain", f"{namespace}/{waiting}"], capture_output=True, text=True, timeout=60)
+    print(cli.stdout[-3000:], cli.stderr[-1000:])
+    assert f"{api.ANNOTATION_PLACEMENT}=waiting; waiting because: {text}" in cli.stdout
+    assert "placement of record: none" in cli.stdout
+    assert f"{namespace}/{placed}, 8 pods" in cli.stdout and f"{namespace}/fill-block, 8 pods" in cli.stdout
     # The placed one goes away: the waiting one starts by itself, in that rack.
     rack = {rack_of(node_labels(kube), p["spec"]["nodeName"])
             for p in bound_pods(kube, namespace, placed, 8)}

@@ -18,6 +18,7 @@ message.
 import base64
 import http.client
 import json
+import os
 import pathlib
 import socket
 import ssl
@@ -312,7 +313,8 @@ def test_every_example_with_group_scheduling_runs(kube, kubeconfig, hooked, run_
                       .get("status", {}).get("terminalState") for d in docs}
             return states if all(states.values()) else None
 
-        states = wait_for(finished, timeout=300, interval=1, what="every example JobSet to finish")
+        states = wait_for(finished, timeout=int(os.environ.get("EXAMPLES_TIMEOUT", "300")), interval=1,
+                          what="every example JobSet to finish")
         assert set(states.values()) == {"Completed"}, states
         events = read_events(events_path)
         for doc in docs:

@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""Placement's cost end to end (`make bench-placement`, in `make bench`).
+
+The issue's figure: a 5,000-pod JobSet (50 Jobs of 100 pods) on the
+1,000-node scale shape (e2e/shapes/scale.yaml: 10 blocks of 10 racks of 10
+nodes, 8 pods a node), time from the JobSet's create to all its pods bound
+by the real kube-scheduler, with placement (every Job in one block, Kueue's
+podset-slice-required-topology, and a Kueue Topology object) and without,
+in the same run, alternating. Goal: with / without <= 1.10 (upstream
+JobSet's exclusive placement measured 58 vs 266 pods/s, 4.6x slower).
+
+With placement the path is the whole of muster's: the webhook suspends the
+JobSet, muster-controller places it and writes the record, resumes it, the
+JobSet stand-in creates the pods, the webhook's /pin route pins each, the
+scheduler binds. Without, the JobSet has no annotation (nothing of muster's
+runs on its path; the webhook is registered all the same). Prints each
+round, the medians and the ratio, and the controller's placement decision
+times from its log.
+"""
+
+import argparse
+import pathlib
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+
+import yaml
+
+from benchlib import (JOBSETS, ROOT, Kube, Proc, cluster_kubeconfig, create_namespace, delete_namespace,
+                      jobset_body, load_shape, logfmt, start_standin, stop_all, wait_nodes_ready, wait_pods_gone)
+from kube import ApiError, start_watch
+
+BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"
+TOPOLOGIES = "/apis/kueue.x-k8s.io/v1beta2/topologies"
+GOAL = 1.10
+
+
+def register_webhook(kube, kubeconfig, work, run, label):
+    """Starts bin/muster-webhook on 127.0.0.1 and registers its three
+    configurations for the namespaces labelled `label`=run."""
+    subprocess.run(["bash", str(ROOT / "deploy" / "gen-certs.sh"), "--out", str(work / "certs"), "--ip", "127.0.0.1"],
+                   check=True, capture_output=True)
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    webhook = Proc([ROOT / "bin" / "muster-webhook", "--tls-cert-file", work / "certs/tls.crt", "--tls-key-file",
+                    work / "certs/tls.key", "--listen", f"127.0.0.1:{port}", "--shutdown-delay", "0", "--quiet",
+                    "--kubeconfig", kubeconfig, "--controller-user", "admin"], work / "webhook.log",
+                   name="muster-webhook")
+    rendered = subprocess.run(["bash", str(ROOT / "deploy" / "render-webhooks.sh"), "--ca-file",
+                               str(work / "certs/ca.crt"), "--url", f"https://127.0.0.1:{port}"],
+                              check=True, capture_output=True, text=True).stdout
+    paths = []
+    for config in (d for d in yaml.safe_load_all(rendered) if d):
+        config["metadata"]["name"] += f"-bench-{run}"
+        for hook in config["webhooks"]:
+            hook["namespaceSelector"] = {"matchLabels": {label: run}}
+        plural = "mutatingwebhookconfigurations" if config["kind"].startswith("Mutating") \
+            else "validatingwebhookconfigurations"
+        path = f"/apis/admissionregistration.k8s.io/v1/{plural}"
+        kube.create(path, config)
+        paths.append(f"{path}/{config['metadata']['name']}")
+    return webhook, paths
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kubeconfig")
+    parser.add_argument("--shape", default=str(ROOT / "e2e" / "shapes" / "scale.yaml"))
+    parser.add_argument("--replicas", type=int, default=50, help="child Jobs")
+    parser.add_argument("--parallelism", type=int, default=100, help="pods per child Job")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of each mode, alternating")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds for one round at most")
+    args = parser.parse_args()
+    kubeconfig = cluster_kubeconfig(args.kubeconfig)
+    kube = Kube(kubeconfig)
+    pods_wanted = args.replicas * args.parallelism
+    work = pathlib.Path(tempfile.mkdtemp(prefix="muster-bench-placement-"))
+    run = uuid.uuid4().hex[:6]
+    namespace, topology, label = f"bench-place-{run}", f"bench-{run}", "muster.dev/bench"
+    agent = start_standin("node_agent.py", kubeconfig, "--shape", args.shape, "--work-dir", f"{work}/agent",
+                          "--delete-nodes", "--lease-seconds", "20", log_path=f"{work}/agent.log")
+    procs, registrations, stop = [], [], threading.Event()
+    try:
+        nodes, nodes_seconds = wait_nodes_ready(kube, len(load_shape(args.shape)), args.timeout)
+        print(f"nodes: {len(nodes)} Ready in {nodes_seconds:.1f} s", flush=True)
+        kube.create(TOPOLOGIES, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+                                 "metadata": {"name": topology},
+                                 "spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}]}})
+        create_namespace(kube, namespace)
+        kube.patch(f"/api/v1/namespaces/{namespace}", {"metadata": {"labels": {label: run}}})
+        webhook, registrations = register_webhook(kube, kubeconfig, work, run, label)
+        procs.append(webhook)
+        procs.append(start_standin("jobset_controller.py", kubeconfig, "--namespace", namespace,
+                                   log_path=f"{work}/jobset.log"))
+        controller = Proc([ROOT / "bin" / "muster-controller", "--kubeconfig", kubeconfig, "--namespace", namespace,
+                           "--leader-elect", "false", "--metrics-addr", "0", "--placement-topology", topology],
+                          work / "controller.log", name="muster-controller")
+        procs.append(controller)
+        time.sleep(3)  # the registration reaches the apiserver's informer
+        seen, lock = {}, threading.Lock()
+
+        def on_pod(kind, pod):
+            with lock:
+                if kind == "DELETED":
+                    seen.pop(pod["metadata"]["name"], None)
+                else:
+                    seen[pod["metadata"]["name"]] = bool(pod["spec"].get("nodeName"))
+        start_watch(kube, f"/api/v1/namespaces/{namespace}/pods", on_pod, stop)
+        template = {"metadata": {"annotations": {"e2e.muster.dev/run-seconds": "3600"}},
+                    "spec": {"restartPolicy": "Never", "containers": [
+                        {"name": "worker", "image": "busybox", "command": ["sleep", "3600"]}]}}
+        results = {"with": [], "without": []}
+        for i in range(2 * args.rounds):
+            mode = ("with", "without")[i % 2] if (i // 2) % 2 == 0 else ("without", "with")[i % 2]
+            body = jobset_body(f"js-{i}", args.replicas, args.parallelism, yaml.safe_load(yaml.safe_dump(template)))
+            if mode == "with":
+                body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"].update({
+                    "kueue.x-k8s.io/podset-slice-required-topology": BLOCK,
+                    "kueue.x-k8s.io/podset-slice-size": str(args.parallelism)})
+            began = time.monotonic()
+            kube.create(JOBSETS.format(namespace), body)
+            while True:
+                with lock:
+                    bound = sum(seen.values())
+                if bound >= pods_wanted:
+                    break
+                if time.monotonic() - began > args.timeout:
+                    raise SystemExit(f"round {i} ({mode}): {bound} of {pods_wanted} pods bound after "
+                                     f"{args.timeout:.0f} s")
+                time.sleep(0.2)
+            seconds = time.monotonic() - began
+            results[mode].append(seconds)
+            print(f"  round {i + 1} {mode:>7} placement: all {pods_wanted} pods bound {seconds:6.1f} s after the "
+                  f"create ({pods_wanted / seconds:.0f} pods/s)", flush=True)
+            kube.delete(f"{JOBSETS.format(namespace)}/js-{i}", body={"propagationPolicy": "Background"})
+            deadline = time.monotonic() + args.timeout
+            while time.monotonic() < deadline:
+                with lock:
+                    if not seen:
+                        break
+                time.sleep(1)
+        decisions = [float(logfmt(line)["ms"]) for line in (work / "controller.log").read_text().splitlines()
+                     if " event=placed " in line]
+        with_s, without_s = statistics.median(results["with"]), statistics.median(results["without"])
+        print(f"command: /usr/bin/python3 e2e/bench/placement.py --rounds {args.rounds}")
+        print(f"{pods_wanted}-pod JobSet ({args.replicas} Jobs x {args.parallelism}) on {len(nodes)} nodes, "
+              f"create to all pods bound, median of {args.rounds} each:")
+        print(f"  with placement (each Job in one block): {with_s:6.1f} s ({pods_wanted / with_s:.0f} pods/s)")
+        print(f"  without:                                {without_s:6.1f} s ({pods_wanted / without_s:.0f} pods/s)")
+        print(f"  ratio with / without: {with_s / without_s:.3f} (goal <= {GOAL:.2f}: "
+              f"{'goal met' if with_s / without_s <= GOAL else 'goal missed'})")
+        if decisions:
+            print(f"  controller, pass start to record written and JobSet resumed: "
+                  f"{', '.join(f'{d:.0f}' for d in decisions)} ms")
+        print(f"logs: {work}")
+    finally:
+        stop.set()
+        for path in registrations:
+            try:
+                kube.delete(path)
+            except ApiError:
+                pass
+        stop_all(procs, timeout=60)
+        delete_namespace(kube, namespace)
+        try:
+            wait_pods_gone(kube, namespace, 300)
+            kube.delete(f"{TOPOLOGIES}/{topology}")
+        except (KeyboardInterrupt, Exception) as error:  # noqa: BLE001 - go on stopping the agent
+            print(f"cleanup: {error!r}")
+        stop_all([agent], timeout=120)
+
+
+if __name__ == "__main__":
+    main()
