@@ -83,6 +83,8 @@ struct placement_loop {
 	struct topo_cache *cache;
 	struct name_table jobsets, bound, pod_keys;
 	int dirty;
+	int nodes_changed; /* since the last pass: a domain may have lost its nodes */
+	int cluster_watching; /* the Node and pod watches run (once a JobSet asked) */
 	int listed[WATCH_COUNT];
 	struct placement_stats stats;
 	struct placement_observer observer;
@@ -224,6 +226,7 @@ static int node_change(void *arg, const struct kube_informer_event *e)
 	char *cause = NULL;
 
 	pthread_mutex_lock(&loop->lock);
+	loop->nodes_changed = 1;
 	if (e->change == KUBE_INFORMER_DELETE) {
 		topo_cache_node_delete(loop->cache, e->name);
 	} else if (topo_cache_node_put(loop->cache, e->object, &cause)) {
@@ -1046,8 +1049,10 @@ static void decide(struct pass *p, const struct topology *top)
 	loop->stats.waiting = p->held;
 	for (size_t i = 0; i < p->action_count; i++)
 		loop->stats.waiting += !p->actions[i].place;
-	mlog(MLOG_INFO, "placement-pass", "pending=%zu promised_pods=%llu nodes=%zu", p->pending_count,
-	     (unsigned long long)p->reserved_pods, c->node_count);
+	if (p->pending_count || p->relocation_count)
+		mlog(MLOG_INFO, "placement-pass", "pending=%zu promised_pods=%llu nodes=%zu relocations=%zu",
+		     p->pending_count, (unsigned long long)p->reserved_pods, c->node_count,
+		     p->relocation_count);
 	topo_tree_free(t);
 	free(cause);
 }
@@ -1302,6 +1307,7 @@ static void run_pass(struct placement_loop *loop)
 	struct pass p = { .loop = loop };
 	struct unread_list recorded = { 0 };
 	double started = now_s();
+	int placing;
 
 	memset(&top, 0, sizeof(top));
 	top.store.chunk = 4096;
@@ -1311,6 +1317,7 @@ static void run_pass(struct placement_loop *loop)
 		struct pass probe = { .loop = loop };
 
 		name_table_each(&loop->jobsets, collect_pending, &probe);
+		placing = probe.pending_count > 0;
 		if (!probe.pending_count) { /* nothing to place: no API reads */
 			loop->dirty = 0;
 			loop->stats.waiting = probe.held;
@@ -1328,7 +1335,12 @@ resume_only:
 	loop->stats.passes++;
 	/* Recorded but not resumed: resumed, not placed again. */
 	name_table_each(&loop->jobsets, collect_recorded, &recorded);
-	decide(&p, &top);
+	/* The decision, and the check for lost domains: when something waits,
+	 * or Nodes changed (a pod's event cannot take a domain's nodes away). */
+	if (placing || loop->nodes_changed) {
+		loop->nodes_changed = 0;
+		decide(&p, &top);
+	}
 	loop->stats.last_decision_s = now_s() - started;
 	pthread_mutex_unlock(&loop->lock);
 	for (size_t i = 0; i < recorded.count; i++) {
@@ -1374,7 +1386,7 @@ resume_only:
 
 int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cause)
 {
-	struct watch_set watches = { 0 };
+	struct watch_set watches = { 0 }, cluster = { 0 };
 	struct watch_spec nodes = { .client = loop->api[API_NODES].client,
 				    .informer = loop->informers[WATCH_NODES],
 				    .path = "/api/v1/nodes",
@@ -1387,7 +1399,7 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 	struct watch_spec jobsets = { .client = loop->api[API_JOBSETS].client,
 				      .informer = loop->informers[WATCH_JOBSETS],
 				      .page_size = PAGE_SIZE };
-	int err, watch_err;
+	int err, watch_err, cluster_err = 0;
 	double last = 0;
 
 	if (loop->namespace)
@@ -1395,13 +1407,16 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 			 loop->namespace);
 	else
 		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_PATH "/jobsets");
-	watch_set_add(&watches, &nodes);
-	watch_set_add(&watches, &pods);
+	/* The JobSets first; every Node and bound pod only once a JobSet asks
+	 * for a placement: a cluster that uses the gang start alone does not
+	 * pay for watching every pod. */
 	watch_set_add(&watches, &jobsets);
+	watch_set_add(&cluster, &nodes);
+	watch_set_add(&cluster, &pods);
 	err = watch_set_start(&watches, stop, cause);
 	while (!err && !atomic_load(stop)) {
 		struct timespec until;
-		int due, ready;
+		int due, ready, wanted;
 
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += PLACEMENT_COALESCE_MS * 1000000L;
@@ -1412,9 +1427,19 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 		pthread_mutex_lock(&loop->lock);
 		if (!loop->dirty)
 			pthread_cond_timedwait(&loop->cond, &loop->lock, &until);
+		wanted = !loop->cluster_watching && loop->jobsets.count > 0;
+		if (wanted)
+			loop->cluster_watching = 1;
 		ready = loop->listed[WATCH_NODES] && loop->listed[WATCH_PODS] && loop->listed[WATCH_JOBSETS];
 		due = ready && (loop->dirty || (loop->stats.waiting && now_s() - last >= PLACEMENT_RETRY_S));
 		pthread_mutex_unlock(&loop->lock);
+		if (wanted) {
+			mlog(MLOG_INFO, "placement-watching",
+			     "reason=\"a JobSet asks for a placement\" watches=\"nodes, "
+			     "bound pods\"");
+			if ((cluster_err = watch_set_start(&cluster, stop, cause)) != 0)
+				break;
+		}
 		if (!due || now_s() - last < PLACEMENT_COALESCE_MS / 1e3) {
 			struct timespec pause = { 0, 20 * 1000000L };
 
@@ -1424,8 +1449,12 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 		last = now_s();
 		run_pass(loop);
 	}
-	watch_err = watch_set_join(&watches, err ? NULL : cause);
-	return err ? err : watch_err;
+	watch_err = watch_set_join(&watches, err || cluster_err ? NULL : cause);
+	if (!watch_err)
+		watch_err = watch_set_join(&cluster, err || cluster_err ? NULL : cause);
+	else
+		watch_set_join(&cluster, NULL);
+	return err ? err : cluster_err ? cluster_err : watch_err;
 }
 
 static void free_jobset_node(void *arg, struct name_node *node)
@@ -1548,7 +1577,7 @@ int placement_loop_ready(struct placement_loop *loop, char *reason, size_t size)
 
 	pthread_mutex_lock(&loop->lock);
 	for (int i = 0; i < WATCH_COUNT; i++)
-		if (!loop->listed[i] && ready) {
+		if (!loop->listed[i] && ready && (i == WATCH_JOBSETS || loop->cluster_watching)) {
 			snprintf(reason, size, "placement: the %s are not listed yet", names[i]);
 			ready = 0;
 		}

@@ -6,7 +6,9 @@
  * lib/topo/topo_record.h) and resumes the JobSet; the webhook's pod route
  * then pins every pod to its domain and the stock kube-scheduler binds it.
  *
- * What it keeps, from three watches (each its own thread and client):
+ * What it keeps, from three watches (each its own thread and client; the
+ * Node and pod watches start only once a JobSet asks for a placement, so a
+ * cluster that uses the gang start alone does not pay for them):
  * every Node and the requests of every bound pod (lib/topo/topo_cache.h:
  * free = allocatable - requests, as the scheduler counts), which pods of
  * placed JobSets are bound, and the JobSets carrying the annotation (their
@@ -82,7 +84,7 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 
 void placement_loop_free(struct placement_loop *loop);
 
-/* 1 when the three watches have listed once, else 0 and a sentence. */
+/* 1 when the watches started have listed once, else 0 and a sentence. */
 int placement_loop_ready(struct placement_loop *loop, char *reason, size_t size);
 
 /* Counters and gauges for /metrics. Any thread. */
