@@ -371,17 +371,6 @@ struct topology {
 	int none; /* the cluster has none and no flag names one: a JobSet's own level may serve */
 };
 
-static int collect(void *arg, const cJSON *item)
-{
-	cJSON *copy = cJSON_Duplicate(item, 1);
-
-	if (!copy || !cJSON_AddItemToArray(arg, copy)) {
-		cJSON_Delete(copy);
-		return KUBE_ENOMEM;
-	}
-	return 0;
-}
-
 /* The items of a LIST (an array the caller deletes), or NULL with err. */
 static cJSON *list_all(struct placement_loop *loop, const char *path, int *err, char **cause)
 {
@@ -391,7 +380,8 @@ static cJSON *list_all(struct placement_loop *loop, const char *path, int *err, 
 		*err = KUBE_ENOMEM;
 		return NULL;
 	}
-	*err = kube_list(loop->api[API_WRITES].client, path, NULL, PAGE_SIZE, collect, items, NULL, cause);
+	*err = kube_list(loop->api[API_WRITES].client, path, NULL, PAGE_SIZE, kube_item_collect, items, NULL,
+			 cause);
 	if (*err) {
 		cJSON_Delete(items);
 		return NULL;

@@ -47,17 +47,6 @@ int topo_live_open(const char *kubeconfig, struct topo_live **out, char **cause)
 	return 0;
 }
 
-static int collect(void *arg, const cJSON *item)
-{
-	cJSON *copy = cJSON_Duplicate(item, 1);
-
-	if (!copy || !cJSON_AddItemToArray(arg, copy)) {
-		cJSON_Delete(copy);
-		return KUBE_ENOMEM;
-	}
-	return 0;
-}
-
 int topo_live_list(struct topo_live *live, const char *path, const char *field_selector, cJSON **out,
 		   char **cause)
 {
@@ -76,7 +65,7 @@ int topo_live_list_labelled(struct topo_live *live, const char *path, const char
 		cJSON_Delete(list);
 		return kube_cause(cause, KUBE_ENOMEM, "no memory for the list of %s", path);
 	}
-	err = kube_list(live->client, path, &selectors, PAGE_SIZE, collect, items, NULL, cause);
+	err = kube_list(live->client, path, &selectors, PAGE_SIZE, kube_item_collect, items, NULL, cause);
 	if (err) {
 		cJSON_Delete(list);
 		return err;

@@ -371,6 +371,7 @@ void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve
 	char *cause = NULL, quoted[512], selector[TOPO_RECORD_SELECTOR_MAX] = "",
 	     pod[ADMISSION_NAME_MAX + 72];
 	const char *name;
+	const cJSON *generate_name;
 	double started = now_seconds();
 	cJSON *patch = NULL;
 
@@ -382,12 +383,10 @@ void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve
 		free(cause);
 		return;
 	}
-	name = request.name[0] ? request.name
-	       : kjson_member(kjson_member(request.object, "metadata"), "generateName") &&
-			       cJSON_IsString(
-				       kjson_member(kjson_member(request.object, "metadata"), "generateName"))
-		       ? kjson_member(kjson_member(request.object, "metadata"), "generateName")->valuestring
-		       : "";
+	generate_name = kjson_member(kjson_member(request.object, "metadata"), "generateName");
+	name = request.name[0]		       ? request.name
+	       : cJSON_IsString(generate_name) ? generate_name->valuestring
+					       : "";
 	snprintf(pod, sizeof(pod), "%s/%.*s", request.namespace, ADMISSION_NAME_MAX, name);
 	o.allowed = 1;
 	o.result = "allowed";

@@ -430,6 +430,17 @@ static int metadata_string(const cJSON *object, const char *key, char *out, size
 	return 0;
 }
 
+int kube_item_collect(void *arg, const cJSON *item)
+{
+	cJSON *copy = cJSON_Duplicate(item, 1);
+
+	if (!copy || !cJSON_AddItemToArray(arg, copy)) {
+		cJSON_Delete(copy);
+		return KUBE_ENOMEM;
+	}
+	return 0;
+}
+
 int kube_list(struct kube_client *client, const char *path, const struct kube_selectors *selectors,
 	      unsigned page_size, kube_item_fn on_item, void *arg, char **resource_version, char **cause)
 {

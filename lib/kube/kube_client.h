@@ -110,6 +110,10 @@ typedef int (*kube_item_fn)(void *arg, const cJSON *item);
 int kube_list(struct kube_client *client, const char *path, const struct kube_selectors *selectors,
 	      unsigned page_size, kube_item_fn on_item, void *arg, char **resource_version, char **cause);
 
+/* A kube_item_fn that appends a copy of each item to the cJSON array `arg`
+ * (KUBE_ENOMEM when out of memory): a whole LIST as one tree. */
+int kube_item_collect(void *arg, const cJSON *item);
+
 /* POSTs object to the collection path; *out (if not NULL) is the created
  * object. An existing name gives KUBE_ECONFLICT. */
 int kube_create(struct kube_client *client, const char *path, const cJSON *object, cJSON **out, char **cause);
