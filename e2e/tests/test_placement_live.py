@@ -19,6 +19,7 @@ import pytest
 
 from conftest import ROOT, Controller, wait_for
 from kube import ApiError, start_watch
+from test_topology_live import _absent
 from test_webhook import JOBSETS, hooked, webhook  # noqa: F401 - fixtures used by name
 import muster_api as api  # noqa: E402
 
@@ -71,14 +72,6 @@ def placing_cluster(run_standin, kube, kubeconfig, hooked, tmp_path):  # noqa: F
     kube.delete(f"{TOPOLOGIES}/{TOPOLOGY}")
 
 
-def _absent(kube, path):
-    try:
-        kube.get(path)
-    except ApiError as error:
-        return error.status == 404
-    return False
-
-
 def jobset(name, pod_annotations=None, replicas=1, pods=8, cpu="1", annotations=None, suspend=None, labels=None):
     pod = {"metadata": {"annotations": dict(pod_annotations or {})},
            "spec": {"restartPolicy": "Never", "nodeSelector": {"pool": "placement"},
@@ -95,6 +88,12 @@ def jobset(name, pod_annotations=None, replicas=1, pods=8, cpu="1", annotations=
 
 def get_jobset(kube, namespace, name):
     return kube.get(f"{JOBSETS.format(namespace)}/{name}")
+
+
+def waiting_reason(kube, namespace, name):
+    """The controller's sentence of why the JobSet waits, or None."""
+    return (get_jobset(kube, namespace, name)["metadata"].get("annotations") or {}).get(
+        api.ANNOTATION_PLACEMENT_REASON)
 
 
 def state(kube, namespace, name):
@@ -166,10 +165,7 @@ def test_no_room_waits_with_its_reason_and_two_at_once_never_share_the_last_rack
     waiting = "second" if placed == "first" else "first"
     bound_pods(kube, namespace, placed, 8)
 
-    def reason():
-        js = get_jobset(kube, namespace, waiting)
-        return (js["metadata"].get("annotations") or {}).get(api.ANNOTATION_PLACEMENT_REASON)
-    text = wait_for(reason, timeout=30, what="the waiting reason")
+    text = wait_for(lambda: waiting_reason(kube, namespace, waiting), timeout=30, what="the waiting reason")
     assert "rack" in text and "8 pods" in text, text
     assert get_jobset(kube, namespace, waiting)["spec"]["suspend"] is True
     assert events_of(kube, namespace, waiting, "PlacementWaiting")
@@ -204,10 +200,8 @@ def test_bad_requests_are_refused_at_admission_and_what_only_the_cluster_knows_w
     # A level the Topology does not have: only the cluster can tell; it waits, saying so.
     kube.create(JOBSETS.format(namespace), jobset("nolevel", {api.KUEUE_ANNOTATION_REQUIRED: "zone"}))
 
-    def reason():
-        js = get_jobset(kube, namespace, "nolevel")
-        return (js["metadata"].get("annotations") or {}).get(api.ANNOTATION_PLACEMENT_REASON)
-    assert "zone" in wait_for(reason, timeout=30, what="the waiting reason")
+    assert "zone" in wait_for(lambda: waiting_reason(kube, namespace, "nolevel"), timeout=30,
+                              what="the waiting reason")
     assert state(kube, namespace, "nolevel") == api.PLACEMENT_WAITING
 
 
@@ -252,10 +246,8 @@ def test_room_promised_to_pods_not_bound_yet_is_not_given_away(kube, placing):
     wait_for(two_bound_six_pending, timeout=60, what="2 of the 8 pods bound (one host port per node)")
     kube.create(JOBSETS.format(namespace), jobset("later", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=4))
 
-    def reason():
-        js = get_jobset(kube, namespace, "later")
-        return (js["metadata"].get("annotations") or {}).get(api.ANNOTATION_PLACEMENT_REASON)
-    assert "rack" in wait_for(reason, timeout=30, what="later waiting, its reason written")
+    assert "rack" in wait_for(lambda: waiting_reason(kube, namespace, "later"), timeout=30,
+                              what="later waiting, its reason written")
     assert state(kube, namespace, "later") == api.PLACEMENT_WAITING
 
 
