@@ -242,6 +242,36 @@ static void required_rack_fits_tightest(void **state)
 	topo_tree_free(t);
 }
 
+/* Two racks with room for as many 2-cpu pods (10), one with more free cpu
+ * (22 against 20): the pods take the one with less, and the roomier rack
+ * stays whole for the next job (Kueue's greedy takes the first in order). */
+static void equally_tight_racks_keep_the_roomier_whole(void **state)
+{
+	static const int cpus[2][3] = { { 8, 7, 7 }, { 6, 8, 6 } };
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("w", 1, 8, TOPO_MODE_PREFERRED, 2);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+	char name[32], rack[16];
+
+	(void)state;
+	fx_init(&f);
+	for (int r = 0; r < 2; r++)
+		for (int h = 0; h < 3; h++) {
+			snprintf(name, sizeof(name), "n-%d-%d", r, h);
+			snprintf(rack, sizeof(rack), "r%d", r);
+			fx_node(&f, name, "b0", rack, cpus[r][h]);
+		}
+	g.shape.requests[R_CPU] = 2000;
+	t = levels_tree(&f, 2);
+	p = place_ok(t, &req);
+	assert_int_equal(p->pod_count, 8);
+	assert_string_equal(path_of(t, instance_within(t, p, 0, 0, 2)), "b0/r1");
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
 static void required_fails_with_the_reason(void **state)
 {
 	struct fixture f;
@@ -1858,6 +1888,7 @@ int main(void)
 		cmocka_unit_test(capacity_taken_by_earlier_instances),
 		cmocka_unit_test(slices_stay_in_one_lower_domain),
 		cmocka_unit_test(rank_order_follows_the_tree),
+		cmocka_unit_test(equally_tight_racks_keep_the_roomier_whole),
 		cmocka_unit_test(taints_cordons_and_selectors_exclude_nodes),
 		cmocka_unit_test(extended_resources_and_memory_are_scarce_too),
 		cmocka_unit_test(deterministic),

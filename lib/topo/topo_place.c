@@ -52,6 +52,9 @@ struct ctx {
 	uint8_t *occupied; /* per domain, for the instance being placed: pods of the request or closed */
 	uint8_t *eligible; /* group_count x node_count */
 	uint64_t *pods, *usable; /* per domain, for the instance being placed */
+	uint64_t *room; /* per domain, for the instance being placed: free room of `scarce` on its nodes */
+	int scarce; /* the request's scarcest resource, or -1 (room counts pod slots) */
+	int room_ties; /* equally tight domains: the least free room first (else tree order) */
 	struct ranked *scratch; /* children lists of the descent, a stack */
 	size_t scratch_used;
 	struct take *log;
@@ -234,6 +237,7 @@ static void compute(struct ctx *x, uint32_t g, uint32_t scope)
 
 	memset(x->pods + scope, 0, (end - scope) * sizeof(uint64_t));
 	memset(x->usable + scope, 0, (end - scope) * sizeof(uint64_t));
+	memset(x->room + scope, 0, (end - scope) * sizeof(uint64_t));
 	memset(x->occupied + scope, 0, end - scope);
 	for (uint32_t d = end; d-- > scope;) {
 		size_t level = dom[d].level;
@@ -244,6 +248,12 @@ static void compute(struct ctx *x, uint32_t g, uint32_t scope)
 			x->pods[d] = x->eligible[(size_t)g * x->c->node_count + n] && !x->closed[n]
 					     ? fit_free(x->c, x->free + (size_t)n * x->resources, &grp->shape)
 					     : 0;
+			x->room[d] = x->pods[d];
+			if (x->pods[d] && x->scarce >= 0) {
+				int64_t f = x->free[(size_t)n * x->resources + (size_t)x->scarce];
+
+				x->room[d] = f > 0 ? (uint64_t)f : 0;
+			}
 			x->occupied[d] = x->taken[n] > 0 || x->closed[n];
 		}
 		if (level == slice_level) {
@@ -260,6 +270,7 @@ static void compute(struct ctx *x, uint32_t g, uint32_t scope)
 			x->pods[d] = x->usable[d] = 0;
 		if (d != scope) {
 			x->pods[dom[d].parent] += x->pods[d];
+			x->room[dom[d].parent] += x->room[d];
 			x->occupied[dom[d].parent] |= x->occupied[d];
 			if (level <= slice_level && !skips_layer(x, grp, dom[dom[d].parent].level, level))
 				x->usable[dom[d].parent] += x->usable[d];
@@ -460,9 +471,21 @@ static int within_level(const struct ctx *x, uint32_t d, const struct topo_group
 	       x->t->domains[ancestor_at(x, d, lowest)].level == lowest;
 }
 
+/* Whether domain d is tighter than domain e for the instance being placed:
+ * fewer pod slots, or as many and less free room of the scarcest resource
+ * (of two racks with room for 10 pods, the one with 20 free cpu is taken
+ * and the one with 22 left whole). */
+static int tighter(const struct ctx *x, uint32_t d, uint32_t e)
+{
+	if (x->usable[d] != x->usable[e])
+		return x->usable[d] < x->usable[e];
+	return x->room_ties && x->room[d] < x->room[e];
+}
+
 /* Among the domains of `level` in scope holding `want` pods, the tightest
  * (large domains stay whole), then among equally tight ones the one nearest
- * the pods already placed (the JobSet stays together), then in tree order. */
+ * the pods already placed (the JobSet stays together), then the one with
+ * the least free room, then in tree order. */
 static uint32_t nearest_tightest(struct ctx *x, uint32_t scope, uint64_t want, size_t level)
 {
 	const struct topo_domain *dom = x->t->domains;
@@ -476,7 +499,9 @@ static uint32_t nearest_tightest(struct ctx *x, uint32_t scope, uint64_t want, s
 			continue;
 		near = affinity(x, d);
 		if (best == TOPO_NONE || x->usable[d] < x->usable[best] ||
-		    (x->usable[d] == x->usable[best] && near > best_near)) {
+		    (x->usable[d] == x->usable[best] &&
+		     (near > best_near ||
+		      (near == best_near && x->room_ties && x->room[d] < x->room[best])))) {
 			best = d;
 			best_near = near;
 		}
@@ -507,7 +532,7 @@ static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope,
 		 * tier (Volcano's highestTierAllowed). */
 		if (!within_level(x, d, &x->req->groups[in->group]))
 			continue;
-		if (best[l] == TOPO_NONE || x->usable[d] < x->usable[best[l]])
+		if (best[l] == TOPO_NONE || tighter(x, d, best[l]))
 			best[l] = d;
 	}
 	/* A required or preferred level: the tightest domain of that level (the
@@ -894,6 +919,7 @@ static void ctx_free(struct ctx *x)
 	free(x->eligible);
 	free(x->pods);
 	free(x->usable);
+	free(x->room);
 	free(x->scratch);
 	free(x->log);
 	free(x->order);
@@ -1357,6 +1383,67 @@ static int compare_scores(const struct order_score *a, const struct order_score 
 	return 0;
 }
 
+/* The request's scarcest resource: the one its pods ask the largest share
+ * of the cluster's free capacity of (the pods count aside). */
+static int scarcest_resource(const struct ctx *x)
+{
+	double most = -1;
+	int best = -1;
+
+	for (size_t r = 0; r < x->resources; r++) {
+		int64_t total = 0, asked = 0;
+		double share;
+
+		if ((int)r == x->pods_resource)
+			continue;
+		for (size_t g = 0; g < x->req->group_count; g++)
+			asked += x->req->groups[g].shape.requests[r] * (int64_t)x->req->groups[g].pods *
+				 (int64_t)x->req->groups[g].replicas;
+		if (asked <= 0)
+			continue;
+		for (size_t n = 0; n < x->c->node_count; n++)
+			total += x->free[n * x->resources + r] > 0 ? x->free[n * x->resources + r] : 0;
+		share = total > 0 ? (double)asked / (double)total : 1e300;
+		if (share > most) {
+			most = share;
+			best = (int)r;
+		}
+	}
+	return best;
+}
+
+/* The most free room of the request's scarcest resource (of pod slots when
+ * it asks for none) that one domain of `level` has, as the context's free
+ * capacity stands: what the next job can still have in one domain. */
+static uint64_t largest_free_room(struct ctx *x, size_t level)
+{
+	const struct topo_domain *dom = x->t->domains;
+	int r = x->scarce;
+	uint64_t largest = 0;
+
+	if (r < 0) {
+		compute(x, 0, 0);
+		for (uint32_t d = 0; d < x->t->domain_count; d++)
+			if (dom[d].level == level && x->usable[d] > largest)
+				largest = x->usable[d];
+		return largest;
+	}
+	/* x->pods as scratch: the room summed up the tree. */
+	memset(x->pods, 0, x->t->domain_count * sizeof(*x->pods));
+	for (uint32_t d = x->t->domain_count; d-- > 0;) {
+		if (dom[d].node != TOPO_NONE) {
+			int64_t f = x->free[(size_t)dom[d].node * x->resources + (size_t)r];
+
+			x->pods[d] = f > 0 ? (uint64_t)f : 0;
+		}
+		if (dom[d].level == level && x->pods[d] > largest)
+			largest = x->pods[d];
+		if (d)
+			x->pods[dom[d].parent] += x->pods[d];
+	}
+	return largest;
+}
+
 /* The score of placement p, with the context's free capacity as p left it. */
 static struct order_score score_of(struct ctx *x, const struct topo_placement *p)
 {
@@ -1394,10 +1481,8 @@ static struct order_score score_of(struct ctx *x, const struct topo_placement *p
 			break;
 		}
 	}
-	compute(x, 0, 0);
-	for (uint32_t d = 0; level && d < x->t->domain_count; d++)
-		if (dom[d].level == level && x->usable[d] > s.largest_free)
-			s.largest_free = x->usable[d];
+	if (level)
+		s.largest_free = largest_free_room(x, level);
 	return s;
 }
 
@@ -1416,21 +1501,18 @@ static void undo_all(struct ctx *x)
 		undo(x, x->order[k].group, x->start[k]);
 }
 
-/* The spec order's placement if it is better than `first` (which is then
- * freed), else `first`. */
-static struct topo_placement *better_of_two_orders(struct ctx *x, uint64_t total, int one_shape,
-						   struct topo_placement *first)
+/* Sets the order of the instances: the spec's (Kueue's), or the search's
+ * (largest first, make_order). */
+static void set_order(struct ctx *x, int spec)
 {
-	struct order_score a = score_of(x, first), b;
-	struct topo_placement *second;
-	uint32_t whole = 0;
 	size_t k = 0;
 
-	undo_all(x);
-	/* One greedy descent per instance: the order is the only thing tried. */
-	x->budget = x->instance_count + 1;
+	if (!spec) {
+		make_order(x);
+		return;
+	}
 	for (size_t g = 0; g < x->req->group_count; g++)
-		for (uint32_t j = 0; j < x->req->groups[g].replicas; j++, k++) {
+		for (uint32_t j = 0; j < x->req->groups[g].replicas; j++, k++)
 			x->order[k] = (struct instance){ .group = (uint32_t)g,
 							 .job = j,
 							 .pods = x->req->groups[g].pods,
@@ -1440,20 +1522,46 @@ static struct topo_placement *better_of_two_orders(struct ctx *x, uint64_t total
 							 .required = x->req->groups[g].constraint.mode ==
 								     TOPO_MODE_REQUIRED,
 							 .leader = (uint32_t)k };
+}
+
+/* The best of `first` (the search's order, ties broken by free room) and
+ * three more greedy passes: the spec order, and each order with ties left
+ * in tree order. The others are freed; ties keep the earlier. */
+static struct topo_placement *best_of_orders(struct ctx *x, uint64_t total, int one_shape,
+					     struct topo_placement *first)
+{
+	static const struct {
+		int spec, room_ties;
+	} variants[] = { { 1, 1 }, { 0, 0 }, { 1, 0 } };
+	struct topo_placement *best = first;
+	struct order_score best_score = score_of(x, first);
+
+	/* One greedy descent per instance: the order and ties are all that vary. */
+	for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+		struct topo_placement *other;
+		struct order_score score;
+		uint32_t whole = 0;
+
+		undo_all(x);
+		set_order(x, variants[v].spec);
+		x->room_ties = variants[v].room_ties;
+		x->budget = x->instance_count + 1;
+		if (!run_pass(x, total, one_shape, &whole))
+			continue;
+		other = build_output(x, whole);
+		if (!other)
+			continue;
+		score = score_of(x, other);
+		if (compare_scores(&score, &best_score) > 0) {
+			topo_placement_free(best);
+			best = other;
+			best_score = score;
+		} else {
+			topo_placement_free(other);
 		}
-	if (!run_pass(x, total, one_shape, &whole))
-		return first;
-	second = build_output(x, whole);
-	if (!second)
-		return first;
-	b = score_of(x, second);
-	if (compare_scores(&b, &a) > 0) {
-		topo_placement_free(first);
-		return second; /* its count of descents is both passes' */
 	}
-	first->descents = second->descents;
-	topo_placement_free(second);
-	return first;
+	best->descents = x->descents; /* every pass's */
+	return best;
 }
 
 int topo_place(const struct topo_tree *t, const struct topo_request *req, struct topo_placement **out,
@@ -1488,6 +1596,7 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 	x.eligible = malloc(req->group_count * c->node_count + 1);
 	x.pods = malloc(t->domain_count * sizeof(uint64_t));
 	x.usable = malloc(t->domain_count * sizeof(uint64_t));
+	x.room = malloc(t->domain_count * sizeof(uint64_t));
 	x.scratch = malloc(t->domain_count * sizeof(*x.scratch));
 	x.taken = calloc(c->node_count + 1, sizeof(uint32_t));
 	x.closed = calloc(c->node_count + 1, 1);
@@ -1498,8 +1607,8 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 	x.start = malloc((instances + 1) * sizeof(size_t));
 	x.domain = malloc((instances + 1) * sizeof(uint32_t));
 	x.placed = malloc((instances + 1) * sizeof(uint32_t));
-	if (!x.free || !x.eligible || !x.pods || !x.usable || !x.scratch || !x.log || !x.order || !x.start ||
-	    !x.domain || !x.placed || !x.taken || !x.closed || !x.occupied) {
+	if (!x.free || !x.eligible || !x.pods || !x.usable || !x.room || !x.scratch || !x.log || !x.order ||
+	    !x.start || !x.domain || !x.placed || !x.taken || !x.closed || !x.occupied) {
 		*cause = format("placement: out of memory");
 		goto out;
 	}
@@ -1522,6 +1631,8 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 		if (req->groups[g].min_slices)
 			elastic = 1;
 	}
+	x.scarce = scarcest_resource(&x);
+	x.room_ties = 1;
 	make_order(&x);
 	ok = run_pass(&x, total, one_shape, &whole);
 	if (!ok && !elastic && !one_shape)
@@ -1552,7 +1663,7 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 		goto out;
 	}
 	if (!x.elastic && second_order_allowed(&x))
-		*out = better_of_two_orders(&x, total, one_shape, *out);
+		*out = best_of_orders(&x, total, one_shape, *out);
 	ret = 0;
 out:
 	ctx_free(&x);
