@@ -7,8 +7,10 @@
 #                   go to docs/benchmarks.md by hand
 #   make lint       compiler warnings as errors, banned calls, formatting
 #   make deps       install the Debian packages the build and tests need
-#   make cluster    start (or reuse) the local control plane; last line: admin kubeconfig
-#   make cluster-down  stop it and remove its state (the built binaries stay cached)
+#   make images     muster's images (and the test nodes' pause and busybox) as OCI archives in build/images
+#   make cluster    start (or reuse) the local control plane and MUSTER_REAL_NODES (default 1)
+#                   real kubelet nodes; last line: admin kubeconfig
+#   make cluster-down  stop them and remove their state (the built binaries stay cached)
 #   make e2e        end-to-end suite on the local control plane (part of make test)
 #   make bench-e2e  scale check of the stand-ins (1,000 nodes, 5,000 pods)
 #   make demo       install, build, start the local control plane and gang-start a JobSet
@@ -79,7 +81,7 @@ FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initba
 
 BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology
 
-.PHONY: all test check unit binary-test fuzz bench bench-micro bench-release bench-placement lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook
+.PHONY: images all test check unit binary-test fuzz bench bench-micro bench-release bench-placement lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook
 .DEFAULT_GOAL := all
 
 all: $(BINARIES)
@@ -216,6 +218,12 @@ test: deps
 			scripts/run-tests --record make build-or-run 0 1; \
 		fi; \
 		scripts/run-tests --summary && exit $$status
+
+# muster's images as OCI archives, without a daemon, reproducibly
+# (images/images.sh; build/images/images.txt lists references and digests).
+images: build/images/images.txt
+build/images/images.txt: $(BINARIES) images/images.sh images/oci_image.py images/pause.c
+	@MUSTER_IMAGE_TAG=$(VERSION) bash images/images.sh build/images
 
 cluster:
 	@bash e2e/cluster/up.sh

@@ -14,7 +14,7 @@ MUSTER_CACHE=$(realpath -m -- "$MUSTER_CACHE")
 K8S_VERSION=1.20.2
 K8S_DIR=$MUSTER_CACHE/k8s-$K8S_VERSION
 K8S_BIN_DIR=$K8S_DIR/bin
-K8S_BINARIES=(kube-apiserver kube-scheduler kube-controller-manager)
+K8S_BINARIES=(kube-apiserver kube-scheduler kube-controller-manager kubelet)
 
 CLUSTER_DIR=${MUSTER_CLUSTER_DIR:-$MUSTER_CACHE/cluster}
 CLUSTER_DIR=$(realpath -m -- "$CLUSTER_DIR")

@@ -4,7 +4,9 @@
 # Kubernetes control plane and the end-to-end tests need: Go (to build the
 # control plane), etcd, rsync and make (the Kubernetes Makefile), openssl (the
 # certificates), dpkg-dev (apt-get source), curl, and the Python packages the
-# tests import through /usr/bin/python3. It also adds the bookworm deb-src
+# tests import through /usr/bin/python3, and for the real nodes (node.sh) and
+# the images they run (images/images.sh): containerd, runc, the CNI plugins,
+# iproute2, busybox-static, musl-tools and file. It also adds the bookworm deb-src
 # entry without which `apt-get source kubernetes` cannot work.
 #
 # Idempotent and non-interactive. When everything is already there it neither
@@ -21,7 +23,8 @@ HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 export DEBIAN_FRONTEND=noninteractive
 
 PACKAGES=(golang-go etcd-server rsync make openssl dpkg-dev
-	python3-yaml python3-kubernetes python3-pytest curl)
+	python3-yaml python3-kubernetes python3-pytest curl
+	containerd runc containernetworking-plugins iproute2 busybox-static musl-tools file)
 DEB_SRC_FILE=/etc/apt/sources.list.d/muster-deb-src.sources
 DEBIAN_SOURCES=/etc/apt/sources.list.d/debian.sources
 SUITE=bookworm

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 #
 # down.sh - stops muster's local Kubernetes control plane (`make cluster-down`)
+# and its real nodes (node.sh down: containers, mounts, bridges, cgroups),
 # and removes its state dir ($MUSTER_CLUSTER_DIR, by default
 # ~/.cache/muster/cluster): etcd data, certificates, token, kubeconfig, logs.
 # The cached Kubernetes binaries and Go build cache are kept.
@@ -24,6 +25,8 @@ main() {
 		return 0
 	fi
 	take_lock "$CLUSTER_LOCK" 120
+	# The real nodes first: their containers, mounts, bridges and cgroups.
+	"$HERE/node.sh" down 9>&- || die "the real nodes did not stop; kept $CLUSTER_DIR"
 	stop_all || die "some processes did not stop; kept $CLUSTER_DIR and its pid files"
 	if [[ ! -e $CLUSTER_MARKER ]]; then
 		die "$CLUSTER_DIR has no $(basename -- "$CLUSTER_MARKER") marker: not removing a directory up.sh did not make"

@@ -345,6 +345,16 @@ check_alive() {
 	done
 }
 
+# start_real_nodes: MUSTER_REAL_NODES (default 1) real kubelet nodes
+# (node.sh), with muster's images (make images) imported; 0 for none.
+start_real_nodes() {
+	local count=${MUSTER_REAL_NODES:-1}
+	((count > 0)) || return 0
+	step "real nodes: $count (MUSTER_REAL_NODES), images from make images"
+	make -s --no-print-directory -C "$HERE/../.." images >&2 || die "make images failed"
+	"$HERE/node.sh" up "$count" >&2
+}
+
 main() {
 	"$HERE/deps.sh" >&2
 	"$HERE/build.sh" >&2
@@ -359,6 +369,7 @@ main() {
 			install_topology_crds
 		fi
 		log "reusing the running control plane in $CLUSTER_DIR ($APISERVER_URL)"
+		start_real_nodes
 		printf '%s\n' "$KUBECONFIG_PATH"
 		return 0
 	fi
@@ -391,6 +402,7 @@ main() {
 
 	SUCCEEDED=1
 	step "control plane is up: $APISERVER_URL (logs and pids in $CLUSTER_DIR)"
+	start_real_nodes
 	printf '%s\n' "$KUBECONFIG_PATH"
 }
 

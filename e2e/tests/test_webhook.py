@@ -16,6 +16,7 @@ message.
 """
 
 import base64
+import contextlib
 import http.client
 import json
 import os
@@ -52,7 +53,7 @@ def free_port():
 class Webhook:
     """bin/muster-webhook on 127.0.0.1 with a certificate from gen-certs.sh."""
 
-    def __init__(self, work, extra=()):
+    def __init__(self, work, extra=(), barrier_image="muster-barrier:dev"):
         self.certs = work / "certs"
         subprocess.run(["bash", str(DEPLOY / "gen-certs.sh"), "--out", str(self.certs), "--ip", "127.0.0.1"],
                        check=True, capture_output=True)
@@ -62,7 +63,7 @@ class Webhook:
         self.process = subprocess.Popen(
             [str(WEBHOOK), "--tls-cert-file", str(self.certs / "tls.crt"), "--tls-key-file",
              str(self.certs / "tls.key"), "--listen", f"127.0.0.1:{self.port}", "--barrier-image",
-             "muster-barrier:dev", "--shutdown-delay", "0", *extra], stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+             barrier_image, "--shutdown-delay", "0", *extra], stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         self.context = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
         wait_for(lambda: self.ready(), timeout=10, what="the webhook's /readyz")
 
@@ -106,11 +107,14 @@ def registration_path(config):
     return f"/apis/admissionregistration.k8s.io/v1/{plural}"
 
 
-@pytest.fixture(scope="module")
-def webhook(kube, kubeconfig, tmp_path_factory):
-    work = tmp_path_factory.mktemp("webhook")
+@contextlib.contextmanager
+def serving_webhook(kube, kubeconfig, work, selector_label, barrier_image="muster-barrier:dev"):
+    """A webhook on 127.0.0.1, registered (all three configurations, named
+    *-e2e-<label value>) for the namespaces labelled selector_label=on, the
+    JobSet CRD patched for groupSchedulingConfig; all undone at the end."""
     # The pod route reads placement records; the local controller acts as the admin.
-    server = Webhook(work, extra=("--kubeconfig", kubeconfig, "--controller-user", "admin"))
+    server = Webhook(work, extra=("--kubeconfig", kubeconfig, "--controller-user", "admin"),
+                     barrier_image=barrier_image)
     crd = subprocess.run(["bash", str(DEPLOY / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig, "--status"],
                          check=True, capture_output=True, text=True).stdout.strip()
     subprocess.run(["bash", str(DEPLOY / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig], check=True,
@@ -120,24 +124,48 @@ def webhook(kube, kubeconfig, tmp_path_factory):
                               check=True, capture_output=True, text=True).stdout
     configs = [doc for doc in yaml.safe_load_all(rendered) if doc]
     assert {c["kind"] for c in configs} == {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+    suffix = "-e2e" if selector_label == SELECTOR_LABEL else "-e2e-" + selector_label.rsplit("/", 1)[-1]
     for config in configs:
-        config["metadata"]["name"] += "-e2e"
+        config["metadata"]["name"] += suffix
         for hook in config["webhooks"]:
-            hook["namespaceSelector"] = {"matchLabels": {SELECTOR_LABEL: "on"}}
+            hook["namespaceSelector"] = {"matchLabels": {selector_label: "on"}}
     for config in configs:
         # Through the API: kubectl validates against 1.20's schema, which has no
         # matchConditions; the apiserver itself drops the field (1.28+ uses it).
         kube.delete(f"{registration_path(config)}/{config['metadata']['name']}")
         kube.create(registration_path(config), config)
-    yield server
-    for config in configs:
-        kube.delete(f"{registration_path(config)}/{config['metadata']['name']}")
-    if crd == "absent":
-        # --force: this module's JobSets may still be on their way out.
-        subprocess.run(["bash", str(DEPLOY / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig, "--remove",
-                        "--force"], check=True, capture_output=True)
-    server.stop()
-    print(server.output()[-4000:])
+    try:
+        yield server
+    finally:
+        for config in configs:
+            kube.delete(f"{registration_path(config)}/{config['metadata']['name']}")
+        if crd == "absent":
+            # --force: this module's JobSets may still be on their way out.
+            subprocess.run(["bash", str(DEPLOY / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig, "--remove",
+                            "--force"], check=True, capture_output=True)
+        server.stop()
+        print(server.output()[-4000:])
+
+
+@pytest.fixture(scope="module")
+def webhook(kube, kubeconfig, tmp_path_factory):
+    with serving_webhook(kube, kubeconfig, tmp_path_factory.mktemp("webhook"), SELECTOR_LABEL) as server:
+        yield server
+
+
+def admitted(kube, namespace, selector_label=SELECTOR_LABEL):
+    """Labels the namespace for the webhook and waits until the apiserver has
+    picked the registration up (its informer takes a moment): a dry-run create
+    comes back injected."""
+    kube.patch(f"/api/v1/namespaces/{namespace}", {"metadata": {"labels": {selector_label: "on"}}})
+
+    def injected():
+        created = kube.request("POST", JOBSETS.format(namespace), probe_jobset(), query={"dryRun": "All"})
+        template = created["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+        return any(c["name"] == BARRIER for c in template["spec"].get("initContainers", []))
+
+    wait_for(injected, timeout=30, interval=0.5, what="the webhook registration to take effect")
+    return namespace
 
 
 def probe_jobset(name="probe"):
@@ -149,18 +177,8 @@ def probe_jobset(name="probe"):
 
 @pytest.fixture
 def hooked(kube, namespace, webhook):
-    """A namespace the webhook admits, once the apiserver has picked the
-    registration up (its informer takes a moment): a dry-run create comes
-    back injected."""
-    kube.patch(f"/api/v1/namespaces/{namespace}", {"metadata": {"labels": {SELECTOR_LABEL: "on"}}})
-
-    def injected():
-        created = kube.request("POST", JOBSETS.format(namespace), probe_jobset(), query={"dryRun": "All"})
-        template = created["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
-        return any(c["name"] == BARRIER for c in template["spec"].get("initContainers", []))
-
-    wait_for(injected, timeout=30, interval=0.5, what="the webhook registration to take effect")
-    return namespace
+    """A namespace the webhook admits."""
+    return admitted(kube, namespace)
 
 
 def read_events(path):

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""oci_image.py - writes a one-layer OCI image archive, reproducibly.
+
+muster's images are a handful of files each (a static binary; or a binary,
+the shared libraries it is linked against, a CA bundle and a passwd entry),
+so they are written directly instead of by a build daemon:
+
+    oci_image.py --out build/images/muster-barrier.tar \
+        --name ghcr.io/muster-dev/muster-barrier:dev --user 65532:65532 \
+        --entrypoint /muster-barrier --file bin/muster-barrier:/muster-barrier
+
+The output is an OCI image layout in a tar (`oci-layout`, `index.json`,
+`blobs/sha256/...`), the form `ctr images import`, `skopeo copy
+oci-archive:...` and `podman load` read. The image's name is in the index
+twice: `io.containerd.image.name` (containerd takes it as is) and
+`org.opencontainers.image.ref.name` (skopeo and podman).
+
+Reproducible: the same input files (bytes and modes) and arguments give the
+same bytes, so the same digest. Every tar entry is owned by 0:0 with time 0,
+entries are sorted, parent directories are added (mode 0755), gzip carries no
+name or time, and the config has no creation time or history. Only the
+content and the permission bits of each input file are read, never its
+owner or times.
+
+Options:
+  --out PATH            the archive to write (replaced atomically)
+  --name REF            the image reference, e.g. ghcr.io/muster-dev/x:v1
+  --file SRC:DST[:MODE] a file: host path SRC at image path DST; MODE in
+                        octal (default: SRC's permission bits)
+  --symlink DST:TARGET  a symbolic link
+  --dir DST[:MODE]      an empty directory (default mode 0755)
+  --text DST:MODE:TEXT  a file with the given content (\\n for newlines)
+  --user UID:GID        the user the image runs as
+  --entrypoint PATH     the entrypoint; repeat for its fixed arguments
+  --cmd ARG             default arguments; repeatable
+  --env K=V             an environment variable; repeatable
+  --label K=V           an image label; repeatable
+  --digest-only         print the manifest digest and write nothing
+It prints the manifest digest (sha256:...) on success.
+"""
+
+import argparse
+import gzip
+import hashlib
+import io
+import json
+import os
+import stat
+import sys
+import tarfile
+
+LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
+CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
+MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
+INDEX_TYPE = "application/vnd.oci.image.index.v1+json"
+
+
+class Entry:
+    """One thing in the layer: a file (data), a directory or a symlink."""
+
+    def __init__(self, path, kind, mode, data=b"", target=""):
+        self.path, self.kind, self.mode, self.data, self.target = path, kind, mode, data, target
+
+
+def clean_path(path):
+    """An absolute image path as the tar's relative name, refusing escapes."""
+    if not path.startswith("/"):
+        raise SystemExit(f"oci_image: image path {path!r} must be absolute")
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        raise SystemExit(f"oci_image: image path {path!r} is not a path inside the image")
+    return "/".join(parts)
+
+
+def parse_entries(args):
+    entries = {}
+
+    def add(entry):
+        if entry.path in entries:
+            raise SystemExit(f"oci_image: /{entry.path} is given twice")
+        entries[entry.path] = entry
+
+    for spec in args.file:
+        fields = spec.split(":")
+        if len(fields) not in (2, 3):
+            raise SystemExit(f"oci_image: --file {spec!r}: expected SRC:DST[:MODE]")
+        src, dst = fields[0], clean_path(fields[1])
+        try:
+            with open(src, "rb") as f:
+                data = f.read()
+            mode = int(fields[2], 8) if len(fields) == 3 else stat.S_IMODE(os.stat(src).st_mode)
+        except OSError as e:
+            raise SystemExit(f"oci_image: --file {spec!r}: {e.strerror}: {src}")
+        add(Entry(dst, "file", mode, data=data))
+    for spec in args.text:
+        dst, mode, text = spec.split(":", 2)
+        add(Entry(clean_path(dst), "file", int(mode, 8), data=text.replace("\\n", "\n").encode()))
+    for spec in args.symlink:
+        dst, target = spec.split(":", 1)
+        add(Entry(clean_path(dst), "symlink", 0o777, target=target))
+    for spec in args.dir:
+        dst, _, mode = spec.partition(":")
+        add(Entry(clean_path(dst), "dir", int(mode or "755", 8)))
+    # Parent directories, so every path has its chain (mode 0755).
+    for path in list(entries):
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            parent = "/".join(parts[:i])
+            if parent in entries and entries[parent].kind != "dir":
+                raise SystemExit(f"oci_image: /{parent} is a file and a directory")
+            entries.setdefault(parent, Entry(parent, "dir", 0o755))
+    return [entries[p] for p in sorted(entries)]
+
+
+def layer_tar(entries):
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for e in entries:
+            info = tarfile.TarInfo(e.path)
+            info.mode, info.mtime, info.uid, info.gid, info.uname, info.gname = e.mode, 0, 0, 0, "", ""
+            if e.kind == "dir":
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            elif e.kind == "symlink":
+                info.type, info.linkname = tarfile.SYMTYPE, e.target
+                tar.addfile(info)
+            else:
+                info.size = len(e.data)
+                tar.addfile(info, io.BytesIO(e.data))
+    return out.getvalue()
+
+
+def gzip_bytes(data):
+    out = io.BytesIO()
+    # No file name, time 0: the same bytes for the same input.
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, compresslevel=9, mtime=0) as f:
+        f.write(data)
+    return out.getvalue()
+
+
+def canonical(obj):
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+def digest(data):
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def build(args):
+    entries = parse_entries(args)
+    tar = layer_tar(entries)
+    layer = gzip_bytes(tar)
+    config = {"architecture": "amd64", "os": "linux",
+              "config": {"Env": args.env or ["PATH=/usr/local/bin:/usr/bin:/bin"], "WorkingDir": "/"},
+              "rootfs": {"type": "layers", "diff_ids": [digest(tar)]}}
+    if args.user:
+        config["config"]["User"] = args.user
+    if args.entrypoint:
+        config["config"]["Entrypoint"] = args.entrypoint
+    if args.cmd:
+        config["config"]["Cmd"] = args.cmd
+    if args.label:
+        config["config"]["Labels"] = dict(label.split("=", 1) for label in args.label)
+    config_bytes = canonical(config)
+    manifest = {"schemaVersion": 2, "mediaType": MANIFEST_TYPE,
+                "config": {"mediaType": CONFIG_TYPE, "digest": digest(config_bytes), "size": len(config_bytes)},
+                "layers": [{"mediaType": LAYER_TYPE, "digest": digest(layer), "size": len(layer)}]}
+    manifest_bytes = canonical(manifest)
+    index = {"schemaVersion": 2, "mediaType": INDEX_TYPE,
+             "manifests": [{"mediaType": MANIFEST_TYPE, "digest": digest(manifest_bytes),
+                            "size": len(manifest_bytes),
+                            "annotations": {"io.containerd.image.name": args.name,
+                                            "org.opencontainers.image.ref.name": args.name}}]}
+    files = [("oci-layout", canonical({"imageLayoutVersion": "1.0.0"})), ("index.json", canonical(index))]
+    for blob in (layer, config_bytes, manifest_bytes):
+        files.append(("blobs/sha256/" + digest(blob).split(":", 1)[1], blob))
+    return digest(manifest_bytes), files
+
+
+def write_archive(path, files):
+    tmp = path + ".tmp"
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(tmp, "wb") as raw, tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        dirs = sorted({"/".join(name.split("/")[:i]) for name, _ in files for i in range(1, name.count("/") + 1)})
+        for d in dirs:
+            info = tarfile.TarInfo(d)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0
+            tar.addfile(info)
+        for name, data in sorted(files):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    os.replace(tmp, path)
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--out")
+    p.add_argument("--name", required=True)
+    p.add_argument("--file", action="append", default=[])
+    p.add_argument("--symlink", action="append", default=[])
+    p.add_argument("--dir", action="append", default=[])
+    p.add_argument("--text", action="append", default=[])
+    p.add_argument("--user")
+    p.add_argument("--entrypoint", action="append")
+    p.add_argument("--cmd", action="append")
+    p.add_argument("--env", action="append")
+    p.add_argument("--label", action="append")
+    p.add_argument("--digest-only", action="store_true")
+    args = p.parse_args(argv)
+    if not args.digest_only and not args.out:
+        p.error("--out is required")
+    manifest_digest, files = build(args)
+    if not args.digest_only:
+        write_archive(args.out, files)
+    print(manifest_digest)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
