@@ -12,7 +12,10 @@ nodes at once, two after STAGGER seconds, two after twice that. Pods on the
 early nodes wait at the barrier; progress is printed every second (counts and
 one letter per pod); when the last pod starts, the group is released and a
 summary says when each pod reached the barrier, when the group was released
-and how long the barrier held each pod.
+and how long the barrier held each pod. When the local cluster has a real
+node (e2e/cluster/node.sh, one by default), two more pods run there as real
+containers (muster's own barrier image and a busybox main container): they
+are held by the same barrier until the last fake-node pod has started.
 
 Exit 0 when every pod's main container started after the last pod reached
 the barrier; otherwise non-zero with the reason. Everything it started is
@@ -127,10 +130,53 @@ def run_showing_steps(start, args):
     return stdout
 
 
-def demo_jobset(name, pods_per_job, timeout):
+REAL_NODE_LABEL = "muster.dev/real-node"
+REAL_PODS = 2
+
+
+def image_refs():
+    """Archive name -> image reference, as `make images` wrote them."""
+    refs = {}
+    for line in (ROOT / "build" / "images" / "images.txt").read_text().splitlines():
+        archive, ref, _digest = line.split()
+        refs[pathlib.Path(archive).stem] = ref
+    return refs
+
+
+def real_job(image):
+    """REAL_PODS pods on the real node: real containers, held by the same barrier."""
+    return {"name": "real", "replicas": 1, "template": {"spec": {
+        "parallelism": REAL_PODS, "completions": REAL_PODS, "backoffLimit": 0,
+        "template": {"spec": {
+            "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+            "nodeSelector": {REAL_NODE_LABEL: "true"},
+            "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "trainer", "image": image, "imagePullPolicy": "Never",
+                            "command": ["sh", "-c", "echo training; sleep 4"]}]}}}}}
+
+
+def kubelet_times(pod):
+    """(barrier start, main start) of a real pod from kubelet's status, in
+    whole seconds, or None while either has not started."""
+    def seconds(stamp):
+        return time.mktime(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+
+    status = pod.get("status", {})
+    barrier = [c for c in status.get("initContainerStatuses", []) if c["name"] == BARRIER]
+    main = status.get("containerStatuses") or [{}]
+    b = barrier[0]["state"].get("terminated") if barrier else None
+    m = main[0].get("state", {})
+    m = m.get("running") or m.get("terminated")
+    if not b or not m or not m.get("startedAt"):
+        return None
+    return seconds(b["startedAt"]), seconds(m["startedAt"])
+
+
+def demo_jobset(name, pods_per_job, timeout, real_image=None):
     """Two replicated jobs of two Indexed Jobs each; every pod asks for one CPU,
     so the scheduler fills the nodes that exist and the rest of the pods wait
-    (Pending) for the nodes still to come."""
+    (Pending) for the nodes still to come. With real_image, a third replicated
+    job of REAL_PODS pods on the real node."""
     def replicated_job(job):
         return {"name": job, "replicas": 2, "template": {"spec": {
             "parallelism": pods_per_job, "completions": pods_per_job, "backoffLimit": 0,
@@ -140,9 +186,9 @@ def demo_jobset(name, pods_per_job, timeout):
                                 "command": ["bash", "-c", "train.py"],
                                 "resources": {"requests": {"cpu": "1"}}}]}}}}}
 
+    jobs = [replicated_job("workers"), replicated_job("evaluators")] + ([real_job(real_image)] if real_image else [])
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": name},
-            "spec": {"groupSchedulingConfig": {"timeoutAfterSeconds": timeout},
-                     "replicatedJobs": [replicated_job("workers"), replicated_job("evaluators")]}}
+            "spec": {"groupSchedulingConfig": {"timeoutAfterSeconds": timeout}, "replicatedJobs": jobs}}
 
 
 def pod_letter(pod):
@@ -191,7 +237,10 @@ def main():
                    "kube-controller-manager) ...")
         kubeconfig = run_showing_steps(start, ["bash", ROOT / "e2e" / "cluster" / "up.sh"]).strip().splitlines()[-1]
         kube = Kube(kubeconfig)
-        say(start, f"control plane ready; kubeconfig {kubeconfig}")
+        real_nodes, _ = kube.list("/api/v1/nodes", labelSelector=f"{REAL_NODE_LABEL}=true")
+        refs = image_refs() if real_nodes else {}
+        say(start, f"control plane ready; kubeconfig {kubeconfig}; real nodes: "
+                   f"{', '.join(n['metadata']['name'] for n in real_nodes) or 'none (MUSTER_REAL_NODES=0)'}")
 
         crd_was = run(["bash", ROOT / "deploy" / "crd" / "patch-crd.sh", "--kubeconfig", kubeconfig,
                        "--status"]).strip()
@@ -203,7 +252,8 @@ def main():
         port = free_port()
         processes.start("webhook", [ROOT / "bin" / "muster-webhook", "--tls-cert-file", certs / "tls.crt",
                                     "--tls-key-file", certs / "tls.key", "--listen", f"127.0.0.1:{port}",
-                                    "--barrier-image", "muster-barrier:dev", "--shutdown-delay", "0"])
+                                    "--barrier-image", refs.get("muster-barrier", "muster-barrier:dev"),
+                                    "--shutdown-delay", "0"])
         context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
         deadline = time.monotonic() + 10
         while True:
@@ -265,8 +315,8 @@ def main():
             time.sleep(0.5)
 
         name = "train"
-        body = demo_jobset(name, options.pods_per_job, options.timeout)
-        total = 4 * options.pods_per_job
+        body = demo_jobset(name, options.pods_per_job, options.timeout, refs.get("busybox"))
+        total = 4 * options.pods_per_job + (REAL_PODS if refs else 0)
         print()
         print(yaml.safe_dump({"spec": {"groupSchedulingConfig": body["spec"]["groupSchedulingConfig"]}}).strip())
         kube.create(JOBSETS.format(namespace), body)
@@ -274,7 +324,8 @@ def main():
         injected = [j["name"] for j in stored["spec"]["replicatedJobs"]
                     if (j["template"]["spec"]["template"]["spec"].get("initContainers") or [{}])[0].get("name") == BARRIER]
         say(start, f"submitted JobSet {namespace}/{name}: {total} pods; the webhook injected the barrier into "
-                   f"{', '.join(injected)}")
+                   f"{', '.join(injected)}" + (f"; the {REAL_PODS} pods of 'real' run as real containers on "
+                                                f"{real_nodes[0]['metadata']['name']}" if refs else ""))
         print("  legend: . no node yet   w starting   B held at the barrier   R main container running   D done")
 
         deadline = time.monotonic() + 3 * options.stagger + options.timeout + 60
@@ -292,7 +343,8 @@ def main():
             if line != last_line:
                 say(start, line)
                 last_line = line
-            if len(pods) == total and all(c in "RD" for c in letters):
+            if len(pods) == total and all(c in "RD" for c in letters) and \
+                    all(kubelet_times(p) for p in pods if p["metadata"]["name"].startswith(f"{name}-real-")):
                 break
             if "F" in letters:
                 failed = [p for p in pods if pod_letter(p) == "F"]
@@ -308,8 +360,16 @@ def main():
         mine = [e for e in evs if e["pod"].startswith(namespace + "/") and e["event"] == "started"]
         barrier = {e["pod"]: e["t"] for e in mine if e["container"] == BARRIER}
         trainer = {e["pod"]: e["t"] for e in mine if e["container"] == "trainer"}
+        # Real pods: kubelet's own times, whole seconds; a main container's
+        # start counts as the end of its second, so a real pod can only look
+        # later than it was, never earlier, against the fake ones.
+        for pod in pods:
+            if pod["metadata"]["name"].startswith(f"{name}-real-"):
+                times = kubelet_times(pod)
+                key = f"{namespace}/{pod['metadata']['name']}"
+                barrier[key], trainer[key] = times[0], times[1] + 0.999
         if len(barrier) != total or len(trainer) != total:
-            raise DemoError(f"the node agent saw {len(barrier)} barriers and {len(trainer)} main containers "
+            raise DemoError(f"the nodes saw {len(barrier)} barriers and {len(trainer)} main containers "
                             f"start, not {total}")
         first, last = min(barrier.values()), max(barrier.values())
         released = min(trainer.values())

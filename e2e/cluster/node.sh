@@ -218,6 +218,11 @@ start_node() {
 		return 0
 	fi
 	stop_node_processes "$i"
+	# Node names are fixed loopback addresses: one cluster per machine has
+	# real nodes.
+	if (exec 3<>"/dev/tcp/$name/10250") 2>/dev/null; then
+		die "$name:10250 is in use: another cluster's real node? (a second cluster runs with MUSTER_REAL_NODES=0)"
+	fi
 	log "starting real node $name (containerd, kubelet; logs in $dir)"
 	mkdir -p -- "$dir"/{containerd,runc,kubelet,certs,volume-plugins,cni/conf,cni/ipam}
 	write_containerd_config "$i" "$dir"

@@ -32,8 +32,11 @@ TOPOLOGY_CRDS=("$REPO_ROOT/../shared/kueue/kueue.x-k8s.io_topologies.yaml"
 CRD_NAME=jobsets.jobset.x-k8s.io
 # serviceaccount and serviceaccount-token give every namespace the "default"
 # service account and its token, without which the ServiceAccount admission
-# plugin refuses pods; the rest is what the tests rely on.
-CONTROLLERS=${MUSTER_CONTROLLERS:-serviceaccount-token,serviceaccount,garbagecollector,namespace,nodelifecycle}
+# plugin refuses pods; deployment, replicaset and endpoint run muster as
+# users install it (Deployments on the real nodes, the webhook reached through
+# its Service's endpoints); the rest is what the tests rely on. Not job: the
+# JobSet stand-in plays the Job controller (1.20's knows no Indexed Jobs).
+CONTROLLERS=${MUSTER_CONTROLLERS:-serviceaccount-token,serviceaccount,garbagecollector,namespace,nodelifecycle,deployment,replicaset,endpoint}
 READY_TIMEOUT=${MUSTER_READY_TIMEOUT:-60}
 PYTHON=/usr/bin/python3
 PKI=$CLUSTER_DIR/pki
@@ -129,7 +132,7 @@ make_pki() {
 			"basicConstraints=critical,CA:FALSE" \
 			"keyUsage=critical,digitalSignature,keyEncipherment" \
 			"extendedKeyUsage=serverAuth" \
-			"subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.96.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc" \
+			"subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.96.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,$(real_node_gateways)" \
 			>apiserver.ext
 		openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
 			-sha256 -days 3650 -extfile apiserver.ext -out apiserver.crt 2>/dev/null
@@ -140,6 +143,16 @@ make_pki() {
 		rm -f -- apiserver.csr apiserver.ext ca.srl
 	)
 	mv -- "$tmp" "$PKI"
+}
+
+# real_node_gateways: the SANs of the real nodes' bridge addresses
+# (10.244.I.1, node.sh), through which their pods reach this apiserver.
+real_node_gateways() {
+	local i sans=""
+	for ((i = 1; i <= 8; i++)); do
+		sans+="${sans:+,}IP:10.244.$i.1"
+	done
+	printf '%s\n' "$sans"
 }
 
 # write_kubeconfig: token authentication, server certificate checked against our CA.
@@ -226,13 +239,20 @@ start_etcd() {
 
 # --endpoint-reconciler-type=none: the "kubernetes" Service would point at
 # 127.0.0.1, which Endpoints validation refuses, every 10 s in the log.
+# --bind-address=0.0.0.0: the real nodes' pods (muster installed in the
+# cluster) reach the apiserver at their bridge's host address 10.244.I.1
+# (there is no kube-proxy for the "kubernetes" Service); everything else
+# uses 127.0.0.1. --enable-aggregator-routing: webhooks registered by
+# Service are dialled at their endpoints (pod IPs on the bridges), not at a
+# ClusterIP nothing would route.
 # --allow-privileged: upstream examples (TPU multislice) ask for privileged pods.
 start_apiserver() {
 	step "starting kube-apiserver on $APISERVER_URL"
 	start_component kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
 		--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-		--bind-address=127.0.0.1 \
+		--bind-address=0.0.0.0 \
 		--advertise-address=127.0.0.1 \
+		--enable-aggregator-routing=true \
 		--secure-port="$APISERVER_PORT" \
 		--cert-dir="$PKI" \
 		--tls-cert-file="$PKI/apiserver.crt" \

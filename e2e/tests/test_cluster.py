@@ -38,7 +38,8 @@ def processes_naming(text):
 @pytest.fixture
 def second_cluster(tmp_path):
     env = dict(os.environ, MUSTER_CLUSTER_DIR=str(tmp_path / "cluster"), MUSTER_APISERVER_PORT="19443",
-               MUSTER_ETCD_PORT="15379", MUSTER_ETCD_PEER_PORT="15380")
+               MUSTER_ETCD_PORT="15379", MUSTER_ETCD_PEER_PORT="15380",
+               MUSTER_REAL_NODES="0")  # real nodes have fixed names: the first cluster's
     yield env, str(tmp_path / "cluster")
     subprocess.run(["bash", str(DOWN)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

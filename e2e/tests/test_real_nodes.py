@@ -4,23 +4,27 @@ containers (e2e/cluster/node.sh), the barrier is muster's own image
 
 Every time asserted here is kubelet's own, from the pod status (container
 startedAt / finishedAt, second precision), not muster's logs. The webhook and
-the controller run on this machine, as in the rest of the suite; their
-in-cluster install is not tested here yet.
+the controller run on this machine in the first test, and in the cluster,
+installed from deploy/ with kubectl apply -k, in the second.
 """
 
 import datetime
 import pathlib
 import subprocess
+import time
 
 import pytest
+import yaml
 
 from conftest import ROOT, Controller, wait_for
-from test_webhook import JOBSETS, admitted, serving_webhook
+from kube import ApiError
+from test_webhook import DEPLOY, JOBSETS, admitted, serving_webhook
 import muster_api as api  # noqa: E402
 
 REAL_NODE_LABEL = "muster.dev/real-node"
 LATE_LABEL = "e2e.muster.dev/late"
 SELECTOR = "e2e.muster.dev/real-webhook"
+GANG_LABEL = "muster.dev/gang-start"  # the label deploy/README.md suggests
 IMAGES = ROOT / "build" / "images" / "images.txt"
 
 
@@ -82,44 +86,46 @@ def container_times(pod):
     return when(done["startedAt"]), when(done["finishedAt"]), when(state["startedAt"])
 
 
-def test_gang_start_on_real_pods_released_by_push(kube, kubeconfig, namespace, real_node, real_webhook,
-                                                    run_standin, tmp_path):
-    """Two pods start at once and wait in muster's barrier; a third can only
-    be scheduled once the test labels the node 20 s later. No main container
-    starts before the last barrier has started, and the release comes by the
-    push, well before kubelet's default 1-minute volume sync could bring it."""
-    admitted(kube, namespace, SELECTOR)
-    run_standin("jobset_controller.py", "--namespace", namespace)
-    controller = Controller(kubeconfig, namespace, tmp_path / "controller.log")
+def barrier_logs(kubeconfig, namespace, pods):
+    return {pod: subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "logs", pod, "-c",
+                                 api.BARRIER_CONTAINER], capture_output=True, text=True).stdout[-1500:]
+            for pod in pods}
+
+
+def gang_on_real_node(kube, kubeconfig, namespace, real_node, controller_log):
+    """Creates a JobSet whose two early pods wait at the barrier on the real
+    node while a third cannot be scheduled until the node is labelled 20 s
+    later; asserts from kubelet's times that no main container started before
+    the last barrier and that the release came within 30 s (the push), and
+    that controller_log() shows the push reaching all three. Returns the
+    (barrier start, barrier end, main start) of each pod."""
     late_value = namespace
+    kube.create(JOBSETS.format(namespace), {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "real"},
+        "spec": {"groupSchedulingConfig": {"timeoutAfterSeconds": 300}, "replicatedJobs": [
+            {"name": "early", "replicas": 1, "template": {"spec": {
+                "completions": 2, "parallelism": 2, "backoffLimit": 0,
+                "template": real_pod_template(real_node)}}},
+            {"name": "late", "replicas": 1, "template": {"spec": {
+                "completions": 1, "parallelism": 1, "backoffLimit": 0,
+                "template": real_pod_template(real_node, late=late_value)}}}]}})
+
+    def pods():
+        items, _ = kube.list(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"{api.JOBSET_LABEL_NAME}=real")
+        return items
+
+    def early_barriers_running():
+        running = [p for p in pods() if p["metadata"]["name"].startswith("real-early-")
+                   and any(s["name"] == api.BARRIER_CONTAINER and "running" in s["state"]
+                           for s in p["status"].get("initContainerStatuses", []))]
+        return len(running) == 2
+
     try:
-        kube.create(JOBSETS.format(namespace), {
-            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "real"},
-            "spec": {"groupSchedulingConfig": {"timeoutAfterSeconds": 300}, "replicatedJobs": [
-                {"name": "early", "replicas": 1, "template": {"spec": {
-                    "completions": 2, "parallelism": 2, "backoffLimit": 0,
-                    "template": real_pod_template(real_node)}}},
-                {"name": "late", "replicas": 1, "template": {"spec": {
-                    "completions": 1, "parallelism": 1, "backoffLimit": 0,
-                    "template": real_pod_template(real_node, late=late_value)}}}]}})
-
-        def pods():
-            items, _ = kube.list(f"/api/v1/namespaces/{namespace}/pods",
-                                 labelSelector=f"{api.JOBSET_LABEL_NAME}=real")
-            return items
-
-        def early_barriers_running():
-            running = [p for p in pods() if p["metadata"]["name"].startswith("real-early-")
-                       and any(s["name"] == api.BARRIER_CONTAINER and "running" in s["state"]
-                               for s in p["status"].get("initContainerStatuses", []))]
-            return len(running) == 2
-
         # Real pods: a sandbox, the barrier's image, the volume; seconds each.
         wait_for(early_barriers_running, timeout=120, interval=1, what="both early barriers running on the node")
-        held_since = datetime.datetime.now().timestamp()
+        held_since = time.monotonic()
         # The late pod is still unschedulable; hold the group 20 s more.
-        wait_for(lambda: datetime.datetime.now().timestamp() - held_since >= 20, timeout=30, interval=1,
-                 what="20 s of holding")
+        wait_for(lambda: time.monotonic() - held_since >= 20, timeout=30, interval=1, what="20 s of holding")
         assert all(container_times(p) is None for p in pods()), "a main container started before the group"
         kube.patch(f"/api/v1/nodes/{real_node}", {"metadata": {"labels": {LATE_LABEL: late_value}}})
 
@@ -131,25 +137,144 @@ def test_gang_start_on_real_pods_released_by_push(kube, kubeconfig, namespace, r
         # the deadline is a volume sync's worst case, so a missed push fails
         # on the latency assertion below with its figure, not on a timeout.
         times = wait_for(all_started, timeout=180, interval=1, what="every main container started")
-        last_barrier = max(t[0] for t in times.values())
-        first_main = min(t[2] for t in times.values())
-        last_main = max(t[2] for t in times.values())
-        early = [t for name, t in times.items() if name.startswith("real-early-")]
-        print(f"barriers started {[t[0] - last_barrier for t in times.values()]} s before the last; mains "
-              f"{first_main - last_barrier:.0f}..{last_main - last_barrier:.0f} s after it")
-        # Held: the early barriers started 20 s or more before the last one.
-        assert all(last_barrier - t[0] >= 15 for t in early), times
-        # No main container before the last pod started (kubelet's seconds).
-        assert first_main >= last_barrier, times
-        # Released by the push: kubelet's default sync (1 minute plus jitter)
-        # would take 60-90 s through the volume.
-        assert last_main - last_barrier <= 30, times
-        pushed = [line for line in controller.output().splitlines() if " event=pushed " in line]
-        assert pushed and " ok=3 " in pushed[-1], controller.output()[-3000:]
+    finally:
+        kube.patch(f"/api/v1/nodes/{real_node}", {"metadata": {"labels": {LATE_LABEL: None}}})
+    last_barrier = max(t[0] for t in times.values())
+    first_main = min(t[2] for t in times.values())
+    last_main = max(t[2] for t in times.values())
+    early = [t for name, t in times.items() if name.startswith("real-early-")]
+    print(f"barriers started {[t[0] - last_barrier for t in times.values()]} s before the last; mains "
+          f"{first_main - last_barrier:.0f}..{last_main - last_barrier:.0f} s after it")
+    # Held: the early barriers started 20 s or more before the last one.
+    assert all(last_barrier - t[0] >= 15 for t in early), times
+    # No main container before the last pod started (kubelet's seconds).
+    assert first_main >= last_barrier, times
+    # Released by the push: kubelet's default sync (1 minute plus jitter)
+    # would take 60-90 s through the volume. The barriers' own logs say why
+    # a push was not taken.
+    assert last_main - last_barrier <= 30, (times, barrier_logs(kubeconfig, namespace, times))
+
+    def pushed_to_all():
+        pushed = [line for line in controller_log().splitlines() if " event=pushed " in line]
+        return pushed and " ok=3 " in pushed[-1]
+
+    wait_for(pushed_to_all, timeout=30, interval=1, what="the controller's pushed line with ok=3")
+    return times
+
+
+def delete_now(kubeconfig, namespace):
+    """Real pods take a while to go: delete them at once, without grace."""
+    subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "delete", "pods", "--all",
+                    "--grace-period=0", "--force", "--wait=false"], capture_output=True)
+
+
+def test_gang_start_on_real_pods_released_by_push(kube, kubeconfig, namespace, real_node, real_webhook,
+                                                    run_standin, tmp_path):
+    """The webhook and the controller on this machine, the pods real."""
+    admitted(kube, namespace, SELECTOR)
+    run_standin("jobset_controller.py", "--namespace", namespace)
+    controller = Controller(kubeconfig, namespace, tmp_path / "controller.log")
+    try:
+        gang_on_real_node(kube, kubeconfig, namespace, real_node, controller.output)
     finally:
         controller.stop()
         print(controller.output()[-3000:])
-        kube.patch(f"/api/v1/nodes/{real_node}", {"metadata": {"labels": {LATE_LABEL: None}}})
-        # Real pods take a while to go: delete them now, without grace.
-        subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "delete", "pods", "--all",
-                        "--grace-period=0", "--force", "--wait=false"], capture_output=True)
+        delete_now(kubeconfig, namespace)
+
+
+def kubectl(kubeconfig, *args, stdin=None, check=True, timeout=240):
+    done = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, *args], input=stdin, capture_output=True,
+                          text=True, timeout=timeout)
+    if check:
+        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+    return done.stdout
+
+
+def muster_processes():
+    """pid -> (RSS KiB, argv) of every process of muster's images on this
+    machine (their binary is /usr/local/bin/muster in the image)."""
+    found = {}
+    for proc in pathlib.Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if argv[0] != b"/usr/local/bin/muster":
+                continue
+            rss = next(int(line.split()[1]) for line in (proc / "status").read_text().splitlines()
+                       if line.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            continue
+        found[int(proc.name)] = (rss, [a.decode() for a in argv if a])
+    return found
+
+
+def test_installed_with_kubectl_apply_k_gang_starts_real_pods(kube, kubeconfig, namespace, real_node, run_standin,
+                                                              tmp_path):
+    """deploy/ as a user installs it (kubectl apply -k, gen-certs.sh, a TLS
+    Secret, render-webhooks.sh by Service), run from muster's own images on
+    the real node with the RBAC as shipped: the in-cluster webhook injects
+    the barrier and the in-cluster controller releases it by push."""
+    refs = image_refs()
+    layer = ROOT / "build" / "deploy-local"
+    layer.mkdir(parents=True, exist_ok=True)
+
+    def name_and_tag(ref):
+        name, tag = ref.rsplit(":", 1)
+        return {"name": name.replace(name.rsplit("/", 1)[0], "ghcr.io/muster-dev"), "newName": name, "newTag": tag}
+
+    # The user's own layer: their release's image references, nothing else.
+    (layer / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": ["../../e2e/deploy-local"],
+        "images": [name_and_tag(refs["muster-webhook"]), name_and_tag(refs["muster-controller"])],
+        "patches": [{"target": {"kind": "Deployment", "name": "muster-webhook"}, "patch": yaml.safe_dump([
+            {"op": "test", "path": "/spec/template/spec/containers/0/args/6", "value": "--barrier-image"},
+            {"op": "replace", "path": "/spec/template/spec/containers/0/args/7",
+             "value": refs["muster-barrier"]}])}]}))
+    certs = tmp_path / "certs"
+    subprocess.run(["bash", str(DEPLOY / "gen-certs.sh"), "--out", str(certs)], check=True, capture_output=True)
+    subprocess.run(["bash", str(DEPLOY / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig], check=True,
+                   capture_output=True)
+    # On 1.20 kubectl's validation knows no matchConditions: render without them.
+    rendered = subprocess.run(["bash", str(DEPLOY / "render-webhooks.sh"), "--ca-file", str(certs / "ca.crt"),
+                               "--namespace-label", f"{GANG_LABEL}=enabled", "--no-match-conditions"],
+                              check=True, capture_output=True, text=True).stdout
+    try:
+        kubectl(kubeconfig, "apply", "-k", str(layer))
+        kubectl(kubeconfig, "-n", "muster-system", "create", "secret", "tls", "muster-webhook-tls",
+                f"--cert={certs / 'tls.crt'}", f"--key={certs / 'tls.key'}")
+        for deployment in ("muster-webhook", "muster-controller"):
+            # Image import is done; a pod starts in seconds, two per Deployment.
+            kubectl(kubeconfig, "-n", "muster-system", "rollout", "status", f"deployment/{deployment}",
+                    "--timeout=180s", timeout=200)
+        kubectl(kubeconfig, "apply", "-f", "-", stdin=rendered)
+        admitted(kube, namespace, GANG_LABEL, "enabled")
+        run_standin("jobset_controller.py", "--namespace", namespace)
+
+        def controller_logs():
+            return kubectl(kubeconfig, "-n", "muster-system", "logs", "-l",
+                           "app.kubernetes.io/name=muster-controller", "--tail=-1", "--prefix", check=False)
+
+        gang_on_real_node(kube, kubeconfig, namespace, real_node, controller_logs)
+        processes = muster_processes()
+        for rss, argv in processes.values():
+            kind = "webhook" if "--tls-cert-file" in argv else "controller"
+            print(f"figure: {kind} pod RSS {rss / 1024:.1f} MiB")
+        assert len(processes) == 4, processes  # two replicas each, as shipped
+    finally:
+        print(controller_logs()[-4000:] if "controller_logs" in locals() else "")
+        kubectl(kubeconfig, "delete", "-f", "-", "--ignore-not-found", stdin=rendered, check=False)
+        kubectl(kubeconfig, "delete", "-k", str(layer), "--ignore-not-found", "--wait=false", check=False)
+        delete_now(kubeconfig, "muster-system")
+        delete_now(kubeconfig, namespace)
+
+        def gone():
+            try:
+                kube.get("/api/v1/namespaces/muster-system")
+                return False
+            except ApiError as e:
+                return e.status == 404
+
+        # The next run creates it again: wait until the real pods are gone.
+        wait_for(gone, timeout=180, interval=2, what="namespace muster-system deleted")

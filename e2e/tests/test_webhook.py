@@ -153,11 +153,11 @@ def webhook(kube, kubeconfig, tmp_path_factory):
         yield server
 
 
-def admitted(kube, namespace, selector_label=SELECTOR_LABEL):
+def admitted(kube, namespace, selector_label=SELECTOR_LABEL, value="on"):
     """Labels the namespace for the webhook and waits until the apiserver has
     picked the registration up (its informer takes a moment): a dry-run create
     comes back injected."""
-    kube.patch(f"/api/v1/namespaces/{namespace}", {"metadata": {"labels": {selector_label: "on"}}})
+    kube.patch(f"/api/v1/namespaces/{namespace}", {"metadata": {"labels": {selector_label: value}}})
 
     def injected():
         created = kube.request("POST", JOBSETS.format(namespace), probe_jobset(), query={"dryRun": "All"})
