@@ -81,7 +81,7 @@ FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initba
 
 BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology
 
-.PHONY: images all test check unit binary-test fuzz bench bench-micro bench-release bench-placement lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook
+.PHONY: images all test check unit binary-test fuzz bench bench-micro bench-release bench-placement bench-real lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook
 .DEFAULT_GOAL := all
 
 all: $(BINARIES)
@@ -176,7 +176,7 @@ fuzz: $(FUZZERS:%=build/fuzz/%)
 # The micro benchmarks, then the 5,000-pod release latency on the local control
 # plane (which records the controller's input), then the controller's event
 # rate replaying that recording. `make bench-micro` runs the first part only.
-bench: bench-micro bench-webhook bench-release bench-placement
+bench: bench-micro bench-webhook bench-release bench-placement bench-real
 	build/host/controller/replay_bench
 
 # Webhook latency over TLS (2,000 req/s on /mutate, /validate and the pod
@@ -207,6 +207,13 @@ bench-release: all
 bench-placement: all
 	/usr/bin/python3 e2e/bench/placement.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
 		$(PLACEMENT_BENCH_ARGS)
+
+# Release latency on real pods (the local cluster's real node, kubelet's
+# default sync): push versus volume only, image sizes, the node's memory
+# (e2e/bench/real_release.py; REAL_BENCH_ARGS).
+bench-real: all images
+	/usr/bin/python3 e2e/bench/real_release.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
+		$(REAL_BENCH_ARGS)
 
 # Everything that exists, with one summary line at the end.
 test: deps

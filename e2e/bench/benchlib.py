@@ -6,6 +6,7 @@ Run under /usr/bin/python3 (Debian's python3-kubernetes and python3-yaml).
 
 import json
 import math
+import socket
 import os
 import pathlib
 import re
@@ -27,7 +28,7 @@ JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
 __all__ = ["ROOT", "STANDINS", "PYTHON", "JOBSETS", "ApiError", "Kube", "load_shape", "cluster_kubeconfig",
            "proc_figures", "Proc", "stop_all", "start_standin", "wait_nodes_ready", "create_namespace",
            "delete_namespace", "wait_pods_gone", "jobset_body", "percentile", "logfmt", "EventsTail",
-           "WatchRecorder"]
+           "WatchRecorder", "register_webhook"]
 
 
 def cluster_kubeconfig(given=None):
@@ -267,3 +268,35 @@ class WatchRecorder:
             self._out.close()
             self.out_path.with_suffix(".times").write_text("".join(f"{t:.6f}\n" for t in self.times))
         return self.error
+
+
+def register_webhook(kube, kubeconfig, work, run, label, barrier_image=None, barrier_port=None):
+    """Starts bin/muster-webhook on 127.0.0.1 and registers its three
+    configurations for the namespaces labelled `label`=run. Returns the
+    webhook's Proc and the registrations' paths (to delete)."""
+    import yaml
+    subprocess.run(["bash", str(ROOT / "deploy" / "gen-certs.sh"), "--out", str(work / "certs"), "--ip", "127.0.0.1"],
+                   check=True, capture_output=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    extra = (["--barrier-image", barrier_image] if barrier_image else []) + \
+        (["--barrier-port", str(barrier_port)] if barrier_port is not None else [])
+    webhook = Proc([ROOT / "bin" / "muster-webhook", "--tls-cert-file", work / "certs/tls.crt", "--tls-key-file",
+                    work / "certs/tls.key", "--listen", f"127.0.0.1:{port}", "--shutdown-delay", "0", "--quiet",
+                    "--kubeconfig", kubeconfig, "--controller-user", "admin", *extra], work / "webhook.log",
+                   name="muster-webhook")
+    rendered = subprocess.run(["bash", str(ROOT / "deploy" / "render-webhooks.sh"), "--ca-file",
+                               str(work / "certs/ca.crt"), "--url", f"https://127.0.0.1:{port}"],
+                              check=True, capture_output=True, text=True).stdout
+    paths = []
+    for config in (d for d in yaml.safe_load_all(rendered) if d):
+        config["metadata"]["name"] += f"-bench-{run}"
+        for hook in config["webhooks"]:
+            hook["namespaceSelector"] = {"matchLabels": {label: run}}
+        plural = "mutatingwebhookconfigurations" if config["kind"].startswith("Mutating") \
+            else "validatingwebhookconfigurations"
+        path = f"/apis/admissionregistration.k8s.io/v1/{plural}"
+        kube.create(path, config)
+        paths.append(f"{path}/{config['metadata']['name']}")
+    return webhook, paths

@@ -30,41 +30,13 @@ import uuid
 import yaml
 
 from benchlib import (JOBSETS, ROOT, Kube, Proc, cluster_kubeconfig, create_namespace, delete_namespace,
-                      jobset_body, load_shape, logfmt, start_standin, stop_all, wait_nodes_ready, wait_pods_gone)
+                      jobset_body, load_shape, logfmt, register_webhook, start_standin, stop_all, wait_nodes_ready,
+                      wait_pods_gone)
 from kube import ApiError, start_watch
 
 BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"
 TOPOLOGIES = "/apis/kueue.x-k8s.io/v1beta2/topologies"
 GOAL = 1.10
-
-
-def register_webhook(kube, kubeconfig, work, run, label):
-    """Starts bin/muster-webhook on 127.0.0.1 and registers its three
-    configurations for the namespaces labelled `label`=run."""
-    subprocess.run(["bash", str(ROOT / "deploy" / "gen-certs.sh"), "--out", str(work / "certs"), "--ip", "127.0.0.1"],
-                   check=True, capture_output=True)
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    webhook = Proc([ROOT / "bin" / "muster-webhook", "--tls-cert-file", work / "certs/tls.crt", "--tls-key-file",
-                    work / "certs/tls.key", "--listen", f"127.0.0.1:{port}", "--shutdown-delay", "0", "--quiet",
-                    "--kubeconfig", kubeconfig, "--controller-user", "admin"], work / "webhook.log",
-                   name="muster-webhook")
-    rendered = subprocess.run(["bash", str(ROOT / "deploy" / "render-webhooks.sh"), "--ca-file",
-                               str(work / "certs/ca.crt"), "--url", f"https://127.0.0.1:{port}"],
-                              check=True, capture_output=True, text=True).stdout
-    paths = []
-    for config in (d for d in yaml.safe_load_all(rendered) if d):
-        config["metadata"]["name"] += f"-bench-{run}"
-        for hook in config["webhooks"]:
-            hook["namespaceSelector"] = {"matchLabels": {label: run}}
-        plural = "mutatingwebhookconfigurations" if config["kind"].startswith("Mutating") \
-            else "validatingwebhookconfigurations"
-        path = f"/apis/admissionregistration.k8s.io/v1/{plural}"
-        kube.create(path, config)
-        paths.append(f"{path}/{config['metadata']['name']}")
-    return webhook, paths
 
 
 def main():

@@ -1,6 +1,7 @@
 """`make demo` (scripts/demo.py), the README's first command, on the local
-control plane: it must gang-start its JobSet, print the summary and exit 0,
-and leave nothing behind but the control plane."""
+control plane: it must gang-start its JobSet (two of its pods real containers
+on the real node), print the summary and exit 0, and leave nothing behind but
+the control plane."""
 
 import subprocess
 
@@ -12,8 +13,11 @@ def test_demo_gang_starts_its_jobset_and_cleans_up(kube, kubeconfig):
                             capture_output=True, text=True, timeout=300)
     print(result.stdout[-3000:], result.stderr[-3000:])
     assert result.returncode == 0
-    assert "OK: no main container started before the last of the 16 pods" in result.stdout
+    # 16 pods on the fake nodes, 2 as real containers on the real node.
+    assert "OK: no main container started before the last of the 18 pods" in result.stdout
     assert "Summary of muster-demo-" in result.stdout and "held" in result.stdout
+    assert "run as real containers on 127.0.0.2" in result.stdout
+    assert result.stdout.count(" train-real-0-") == 2
     # Its namespace is going away, its webhook registrations are gone.
     namespaces, _ = kube.list("/api/v1/namespaces")
     assert all(not n["metadata"]["name"].startswith("muster-demo-") or n["metadata"].get("deletionTimestamp")

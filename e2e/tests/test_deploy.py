@@ -357,6 +357,24 @@ def by_kind_name(docs):
     return {(d["kind"], d["metadata"]["name"]): d for d in docs}
 
 
+def test_kubernetes_1_20_overlay_is_base_with_v1beta1_disruption_budgets(kubeconfig, muster_namespace):
+    """deploy/kubernetes-1.20 changes nothing but the PodDisruptionBudgets'
+    apiVersion (1.20 serves only policy/v1beta1), and this 1.20 server takes
+    every object of it as it is."""
+    base = by_kind_name(yaml.safe_load_all(run(["kubectl", "kustomize", DEPLOY / "base"]).stdout))
+    old = by_kind_name(yaml.safe_load_all(run(["kubectl", "kustomize", DEPLOY / "kubernetes-1.20"]).stdout))
+    assert old.keys() == base.keys()
+    for key, doc in base.items():
+        if key[0] == "PodDisruptionBudget":
+            assert doc["apiVersion"] == "policy/v1" and old[key]["apiVersion"] == "policy/v1beta1"
+            assert dict(old[key], apiVersion="policy/v1") == doc
+        else:
+            assert old[key] == doc, key
+    sent = list(old.values())
+    stored = dry_run(kubeconfig, sent)
+    assert sorted((d["kind"], d["metadata"]["name"]) for d in stored) == sorted(old)
+
+
 def test_base_manifests_say_what_the_design_needs():
     docs = by_kind_name(base_docs())
     for name in ("muster-webhook", "muster-controller"):

@@ -24,6 +24,7 @@ import muster_api as api  # noqa: E402
 REAL_NODE_LABEL = "muster.dev/real-node"
 LATE_LABEL = "e2e.muster.dev/late"
 SELECTOR = "e2e.muster.dev/real-webhook"
+VOLUME_SELECTOR = "e2e.muster.dev/volume-webhook"
 GANG_LABEL = "muster.dev/gang-start"  # the label deploy/README.md suggests
 IMAGES = ROOT / "build" / "images" / "images.txt"
 
@@ -52,6 +53,15 @@ def real_node(kube):
 def real_webhook(kube, kubeconfig, tmp_path_factory):
     with serving_webhook(kube, kubeconfig, tmp_path_factory.mktemp("real-webhook"), SELECTOR,
                          barrier_image=image_refs()["muster-barrier"]) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def volume_only_webhook(kube, kubeconfig, tmp_path_factory):
+    """The barrier injected with --barrier-port 0: it listens on no port, so
+    the release reaches it only through the ConfigMap volume."""
+    with serving_webhook(kube, kubeconfig, tmp_path_factory.mktemp("volume-webhook"), VOLUME_SELECTOR,
+                         barrier_image=image_refs()["muster-barrier"], extra=("--barrier-port", "0")) as server:
         yield server
 
 
@@ -179,6 +189,118 @@ def test_gang_start_on_real_pods_released_by_push(kube, kubeconfig, namespace, r
     finally:
         controller.stop()
         print(controller.output()[-3000:])
+        delete_now(kubeconfig, namespace)
+
+
+def test_volume_alone_releases_real_pods_on_kubelets_sync(kube, kubeconfig, namespace, real_node,
+                                                          volume_only_webhook, run_standin, tmp_path):
+    """No push port: kubelet's default sync (1 minute plus jitter) brings the
+    release through the ConfigMap volume, later but still together."""
+    admitted(kube, namespace, VOLUME_SELECTOR)
+    run_standin("jobset_controller.py", "--namespace", namespace)
+    controller = Controller(kubeconfig, namespace, tmp_path / "controller.log")
+    try:
+        kube.create(JOBSETS.format(namespace), {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "volume"},
+            "spec": {"groupSchedulingConfig": {"timeoutAfterSeconds": 300}, "replicatedJobs": [
+                {"name": "w", "replicas": 1, "template": {"spec": {
+                    "completions": 2, "parallelism": 2, "backoffLimit": 0,
+                    "template": real_pod_template(real_node)}}}]}})
+
+        def all_started():
+            items, _ = kube.list(f"/api/v1/namespaces/{namespace}/pods",
+                                 labelSelector=f"{api.JOBSET_LABEL_NAME}=volume")
+            got = {p["metadata"]["name"]: container_times(p) for p in items}
+            return got if len(got) == 2 and all(got.values()) else None
+
+        # Pod start (seconds) + kubelet's sync: up to 90 s with jitter; the
+        # deadline allows two syncs on a busy machine.
+        times = wait_for(all_started, timeout=240, interval=2, what="both main containers started")
+        last_barrier = max(t[0] for t in times.values())
+        first_main = min(t[2] for t in times.values())
+        print(f"volume release: mains {first_main - last_barrier:.0f}..{max(t[2] for t in times.values()) - last_barrier:.0f}"
+              " s after the last barrier start")
+        assert first_main >= last_barrier, times
+        assert " event=release " in controller.output()
+        # No push was possible: the barriers listen on no port.
+        pushed = [line for line in controller.output().splitlines() if " event=pushed " in line]
+        assert not pushed or " ok=0 " in pushed[-1], pushed
+    finally:
+        controller.stop()
+        delete_now(kubeconfig, namespace)
+
+
+def test_restart_attempt_on_real_pods_is_held_for_its_own_group(kube, kubeconfig, namespace, real_node,
+                                                                 real_webhook, run_standin, tmp_path):
+    """Attempt 0 runs and one of its pods fails; the JobSet restarts
+    (maxRestarts 1). Attempt 1's pods wait at the barrier while its late pod
+    cannot be scheduled: attempt 0's release does not let them through, and
+    none of attempt 1's main containers starts before its last barrier."""
+    admitted(kube, namespace, SELECTOR)
+    run_standin("jobset_controller.py", "--namespace", namespace)
+    controller = Controller(kubeconfig, namespace, tmp_path / "controller.log")
+    late_value = namespace
+    attempt_label = api.JOBSET_LABEL_RESTART_ATTEMPT
+    # The first pod of attempt 0 fails 8 s after its release; the rest succeed.
+    script = ('if [ "$ATTEMPT" = 0 ] && [ "$INDEX" = 0 ] && [ "$JOB" = early ]; then sleep 8; exit 1; fi; sleep 2')
+
+    def template(late):
+        t = real_pod_template(real_node, late=late_value if late else None)
+        t["spec"]["containers"][0]["command"] = ["sh", "-c", script]
+        t["spec"]["containers"][0]["env"] = [
+            {"name": "ATTEMPT", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{attempt_label}']"}}},
+            {"name": "INDEX", "valueFrom": {"fieldRef": {
+                "fieldPath": f"metadata.annotations['{api.JOB_ANNOTATION_COMPLETION_INDEX}']"}}},
+            {"name": "JOB", "value": "late" if late else "early"}]
+        return t
+
+    def pods(attempt):
+        items, _ = kube.list(f"/api/v1/namespaces/{namespace}/pods",
+                             labelSelector=f"{api.JOBSET_LABEL_NAME}=restarts,{attempt_label}={attempt}")
+        return items
+
+    def all_started(attempt):
+        got = {p["metadata"]["name"]: container_times(p) for p in pods(attempt)}
+        return got if len(got) == 3 and all(got.values()) else None
+
+    try:
+        kube.patch(f"/api/v1/nodes/{real_node}", {"metadata": {"labels": {LATE_LABEL: late_value}}})
+        kube.create(JOBSETS.format(namespace), {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "restarts"},
+            "spec": {"groupSchedulingConfig": {"timeoutAfterSeconds": 300}, "failurePolicy": {"maxRestarts": 1},
+                     "replicatedJobs": [
+                         {"name": "early", "replicas": 1, "template": {"spec": {
+                             "completions": 2, "parallelism": 2, "backoffLimit": 0, "template": template(False)}}},
+                         {"name": "late", "replicas": 1, "template": {"spec": {
+                             "completions": 1, "parallelism": 1, "backoffLimit": 0, "template": template(True)}}}]}})
+        first = wait_for(lambda: all_started(0), timeout=120, interval=1, what="attempt 0's main containers")
+        # Attempt 1's late pod will have nowhere to go until the label is back.
+        kube.patch(f"/api/v1/nodes/{real_node}", {"metadata": {"labels": {LATE_LABEL: None}}})
+
+        def early_held(attempt):
+            held = [p for p in pods(attempt) if any(s["name"] == api.BARRIER_CONTAINER and "running" in s["state"]
+                                                    for s in p["status"].get("initContainerStatuses", []))]
+            return len(held) == 2
+
+        # The failure (8 s), the stand-in's restart, two new real pods.
+        wait_for(lambda: early_held(1), timeout=150, interval=1, what="attempt 1's early pods at the barrier")
+        held_since = time.monotonic()
+        wait_for(lambda: time.monotonic() - held_since >= 15, timeout=30, interval=1, what="15 s of holding")
+        assert all(container_times(p) is None for p in pods(1)), "attempt 1 released by attempt 0's release"
+        kube.patch(f"/api/v1/nodes/{real_node}", {"metadata": {"labels": {LATE_LABEL: late_value}}})
+        second = wait_for(lambda: all_started(1), timeout=180, interval=1, what="attempt 1's main containers")
+        last_barrier = max(t[0] for t in second.values())
+        print(f"attempt 0 released {max(t[2] for t in first.values()) - max(t[0] for t in first.values()):.0f} s "
+              f"after its last barrier; attempt 1 {min(t[2] for t in second.values()) - last_barrier:.0f} s")
+        assert min(t[2] for t in second.values()) >= last_barrier, second
+        assert max(t[2] for t in second.values()) - last_barrier <= 30, (second, barrier_logs(
+            kubeconfig, namespace, second))
+        releases = controller.releases()
+        assert any(" attempt=1 " in line for line in releases), releases
+    finally:
+        controller.stop()
+        print(controller.output()[-3000:])
+        kube.patch(f"/api/v1/nodes/{real_node}", {"metadata": {"labels": {LATE_LABEL: None}}})
         delete_now(kubeconfig, namespace)
 
 

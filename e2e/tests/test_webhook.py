@@ -108,12 +108,12 @@ def registration_path(config):
 
 
 @contextlib.contextmanager
-def serving_webhook(kube, kubeconfig, work, selector_label, barrier_image="muster-barrier:dev"):
+def serving_webhook(kube, kubeconfig, work, selector_label, barrier_image="muster-barrier:dev", extra=()):
     """A webhook on 127.0.0.1, registered (all three configurations, named
     *-e2e-<label value>) for the namespaces labelled selector_label=on, the
     JobSet CRD patched for groupSchedulingConfig; all undone at the end."""
     # The pod route reads placement records; the local controller acts as the admin.
-    server = Webhook(work, extra=("--kubeconfig", kubeconfig, "--controller-user", "admin"),
+    server = Webhook(work, extra=("--kubeconfig", kubeconfig, "--controller-user", "admin", *extra),
                      barrier_image=barrier_image)
     crd = subprocess.run(["bash", str(DEPLOY / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig, "--status"],
                          check=True, capture_output=True, text=True).stdout.strip()
