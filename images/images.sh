@@ -14,6 +14,10 @@
 #                          pods' image
 #
 # Usage: images/images.sh [OUT_DIR]   (after `make`; `make images` runs it)
+#        images/images.sh --rootfs PROGRAM DIR
+#            writes the files of muster-webhook's or muster-controller's image
+#            into DIR instead (the Dockerfile's build stage: a daemon then
+#            builds an image of the same files, FROM scratch)
 # Environment: MUSTER_IMAGE_REPO (default ghcr.io/muster-dev),
 # MUSTER_IMAGE_TAG (default the Makefile's VERSION), LOCAL_REPO for the two
 # test images (default muster.local).
@@ -23,7 +27,7 @@
 set -euo pipefail
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 ROOT=$(dirname -- "$HERE")
-OUT=${1:-$ROOT/build/images}
+OUT=${1:-$ROOT/build/images} # (not read with --rootfs)
 REPO=${MUSTER_IMAGE_REPO:-ghcr.io/muster-dev}
 TAG=${MUSTER_IMAGE_TAG:-dev}
 LOCAL=${LOCAL_REPO:-muster.local}
@@ -35,13 +39,6 @@ die() {
 	exit 1
 }
 
-for b in muster-barrier muster-webhook muster-controller; do
-	[[ -x $ROOT/bin/$b ]] || die "bin/$b is missing: run make first"
-done
-command -v musl-gcc >/dev/null || die "musl-gcc is missing (Debian's musl-tools)"
-[[ -x /bin/busybox ]] || die "/bin/busybox is missing (Debian's busybox-static)"
-mkdir -p -- "$OUT"
-: >"$OUT/images.txt.tmp"
 
 record() { # ARCHIVE REF DIGEST
 	printf '%s %s %s\n' "$1" "$2" "$3" | tee -a "$OUT/images.txt.tmp"
@@ -67,6 +64,37 @@ shared_libraries() {
 	done
 }
 
+# program_args PROGRAM: oci_image.py's arguments for the webhook's or the
+# controller's image.
+program_args() {
+	local program=$1
+	local passwd="root:x:0:0:root:/root:/sbin/nologin\\nnonroot:x:$NONROOT:$NONROOT:nonroot:/nonexistent:/sbin/nologin\\n"
+	local group="root:x:0:\\nnonroot:x:$NONROOT:\\n"
+	local ca=/etc/ssl/certs/ca-certificates.crt
+	[[ -f $ca ]] || die "$ca is missing (Debian's ca-certificates)"
+	printf '%s\n' --file "$ROOT/bin/$program:/usr/local/bin/muster:0755"
+	shared_libraries "$ROOT/bin/$program"
+	printf '%s\n' --file "$ca:$ca:0644" --text "/etc/passwd:0644:$passwd" --text "/etc/group:0644:$group" \
+		--dir /tmp:1777 --user "$NONROOT:$NONROOT" --entrypoint /usr/local/bin/muster
+}
+
+if [[ ${1:-} == --rootfs ]]; then
+	(($# == 3)) || die "usage: images.sh --rootfs PROGRAM DIR"
+	[[ $2 == muster-webhook || $2 == muster-controller ]] || die "--rootfs: PROGRAM is muster-webhook or muster-controller"
+	[[ -x $ROOT/bin/$2 ]] || die "bin/$2 is missing: run make first"
+	mapfile -t args < <(program_args "$2")
+	"${WRITER[@]}" --name "$REPO/$2:$TAG" --rootfs-dir "$3" "${args[@]}"
+	exit 0
+fi
+
+for b in muster-barrier muster-webhook muster-controller; do
+	[[ -x $ROOT/bin/$b ]] || die "bin/$b is missing: run make first"
+done
+command -v musl-gcc >/dev/null || die "musl-gcc is missing (Debian's musl-tools)"
+[[ -x /bin/busybox ]] || die "/bin/busybox is missing (Debian's busybox-static)"
+mkdir -p -- "$OUT"
+: >"$OUT/images.txt.tmp"
+
 # The barrier: a static binary, nothing else.
 file "$ROOT/bin/muster-barrier" | grep -q 'statically linked' || die "bin/muster-barrier is not static"
 image muster-barrier "$REPO/muster-barrier:$TAG" \
@@ -74,18 +102,9 @@ image muster-barrier "$REPO/muster-barrier:$TAG" \
 	--user "$NONROOT:$NONROOT" --entrypoint /muster-barrier
 
 # The webhook and the controller.
-PASSWD="root:x:0:0:root:/root:/sbin/nologin\\nnonroot:x:$NONROOT:$NONROOT:nonroot:/nonexistent:/sbin/nologin\\n"
-GROUP="root:x:0:\\nnonroot:x:$NONROOT:\\n"
-CA=/etc/ssl/certs/ca-certificates.crt
-[[ -f $CA ]] || die "$CA is missing (Debian's ca-certificates)"
 for program in muster-webhook muster-controller; do
-	mapfile -t libs < <(shared_libraries "$ROOT/bin/$program")
-	image "$program" "$REPO/$program:$TAG" \
-		--file "$ROOT/bin/$program:/usr/local/bin/muster:0755" "${libs[@]}" \
-		--file "$CA:$CA:0644" \
-		--text "/etc/passwd:0644:$PASSWD" --text "/etc/group:0644:$GROUP" \
-		--dir /tmp:1777 \
-		--user "$NONROOT:$NONROOT" --entrypoint /usr/local/bin/muster
+	mapfile -t args < <(program_args "$program")
+	image "$program" "$REPO/$program:$TAG" "${args[@]}"
 done
 
 # pause, static with musl (13 KB).

@@ -36,6 +36,9 @@ Options:
   --env K=V             an environment variable; repeatable
   --label K=V           an image label; repeatable
   --digest-only         print the manifest digest and write nothing
+  --rootfs-dir DIR      instead of an archive, write the layer's files into
+                        DIR (the Dockerfile's build stage, so that the image
+                        a daemon builds has the same files)
 It prints the manifest digest (sha256:...) on success.
 """
 
@@ -193,6 +196,25 @@ def write_archive(path, files):
     os.replace(tmp, path)
 
 
+def write_rootfs(directory, entries):
+    """The layer's entries as files under directory (owners left to the
+    Dockerfile's COPY, which makes them root's, as in the archive)."""
+    root = os.path.abspath(directory)
+    for e in entries:
+        path = os.path.join(root, e.path)
+        if e.kind == "dir":
+            os.makedirs(path, exist_ok=True)
+            os.chmod(path, e.mode)
+        elif e.kind == "symlink":
+            if os.path.lexists(path):
+                os.unlink(path)
+            os.symlink(e.target, path)
+        else:
+            with open(path, "wb") as f:
+                f.write(e.data)
+            os.chmod(path, e.mode)
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--out")
@@ -207,7 +229,11 @@ def main(argv):
     p.add_argument("--env", action="append")
     p.add_argument("--label", action="append")
     p.add_argument("--digest-only", action="store_true")
+    p.add_argument("--rootfs-dir")
     args = p.parse_args(argv)
+    if args.rootfs_dir:
+        write_rootfs(args.rootfs_dir, parse_entries(args))
+        return
     if not args.digest_only and not args.out:
         p.error("--out is required")
     manifest_digest, files = build(args)

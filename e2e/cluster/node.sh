@@ -8,9 +8,10 @@
 #   node.sh up [N]    start nodes 1..N (default $MUSTER_REAL_NODES, else 1),
 #                     reusing those already running; waits until each is
 #                     Ready and has muster's images (make images) imported
-#   node.sh down      stop every node this state dir started and remove what
-#                     they made: containers, mounts, bridges, cgroups, the
-#                     Node objects. Host sysctls are never changed.
+#   node.sh down [I...]  stop nodes I... (default: every node this state dir
+#                     started) and remove what they made: containers,
+#                     mounts, bridges, cgroups, the Node objects. Host
+#                     sysctls are never changed.
 #   node.sh names     print the node names, one per line
 #
 # Node i is called 127.0.0.(i+1): kubelet listens there (10250), and the
@@ -349,7 +350,11 @@ main() {
 		done
 		;;
 	down)
-		for i in $(started_indexes); do
+		shift
+		local -a which=("$@")
+		((${#which[@]})) || mapfile -t which < <(started_indexes)
+		for i in "${which[@]}"; do
+			[[ $i =~ ^[1-8]$ ]] || die "node number must be 1..8, not $i"
 			down_node "$i"
 		done
 		rmdir -- "$NODES_DIR" 2>/dev/null || true
@@ -359,7 +364,7 @@ main() {
 			node_name "$i"
 		done
 		;;
-	*) die "usage: node.sh up [N] | down | names" ;;
+	*) die "usage: node.sh up [N] | down [I...] | names" ;;
 	esac
 }
 

@@ -9,6 +9,7 @@ installed from deploy/ with kubectl apply -k, in the second.
 """
 
 import datetime
+import os
 import pathlib
 import subprocess
 import time
@@ -400,3 +401,56 @@ def test_installed_with_kubectl_apply_k_gang_starts_real_pods(kube, kubeconfig, 
 
         # The next run creates it again: wait until the real pods are gone.
         wait_for(gone, timeout=180, interval=2, what="namespace muster-system deleted")
+
+
+def test_a_second_real_node_comes_and_goes_leaving_nothing(kube, kubeconfig, namespace, real_node):
+    """node.sh up 2 adds 127.0.0.3 beside the first node; a real container
+    runs there; node.sh down 2 then leaves no process, mount, bridge, cgroup,
+    state or Node object of it, the host's sysctls as they were, and the
+    first node untouched."""
+    node_sh = ROOT / "e2e" / "cluster" / "node.sh"
+    state = pathlib.Path(kubeconfig).parent / "nodes" / "127.0.0.3"
+    sysctls = ["vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops", "net/ipv4/ip_forward"]
+
+    def read_sysctls():
+        return {k: (pathlib.Path("/proc/sys") / k).read_text().strip() for k in sysctls}
+
+    before = read_sysctls()
+    env = dict(os.environ, MUSTER_CLUSTER_DIR=str(pathlib.Path(kubeconfig).parent))
+    subprocess.run(["bash", str(node_sh), "up", "2"], check=True, timeout=300, env=env, capture_output=True)
+    try:
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-second"},
+               "spec": real_pod_template("127.0.0.3", seconds=3600)["spec"]}
+        kube.create(f"/api/v1/namespaces/{namespace}/pods", pod)
+        wait_for(lambda: kube.get(f"/api/v1/namespaces/{namespace}/pods/on-second")["status"].get("phase")
+                 == "Running", timeout=120, interval=1, what="a real container running on 127.0.0.3")
+        assert (state / "kubelet.pid").exists()
+    finally:
+        delete_now(kubeconfig, namespace)
+        done = subprocess.run(["bash", str(node_sh), "down", "2"], timeout=180, env=env, capture_output=True,
+                              text=True)
+    assert done.returncode == 0, done.stderr
+    assert not state.exists()
+    leftovers = []
+    for proc in pathlib.Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(state).encode() in (proc / "cmdline").read_bytes():
+                leftovers.append(proc.name)
+        except OSError:
+            continue
+    assert not leftovers, f"processes of the removed node: {leftovers}"
+    assert str(state) not in pathlib.Path("/proc/self/mounts").read_text()
+    assert subprocess.run(["ip", "link", "show", "mstr2"], capture_output=True).returncode != 0
+    assert not list(pathlib.Path("/sys/fs/cgroup").glob("*/muster-node-2")), "cgroups of the removed node"
+    assert read_sysctls() == before
+
+    def node_gone():
+        try:
+            kube.get("/api/v1/nodes/127.0.0.3")
+            return False
+        except ApiError as e:
+            return e.status == 404
+
+    wait_for(node_gone, timeout=30, interval=1, what="Node 127.0.0.3 deleted")
+    first = kube.get(f"/api/v1/nodes/{real_node}")
+    assert any(c["type"] == "Ready" and c["status"] == "True" for c in first["status"]["conditions"])
