@@ -36,6 +36,14 @@ const char *admission_operation_name(enum admission_operation operation)
 	return "UNKNOWN";
 }
 
+static int ascii_printable(const char *text)
+{
+	for (; *text; text++)
+		if ((unsigned char)*text < 0x20 || (unsigned char)*text > 0x7e)
+			return 0;
+	return 1;
+}
+
 static int decode_request(const cJSON *request, struct admission_request *out, char **cause)
 {
 	const cJSON *kind = kjson_member(request, "kind"), *item;
@@ -83,6 +91,34 @@ static int decode_request(const cJSON *request, struct admission_request *out, c
 			return cause_fail(cause, "request.oldObject is not an object");
 		out->old_object = item;
 	}
+	/* What an apiserver always sends: the object of a CREATE and an UPDATE,
+	 * and the stored one of an UPDATE. */
+	if ((out->operation == ADMISSION_CREATE || out->operation == ADMISSION_UPDATE) && !out->object)
+		return cause_fail(cause, "request.object is missing: an apiserver sends it with every %s",
+				  operation_names[out->operation]);
+	if (out->operation == ADMISSION_UPDATE && !out->old_object)
+		return cause_fail(cause, "request.oldObject is missing: an apiserver sends it with every UPDATE");
+	if (!ascii_printable(out->namespace) || !ascii_printable(out->name))
+		return cause_fail(cause, "request.namespace or request.name holds a byte that is not printable ASCII "
+					 "(Kubernetes names are DNS labels)");
+	return 0;
+}
+
+/* Whether the body holds the JSON escape \u0000 (an odd run of backslashes
+ * before "u0000"): cJSON would cut the string there without a word, so the
+ * webhook would judge and patch a value other than the one sent. */
+static int has_nul_escape(const char *body, size_t len)
+{
+	for (size_t i = 1; i + 5 <= len; i++) {
+		size_t run = 0;
+
+		if (body[i] != 'u' || memcmp(body + i + 1, "0000", 4) != 0)
+			continue;
+		while (run < i && body[i - 1 - run] == '\\')
+			run++;
+		if (run % 2 == 1)
+			return 1;
+	}
 	return 0;
 }
 
@@ -95,6 +131,9 @@ int admission_decode(const char *body, size_t len, struct admission_request *out
 	memset(out, 0, sizeof(*out));
 	if (!body || len == 0)
 		return cause_fail(cause, "empty body: expected an AdmissionReview (admission.k8s.io/v1)");
+	if (has_nul_escape(body, len))
+		return cause_fail(cause, "the body holds a NUL character (\\u0000), which no Kubernetes object "
+					 "muster admits carries and which its JSON reader would silently cut at");
 	out->root = cJSON_ParseWithLength(body, len);
 	if (!out->root)
 		return cause_fail(cause, "the body is not valid JSON (malformed or truncated): expected an "

@@ -320,6 +320,23 @@ static void admission_envelope(void **state)
 	expect_bad_review("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
 			  "\"uid\":\"a b\",\"operation\":\"CREATE\"}}",
 			  "printable");
+	/* Requests no apiserver sends (issue 16): each refused with its reason. */
+	expect_bad_review(REVIEW_HEAD "\"operation\":\"CREATE\",\"name\":\"js\"}}",
+			  "request.object is missing: an apiserver sends it with every CREATE");
+	expect_bad_review(REVIEW_HEAD "\"operation\":\"UPDATE\",\"object\":{}}}", "request.oldObject is missing");
+	expect_bad_review(REVIEW_HEAD "\"operation\":\"CREATE\",\"name\":\"j\xc3\x28s\",\"object\":{}}}",
+			  "not printable ASCII");
+	expect_bad_review("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+			  "\"uid\":\"abc\\u0000def\",\"operation\":\"CREATE\",\"object\":{}}}",
+			  "NUL character");
+	{
+		/* An escaped backslash before u0000 is text, not a NUL. */
+		const char *text = REVIEW_HEAD "\"operation\":\"CREATE\",\"object\":{\"a\":\"x\\\\u0000\"}}}";
+		struct admission_request fine;
+
+		assert_int_equal(admission_decode(text, strlen(text), &fine, &cause), 0);
+		admission_request_free(&fine);
+	}
 }
 
 static void admission_encoding(void **state)

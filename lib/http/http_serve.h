@@ -129,8 +129,14 @@
 #define HTTP_SERVE_POST_ROUTES_MAX 16u
 #define HTTP_SERVE_LATENCY_SERIES_MAX 64u
 /* TLS: versions and ciphers (a GnuTLS priority string), the largest file
- * read, the longest certificate chain, and when a reload happens. */
-#define HTTP_SERVE_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
+ * read, the longest certificate chain, and when a reload happens. TLS 1.2
+ * offers only AEAD ciphers (AES-GCM, ChaCha20-Poly1305) with ECDHE key
+ * exchange: no CBC with SHA-1/SHA-2 MACs, no static RSA key exchange (what
+ * Go's and curl's clients, the apiserver's and Prometheus's, offer first
+ * anyway); TLS 1.3's suites are all AEAD. */
+#define HTTP_SERVE_TLS_PRIORITIES                                                                            \
+	"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:"                  \
+	"+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:%SERVER_PRECEDENCE"
 #define HTTP_SERVE_TLS_FILE_MAX (1024u * 1024u)
 #define HTTP_SERVE_TLS_CHAIN_MAX 16u
 #define HTTP_SERVE_TLS_DEBOUNCE_MS 100u

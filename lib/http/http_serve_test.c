@@ -1920,16 +1920,44 @@ static void latency_histogram(void **state)
 	metrics_registry_free(registry);
 }
 
+/* A raw GnuTLS client handshake with the given priorities against the
+ * server on port; returns what gnutls_handshake last returned (< 0 when
+ * refused) and, on success, the negotiated cipher in *cipher. */
+static int handshake_with(int port, const char *priorities, gnutls_cipher_algorithm_t *cipher)
+{
+	struct sockaddr_in address = { .sin_family = AF_INET };
+	gnutls_certificate_credentials_t credentials;
+	gnutls_session_t session;
+	int fd, ret;
+
+	address.sin_port = htons((uint16_t)port);
+	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
+	assert_int_equal(gnutls_certificate_allocate_credentials(&credentials), 0);
+	assert_int_equal(gnutls_init(&session, GNUTLS_CLIENT), 0);
+	assert_int_equal(gnutls_priority_set_direct(session, priorities, NULL), 0);
+	assert_int_equal(gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, credentials), 0);
+	gnutls_transport_set_int(session, fd);
+	gnutls_handshake_set_timeout(session, 10000);
+	do {
+		ret = gnutls_handshake(session);
+	} while (ret < 0 && !gnutls_error_is_fatal(ret));
+	if (ret >= 0 && cipher)
+		*cipher = gnutls_cipher_get(session);
+	gnutls_deinit(session);
+	gnutls_certificate_free_credentials(credentials);
+	close(fd);
+	return ret;
+}
+
 /* TLS 1.2 is served, and versions before it are refused (a GnuTLS client
  * that offers only TLS 1.1 and 1.0, so that the refusal is the server's). */
 static void tls_versions(void **state)
 {
 	struct http_serve_options options = { .tls_cert_file = pki.cert_a, .tls_key_file = pki.key_a };
-	struct sockaddr_in address = { .sin_family = AF_INET };
-	gnutls_certificate_credentials_t credentials;
-	gnutls_session_t session;
 	struct http_serve *server;
-	int fd, ret;
 
 	(void)state;
 	server = start_with(NULL, &options);
@@ -1942,26 +1970,46 @@ static void tls_versions(void **state)
 		http_serve_port(server),
 		&(struct call){ .path = "/healthz", .ca = pki.ca_a, .tls_version = CURL_SSLVERSION_TLSv1_3 },
 		200, TEXT_TYPE, "ok\n");
+	assert_true(handshake_with(http_serve_port(server), "NORMAL:-VERS-ALL:+VERS-TLS1.1:+VERS-TLS1.0",
+				   NULL) < 0);
+	http_serve_stop(server);
+}
 
-	address.sin_port = htons(http_serve_port(server));
-	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
-	assert_int_equal(gnutls_certificate_allocate_credentials(&credentials), 0);
-	assert_int_equal(gnutls_init(&session, GNUTLS_CLIENT), 0);
-	assert_int_equal(
-		gnutls_priority_set_direct(session, "NORMAL:-VERS-ALL:+VERS-TLS1.1:+VERS-TLS1.0", NULL), 0);
-	assert_int_equal(gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, credentials), 0);
-	gnutls_transport_set_int(session, fd);
-	gnutls_handshake_set_timeout(session, 10000);
-	do {
-		ret = gnutls_handshake(session);
-	} while (ret < 0 && !gnutls_error_is_fatal(ret));
-	assert_true(ret < 0);
-	gnutls_deinit(session);
-	gnutls_certificate_free_credentials(credentials);
-	close(fd);
+/* TLS 1.2 offers only AEAD suites with forward secrecy: a client that offers
+ * nothing but CBC with SHA-1 or SHA-256 MACs, or only the static RSA key
+ * exchange, is refused; one that offers AES-GCM or ChaCha20-Poly1305 gets
+ * them (issue 16: CBC-SHA1 suites were accepted). */
+static void tls_12_only_aead_suites(void **state)
+{
+	struct http_serve_options options = { .tls_cert_file = pki.cert_a, .tls_key_file = pki.key_a };
+	static const char *const refused[] = {
+		"NORMAL:-VERS-ALL:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-CBC:+AES-256-CBC:-MAC-ALL:+SHA1",
+		"NORMAL:-VERS-ALL:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-CBC:+AES-256-CBC:-MAC-ALL:+SHA256:+SHA384",
+		"NORMAL:-VERS-ALL:+VERS-TLS1.2:-KX-ALL:+RSA",
+	};
+	static const struct {
+		const char *priorities;
+		gnutls_cipher_algorithm_t cipher;
+	} accepted[] = {
+		{ "NORMAL:-VERS-ALL:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM", GNUTLS_CIPHER_AES_128_GCM },
+		{ "NORMAL:-VERS-ALL:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM", GNUTLS_CIPHER_AES_256_GCM },
+		{ "NORMAL:-VERS-ALL:+VERS-TLS1.2:-CIPHER-ALL:+CHACHA20-POLY1305",
+		  GNUTLS_CIPHER_CHACHA20_POLY1305 },
+	};
+	struct http_serve *server;
+
+	(void)state;
+	server = start_with(NULL, &options);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (handshake_with(http_serve_port(server), refused[i], NULL) >= 0)
+			fail_msg("TLS handshake offering only %s was accepted", refused[i]);
+	for (size_t i = 0; i < sizeof(accepted) / sizeof(accepted[0]); i++) {
+		gnutls_cipher_algorithm_t got = GNUTLS_CIPHER_UNKNOWN;
+
+		if (handshake_with(http_serve_port(server), accepted[i].priorities, &got) < 0)
+			fail_msg("TLS handshake offering %s was refused", accepted[i].priorities);
+		assert_int_equal(got, accepted[i].cipher);
+	}
 	http_serve_stop(server);
 }
 
@@ -2034,6 +2082,7 @@ int main(void)
 		cmocka_unit_test(options_refused),
 		cmocka_unit_test(latency_histogram),
 		cmocka_unit_test(tls_versions),
+		cmocka_unit_test(tls_12_only_aead_suites),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
