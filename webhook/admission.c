@@ -97,10 +97,12 @@ static int decode_request(const cJSON *request, struct admission_request *out, c
 		return cause_fail(cause, "request.object is missing: an apiserver sends it with every %s",
 				  operation_names[out->operation]);
 	if (out->operation == ADMISSION_UPDATE && !out->old_object)
-		return cause_fail(cause, "request.oldObject is missing: an apiserver sends it with every UPDATE");
+		return cause_fail(cause,
+				  "request.oldObject is missing: an apiserver sends it with every UPDATE");
 	if (!ascii_printable(out->namespace) || !ascii_printable(out->name))
-		return cause_fail(cause, "request.namespace or request.name holds a byte that is not printable ASCII "
-					 "(Kubernetes names are DNS labels)");
+		return cause_fail(
+			cause, "request.namespace or request.name holds a byte that is not printable ASCII "
+			       "(Kubernetes names are DNS labels)");
 	return 0;
 }
 
@@ -132,8 +134,9 @@ int admission_decode(const char *body, size_t len, struct admission_request *out
 	if (!body || len == 0)
 		return cause_fail(cause, "empty body: expected an AdmissionReview (admission.k8s.io/v1)");
 	if (has_nul_escape(body, len))
-		return cause_fail(cause, "the body holds a NUL character (\\u0000), which no Kubernetes object "
-					 "muster admits carries and which its JSON reader would silently cut at");
+		return cause_fail(cause,
+				  "the body holds a NUL character (\\u0000), which no Kubernetes object "
+				  "muster admits carries and which its JSON reader would silently cut at");
 	out->root = cJSON_ParseWithLength(body, len);
 	if (!out->root)
 		return cause_fail(cause, "the body is not valid JSON (malformed or truncated): expected an "

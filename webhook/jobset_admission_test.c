@@ -323,7 +323,8 @@ static void admission_envelope(void **state)
 	/* Requests no apiserver sends (issue 16): each refused with its reason. */
 	expect_bad_review(REVIEW_HEAD "\"operation\":\"CREATE\",\"name\":\"js\"}}",
 			  "request.object is missing: an apiserver sends it with every CREATE");
-	expect_bad_review(REVIEW_HEAD "\"operation\":\"UPDATE\",\"object\":{}}}", "request.oldObject is missing");
+	expect_bad_review(REVIEW_HEAD "\"operation\":\"UPDATE\",\"object\":{}}}",
+			  "request.oldObject is missing");
 	expect_bad_review(REVIEW_HEAD "\"operation\":\"CREATE\",\"name\":\"j\xc3\x28s\",\"object\":{}}}",
 			  "not printable ASCII");
 	expect_bad_review("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
