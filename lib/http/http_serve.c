@@ -81,6 +81,7 @@ struct tls_pair {
 	unsigned users; /* under the server's tls.lock: 1 while current, plus 1 per connection that took it */
 	char subject[256]; /* the leaf's, quoted for the log */
 	char not_after[32]; /* the leaf's, "2027-01-31T12:00:00Z" */
+	int64_t expires; /* the leaf's notAfter, Unix seconds; 0 if unreadable */
 };
 
 /* A TLS connection of some server, from libmicrohttpd's start notification
@@ -111,6 +112,8 @@ struct tls_state {
 	pthread_t watcher;
 	int watcher_started;
 	struct metrics_counter *reloads_ok, *reloads_error;
+	struct metrics_gauge *expiry; /* the current leaf's notAfter */
+	int64_t warned_at; /* when tls-certificate-expiring was last logged (monotonic ms), 0: never */
 };
 
 /* One series of the latency histogram. */
@@ -947,8 +950,10 @@ static void tls_describe(struct tls_pair *pair)
 			mlog_quote(pair->subject, sizeof(pair->subject), (const char *)subject.data,
 				   subject.size);
 		not_after = gnutls_x509_crt_get_expiration_time(leaf);
-		if (not_after != (time_t)-1 && gmtime_r(&not_after, &tm))
+		if (not_after != (time_t)-1 && gmtime_r(&not_after, &tm)) {
 			strftime(pair->not_after, sizeof(pair->not_after), "%Y-%m-%dT%H:%M:%SZ", &tm);
+			pair->expires = (int64_t)not_after;
+		}
 	}
 	gnutls_free(subject.data);
 	gnutls_x509_crt_deinit(leaf);
@@ -1173,6 +1178,29 @@ static int tls_drain(struct tls_state *tls)
 	}
 }
 
+/* The serving certificate's expiry: the gauge, and a warning
+ * (tls-certificate-expiring) when less than HTTP_SERVE_TLS_EXPIRY_WARN_DAYS
+ * remain, once on the pair's load and then at most once a day, so that a
+ * certificate nothing renews is seen weeks before the apiserver refuses it. */
+static void tls_expiry_check(struct http_serve *server, int force)
+{
+	struct tls_state *tls = &server->tls;
+	const struct tls_pair *pair = tls->current;
+	int64_t left, now = monotonic_ms();
+
+	if (!pair || !pair->expires)
+		return;
+	metrics_gauge_set(tls->expiry, (double)pair->expires);
+	left = pair->expires - (int64_t)time(NULL);
+	if (left >= (int64_t)HTTP_SERVE_TLS_EXPIRY_WARN_DAYS * 86400)
+		return;
+	if (!force && tls->warned_at && now - tls->warned_at < 86400LL * 1000)
+		return;
+	tls->warned_at = now;
+	mlog(MLOG_WARN, "tls-certificate-expiring", "listen=%s subject=%s not_after=%s days_left=%lld",
+	     server->address, pair->subject, pair->not_after, (long long)(left > 0 ? left / 86400 : 0));
+}
+
 /* Reads the files and, if they changed, swaps in the new pair or logs why
  * not. Runs on the watcher thread only. */
 static void tls_reload(struct http_serve *server)
@@ -1223,6 +1251,7 @@ static void tls_reload(struct http_serve *server)
 	mlog(MLOG_INFO, "tls-reloaded", "listen=%s cert=%s key=%s subject=%s not_after=%s chain=%u",
 	     server->address, cert_name, key_name, pair->subject, pair->not_after, pair->cert_count);
 	metrics_counter_inc(tls->reloads_ok);
+	tls_expiry_check(server, 1);
 out:
 	free(cause);
 	free_secret(&cert);
@@ -1269,6 +1298,7 @@ static void *tls_watch(void *arg)
 		if ((due && now >= due) || now >= next_check) {
 			tls_watch_directories(server);
 			tls_reload(server);
+			tls_expiry_check(server, 0);
 			due = 0;
 			next_check = monotonic_ms() + HTTP_SERVE_TLS_RECHECK_SECONDS * 1000LL;
 			/* A directory that cannot be watched (yet: replaced, not
@@ -1615,6 +1645,17 @@ static void tls_counters(struct http_serve *server)
 		     "listen=%s name=muster_tls_reloads_total err=%d cause=%s", server->address, err,
 		     quote_cause(quoted, sizeof(quoted), cause));
 		free(cause);
+		cause = NULL;
+	}
+	err = metrics_gauge_register(server->latency, "muster_tls_certificate_expiry_timestamp_seconds",
+				     "notAfter of the serving certificate in use, as Unix time (seconds).",
+				     NULL, 0, &server->tls.expiry, &cause);
+	if (err) {
+		server->tls.expiry = NULL;
+		mlog(MLOG_WARN, "http-metric-failed",
+		     "listen=%s name=muster_tls_certificate_expiry_timestamp_seconds err=%d cause=%s",
+		     server->address, err, quote_cause(quoted, sizeof(quoted), cause));
+		free(cause);
 	}
 }
 
@@ -1665,6 +1706,7 @@ int http_serve_start_options(const char *listen, const struct http_serve_routes 
 		 * not start, they stay in the registry at zero: a registry has no
 		 * way to take a series back. */
 		tls_counters(server);
+		tls_expiry_check(server, 1);
 		err = tls_watch_start(server, cause);
 		if (err)
 			goto out;

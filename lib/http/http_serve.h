@@ -141,6 +141,9 @@
 #define HTTP_SERVE_TLS_CHAIN_MAX 16u
 #define HTTP_SERVE_TLS_DEBOUNCE_MS 100u
 #define HTTP_SERVE_TLS_RECHECK_SECONDS 60u
+/* tls-certificate-expiring is logged (daily) when fewer days than this
+ * remain; muster_tls_certificate_expiry_timestamp_seconds always says when. */
+#define HTTP_SERVE_TLS_EXPIRY_WARN_DAYS 30u
 
 /* A check behind /healthz or /readyz, called from a connection thread (so it
  * must take its owner's lock) for every probe. Returns 0 when the check

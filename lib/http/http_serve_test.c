@@ -1601,6 +1601,25 @@ static void assert_refused_by(uint16_t port, const char *ca)
 /* A Secret volume update: the pair changes under a running server, which
  * presents the new one to new connections while a request in flight and a
  * kept-alive connection go on with the old one. */
+/* muster_tls_certificate_expiry_timestamp_seconds is between `from` and
+ * `to` days from now. */
+static void assert_expiry_in_days(struct metrics_registry *registry, int from, int to)
+{
+	static const char name[] = "\nmuster_tls_certificate_expiry_timestamp_seconds "; /* not # HELP */
+	char *text = NULL, *cause = NULL, *at;
+	size_t len = 0;
+	double value, now = (double)time(NULL);
+
+	assert_int_equal(metrics_render(registry, &text, &len, &cause), 0);
+	at = strstr(text, name);
+	if (!at)
+		fail_msg("no %s in:\n%s", name, text);
+	value = strtod(at + strlen(name), NULL);
+	if (value < now + from * 86400.0 || value > now + to * 86400.0)
+		fail_msg("%s%.0f is not %d..%d days from now (%.0f)", name, value, from, to, now);
+	free(text);
+}
+
 static void tls_reload_kubelet_swap(void **state)
 {
 	struct handler_state handler = { 0 };
@@ -1643,10 +1662,15 @@ static void tls_reload_kubelet_swap(void **state)
 	assert_int_equal(pthread_create(&thread, NULL, background_call, &in_flight), 0);
 	wait_until_inside(&handler, 1);
 
+	/* The serving certificate's notAfter is exported (the test pairs last
+	 * two days; issue 16: nothing said when a certificate would expire). */
+	assert_expiry_in_days(registry, 1, 3);
+
 	kubelet_publish(dir, 2, pki.cert_b, pki.key_b);
 	wait_for_ca(port, pki.ca_b);
 	assert_refused_by(port, pki.ca_a);
 	assert_true(registry_has(registry, "muster_tls_reloads_total{result=\"ok\"} 1\n"));
+	assert_expiry_in_days(registry, 1, 3);
 
 	/* The old pair still serves what started with it. */
 	atomic_store(&handler.hold, 0);
