@@ -745,12 +745,16 @@ out:
 /* The JobSet watch, through its informer (which keeps the key and the
  * resourceVersion of every JobSet, and says which ones a re-list no longer
  * has). */
-static int jobset_relist_begin(void *arg)
+static int jobset_relist_begin(void *arg, const char *reason)
 {
 	struct controller_group *group = arg;
+	char quoted[KUBE_RELIST_REASON_MAX + 8];
 
-	if (group->jobset_lists++)
-		mlog(MLOG_WARN, "watch-relisted", "watch=jobsets lists=%u", group->jobset_lists);
+	if (group->jobset_lists++) {
+		mlog_quote(quoted, sizeof(quoted), reason, strlen(reason));
+		mlog(MLOG_WARN, "watch-relisted", "watch=jobsets lists=%u reason=%s", group->jobset_lists,
+		     quoted);
+	}
 	return 0;
 }
 
@@ -808,12 +812,15 @@ static void pod_relist_begin_one(struct controller_group *group, struct entry *e
 	e->in_pod_relist = 1;
 }
 
-static int pod_relist_begin(void *arg)
+static int pod_relist_begin(void *arg, const char *reason)
 {
 	struct controller_group *group = arg;
+	char quoted[KUBE_RELIST_REASON_MAX + 8];
 
-	if (group->pod_lists++)
-		mlog(MLOG_WARN, "watch-relisted", "watch=pods lists=%u", group->pod_lists);
+	if (group->pod_lists++) {
+		mlog_quote(quoted, sizeof(quoted), reason, strlen(reason));
+		mlog(MLOG_WARN, "watch-relisted", "watch=pods lists=%u reason=%s", group->pod_lists, quoted);
+	}
 	pthread_mutex_lock(&group->lock);
 	registry_each(group, pod_relist_begin_one);
 	pthread_mutex_unlock(&group->lock);

@@ -659,7 +659,7 @@ static int on_relist_item(void *arg, const cJSON *item)
 /* Lists the collection through the callbacks. Returns the list's error, or
  * sets *finished when a callback ended the watch. */
 static int relist(struct kube_client *c, const char *path, const struct kube_selectors *selectors,
-		  unsigned page_size, struct watch_state *ws, char **cause)
+		  unsigned page_size, struct watch_state *ws, const char *reason, char **cause)
 {
 	struct relist_state rs = { ws->cb, 0, 0 };
 	const struct kube_watch_callbacks *cb = ws->cb;
@@ -667,7 +667,7 @@ static int relist(struct kube_client *c, const char *path, const struct kube_sel
 	int r, err;
 
 	stat_add(&c->stats.relists);
-	if (cb->on_relist_begin && (r = cb->on_relist_begin(cb->arg))) {
+	if (cb->on_relist_begin && (r = cb->on_relist_begin(cb->arg, reason))) {
 		ws->finished = 1;
 		ws->result = r < 0 ? r : KUBE_OK;
 		return KUBE_OK;
@@ -691,6 +691,15 @@ static int relist(struct kube_client *c, const char *path, const struct kube_sel
 	return KUBE_OK;
 }
 
+/* reason = "<what>: <cause>" (or the error's message), one line. */
+static void set_reason(char *reason, const char *what, const char *cause, int err)
+{
+	snprintf(reason, KUBE_RELIST_REASON_MAX, "%s: %s", what, cause ? cause : kube_err_message(err));
+	for (char *c = reason; *c; c++)
+		if (*c == '\n' || *c == '\r')
+			*c = ' ';
+}
+
 int kube_watch_run(struct kube_client *client, const char *path, const struct kube_selectors *selectors,
 		   unsigned page_size, const struct kube_watch_callbacks *callbacks, const atomic_int *stop,
 		   char **cause)
@@ -704,6 +713,9 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 	 * with backoff and a new LIST, as client-go's reflector does. A 404 on
 	 * the first LIST stays an error: the resource does not exist. */
 	int need_list = 1, listed = 0, err = KUBE_OK;
+	/* Why the next LIST happens, for on_relist_begin: the first, or what
+	 * ended the watch or failed the last LIST. */
+	char reason[KUBE_RELIST_REASON_MAX] = "first list";
 
 	if ((err = check_path(path, cause)))
 		return err;
@@ -716,7 +728,7 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 		long status = 0;
 
 		if (need_list) {
-			err = relist(client, path, selectors, page_size, &ws, &step_cause);
+			err = relist(client, path, selectors, page_size, &ws, reason, &step_cause);
 			if (ws.finished) {
 				err = ws.result;
 				free(step_cause);
@@ -731,6 +743,7 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 					free(step_cause);
 					goto out;
 				}
+				set_reason(reason, "the list failed", step_cause, err);
 				free(step_cause);
 				pause_ns(client, backoff_ns(client, failures++, KUBE_WATCH_BACKOFF_MAX_MS),
 					 stop);
@@ -782,6 +795,7 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 			/* Consecutive re-lists back off too: a server that keeps
 			 * sending bad lines must not be hammered. */
 			need_list = 1;
+			set_reason(reason, "the watch ended", ws.relist ? ws.cause : step_cause, err);
 			if (failures)
 				pause_ns(client, backoff_ns(client, failures - 1, KUBE_WATCH_BACKOFF_MAX_MS),
 					 stop);
@@ -794,6 +808,7 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 			pause_ns(client, backoff_ns(client, failures++, KUBE_WATCH_BACKOFF_MAX_MS), stop);
 		} else if (err == KUBE_ENOTFOUND) { /* served before (see listed): not yet again */
 			need_list = 1;
+			set_reason(reason, "the watch ended", step_cause, err);
 			pause_ns(client, backoff_ns(client, failures++, KUBE_WATCH_BACKOFF_MAX_MS), stop);
 		} else {
 			kube_cause(cause, err, "%s", step_cause ? step_cause : kube_err_message(err));

@@ -175,10 +175,16 @@ void kube_watch_event_clear(struct kube_watch_event *event);
 /* What kube_watch_run tells its caller. Any function may be NULL. Each
  * returns 0 to go on; non-zero ends kube_watch_run, which returns that value
  * if it is negative and KUBE_OK otherwise. Objects are borrowed. */
+/* The longest relist reason passed to on_relist_begin, NUL included. */
+#define KUBE_RELIST_REASON_MAX 256
+
 struct kube_watch_callbacks {
 	/* A (re-)list starts: mark all known objects as unseen. May be called
-	 * again without on_relist_end if a list fails midway. */
-	int (*on_relist_begin)(void *arg);
+	 * again without on_relist_end if a list fails midway. `reason` says
+	 * why, in one line: "first list", or "the watch ended: <cause>" (410
+	 * Gone, an ERROR event, a line that is not an event, an HTTP status,
+	 * a transport error), or "the list failed: <cause>". */
+	int (*on_relist_begin)(void *arg, const char *reason);
 	int (*on_item)(void *arg, const cJSON *object);
 	/* The list completed: forget the objects not seen since begin. */
 	int (*on_relist_end)(void *arg, const char *resource_version);

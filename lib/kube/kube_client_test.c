@@ -661,6 +661,7 @@ struct watch_log {
 	int stop_after_events; /* 0: never */
 	int events;
 	int fail_relist; /* on_relist_begin returns this */
+	char reasons[2048]; /* on_relist_begin's reasons, each followed by '|' */
 };
 
 static void log_add(struct watch_log *log, const char *what, const char *detail)
@@ -678,11 +679,13 @@ static const char *name_of(const cJSON *object)
 	return cJSON_IsString(name) ? name->valuestring : "?";
 }
 
-static int w_begin(void *arg)
+static int w_begin(void *arg, const char *reason)
 {
 	struct watch_log *log = arg;
+	size_t used = strlen(log->reasons);
 
 	log_add(log, "begin", NULL);
+	snprintf(log->reasons + used, sizeof(log->reasons) - used, "%s|", reason);
 	return log->fail_relist;
 }
 
@@ -760,6 +763,25 @@ static void watch_full_story(void **state)
 	assert_string_equal(log.text, "begin;item:a;end:100;ADDED:b;MODIFIED:b;"
 				      "begin;item:a;item:b;end:200;ADDED:c;"
 				      "begin;end:300;begin;end:400;DELETED:a;begin;item:e;end:500;");
+	/* Each re-list says why (issue 16: the warning said only that it
+	 * happened): an ERROR event, a bad line, an HTTP 410, an over-long line. */
+	{
+		char *r = log.reasons;
+		static const char *const wanted[] = {
+			"first list|", "the watch ended: watch ERROR event with code 410|",
+			"the watch ended: ", "the watch ended: ", "the watch ended: "
+		};
+
+		for (size_t i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++) {
+			if (strncmp(r, wanted[i], strlen(wanted[i])) != 0)
+				fail_msg("reason %zu: \"%s\" does not start \"%s\" (all: %s)", i, r,
+					 wanted[i], log.reasons);
+			r = strchr(r, '|') + 1;
+		}
+		assert_string_equal(r, "");
+		assert_non_null(strstr(log.reasons, "410"));
+		assert_null(strchr(log.reasons, '\n'));
+	}
 	assert_int_equal(f.calls, 13);
 	assert_string_equal(f.paths[0], "/api/v1/configmaps?limit=50&labelSelector=app%3Dx");
 	assert_string_equal(f.paths[1],

@@ -180,11 +180,12 @@ static int apply(struct kube_informer *informer, enum kube_watch_type type, cons
 	return ret;
 }
 
-int kube_informer_relist_begin(struct kube_informer *informer)
+int kube_informer_relist_begin(struct kube_informer *informer, const char *reason)
 {
 	informer->list_serial++;
-	return informer->handlers.on_relist_begin ? informer->handlers.on_relist_begin(informer->handlers.arg)
-						  : 0;
+	return informer->handlers.on_relist_begin
+		       ? informer->handlers.on_relist_begin(informer->handlers.arg, reason ? reason : "")
+		       : 0;
 }
 
 int kube_informer_item(struct kube_informer *informer, const cJSON *object)
@@ -244,9 +245,9 @@ int kube_informer_event(struct kube_informer *informer, enum kube_watch_type typ
 	return apply(informer, type, object, 0);
 }
 
-static int run_relist_begin(void *arg)
+static int run_relist_begin(void *arg, const char *reason)
 {
-	return kube_informer_relist_begin(arg);
+	return kube_informer_relist_begin(arg, reason);
 }
 
 static int run_item(void *arg, const cJSON *object)

@@ -75,8 +75,9 @@ struct kube_informer_handlers {
 	/* A change, after the record is updated. Returns 0 to go on; non-zero
 	 * ends kube_informer_run (see kube_watch_callbacks). */
 	int (*on_change)(void *arg, const struct kube_informer_event *event);
-	/* A LIST starts (may start again before it ends, if it fails midway). */
-	int (*on_relist_begin)(void *arg);
+	/* A LIST starts (may start again before it ends, if it fails midway);
+	 * `reason` as kube_watch_callbacks.on_relist_begin says. */
+	int (*on_relist_begin)(void *arg, const char *reason);
 	/* A LIST completed, after the deletes of what it did not contain. */
 	int (*on_relist_end)(void *arg, const char *resource_version);
 	void *arg;
@@ -100,7 +101,7 @@ int kube_informer_run(struct kube_informer *informer, struct kube_client *client
 /* Feeds the informer by hand (what kube_informer_run does for each LIST and
  * watch callback): for tests and replays. Same return values as the
  * handlers'. */
-int kube_informer_relist_begin(struct kube_informer *informer);
+int kube_informer_relist_begin(struct kube_informer *informer, const char *reason);
 int kube_informer_item(struct kube_informer *informer, const cJSON *object);
 int kube_informer_relist_end(struct kube_informer *informer, const char *resource_version);
 int kube_informer_event(struct kube_informer *informer, enum kube_watch_type type, const cJSON *object);

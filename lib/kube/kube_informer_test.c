@@ -70,8 +70,9 @@ static int on_change(void *arg, const struct kube_informer_event *event)
 	return 0;
 }
 
-static int on_relist_begin(void *arg)
+static int on_relist_begin(void *arg, const char *reason)
 {
+	(void)reason;
 	((struct seen *)arg)->begins++;
 	return 0;
 }
@@ -141,7 +142,7 @@ static void adds_updates_and_deletes_by_key(void **state)
 	const struct value *value;
 
 	(void)state;
-	assert_int_equal(kube_informer_relist_begin(informer), 0);
+	assert_int_equal(kube_informer_relist_begin(informer, "test"), 0);
 	item(informer, "ns", "a", "1", 1);
 	item(informer, "other", "a", "2", 2); /* same name, other namespace: another key */
 	assert_int_equal(kube_informer_relist_end(informer, "2"), 0);
@@ -178,15 +179,15 @@ static void a_relist_deletes_what_it_did_not_contain(void **state)
 	struct kube_informer *informer = informer_for(&seen);
 
 	(void)state;
-	kube_informer_relist_begin(informer);
+	kube_informer_relist_begin(informer, "test");
 	item(informer, "ns", "a", "1", 1);
 	item(informer, "ns", "b", "2", 2);
 	item(informer, "ns", "c", "3", 3);
 	kube_informer_relist_end(informer, "3");
 	event(informer, KUBE_WATCH_ADDED, "ns", "d", "4", 4);
-	kube_informer_relist_begin(informer);
+	kube_informer_relist_begin(informer, "test");
 	item(informer, "ns", "a", "1", 1); /* failed midway: begins again */
-	kube_informer_relist_begin(informer);
+	kube_informer_relist_begin(informer, "test");
 	item(informer, "ns", "b", "5", 5);
 	kube_informer_relist_end(informer, "9");
 	assert_int_equal(seen.begins, 3);
