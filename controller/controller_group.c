@@ -92,6 +92,9 @@ struct controller_group {
 	struct timespec start;
 	atomic_int jobsets_listed, pods_listed; /* each watch completed a LIST once */
 	unsigned jobset_lists, pod_lists; /* LISTs begun, for the re-list log line */
+	/* Why each watch's LIST under way or last begun happened, for /readyz. */
+	pthread_mutex_t reason_lock;
+	char jobset_reason[KUBE_RELIST_REASON_MAX], pod_reason[KUBE_RELIST_REASON_MAX];
 
 	struct {
 		_Atomic uint64_t releases, release_failures, configmap_conflicts, barrier_timeouts;
@@ -750,6 +753,9 @@ static int jobset_relist_begin(void *arg, const char *reason)
 	struct controller_group *group = arg;
 	char quoted[KUBE_RELIST_REASON_MAX + 8];
 
+	pthread_mutex_lock(&group->reason_lock);
+	snprintf(group->jobset_reason, sizeof(group->jobset_reason), "%s", reason);
+	pthread_mutex_unlock(&group->reason_lock);
 	if (group->jobset_lists++) {
 		mlog_quote(quoted, sizeof(quoted), reason, strlen(reason));
 		mlog(MLOG_WARN, "watch-relisted", "watch=jobsets lists=%u reason=%s", group->jobset_lists,
@@ -817,6 +823,9 @@ static int pod_relist_begin(void *arg, const char *reason)
 	struct controller_group *group = arg;
 	char quoted[KUBE_RELIST_REASON_MAX + 8];
 
+	pthread_mutex_lock(&group->reason_lock);
+	snprintf(group->pod_reason, sizeof(group->pod_reason), "%s", reason);
+	pthread_mutex_unlock(&group->reason_lock);
 	if (group->pod_lists++) {
 		mlog_quote(quoted, sizeof(quoted), reason, strlen(reason));
 		mlog(MLOG_WARN, "watch-relisted", "watch=pods lists=%u reason=%s", group->pod_lists, quoted);
@@ -972,6 +981,7 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 	group->options = *options;
 	group->options.namespace = NULL; /* the copy above is what is used */
 	clock_gettime(CLOCK_MONOTONIC, &group->start);
+	group->reason_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	if (pthread_mutex_init(&group->lock, NULL) != 0) {
 		free(group);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot make a mutex");
@@ -1029,6 +1039,7 @@ void controller_group_free(struct controller_group *group)
 	pthread_cond_destroy(&group->writes_cond);
 	side_queue_destroy(&group->side);
 	pthread_mutex_destroy(&group->lock);
+	pthread_mutex_destroy(&group->reason_lock);
 	free(group);
 }
 
@@ -1036,15 +1047,19 @@ void controller_group_free(struct controller_group *group)
 
 int controller_group_ready(struct controller_group *group, char *reason, size_t size)
 {
-	if (!atomic_load(&group->jobsets_listed)) {
-		snprintf(reason, size, "the JobSet watch has not completed its first LIST");
-		return 0;
-	}
-	if (!atomic_load(&group->pods_listed)) {
-		snprintf(reason, size, "the pod watch has not completed its first LIST");
-		return 0;
-	}
-	return 1;
+	char why[KUBE_RELIST_REASON_MAX];
+	int jobsets = atomic_load(&group->jobsets_listed), pods = atomic_load(&group->pods_listed);
+
+	if (jobsets && pods)
+		return 1;
+	pthread_mutex_lock(&group->reason_lock);
+	snprintf(why, sizeof(why), "%s", jobsets ? group->pod_reason : group->jobset_reason);
+	pthread_mutex_unlock(&group->reason_lock);
+	/* The reason of the LIST under way: "first list", or why the last one
+	 * failed (an apiserver out of reach, a TLS verification failure). */
+	snprintf(reason, size, "the %s watch has not completed its first LIST (%s)",
+		 jobsets ? "pod" : "JobSet", why[0] ? why : "not started");
+	return 0;
 }
 
 static void stats_sum(struct kube_client_stats *into, const struct kube_client_stats *add)

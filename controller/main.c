@@ -257,13 +257,20 @@ static int register_metrics(struct app *app, struct metrics_registry *registry, 
 
 /* /readyz: the leader is ready once both watches have listed. A standby is
  * ready: waiting for the Lease is its job (nothing routes traffic to it;
- * readiness only gates rollouts). */
+ * readiness only gates rollouts), unless its last attempt failed (an
+ * apiserver out of reach, a TLS verification failure), which it says. */
 static int check_ready(void *arg, char *reason, size_t size)
 {
 	struct app *app = arg;
 
-	if (app->lease && !kube_lease_is_leader(app->lease))
-		return 0;
+	if (app->lease && !kube_lease_is_leader(app->lease)) {
+		char why[256];
+
+		if (!kube_lease_last_failure(app->lease, why, sizeof(why)))
+			return 0;
+		snprintf(reason, size, "cannot take part in the leader election (retrying): %s", why);
+		return -1;
+	}
 	if (!controller_group_ready(app->group, reason, size))
 		return -1;
 	return !app->placement || placement_loop_ready(app->placement, reason, size) ? 0 : -1;

@@ -736,7 +736,7 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 			}
 			if (err) {
 				/* 410 here is an expired continue token. */
-				if (!kube_err_is_transient(err) && err != KUBE_EGONE && err != KUBE_EPARSE &&
+				if (!kube_err_may_heal(err) && err != KUBE_EGONE && err != KUBE_EPARSE &&
 				    !(err == KUBE_ENOTFOUND && listed)) {
 					kube_cause(cause, err, "%s",
 						   step_cause ? step_cause : kube_err_message(err));
@@ -804,7 +804,12 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 			/* The server ended the watch (timeoutSeconds) or it went
 			 * quiet: resume from the last resourceVersion. */
 			failures = 0;
-		} else if (kube_err_is_transient(err)) {
+		} else if (kube_err_may_heal(err)) {
+			/* A TLS failure too: a re-list then says why (on_relist_begin). */
+			if (err == KUBE_ETLS) {
+				need_list = 1;
+				set_reason(reason, "the watch ended", step_cause, err);
+			}
 			pause_ns(client, backoff_ns(client, failures++, KUBE_WATCH_BACKOFF_MAX_MS), stop);
 		} else if (err == KUBE_ENOTFOUND) { /* served before (see listed): not yet again */
 			need_list = 1;

@@ -62,6 +62,11 @@ int kube_err_from_http(long status)
 	return KUBE_EHTTP;
 }
 
+int kube_err_may_heal(int err)
+{
+	return kube_err_is_transient(err) || err == KUBE_ETLS;
+}
+
 int kube_err_is_transient(int err)
 {
 	return err == KUBE_ETRANSPORT || err == KUBE_ETIMEOUT || err == KUBE_ETHROTTLED ||

@@ -55,6 +55,12 @@ int kube_err_from_http(long status);
  * timeouts, 429 and 5xx. */
 int kube_err_is_transient(int err);
 
+/* Transient, or a TLS verification failure: what a loop that keeps a watch
+ * or takes part in an election waits out with backoff (a certificate being
+ * rotated, a CA bundle not updated yet) instead of giving up, reporting it
+ * meanwhile. One-shot requests do not retry a TLS failure. */
+int kube_err_may_heal(int err);
+
 /* Sets *cause to a malloc'd, formatted sentence unless cause is NULL or
  * *cause is already set (the first, most specific cause wins). Allocation
  * failure leaves *cause NULL. Returns `err` so that callers can write

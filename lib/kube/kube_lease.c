@@ -103,6 +103,9 @@ struct kube_lease {
 	 * read. */
 	atomic_uint_least64_t leader_until_ns;
 
+	/* Why the last attempt to acquire failed ("" after a success), for
+	 * other threads (readiness), under holder_lock. */
+	char last_failure[256];
 	/* The other holder last logged, so that each is logged once. */
 	char logged_holder[KUBE_LEASE_HOLDER_MAX + 1];
 	/* observed.holder, for other threads. */
@@ -667,9 +670,16 @@ int kube_lease_acquire(struct kube_lease *lease, const atomic_int *stop, char **
 		char *attempt_cause = NULL, q[LEASE_LOG_QUOTE_MAX];
 		int r = kube_lease_try(lease, &attempt_cause);
 
+		pthread_mutex_lock(&lease->holder_lock);
+		if (r < 0)
+			snprintf(lease->last_failure, sizeof(lease->last_failure), "%s: %s", kube_err_name(r),
+				 attempt_cause ? attempt_cause : kube_err_message(r));
+		else
+			lease->last_failure[0] = '\0';
+		pthread_mutex_unlock(&lease->holder_lock);
 		if (r == 1)
 			return 1;
-		if (r < 0 && !kube_err_is_transient(r)) {
+		if (r < 0 && !kube_err_may_heal(r)) {
 			kube_cause(cause, r, "%s", attempt_cause ? attempt_cause : kube_err_message(r));
 			free(attempt_cause);
 			return r;
@@ -781,6 +791,18 @@ int kube_lease_is_leader(const struct kube_lease *lease)
 	uint64_t until = atomic_load(&lease->leader_until_ns);
 
 	return until != 0 && now_ns(lease) < until;
+}
+
+int kube_lease_last_failure(struct kube_lease *lease, char *out, size_t size)
+{
+	int failed;
+
+	pthread_mutex_lock(&lease->holder_lock);
+	failed = lease->last_failure[0] != '\0';
+	if (size)
+		snprintf(out, size, "%s", lease->last_failure);
+	pthread_mutex_unlock(&lease->holder_lock);
+	return failed;
 }
 
 char *kube_lease_holder(struct kube_lease *lease, char *out, size_t size)

@@ -143,4 +143,9 @@ int kube_lease_is_leader(const struct kube_lease *lease);
  * and returns out. Any thread; for logging. */
 char *kube_lease_holder(struct kube_lease *lease, char *out, size_t size);
 
+/* 1 and why (cut to fit) when the last attempt to acquire the lease failed
+ * (an apiserver out of reach, a TLS verification failure: retried with
+ * backoff), else 0. Any thread; for readiness. */
+int kube_lease_last_failure(struct kube_lease *lease, char *out, size_t size);
+
 #endif
