@@ -47,6 +47,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "e2e" / "standins"))
 
 from kube import ApiError, Kube  # noqa: E402
+from local_images import image_refs  # noqa: E402
 import muster_api as api  # noqa: E402
 
 BARRIER = api.BARRIER_CONTAINER
@@ -132,15 +133,6 @@ def run_showing_steps(start, args):
 
 REAL_NODE_LABEL = "muster.dev/real-node"
 REAL_PODS = 2
-
-
-def image_refs():
-    """Archive name -> image reference, as `make images` wrote them."""
-    refs = {}
-    for line in (ROOT / "build" / "images" / "images.txt").read_text().splitlines():
-        archive, ref, _digest = line.split()
-        refs[pathlib.Path(archive).stem] = ref
-    return refs
 
 
 def real_job(image):

@@ -25,17 +25,10 @@ import uuid
 
 from benchlib import (JOBSETS, ROOT, Kube, Proc, cluster_kubeconfig, create_namespace, delete_namespace,
                       percentile, proc_figures, register_webhook, start_standin, stop_all)
+from local_images import images  # noqa: E402 - benchlib puts e2e/standins on the path
 
 REAL_NODE_LABEL = "muster.dev/real-node"
 BARRIER = "group-scheduling-init"
-
-
-def image_refs():
-    refs = {}
-    for line in (ROOT / "build" / "images" / "images.txt").read_text().splitlines():
-        archive, ref, digest = line.split()
-        refs[pathlib.Path(archive).stem] = (ref, digest, pathlib.Path(archive))
-    return refs
 
 
 def stamp(value):
@@ -95,10 +88,11 @@ def main():
     args = parser.parse_args()
     kubeconfig = cluster_kubeconfig(args.kubeconfig)
     kube = Kube(kubeconfig)
-    refs = image_refs()
+    built = images()
     for name in ("muster-barrier", "muster-webhook", "muster-controller"):
-        ref, digest, archive = refs[name]
-        print(f"image {ref}: archive {archive.stat().st_size / 1024:.0f} KiB, digest {digest}", flush=True)
+        image = built[name]
+        print(f"image {image.ref}: archive {image.archive.stat().st_size / 1024:.0f} KiB, digest {image.digest}",
+              flush=True)
     nodes, _ = kube.list("/api/v1/nodes", labelSelector=f"{REAL_NODE_LABEL}=true")
     if not nodes:
         raise SystemExit("no real node: e2e/cluster/up.sh starts one (MUSTER_REAL_NODES)")
@@ -116,7 +110,7 @@ def main():
             kube.patch(f"/api/v1/namespaces/{namespace}", {"metadata": {"labels": {label: f"{run}-{mode}"}}})
             (work / mode).mkdir()
             webhook, paths = register_webhook(kube, kubeconfig, work / mode, f"{run}-{mode}", label,
-                                              barrier_image=refs["muster-barrier"][0], barrier_port=port)
+                                              barrier_image=built["muster-barrier"].ref, barrier_port=port)
             procs.append(webhook)
             registrations += paths
             procs.append(start_standin("jobset_controller.py", kubeconfig, "--namespace", namespace,
@@ -130,7 +124,7 @@ def main():
             names = {mode: [f"r{rnd}-{i}" for i in range(args.jobsets)] for mode in results}
             for mode, namespace in namespaces.items():
                 for name in names[mode]:
-                    kube.create(JOBSETS.format(namespace), jobset(name, node, refs["busybox"][0], late_label,
+                    kube.create(JOBSETS.format(namespace), jobset(name, node, built["busybox"].ref, late_label,
                                                                   late_value))
             began = time.monotonic()
             time.sleep(args.hold)

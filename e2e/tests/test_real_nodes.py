@@ -20,6 +20,7 @@ import yaml
 from conftest import ROOT, Controller, wait_for
 from kube import ApiError
 from test_webhook import DEPLOY, JOBSETS, admitted, serving_webhook
+from local_images import image_refs
 import muster_api as api  # noqa: E402
 
 REAL_NODE_LABEL = "muster.dev/real-node"
@@ -27,16 +28,6 @@ LATE_LABEL = "e2e.muster.dev/late"
 SELECTOR = "e2e.muster.dev/real-webhook"
 VOLUME_SELECTOR = "e2e.muster.dev/volume-webhook"
 GANG_LABEL = "muster.dev/gang-start"  # the label deploy/README.md suggests
-IMAGES = ROOT / "build" / "images" / "images.txt"
-
-
-def image_refs():
-    """Archive name -> image reference, as images.sh wrote them."""
-    refs = {}
-    for line in IMAGES.read_text().splitlines():
-        archive, ref, _digest = line.split()
-        refs[pathlib.Path(archive).stem] = ref
-    return refs
 
 
 @pytest.fixture(scope="module")
