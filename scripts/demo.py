@@ -47,7 +47,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "e2e" / "standins"))
 
 from kube import ApiError, Kube  # noqa: E402
-from local_images import image_refs  # noqa: E402
+from local_images import REAL_NODE_LABEL, image_refs  # noqa: E402
 import muster_api as api  # noqa: E402
 
 BARRIER = api.BARRIER_CONTAINER
@@ -131,7 +131,6 @@ def run_showing_steps(start, args):
     return stdout
 
 
-REAL_NODE_LABEL = "muster.dev/real-node"
 REAL_PODS = 2
 
 

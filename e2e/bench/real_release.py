@@ -25,9 +25,8 @@ import uuid
 
 from benchlib import (JOBSETS, ROOT, Kube, Proc, cluster_kubeconfig, create_namespace, delete_namespace,
                       percentile, proc_figures, register_webhook, start_standin, stop_all)
-from local_images import images  # noqa: E402 - benchlib puts e2e/standins on the path
+from local_images import REAL_NODE_LABEL, images  # noqa: E402 - benchlib puts e2e/standins on the path
 
-REAL_NODE_LABEL = "muster.dev/real-node"
 BARRIER = "group-scheduling-init"
 
 

@@ -1,11 +1,14 @@
 """The images `make images` wrote (build/images/images.txt: archive,
-reference, manifest digest per line), for the tests, the benchmarks and the
-demo that run them on the local cluster's real nodes."""
+reference, manifest digest per line) and the real nodes' label, for the
+tests, the benchmarks and the demo that run pods on the local cluster's real
+nodes."""
 
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 IMAGES_TXT = ROOT / "build" / "images" / "images.txt"
+# The label and NoSchedule taint key of the real nodes (e2e/cluster/node.sh).
+REAL_NODE_LABEL = "muster.dev/real-node"
 
 
 class Image:

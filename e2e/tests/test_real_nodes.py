@@ -20,10 +20,9 @@ import yaml
 from conftest import ROOT, Controller, wait_for
 from kube import ApiError
 from test_webhook import DEPLOY, JOBSETS, admitted, serving_webhook
-from local_images import image_refs
+from local_images import REAL_NODE_LABEL, image_refs
 import muster_api as api  # noqa: E402
 
-REAL_NODE_LABEL = "muster.dev/real-node"
 LATE_LABEL = "e2e.muster.dev/late"
 SELECTOR = "e2e.muster.dev/real-webhook"
 VOLUME_SELECTOR = "e2e.muster.dev/volume-webhook"
