@@ -32,11 +32,15 @@ TOPOLOGY_CRDS=("$REPO_ROOT/../shared/kueue/kueue.x-k8s.io_topologies.yaml"
 CRD_NAME=jobsets.jobset.x-k8s.io
 # serviceaccount and serviceaccount-token give every namespace the "default"
 # service account and its token, without which the ServiceAccount admission
-# plugin refuses pods; deployment, replicaset and endpoint run muster as
-# users install it (Deployments on the real nodes, the webhook reached through
-# its Service's endpoints); the rest is what the tests rely on. Not job: the
-# JobSet stand-in plays the Job controller (1.20's knows no Indexed Jobs).
-CONTROLLERS=${MUSTER_CONTROLLERS:-serviceaccount-token,serviceaccount,garbagecollector,namespace,nodelifecycle,deployment,replicaset,endpoint}
+# plugin refuses pods; deployment and replicaset run muster as users install
+# it (Deployments on the real nodes); the rest is what the tests rely on. Not
+# job: the JobSet stand-in plays the Job controller (1.20's knows no Indexed
+# Jobs). Not endpoint: the fake nodes' pods have loopback IPs, which
+# Endpoints refuse, so every JobSet's headless Service would fail its update
+# again and again (tens of MB of Events and log in a 5,000-pod benchmark);
+# the test that needs a Service's endpoints runs it alone for its duration
+# (test_real_nodes.py).
+CONTROLLERS=${MUSTER_CONTROLLERS:-serviceaccount-token,serviceaccount,garbagecollector,namespace,nodelifecycle,deployment,replicaset}
 READY_TIMEOUT=${MUSTER_READY_TIMEOUT:-60}
 PYTHON=/usr/bin/python3
 PKI=$CLUSTER_DIR/pki

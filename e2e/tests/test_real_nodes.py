@@ -353,6 +353,14 @@ def test_installed_with_kubectl_apply_k_gang_starts_real_pods(kube, kubeconfig, 
     rendered = subprocess.run(["bash", str(DEPLOY / "render-webhooks.sh"), "--ca-file", str(certs / "ca.crt"),
                                "--namespace-label", f"{GANG_LABEL}=enabled", "--no-match-conditions"],
                               check=True, capture_output=True, text=True).stdout
+    # The endpoint controller, which make cluster does not run (up.sh says
+    # why), for the webhook Service the apiserver dials: the real one, alone.
+    cache = pathlib.Path(os.environ.get("MUSTER_CACHE", pathlib.Path.home() / ".cache" / "muster"))
+    endpoints_log = open(tmp_path / "endpoint-controller.log", "w")
+    endpoints = subprocess.Popen([str(cache / "k8s-1.20.2" / "bin" / "kube-controller-manager"), "--kubeconfig",
+                                  kubeconfig, "--leader-elect=false", "--port=0", "--secure-port=0",
+                                  "--controllers=endpoint"], stdout=endpoints_log, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
     try:
         kubectl(kubeconfig, "apply", "-k", str(layer))
         kubectl(kubeconfig, "-n", "muster-system", "create", "secret", "tls", "muster-webhook-tls",
@@ -389,8 +397,13 @@ def test_installed_with_kubectl_apply_k_gang_starts_real_pods(kube, kubeconfig, 
             except ApiError as e:
                 return e.status == 404
 
-        # The next run creates it again: wait until the real pods are gone.
-        wait_for(gone, timeout=180, interval=2, what="namespace muster-system deleted")
+        try:
+            # The next run creates it again: wait until the real pods are gone.
+            wait_for(gone, timeout=180, interval=2, what="namespace muster-system deleted")
+        finally:
+            endpoints.terminate()
+            endpoints.wait(30)
+            endpoints_log.close()
 
 
 def test_a_second_real_node_comes_and_goes_leaving_nothing(kube, kubeconfig, namespace, real_node):
