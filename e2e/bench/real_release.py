@@ -26,8 +26,9 @@ import uuid
 from benchlib import (JOBSETS, ROOT, Kube, Proc, cluster_kubeconfig, create_namespace, delete_namespace,
                       percentile, proc_figures, register_webhook, start_standin, stop_all)
 from local_images import REAL_NODE_LABEL, images  # noqa: E402 - benchlib puts e2e/standins on the path
+import muster_api as api  # noqa: E402
 
-BARRIER = "group-scheduling-init"
+BARRIER = api.BARRIER_CONTAINER
 
 
 def stamp(value):
@@ -49,9 +50,11 @@ def jobset(name, node, image, late_label, late_value):
         return {"name": job_name, "replicas": 1, "template": {"spec": {
             "completions": pods, "parallelism": pods, "backoffLimit": 0,
             "template": pod_template(node, image, late_label if late else None, late_value)}}}
-    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": name},
-            "spec": {"groupSchedulingConfig": {"timeoutAfterSeconds": 600},
-                     "replicatedJobs": [job("early", 2, False), job("late", 1, True)]}}
+    # The annotation form: it needs no CRD patch (spec.groupSchedulingConfig
+    # is pruned by an unpatched JobSet CRD).
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "annotations": {api.ANNOTATION_GROUP_TIMEOUT: "600"}},
+            "spec": {"replicatedJobs": [job("early", 2, False), job("late", 1, True)]}}
 
 
 def release_seconds(kube, namespace, name):
@@ -61,9 +64,13 @@ def release_seconds(kube, namespace, name):
     barriers, mains = [], []
     for pod in pods:
         status = pod.get("status", {})
-        done = [s["state"].get("terminated") for s in status.get("initContainerStatuses", []) if s["name"] == BARRIER]
+        done = [s["state"].get("terminated") for s in status.get("initContainerStatuses") or []
+                if s["name"] == BARRIER]
         main = (status.get("containerStatuses") or [{}])[0].get("state", {})
         main = main.get("running") or main.get("terminated")
+        if main and not done:
+            raise SystemExit(f"{namespace}/{pod['metadata']['name']}: a main container started without muster's "
+                             "barrier: the webhook did not inject it")
         if not done or not done[0] or not main or not main.get("startedAt"):
             return None
         barriers.append(stamp(done[0]["startedAt"]))
