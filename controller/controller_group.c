@@ -748,19 +748,26 @@ out:
 /* The JobSet watch, through its informer (which keeps the key and the
  * resourceVersion of every JobSet, and says which ones a re-list no longer
  * has). */
+static void note_relist(struct controller_group *group, const char *watch, unsigned *lists, char *kept,
+			const char *reason)
+{
+	char quoted[KUBE_RELIST_REASON_MAX + 8];
+
+	/* kept: the group's jobset_reason or pod_reason, KUBE_RELIST_REASON_MAX bytes. */
+	pthread_mutex_lock(&group->reason_lock);
+	snprintf(kept, KUBE_RELIST_REASON_MAX, "%s", reason);
+	pthread_mutex_unlock(&group->reason_lock);
+	if ((*lists)++) {
+		mlog_quote(quoted, sizeof(quoted), reason, strlen(reason));
+		mlog(MLOG_WARN, "watch-relisted", "watch=%s lists=%u reason=%s", watch, *lists, quoted);
+	}
+}
+
 static int jobset_relist_begin(void *arg, const char *reason)
 {
 	struct controller_group *group = arg;
-	char quoted[KUBE_RELIST_REASON_MAX + 8];
 
-	pthread_mutex_lock(&group->reason_lock);
-	snprintf(group->jobset_reason, sizeof(group->jobset_reason), "%s", reason);
-	pthread_mutex_unlock(&group->reason_lock);
-	if (group->jobset_lists++) {
-		mlog_quote(quoted, sizeof(quoted), reason, strlen(reason));
-		mlog(MLOG_WARN, "watch-relisted", "watch=jobsets lists=%u reason=%s", group->jobset_lists,
-		     quoted);
-	}
+	note_relist(group, "jobsets", &group->jobset_lists, group->jobset_reason, reason);
 	return 0;
 }
 
@@ -821,15 +828,8 @@ static void pod_relist_begin_one(struct controller_group *group, struct entry *e
 static int pod_relist_begin(void *arg, const char *reason)
 {
 	struct controller_group *group = arg;
-	char quoted[KUBE_RELIST_REASON_MAX + 8];
 
-	pthread_mutex_lock(&group->reason_lock);
-	snprintf(group->pod_reason, sizeof(group->pod_reason), "%s", reason);
-	pthread_mutex_unlock(&group->reason_lock);
-	if (group->pod_lists++) {
-		mlog_quote(quoted, sizeof(quoted), reason, strlen(reason));
-		mlog(MLOG_WARN, "watch-relisted", "watch=pods lists=%u reason=%s", group->pod_lists, quoted);
-	}
+	note_relist(group, "pods", &group->pod_lists, group->pod_reason, reason);
 	pthread_mutex_lock(&group->lock);
 	registry_each(group, pod_relist_begin_one);
 	pthread_mutex_unlock(&group->lock);

@@ -163,6 +163,15 @@ def gang_on_real_node(kube, kubeconfig, namespace, real_node, controller_log):
     return times
 
 
+def absent(kube, path):
+    """True once GET path answers 404."""
+    try:
+        kube.get(path)
+        return False
+    except ApiError as e:
+        return e.status == 404
+
+
 def delete_now(kubeconfig, namespace):
     """Real pods take a while to go: delete them at once, without grace."""
     subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "delete", "pods", "--all",
@@ -390,16 +399,10 @@ def test_installed_with_kubectl_apply_k_gang_starts_real_pods(kube, kubeconfig, 
         delete_now(kubeconfig, "muster-system")
         delete_now(kubeconfig, namespace)
 
-        def gone():
-            try:
-                kube.get("/api/v1/namespaces/muster-system")
-                return False
-            except ApiError as e:
-                return e.status == 404
-
         try:
             # The next run creates it again: wait until the real pods are gone.
-            wait_for(gone, timeout=180, interval=2, what="namespace muster-system deleted")
+            wait_for(lambda: absent(kube, "/api/v1/namespaces/muster-system"), timeout=180, interval=2,
+                     what="namespace muster-system deleted")
         finally:
             endpoints.terminate()
             endpoints.wait(30)
@@ -447,13 +450,7 @@ def test_a_second_real_node_comes_and_goes_leaving_nothing(kube, kubeconfig, nam
     assert not list(pathlib.Path("/sys/fs/cgroup").glob("*/muster-node-2")), "cgroups of the removed node"
     assert read_sysctls() == before
 
-    def node_gone():
-        try:
-            kube.get("/api/v1/nodes/127.0.0.3")
-            return False
-        except ApiError as e:
-            return e.status == 404
-
-    wait_for(node_gone, timeout=30, interval=1, what="Node 127.0.0.3 deleted")
+    wait_for(lambda: absent(kube, "/api/v1/nodes/127.0.0.3"), timeout=30, interval=1,
+             what="Node 127.0.0.3 deleted")
     first = kube.get(f"/api/v1/nodes/{real_node}")
     assert any(c["type"] == "Ready" and c["status"] == "True" for c in first["status"]["conditions"])
