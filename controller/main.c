@@ -341,7 +341,7 @@ int main(int argc, char **argv)
 	struct http_serve *server = NULL;
 	struct holder holder = { 0 };
 	int holding = 0, placing = 0, placement = 1;
-	struct placement_options placement_options = { 0 };
+	struct placement_options placement_options = { .replace_after_s = PLACEMENT_REPLACE_AFTER_S };
 	struct placer placer = { 0 };
 	struct sigaction action;
 	char *cause = NULL;
@@ -386,6 +386,12 @@ int main(int argc, char **argv)
 		{ FLAG_TEXT, "--placement-resources", "R1,R2,...",
 		  "resources counted, at most 8 (default " PLACEMENT_RESOURCES_DEFAULT ")", 0, 0, NULL,
 		  &placement_options.resources },
+		{ FLAG_NUMBER, "--placement-replace-after", "S",
+		  "seconds pods pinned but not bound may have no room in their\n"
+		  "domain (nodes not Ready, cordoned, tainted, full) before the\n"
+		  "JobSet is placed again (default " MUSTER_API_TEXT(
+			  PLACEMENT_REPLACE_AFTER_S) ", Kueue's; a domain with no node left: at once)",
+		  0, 86400, NULL, &placement_options.replace_after_s },
 		{ FLAG_SECTION, NULL, NULL,
 		  "Leader election (a coordination.k8s.io/v1 Lease; one replica acts, the others wait)", 0, 0,
 		  NULL, NULL },

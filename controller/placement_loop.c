@@ -23,6 +23,7 @@
 #include "topo_cache.h"
 #include "topo_jobset.h"
 #include "topo_objects.h"
+#include "topo_promise.h"
 #include "topo_record.h"
 #include "watch_set.h"
 
@@ -51,6 +52,8 @@ struct pjobset {
 	int record_checked; /* the record was read (or written) once */
 	int resuming; /* this pass resumes it from its record */
 	double hold_until; /* re-placed: not placed again before (pod route caches expire) */
+	double stranded_since; /* 0, or since when pods not bound have no room in their domain */
+	int no_room_noted; /* logged that it stays: no other room */
 	struct topo_record *record; /* NULL: none */
 	uint64_t seen; /* the pass that last saw it in the table (tombstone check) */
 };
@@ -84,6 +87,9 @@ struct placement_loop {
 	struct name_table jobsets, bound, pod_keys;
 	int dirty;
 	int nodes_changed; /* since the last pass: a domain may have lost its nodes */
+	double replace_after; /* --placement-replace-after */
+	size_t promising; /* the last pass: placed JobSets with pods not bound (checked each retry) */
+	size_t stranded; /* the last pass: of those, with pods that have no room (checked each second) */
 	int cluster_watching; /* the Node and pod watches run (once a JobSet asked) */
 	int listed[WATCH_COUNT];
 	struct placement_stats stats;
@@ -369,7 +375,10 @@ struct topology {
 	int from_hypernodes;
 	char problem[REASON_MAX]; /* why there is none, or "" */
 	int none; /* the cluster has none and no flag names one: a JobSet's own level may serve */
+	int read; /* read this pass (a pass with nothing to place or move reads none) */
 };
+
+static struct topo_tree *build_tree(const struct topology *top, const struct topo_cluster *c, char **cause);
 
 /* The items of a LIST (an array the caller deletes), or NULL with err. */
 static cJSON *list_all(struct placement_loop *loop, const char *path, int *err, char **cause)
@@ -442,6 +451,7 @@ static void read_topology(struct placement_loop *loop, struct topology *t)
 	cJSON *object = NULL, *items = NULL;
 	int err;
 
+	t->read = 1;
 	if (loop->levels) {
 		char *save = NULL, *copy = (char *)topo_store_string(&t->store, loop->levels);
 
@@ -661,11 +671,14 @@ static int write_reason(struct placement_loop *loop, const char *namespace, cons
 
 /* ---- the decision ---- */
 
-/* A placed JobSet some of whose pods, not bound yet, have no node left in
- * their domain (deleted, or NotReady): suspended and placed again. */
+/* A placed JobSet some of whose pods, not bound yet, have no room left in
+ * their domain (its nodes deleted at once; not Ready, cordoned, tainted or
+ * full for --placement-replace-after): suspended and placed again. */
 struct relocation {
 	char namespace[64], name[254], uid[129];
-	char domain[256];
+	struct topo_promise promise;
+	double for_s; /* how long they had no room */
+	const struct pjobset *jobset; /* valid under the lock only */
 };
 
 /* What a pass decided for one JobSet, acted on outside the lock. */
@@ -689,10 +702,12 @@ struct pass {
 	/* for reservations */
 	const struct pjobset *current;
 	struct topo_cluster *work_cluster;
+	struct topo_node *work_nodes; /* work_cluster's nodes, writable */
+	const struct pjobset *skip; /* set: only take room, for every JobSet but this one */
 	uint64_t reserved_pods;
-	int current_lost; /* a pod of `current` not bound has no node left in its domain */
-	char lost_domain[256];
 	size_t held; /* waiting, held back after a re-placement */
+	size_t promising; /* placed JobSets with pods not bound */
+	size_t stranded; /* of those, with pods that have no room in their domain */
 	struct relocation *relocations; /* placed JobSets to place again */
 	size_t relocation_count, relocation_cap;
 };
@@ -756,102 +771,113 @@ static void take(struct topo_cluster *c, struct topo_node *n, const struct topo_
 		n->used[pods] += 1;
 }
 
-/* 1 when the pod's request fits the node's free room. */
-static int room_for(const struct topo_cluster *c, const struct topo_node *n,
-		    const struct topo_pod_scheduling *pod)
-{
-	int pods = topo_resource_index(c, "pods");
-
-	for (size_t r = 0; r < pod->request_count; r++) {
-		int i = topo_resource_index(c, pod->request_names[r]);
-
-		if (i >= 0 && n->allocatable[i] - n->used[i] < pod->request_values[r])
-			return 0;
-	}
-	return pods < 0 || n->allocatable[pods] - n->used[pods] >= 1;
-}
-
-/* One run of a placed JobSet's record: its pods not bound yet take room on
- * the nodes of their domain (first fit; the first node of the domain when
- * none has room, so that the promise still counts). */
-static int reserve_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint32_t to,
-		       const char *selector)
+static int pod_bound(void *arg, const char *rj, uint32_t job, uint32_t completion)
 {
 	struct pass *p = arg;
-	struct topo_cluster *c = p->work_cluster;
-	const struct topo_jobset_group *group = group_named(p->current, rj);
-	struct topo_node *nodes = p->loop->work;
 	char key[600];
 
-	if (!group)
-		return 0;
-	size_t lo = c->node_count, hi = 0; /* the nodes of the domain lie within [lo, hi] */
-
-	for (size_t n = 0; n < c->node_count; n++)
-		if (topo_record_selector_matches(selector, &nodes[n])) {
-			lo = n < lo ? n : lo;
-			hi = n;
-		}
-	for (uint32_t i = from; i <= to; i++) {
-		struct topo_node *first = NULL, *fit = NULL;
-
-		snprintf(key, sizeof(key), "%s/%s/%u/%u", p->current->uid, rj, job, i);
-		if (name_table_find(&p->loop->bound, p->current->namespace, key))
-			continue;
-		if (lo > hi) { /* not bound, and its domain has no node left */
-			if (*selector && !p->current_lost) {
-				p->current_lost = 1;
-				snprintf(p->lost_domain, sizeof(p->lost_domain), "%s", selector);
-			}
-			break;
-		}
-		for (size_t n = lo; n <= hi && !fit; n++) {
-			if (!topo_record_selector_matches(selector, &nodes[n]))
-				continue;
-			if (!first)
-				first = &nodes[n];
-			if (room_for(c, &nodes[n], &group->pod))
-				fit = &nodes[n];
-		}
-		if (fit || first) {
-			take(c, fit ? fit : first, &group->pod);
-			p->reserved_pods++;
-		}
-		if (i == UINT32_MAX)
-			break;
-	}
-	return 0;
+	snprintf(key, sizeof(key), "%s/%s/%u/%u", p->current->uid, rj, job, completion);
+	return name_table_find(&p->loop->bound, p->current->namespace, key) != NULL;
 }
 
+/* A placed JobSet's pods not bound yet take their room (topo_promise.h);
+ * when some have none left in their domain for long enough, or their domain
+ * has no node at all, the JobSet is to be placed again. */
 static void reserve_jobset(void *arg, struct name_node *node)
 {
 	struct pass *p = arg;
 	struct pjobset *j = (struct pjobset *)node;
+	struct topo_promise promise;
+	double now = now_s();
+	int live;
 
 	if (!j->record || j->finished || !j->decoded ||
 	    (j->suspended && strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0))
 		return;
 	p->current = j;
-	p->current_lost = 0;
-	topo_record_foreach(j->record, reserve_run, p);
-	if (p->current_lost && strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0 && !j->suspended) {
-		struct relocation *r;
+	if (p->skip) {
+		if (j != p->skip)
+			topo_promise_take(p->work_cluster, p->work_nodes, &j->request, j->record, pod_bound,
+					  p, &promise);
+		return;
+	}
+	topo_promise_take(p->work_cluster, p->work_nodes, &j->request, j->record, pod_bound, p, &promise);
+	p->reserved_pods += promise.reserved;
+	live = strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0 && !j->suspended;
+	if (live && promise.reserved)
+		p->promising++;
+	if (!live || !promise.stranded) {
+		j->stranded_since = 0;
+		j->no_room_noted = 0;
+		return;
+	}
+	p->stranded++;
+	if (!j->stranded_since) {
+		j->stranded_since = now;
+		mlog(MLOG_WARN, "placement-stranded",
+		     "jobset=%s/%s pods=%llu domain=\"%s\" nodes=\"%s\" action=\"%s\"", j->namespace, j->name,
+		     (unsigned long long)promise.stranded, promise.domain, promise.why,
+		     promise.gone ? "placed again" : "placed again unless room comes back in time");
+	}
+	if (!promise.gone && now - j->stranded_since < p->loop->replace_after)
+		return;
+	if (p->relocation_count == p->relocation_cap) {
+		size_t cap = p->relocation_cap ? p->relocation_cap * 2 : 4;
+		struct relocation *grown = realloc(p->relocations, cap * sizeof(*grown));
 
-		if (p->relocation_count == p->relocation_cap) {
-			size_t cap = p->relocation_cap ? p->relocation_cap * 2 : 4;
-			struct relocation *grown = realloc(p->relocations, cap * sizeof(*grown));
+		if (!grown)
+			return;
+		p->relocations = grown;
+		p->relocation_cap = cap;
+	}
+	{
+		struct relocation *r = &p->relocations[p->relocation_count++];
 
-			if (!grown)
-				return;
-			p->relocations = grown;
-			p->relocation_cap = cap;
-		}
-		r = &p->relocations[p->relocation_count++];
 		snprintf(r->namespace, sizeof(r->namespace), "%s", j->namespace);
 		snprintf(r->name, sizeof(r->name), "%s", j->name);
 		snprintf(r->uid, sizeof(r->uid), "%s", j->uid);
-		snprintf(r->domain, sizeof(r->domain), "%s", p->lost_domain);
+		r->promise = promise;
+		r->for_s = now - j->stranded_since;
+		r->jobset = j;
 	}
+}
+
+/* 1 when the JobSet of a relocation would fit the cluster now, its own
+ * promise given back (its bound pods still counted: conservative), every
+ * other JobSet's taken: placing it again is worth suspending it. A domain
+ * with no node left is placed again whatever: its pods can never run. */
+static int fits_elsewhere(struct pass *p, const struct topology *top, const struct topo_cluster *snapshot,
+			  const struct pjobset *j)
+{
+	struct topo_node *scratch;
+	struct topo_cluster c = *snapshot, *saved_cluster = p->work_cluster;
+	struct topo_node *saved_nodes = p->work_nodes;
+	struct topo_group groups[TOPO_GROUPS_MAX];
+	struct topo_request request;
+	struct topo_placement *pl = NULL;
+	struct topo_tree *t;
+	char *cause = NULL;
+	int fits = 0;
+
+	if (!top->read || top->problem[0] || !snapshot->node_count ||
+	    !(scratch = malloc(snapshot->node_count * sizeof(*scratch))))
+		return 0;
+	memcpy(scratch, snapshot->nodes, snapshot->node_count * sizeof(*scratch));
+	c.nodes = scratch;
+	p->work_cluster = &c;
+	p->work_nodes = scratch;
+	p->skip = j;
+	name_table_each(&p->loop->jobsets, reserve_jobset, p);
+	p->skip = NULL;
+	p->work_cluster = saved_cluster;
+	p->work_nodes = saved_nodes;
+	if ((t = build_tree(top, &c, &cause)) != NULL)
+		fits = topo_jobset_place(&j->request, t, groups, &request, &pl, &cause) == 0;
+	topo_placement_free(pl);
+	topo_tree_free(t);
+	free(cause);
+	free(scratch);
+	return fits;
 }
 
 /* The top-level domains' free cores and nodes, for /metrics. */
@@ -949,6 +975,33 @@ static void describe(const struct topo_tree *t, const struct topo_placement *pl,
 	}
 }
 
+/* Drops the relocations that would not fit elsewhere now (their pods wait
+ * where they are pinned; checked again on the next pass), saying so once. */
+static void keep_worthwhile_relocations(struct pass *p, const struct topology *top,
+					const struct topo_cluster *snapshot)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < p->relocation_count; i++) {
+		struct relocation *r = &p->relocations[i];
+		struct pjobset *j = (struct pjobset *)r->jobset;
+
+		if (r->promise.gone || fits_elsewhere(p, top, snapshot, j)) {
+			p->relocations[kept++] = *r;
+			continue;
+		}
+		if (!j->no_room_noted) {
+			j->no_room_noted = 1;
+			mlog(MLOG_WARN, "placement-stranded",
+			     "jobset=%s/%s pods=%llu domain=\"%s\" nodes=\"%s\" seconds=%.1f "
+			     "action=\"kept: the cluster has no other room for it now; checked again\"",
+			     j->namespace, j->name, (unsigned long long)r->promise.stranded,
+			     r->promise.domain, r->promise.why, r->for_s);
+		}
+	}
+	p->relocation_count = kept;
+}
+
 /* Decides under the lock; fills p->actions. */
 static void decide(struct pass *p, const struct topology *top)
 {
@@ -979,7 +1032,9 @@ static void decide(struct pass *p, const struct topology *top)
 			*c = snapshot;
 			c->nodes = loop->work;
 			p->work_cluster = c;
+			p->work_nodes = loop->work;
 			name_table_each(&loop->jobsets, reserve_jobset, p);
+			keep_worthwhile_relocations(p, top, &snapshot);
 			if (p->pending_count && !top->problem[0])
 				t = build_tree(top, c, &cause);
 		}
@@ -1148,14 +1203,22 @@ static int act(struct placement_loop *loop, struct action *a, double started)
  * record and lets the next passes place it again. */
 static void relocate(struct placement_loop *loop, const struct relocation *r)
 {
-	char path[KUBE_PATH_MAX], reason[512], *cause = NULL;
+	char path[KUBE_PATH_MAX], reason[REASON_MAX], *cause = NULL;
 	cJSON *patch = cJSON_CreateObject(), *metadata, *annotations, *spec;
 	char *text = NULL;
 	struct pjobset *j;
 	int err = KUBE_ENOMEM;
 
-	snprintf(reason, sizeof(reason),
-		 "pods not running yet lost every node of their domain (%s): placed again", r->domain);
+	if (r->promise.gone)
+		snprintf(reason, sizeof(reason),
+			 "%llu pods not bound yet lost every node of their domain (%s): placed again",
+			 (unsigned long long)r->promise.stranded, r->promise.domain);
+	else
+		snprintf(reason, sizeof(reason),
+			 "%llu pods not bound yet had no room in their domain (%s; %s) for %.0f s: "
+			 "placed again",
+			 (unsigned long long)r->promise.stranded, r->promise.domain, r->promise.why,
+			 r->for_s);
 	snprintf(path, sizeof(path), JOBSETS_PATH "/namespaces/%s/jobsets/%s", r->namespace, r->name);
 	if (patch && (metadata = cJSON_AddObjectToObject(patch, "metadata")) &&
 	    cJSON_AddStringToObject(metadata, "uid", r->uid) &&
@@ -1192,11 +1255,15 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 		j->suspended = 1;
 		snprintf(j->state, sizeof(j->state), "%s", MUSTER_PLACEMENT_WAITING);
 		j->hold_until = now_s() + RECORD_CACHE_WAIT_S;
+		j->stranded_since = 0;
 	}
 	loop->stats.relocations++;
 	pthread_mutex_unlock(&loop->lock);
-	mlog(MLOG_WARN, "placement-lost", "jobset=%s/%s domain=\"%s\" action=\"suspended, placed again\"",
-	     r->namespace, r->name, r->domain);
+	mlog(MLOG_WARN, "placement-lost",
+	     "jobset=%s/%s pods=%llu domain=\"%s\" nodes=\"%s\" seconds=%.1f action=\"suspended, placed "
+	     "again\"",
+	     r->namespace, r->name, (unsigned long long)r->promise.stranded, r->promise.domain,
+	     r->promise.why, r->for_s);
 	jobset_event_post(loop->api[API_WRITES].client, r->namespace, r->name, r->uid, "PlacementLost", 1,
 			  reason);
 }
@@ -1308,7 +1375,8 @@ static void run_pass(struct placement_loop *loop)
 
 		name_table_each(&loop->jobsets, collect_pending, &probe);
 		placing = probe.pending_count > 0;
-		if (!probe.pending_count) { /* nothing to place: no API reads */
+		/* Nothing to place nor to move: no API reads. */
+		if (!probe.pending_count && !loop->stranded) {
 			loop->dirty = 0;
 			loop->stats.waiting = probe.held;
 			pthread_mutex_unlock(&loop->lock);
@@ -1327,9 +1395,11 @@ resume_only:
 	name_table_each(&loop->jobsets, collect_recorded, &recorded);
 	/* The decision, and the check for lost domains: when something waits,
 	 * or Nodes changed (a pod's event cannot take a domain's nodes away). */
-	if (placing || loop->nodes_changed) {
+	if (placing || loop->nodes_changed || loop->promising) {
 		loop->nodes_changed = 0;
 		decide(&p, &top);
+		loop->promising = p.promising;
+		loop->stranded = p.stranded;
 	}
 	loop->stats.last_decision_s = now_s() - started;
 	pthread_mutex_unlock(&loop->lock);
@@ -1421,7 +1491,12 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 		if (wanted)
 			loop->cluster_watching = 1;
 		ready = loop->listed[WATCH_NODES] && loop->listed[WATCH_PODS] && loop->listed[WATCH_JOBSETS];
-		due = ready && (loop->dirty || (loop->stats.waiting && now_s() - last >= PLACEMENT_RETRY_S));
+		/* Placed JobSets with pods not bound are checked as often: room in
+		 * their domain can go without a Node event (other pods fill it). */
+		due = ready &&
+		      (loop->dirty ||
+		       ((loop->stats.waiting || loop->promising) && now_s() - last >= PLACEMENT_RETRY_S) ||
+		       (loop->stranded && now_s() - last >= 1.0));
 		pthread_mutex_unlock(&loop->lock);
 		if (wanted) {
 			mlog(MLOG_INFO, "placement-watching",
@@ -1526,6 +1601,7 @@ int placement_loop_new(const struct kube_config *cfg, const struct placement_opt
 	pthread_mutex_init(&loop->lock, NULL);
 	pthread_cond_init(&loop->cond, NULL);
 	loop->hypernodes = o->hypernodes;
+	loop->replace_after = o->replace_after_s;
 	loop->namespace = copy_or_null(o->namespace);
 	loop->levels = copy_or_null(o->levels);
 	loop->topology = copy_or_null(o->topology);

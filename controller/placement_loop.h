@@ -37,14 +37,19 @@
  * A record is read back once for each JobSet seen placed or waiting (a
  * restart loses nothing: the records are the state).
  *
- * A node lost before the pods of its domain run: when every node of the
- * domain of a placed JobSet's pod that is not bound yet is gone (deleted or
- * NotReady), the JobSet is suspended again (annotation waiting, the reason
- * saying so, a Warning Event PlacementLost), its record deleted, and it is
- * placed afresh once the pod route's cached copies of the old record have
- * expired (RECORD_CACHE_WAIT_S). Pods already bound keep running until the
- * suspend stops them. After every pod is bound, a lost node is the JobSet's
- * failure policy's to handle.
+ * Room lost before the pods of a domain run (topo_promise.h): when a placed
+ * JobSet's pods not bound yet have no room left in their domain, because
+ * its nodes went NotReady, were cordoned or tainted against them, or other
+ * pods filled them, for --placement-replace-after seconds (default
+ * PLACEMENT_REPLACE_AFTER_S, as Kueue's NodeFailureDelay; checked every
+ * second meanwhile, every PLACEMENT_RETRY_S while any pod of a placed
+ * JobSet is not bound), or at once when the domain has no node left
+ * (deleted), the JobSet is suspended again (annotation waiting, the reason
+ * saying which domain and why, a Warning Event PlacementLost), its record
+ * deleted, and it is placed afresh once the pod route's cached copies of
+ * the old record have expired (RECORD_CACHE_WAIT_S). Pods already bound
+ * keep running until the suspend stops them. After every pod is bound, a
+ * lost node is the JobSet's failure policy's to handle.
  *
  * Lifecycle: placement_loop_new succeeds fully or leaves nothing;
  * placement_loop_run blocks until *stop is set or a watch fails for good;
@@ -62,6 +67,7 @@
 
 #define PLACEMENT_COALESCE_MS 200
 #define PLACEMENT_RETRY_S 10
+#define PLACEMENT_REPLACE_AFTER_S 30 /* Kueue's NodeFailureDelay */
 /* The resources tracked when --placement-resources is not given. */
 #define PLACEMENT_RESOURCES_DEFAULT "cpu,memory,pods,nvidia.com/gpu,amd.com/gpu,google.com/tpu"
 
@@ -71,6 +77,10 @@ struct placement_options {
 	const char *topology; /* a Kueue Topology's name; or NULL */
 	int hypernodes; /* the cluster's HyperNodes */
 	const char *resources; /* comma separated, NULL: PLACEMENT_RESOURCES_DEFAULT */
+	/* seconds a placed JobSet's pods not bound may have no room in their
+	 * domain (nodes not Ready, cordoned, tainted, full) before it is placed
+	 * again; a domain with no node left is placed again at once */
+	unsigned long replace_after_s;
 	const struct kube_transport *transport; /* NULL: libcurl */
 	void *transport_ctx;
 };

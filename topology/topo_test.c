@@ -790,6 +790,11 @@ static void tolerations_follow_kubernetes(void **state)
 	f.nodes[0].unschedulable = 1;
 	assert_int_equal(topo_node_fit(&f.cluster, &f.nodes[0], room, &shape, &why), 0);
 	assert_string_equal(why, "is cordoned (unschedulable)");
+	/* NotReady (kept in the cache so a placed domain still has it): out. */
+	f.nodes[0].unschedulable = 0;
+	f.nodes[0].not_ready = 1;
+	assert_int_equal(topo_node_fit(&f.cluster, &f.nodes[0], room, &shape, &why), 0);
+	assert_string_equal(why, "is not Ready");
 }
 
 /* ---- Volcano minPartitions and tiers, Kueue podset groups and unconstrained ---- */

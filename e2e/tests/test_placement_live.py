@@ -26,6 +26,7 @@ import muster_api as api  # noqa: E402
 BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"
 TOPOLOGIES = "/apis/kueue.x-k8s.io/v1beta2/topologies"
 TOPOLOGY = "e2e-placement"
+REPLACE_AFTER_S = 5  # --placement-replace-after: how long pinned pods may have no room
 
 pytestmark = pytest.mark.skipif(not (ROOT.parent / "shared" / "kueue").is_dir(),
                                 reason="../shared/kueue is absent (the Topology CRD)")
@@ -36,7 +37,8 @@ def placing(placing_cluster, kube, kubeconfig, tmp_path):
     """placing_cluster and the controller."""
     namespace = placing_cluster
     controller = Controller(kubeconfig, namespace, tmp_path / "controller.log",
-                            extra=["--placement-topology", TOPOLOGY])
+                            extra=["--placement-topology", TOPOLOGY,
+                                   "--placement-replace-after", str(REPLACE_AFTER_S)])
     yield namespace
     controller.stop()
     print(controller.output()[-8000:])
@@ -251,11 +253,13 @@ def test_room_promised_to_pods_not_bound_yet_is_not_given_away(kube, placing):
     assert state(kube, namespace, "later") == api.PLACEMENT_WAITING
 
 
-def test_a_domain_lost_before_its_pods_run_is_placed_again(kube, placing):
-    """Every node of the rack a JobSet's pending pods are pinned to is
-    deleted: the controller suspends it, drops its record and places it
-    again in a rack that has room; its pods then run there."""
-    namespace = placing
+def victim_pending_in_the_last_rack(kube, namespace, cpu):
+    """Fills one block and one rack of the other, makes the last rack's two
+    nodes unable to bind the "victim" JobSet's pods (pods outside muster hold
+    host port 7000 there; placement does not count ports), and creates
+    "victim" (2 pods of `cpu`, required rack, host port 7000): it is placed
+    in that rack and its pods stay pending there. Returns the rack (block,
+    rack) and its nodes."""
     kube.create(JOBSETS.format(namespace), jobset("fill-block", {api.KUEUE_ANNOTATION_REQUIRED: BLOCK}, pods=16))
     bound_pods(kube, namespace, "fill-block", 16)
     kube.create(JOBSETS.format(namespace), jobset("fill-rack", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=8))
@@ -266,17 +270,14 @@ def test_a_domain_lost_before_its_pods_run_is_placed_again(kube, placing):
     free_rack = {rack_of(labels, n) for n in labels} - used
     assert len(free_rack) == 1
     free_rack = free_rack.pop()
-    doomed = sorted(n for n in labels if rack_of(labels, n) == free_rack)
-    # Pods outside muster hold host port 7000 on both nodes of that rack, so
-    # the JobSet placed there cannot be bound (placement does not count ports).
-    for node in doomed:
+    rack_nodes = sorted(n for n in labels if rack_of(labels, n) == free_rack)
+    for node in rack_nodes:
         kube.create(f"/api/v1/namespaces/{namespace}/pods", {
             "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"port-{node}"},
             "spec": {"nodeName": node, "restartPolicy": "Never", "containers": [{
                 "name": "c", "image": "busybox", "command": ["sleep", "600"],
                 "ports": [{"containerPort": 7000, "hostPort": 7000}]}]}})
-    # 2 pods: one per node, as their host port allows.
-    body = jobset("victim", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=2)
+    body = jobset("victim", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=2, cpu=cpu)
     body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["ports"] = [
         {"containerPort": 7000, "hostPort": 7000}]
     kube.create(JOBSETS.format(namespace), body)
@@ -287,19 +288,66 @@ def test_a_domain_lost_before_its_pods_run_is_placed_again(kube, placing):
         return len(items) == 2 and not any(p["spec"].get("nodeName") for p in items) and all(
             (p["spec"]["nodeSelector"][BLOCK], p["spec"]["nodeSelector"][RACK]) == free_rack for p in items)
     wait_for(pending_in_free_rack, timeout=60, what="victim's 2 pods pinned to the last rack, pending")
-    # Room elsewhere, then the rack goes.
+    return free_rack, rack_nodes
+
+
+def free_the_other_rack(kube, namespace):
+    """Deletes "fill-rack" and waits for its pods to go: room in another rack."""
     kube.delete(f"{JOBSETS.format(namespace)}/fill-rack", body={"propagationPolicy": "Foreground"})
     wait_for(lambda: not kube.get(f"/api/v1/namespaces/{namespace}/pods",
                                   labelSelector=f"{api.JOBSET_LABEL_NAME}=fill-rack")["items"],
              timeout=90, what="fill-rack's pods gone")
-    for node in doomed:
-        kube.delete(f"/api/v1/nodes/{node}")
-    wait_for(lambda: events_of(kube, namespace, "victim", "PlacementLost"), timeout=60,
-             what="the PlacementLost Event")
+
+
+def victim_bound_elsewhere(kube, namespace, free_rack):
     pods = bound_pods(kube, namespace, "victim", 2)
     racks = {rack_of(node_labels(kube), p["spec"]["nodeName"]) for p in pods}
     assert len(racks) == 1 and free_rack not in racks, racks
     assert state(kube, namespace, "victim") == api.PLACEMENT_PLACED
+
+
+def test_a_domain_lost_before_its_pods_run_is_placed_again(kube, placing):
+    """Every node of the rack a JobSet's pending pods are pinned to is
+    deleted: the controller suspends it at once, drops its record and
+    places it again in a rack that has room; its pods then run there."""
+    namespace = placing
+    free_rack, doomed = victim_pending_in_the_last_rack(kube, namespace, cpu="1")
+    free_the_other_rack(kube, namespace)
+    for node in doomed:
+        kube.delete(f"/api/v1/nodes/{node}")
+    events = wait_for(lambda: events_of(kube, namespace, "victim", "PlacementLost"), timeout=60,
+                      what="the PlacementLost Event")
+    assert "lost every node of their domain" in events[0]["message"], events[0]["message"]
+    victim_bound_elsewhere(kube, namespace, free_rack)
+
+
+def test_a_node_tainted_under_pending_pods_is_placed_again_when_room_is_elsewhere(kube, placing):
+    """One node of the rack a JobSet's pending pods are pinned to gets a
+    NoSchedule taint the pods do not tolerate, so the rack keeps a node but
+    no longer has room for both pods (3 cpu each, nodes of 4). While no
+    other rack has room the JobSet stays placed (suspending it would gain
+    nothing); once one has, and the pods have had no room for
+    --placement-replace-after seconds, the controller places it again
+    there, saying which domain lost room and why, and its pods run there."""
+    namespace = placing
+    free_rack, rack_nodes = victim_pending_in_the_last_rack(kube, namespace, cpu="3")
+    tainted_at = time.time()
+    kube.patch(f"/api/v1/nodes/{rack_nodes[0]}",
+               {"spec": {"taints": [{"key": "e2e.muster.dev/maintenance", "effect": "NoSchedule"}]}})
+    time.sleep(REPLACE_AFTER_S + 4)  # the grace and a few one-second checks
+    assert not events_of(kube, namespace, "victim", "PlacementLost")
+    assert state(kube, namespace, "victim") == api.PLACEMENT_PLACED
+    free_the_other_rack(kube, namespace)
+    # At most a few passes and the writes.
+    events = wait_for(lambda: events_of(kube, namespace, "victim", "PlacementLost"),
+                      timeout=REPLACE_AFTER_S + 30, what="the PlacementLost Event")
+    message = events[0]["message"]
+    assert "had no room in their domain" in message and "has a taint the pods do not tolerate" in message, message
+    assert f"{RACK}={free_rack[1]}" in message, message
+    # Not before the grace: the Event says how long the pods had no room.
+    assert float(message.split(" for ")[1].split(" s")[0]) >= REPLACE_AFTER_S, message
+    assert time.time() - tainted_at >= REPLACE_AFTER_S
+    victim_bound_elsewhere(kube, namespace, free_rack)
 
 
 def test_controller_killed_while_placing_pins_every_pod_and_books_no_rack_twice(kube, kubeconfig, placing_cluster,

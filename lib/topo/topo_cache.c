@@ -29,7 +29,6 @@ struct cache_node {
 	struct topo_node node;
 	struct topo_label *labels;
 	struct topo_taint *taints;
-	int ready;
 };
 
 /* A string shared by the Nodes that use it. */
@@ -306,7 +305,6 @@ int topo_cache_node_put(struct topo_cache *c, const cJSON *object, char **cause)
 		return cause_fail(cause, "out of memory");
 	if (topo_node_decode(&store, object, "node", &c->resources, &decoded, cause))
 		goto out;
-	n->ready = decoded.ready;
 	s = slot_of(c, decoded.node.name);
 	if (!s || compact(c, &decoded.node, s->name, n)) {
 		cause_fail(cause, "out of memory");
@@ -501,7 +499,7 @@ static void gather_node(void *arg, struct name_node *key)
 	struct slot *s = (struct slot *)key;
 	struct topo_node *out;
 
-	if (!s->node || s->node->ready == 0)
+	if (!s->node)
 		return;
 	out = &g->c->snapshot[g->n++];
 	*out = s->node->node;

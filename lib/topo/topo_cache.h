@@ -45,8 +45,9 @@ int topo_cache_pod_put(struct topo_cache *cache, const struct cJSON *pod, char *
 /* A pod deleted. */
 void topo_cache_pod_delete(struct topo_cache *cache, const char *namespace, const char *name);
 
-/* The nodes known and not reported NotReady, with their use, as a cluster
- * (nodes in name order). Valid until the next call on the cache. */
+/* Every node known, with its use, as a cluster (nodes in name order; a
+ * node reported NotReady has not_ready set, and placement leaves it out). Valid until the next call on the
+ * cache. */
 int topo_cache_cluster(struct topo_cache *cache, struct topo_cluster *out, char **cause);
 
 struct topo_cache_stats {

@@ -68,6 +68,19 @@ static int64_t used(struct topo_cache *c, const char *name, int resource)
 	return -1;
 }
 
+/* 1 when the snapshot marks `name` not Ready, 0 when ready, -1 when absent. */
+static int not_ready(struct topo_cache *c, const char *name)
+{
+	struct topo_cluster cl;
+	char *cause = NULL;
+
+	assert_int_equal(topo_cache_cluster(c, &cl, &cause), 0);
+	for (size_t i = 0; i < cl.node_count; i++)
+		if (strcmp(cl.nodes[i].name, name) == 0)
+			return cl.nodes[i].not_ready;
+	return -1;
+}
+
 static void use_follows_pods(void **state)
 {
 	struct topo_cache *c;
@@ -120,11 +133,14 @@ static void pods_before_their_node(void **state)
 	assert_int_equal(used(c, "n9", 0), -1);
 	node(c, "n9", "True");
 	assert_int_equal(used(c, "n9", 0), 2000);
-	/* NotReady: left out; readiness unknown (no condition yet): kept. */
+	/* NotReady: kept, marked (placement leaves it out, a placed JobSet's
+	 * domain still has it); readiness unknown (no condition yet): ready. */
 	node(c, "n9", "False");
-	assert_int_equal(used(c, "n9", 0), -1);
+	assert_int_equal(used(c, "n9", 0), 2000);
+	assert_int_equal(not_ready(c, "n9"), 1);
 	put(c, 0, "{\"metadata\":{\"name\":\"fresh\"},\"status\":{\"allocatable\":{\"cpu\":\"4\"}}}");
 	assert_int_equal(used(c, "fresh", 0), 0);
+	assert_int_equal(not_ready(c, "fresh"), 0);
 	topo_cache_pod_delete(c, "ns", "early");
 	topo_cache_node_delete(c, "n9");
 	topo_cache_node_delete(c, "absent");

@@ -504,6 +504,31 @@ static int network_constraint(const struct topo_tree *t, const struct topo_netwo
 	return 0;
 }
 
+int topo_jobset_shape(const struct topo_jobset_group *group, const struct topo_cluster *cluster,
+		      struct topo_shape *out, const char **missing)
+{
+	memset(out, 0, sizeof(*out));
+	out->node_selector = group->pod.selector;
+	out->node_selector_count = group->pod.selector_count;
+	out->affinity = group->pod.affinity;
+	out->affinity_count = group->pod.affinity_count;
+	out->tolerations = group->pod.tolerations;
+	out->toleration_count = group->pod.toleration_count;
+	for (size_t r = 0; r < group->pod.request_count; r++) {
+		int slot = topo_resource_index(cluster, group->pod.request_names[r]);
+
+		if (strcmp(group->pod.request_names[r], "pods") == 0 || group->pod.request_values[r] == 0)
+			continue;
+		if (slot < 0) {
+			if (missing)
+				*missing = group->pod.request_names[r];
+			return -1;
+		}
+		out->requests[slot] = group->pod.request_values[r];
+	}
+	return 0;
+}
+
 /* A replicated job written for Kueue: any Kueue topology annotation. */
 static int kueue_podset(const struct topo_jobset_group *g)
 {
@@ -534,23 +559,14 @@ static int group_request(const struct topo_jobset *in, const struct topo_tree *t
 		g->pods = ig->replicas * ig->pods;
 		g->job_pods = ig->pods;
 	}
-	g->shape.node_selector = ig->pod.selector;
-	g->shape.node_selector_count = ig->pod.selector_count;
-	g->shape.affinity = ig->pod.affinity;
-	g->shape.affinity_count = ig->pod.affinity_count;
-	g->shape.tolerations = ig->pod.tolerations;
-	g->shape.toleration_count = ig->pod.toleration_count;
-	for (size_t r = 0; r < ig->pod.request_count; r++) {
-		int slot = topo_resource_index(tree->cluster, ig->pod.request_names[r]);
+	{
+		const char *missing = NULL;
 
-		if (strcmp(ig->pod.request_names[r], "pods") == 0 || ig->pod.request_values[r] == 0)
-			continue;
-		if (slot < 0)
+		if (topo_jobset_shape(ig, tree->cluster, &g->shape, &missing))
 			return cause_replace(
 				cause,
 				"%s requests %s, which no node has (or beyond the %d resources tracked)", who,
-				ig->pod.request_names[r], TOPO_RESOURCES_MAX);
-		g->shape.requests[slot] = ig->pod.request_values[r];
+				missing, TOPO_RESOURCES_MAX);
 	}
 	if (ig->exclusive) {
 		int l = topo_tree_level(tree, ig->exclusive);

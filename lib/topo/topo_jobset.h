@@ -106,6 +106,13 @@ int topo_jobset_decode(struct topo_store *s, const struct cJSON *jobset, struct 
 int topo_jobset_request(const struct topo_jobset *jobset, const struct topo_tree *tree,
 			struct topo_group *groups, struct topo_request *request, char **cause);
 
+/* The pods of one replicated job as placement sees them against `cluster`'s
+ * resources (requests, nodeSelector, required affinity, tolerations;
+ * pointing into `group`): 0, or -1 with *missing (may be NULL) the first
+ * resource requested that the cluster does not track. */
+int topo_jobset_shape(const struct topo_jobset_group *group, const struct topo_cluster *cluster,
+		      struct topo_shape *out, const char **missing);
+
 /* Builds the request and places it (topo_place.h). A soft preference
  * (Volcano's soft partitions) is tried first as if hard; when that is
  * refused, again without it: soft never refuses for topology. On success

@@ -103,6 +103,7 @@ int topo_node_decode(struct topo_store *s, const cJSON *it, const char *where_gi
 			node->allocatable[r] = strcmp(x->string, "pods") == 0 ? q / 1000 : q;
 	}
 	out->ready = node_ready(kjson_path(it, "status", "conditions", NULL));
+	node->not_ready = out->ready == 0;
 	return 0;
 }
 

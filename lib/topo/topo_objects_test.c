@@ -65,6 +65,7 @@ static void node_from_a_watch_object(void **state)
 	assert_string_equal(n.node.taints[0].key, "k");
 	assert_true(n.node.unschedulable);
 	assert_int_equal(n.ready, 1);
+	assert_false(n.node.not_ready);
 	assert_int_equal(n.node.allocatable[0], 7910);
 	assert_int_equal(n.node.allocatable[2], 110);
 	assert_int_equal(n.node.allocatable[3], 8000);
@@ -74,10 +75,12 @@ static void node_from_a_watch_object(void **state)
 		 "\"status\":\"Unknown\"}]}}");
 	assert_int_equal(topo_node_decode(&s, t, "node", &RESOURCES, &n, &cause), 0);
 	assert_int_equal(n.ready, 0);
+	assert_true(n.node.not_ready); /* placement leaves it out */
 	cJSON_Delete(t);
 	t = tree("{\"metadata\":{\"name\":\"n-3\"}}");
 	assert_int_equal(topo_node_decode(&s, t, "node", &RESOURCES, &n, &cause), 0);
 	assert_int_equal(n.ready, -1);
+	assert_false(n.node.not_ready); /* no condition yet: taken as ready */
 	cJSON_Delete(t);
 	t = tree("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"}}");
 	fails(topo_node_decode(&s, t, "node", &RESOURCES, &n, &cause), &cause,

@@ -117,6 +117,8 @@ static int affinity_holds(const struct topo_node *node, const struct topo_shape 
 
 static const char *exclusion(const struct topo_node *node, const struct topo_shape *shape)
 {
+	if (node->not_ready)
+		return "is not Ready";
 	if (node->unschedulable)
 		return "is cordoned (unschedulable)";
 	for (size_t i = 0; i < node->taint_count; i++)

@@ -112,6 +112,7 @@ struct topo_node {
 	const struct topo_taint *taints;
 	size_t taint_count;
 	int unschedulable; /* spec.unschedulable (cordoned) */
+	int not_ready; /* condition Ready False or Unknown: the scheduler binds nothing there */
 	int64_t allocatable[TOPO_RESOURCES_MAX];
 	int64_t used[TOPO_RESOURCES_MAX]; /* sum of requests of all pods bound to it */
 };
