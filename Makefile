@@ -181,9 +181,11 @@ bench: bench-micro bench-webhook bench-release bench-placement bench-real
 
 # Webhook latency over TLS (2,000 req/s on /mutate, /validate and the pod
 # route /pin, whose placement record is a ConfigMap on the local control
-# plane; the maximum paced rate, a wrk cross-check), then the admission
-# overhead of a 5,000-pod JobSet's create, with and without the webhook.
+# plane; the maximum paced rate, a wrk cross-check), its peak memory under
+# the largest hostile reviews, then the admission overhead of a 5,000-pod
+# JobSet's create, with and without the webhook.
 bench-webhook: bin/muster-webhook build/host/webhook/webhook_load
+	/usr/bin/python3 e2e/bench/webhook_memory.py
 	/usr/bin/python3 e2e/bench/webhook_latency.py \
 		--pin-kubeconfig "$${MUSTER_KUBECONFIG:-$$(bash e2e/cluster/up.sh | tail -n 1)}" $(WEBHOOK_BENCH_ARGS)
 	/usr/bin/python3 e2e/bench/admission_overhead.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG))

@@ -124,6 +124,85 @@ static int has_nul_escape(const char *body, size_t len)
 	return 0;
 }
 
+/* The scan's view of one string token: where it starts and ends. */
+struct token {
+	const char *at;
+	size_t len;
+};
+
+static int token_is(struct token t, const char *word)
+{
+	return t.at && t.len == strlen(word) && memcmp(t.at, word, t.len) == 0;
+}
+
+void admission_scan(const char *body, size_t len, struct admission_scan *out)
+{
+	/* The key being read at depths 1 and 2 (request, uid), and the last
+	 * string seen, which is a key when ':' follows. */
+	struct token key1 = { 0 }, key2 = { 0 }, last = { 0 };
+	size_t depth = 0, values = 0;
+	int want_uid = 0;
+
+	/* Each value counted once: strings (less the keys), containers, and
+	 * numbers and literals by their first character. */
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < len; i++) {
+		char c = body[i];
+
+		switch (c) {
+		case '"': {
+			size_t start = ++i;
+
+			while (i < len && body[i] != '"')
+				i += body[i] == '\\' ? 2 : 1;
+			last = (struct token){ body + start, (i < len ? i : len) - start };
+			if (want_uid && !out->uid[0] && last.len <= ADMISSION_UID_MAX &&
+			    !memchr(last.at, '\\', last.len)) {
+				memcpy(out->uid, last.at, last.len);
+				out->uid[last.len] = '\0';
+			}
+			want_uid = 0;
+			values++;
+			break;
+		}
+		case ':':
+			values -= values > 0; /* that string was a key, not a value */
+			if (depth == 1)
+				key1 = last;
+			else if (depth == 2)
+				key2 = last;
+			want_uid = depth == 2 && token_is(key1, "request") && token_is(key2, "uid");
+			break;
+		case '{':
+		case '[':
+			values++;
+			depth++;
+			break;
+		case '}':
+		case ']':
+			depth -= depth > 0;
+			break;
+		case '-':
+		case 't': /* true */
+		case 'f': /* false */
+		case 'n': /* null */
+			values++;
+			while (i + 1 < len && !strchr(",:]} \t\r\n\"", body[i + 1]))
+				i++;
+			break;
+		default:
+			if (c >= '0' && c <= '9') { /* a number: one value, whatever its length */
+				values++;
+				while (i + 1 < len && !strchr(",:]} \t\r\n\"", body[i + 1]))
+					i++;
+			}
+			break;
+		}
+	}
+	out->values = values;
+}
+
 int admission_decode(const char *body, size_t len, struct admission_request *out, char **cause)
 {
 	const cJSON *api_version, *kind;
@@ -133,6 +212,21 @@ int admission_decode(const char *body, size_t len, struct admission_request *out
 	memset(out, 0, sizeof(*out));
 	if (!body || len == 0)
 		return cause_fail(cause, "empty body: expected an AdmissionReview (admission.k8s.io/v1)");
+	{
+		struct admission_scan scan;
+
+		admission_scan(body, len, &scan);
+		if (scan.values > ADMISSION_VALUES_MAX) {
+			memcpy(out->uid, scan.uid, sizeof(out->uid));
+			cause_fail(
+				cause,
+				"the AdmissionReview is too large for muster-webhook: about %zu JSON values, "
+				"limit %u (%zu bytes; a JobSet or Pod of that many fields is refused so that "
+				"no request can take the webhook's memory)",
+				scan.values, ADMISSION_VALUES_MAX, len);
+			return ADMISSION_TOO_LARGE;
+		}
+	}
 	if (has_nul_escape(body, len))
 		return cause_fail(cause,
 				  "the body holds a NUL character (\\u0000), which no Kubernetes object "

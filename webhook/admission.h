@@ -37,7 +37,28 @@ enum admission_operation {
 	ADMISSION_CONNECT,
 };
 
+/* The most JSON values (objects, arrays, strings, numbers, literals) a
+ * review may hold: a cJSON tree costs about 100 bytes a value, so this
+ * bounds one request's tree near 26 MB, whatever the body (a million empty
+ * strings fit in the apiserver's 3 MiB). The largest JobSet etcd stores
+ * (1.5 MiB), old and new in an UPDATE, is well under it. */
+#define ADMISSION_VALUES_MAX 262144u
+/* Reviews of more values than this are "large": the webhook admits them
+ * one at a time and gives their memory back after each. */
+#define ADMISSION_VALUES_LARGE 16384u
+
 struct cJSON;
+
+/* What a scan of a body finds without building a tree (a few ms for 3 MiB). */
+struct admission_scan {
+	size_t values; /* an upper bound of the JSON values in it */
+	char uid[ADMISSION_UID_MAX + 1]; /* request.uid when found, else "" */
+};
+
+/* Scans `len` bytes of JSON: how many values, and request.uid, so that a
+ * review too large to decode can still be answered by its uid. Malformed
+ * JSON is the decoder's to report: the scan only counts. */
+void admission_scan(const char *body, size_t len, struct admission_scan *out);
 
 struct admission_request {
 	char uid[ADMISSION_UID_MAX + 1];
@@ -55,7 +76,11 @@ struct admission_request {
 	const struct cJSON *old_object; /* request.oldObject, borrowed; NULL when absent */
 };
 
-/* Decodes `len` bytes of JSON (no NUL needed). */
+/* Decodes `len` bytes of JSON (no NUL needed). A review of more than
+ * ADMISSION_VALUES_MAX values is not parsed: ADMISSION_TOO_LARGE, with
+ * out->uid set when the scan found it (answer it denied, code 413) and the
+ * cause saying how large it is. */
+#define ADMISSION_TOO_LARGE (-2)
 int admission_decode(const char *body, size_t len, struct admission_request *out, char **cause);
 
 void admission_request_free(struct admission_request *request);

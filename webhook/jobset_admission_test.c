@@ -340,6 +340,46 @@ static void admission_envelope(void **state)
 	}
 }
 
+/* The scan counts each JSON value once (keys are not values) and finds
+ * request.uid; a review of more than ADMISSION_VALUES_MAX values is not
+ * parsed, and says how large it is, with its uid to answer it by. */
+static void admission_too_large(void **state)
+{
+	const char *small = REVIEW_HEAD
+		"\"operation\":\"CREATE\",\"object\":{\"a\":[1,-2.5e3,true,null,\"x\\\"y\",{}]}}}";
+	struct admission_scan scan;
+	struct admission_request request;
+	char *cause = NULL, *big, *at;
+	size_t n = ADMISSION_VALUES_MAX + 1, size;
+
+	(void)state;
+	admission_scan(small, strlen(small), &scan);
+	/* root{apiVersion, kind}, request, uid, kind{group, version, kind},
+	 * operation, object, a[6 values] */
+	assert_int_equal(scan.values, 3 + 1 + 1 + 4 + 1 + 1 + 1 + 6);
+	assert_string_equal(scan.uid, "abc-1");
+	/* A uid elsewhere (deeper, or not under request) is not taken. */
+	admission_scan("{\"object\":{\"uid\":\"no\"},\"request\":{\"x\":{\"uid\":\"no\"},\"uid\":\"yes\"}}",
+		       64, &scan);
+	assert_string_equal(scan.uid, "yes");
+
+	size = strlen(REVIEW_HEAD) + 64 + 3 * n;
+	big = malloc(size);
+	assert_non_null(big);
+	at = big + snprintf(big, size, "%s\"operation\":\"CREATE\",\"object\":{\"args\":[", REVIEW_HEAD);
+	for (size_t i = 0; i < n; i++)
+		at += snprintf(at, size - (size_t)(at - big), "%s\"\"", i ? "," : "");
+	snprintf(at, size - (size_t)(at - big), "]}}}");
+	assert_int_equal(admission_decode(big, strlen(big), &request, &cause), ADMISSION_TOO_LARGE);
+	assert_string_equal(request.uid, "abc-1");
+	assert_null(request.root);
+	/* the n strings, the array and the 12 values of the envelope */
+	if (!strstr(cause, "too large for muster-webhook: about 262157 JSON values, limit 262144"))
+		fail_msg("cause \"%s\"", cause);
+	free(cause);
+	free(big);
+}
+
 static void admission_encoding(void **state)
 {
 	const char *patch = "[{\"op\":\"add\",\"path\":\"/a\",\"value\":1}]";
@@ -1322,6 +1362,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(admission_envelope),
+		cmocka_unit_test(admission_too_large),
 		cmocka_unit_test(admission_encoding),
 		cmocka_unit_test(mutate_story2_targets_only_workers),
 		cmocka_unit_test(resume_raises_the_generation),

@@ -7,6 +7,8 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,9 @@ struct webhook {
 	int quiet;
 	struct record_cache *records; /* the pod route's */
 	char *controller_user; /* NULL: nobody */
+	/* Large reviews (admission.h ADMISSION_VALUES_LARGE) one at a time: the
+	 * threads together hold at most one large tree. */
+	pthread_mutex_t large;
 };
 
 static char *copy(const char *text)
@@ -47,6 +52,7 @@ int webhook_new(const struct webhook_options *options, struct webhook **out, cha
 	*out = NULL;
 	if (!w)
 		goto no_memory;
+	pthread_mutex_init(&w->large, NULL);
 	w->barrier = options->barrier;
 	w->quiet = options->quiet;
 	w->strings[0] = copy(options->barrier.barrier_image);
@@ -84,6 +90,7 @@ void webhook_free(struct webhook *webhook)
 		free(webhook->strings[i]);
 	record_cache_free(webhook->records);
 	free(webhook->controller_user);
+	pthread_mutex_destroy(&webhook->large);
 	free(webhook);
 }
 
@@ -299,22 +306,62 @@ deny:
 	o->result = "denied";
 }
 
+/* The end of a review decode() admitted: a large one gives its memory back
+ * to the kernel (glibc keeps the heap it freed, else) and lets the next in. */
+static void decoded_done(struct webhook *w, int large)
+{
+	if (!large)
+		return;
+	malloc_trim(0);
+	pthread_mutex_unlock(&w->large);
+}
+
+/* Decodes a review for `route`. A large one (ADMISSION_VALUES_LARGE) waits
+ * for the other large ones and keeps w->large until decoded_done(). On
+ * failure the reply is written: a review too large to decode is denied by
+ * its uid (code 413) when the scan found it, else any failure is HTTP 400;
+ * and -1 is returned. */
+static int decode(struct webhook *w, const char *route, const char *body, size_t len,
+		  struct admission_request *request, int *large, struct http_serve_reply *reply)
+{
+	struct admission_scan scan;
+	char *cause = NULL, quoted[512];
+	int rc;
+
+	admission_scan(body, len, &scan);
+	*large = scan.values > ADMISSION_VALUES_LARGE;
+	if (*large)
+		pthread_mutex_lock(&w->large);
+	rc = admission_decode(body, len, request, &cause);
+	if (!rc)
+		return 0;
+	mlog(MLOG_WARN, "bad-request", "route=%s uid=%s values=%zu bytes=%zu reason=%s", route,
+	     request->uid[0] ? request->uid : "-", scan.values, len,
+	     mlog_quote(quoted, sizeof(quoted), cause ? cause : "out of memory", cause ? strlen(cause) : 13));
+	if (rc == ADMISSION_TOO_LARGE && request->uid[0]) {
+		reply->body = admission_response(request->uid, 0, 413, cause, NULL, 0, &reply->body_len);
+		reply->status = reply->body ? 200 : 500;
+		reply->content_type = "application/json";
+		reply->result = reply->body ? "denied" : "error";
+	} else {
+		reply_text(reply, 400, "bad_request", cause ? cause : "out of memory");
+	}
+	free(cause);
+	decoded_done(w, *large);
+	return -1;
+}
+
 static void review(struct webhook *w, int mutating, const char *route, const char *body, size_t body_len,
 		   struct http_serve_reply *reply)
 {
 	struct admission_request request;
 	struct outcome o = { 0 };
-	char *cause = NULL, quoted[256], object[ADMISSION_FIELD_MAX + ADMISSION_NAME_MAX + 2];
+	char quoted[256], object[ADMISSION_FIELD_MAX + ADMISSION_NAME_MAX + 2];
 	double started = now_seconds();
+	int large;
 
-	if (admission_decode(body, body_len, &request, &cause)) {
-		mlog(MLOG_WARN, "bad-request", "route=%s reason=%s", route,
-		     mlog_quote(quoted, sizeof(quoted), cause ? cause : "out of memory",
-				cause ? strlen(cause) : 13));
-		reply_text(reply, 400, "bad_request", cause ? cause : "out of memory");
-		free(cause);
+	if (decode(w, route, body, body_len, &request, &large, reply))
 		return;
-	}
 	if (!admission_is_jobset(&request)) {
 		char message[512];
 
@@ -346,6 +393,7 @@ static void review(struct webhook *w, int mutating, const char *route, const cha
 	free(o.message);
 	free(o.patch);
 	admission_request_free(&request);
+	decoded_done(w, large);
 }
 
 void webhook_mutate(void *arg, const char *body, size_t body_len, struct http_serve_reply *reply)
@@ -368,21 +416,15 @@ void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve
 	struct admission_request request;
 	struct outcome o = { 0 };
 	struct pod_pin_key key;
-	char *cause = NULL, quoted[512], selector[TOPO_RECORD_SELECTOR_MAX] = "",
-	     pod[ADMISSION_NAME_MAX + 72];
+	char quoted[512], selector[TOPO_RECORD_SELECTOR_MAX] = "", pod[ADMISSION_NAME_MAX + 72];
 	const char *name;
 	const cJSON *generate_name;
 	double started = now_seconds();
 	cJSON *patch = NULL;
+	int large;
 
-	if (admission_decode(body, body_len, &request, &cause)) {
-		mlog(MLOG_WARN, "bad-request", "route=pin reason=%s",
-		     mlog_quote(quoted, sizeof(quoted), cause ? cause : "out of memory",
-				cause ? strlen(cause) : 13));
-		reply_text(reply, 400, "bad_request", cause ? cause : "out of memory");
-		free(cause);
+	if (decode(w, "pin", body, body_len, &request, &large, reply))
 		return;
-	}
 	generate_name = kjson_member(kjson_member(request.object, "metadata"), "generateName");
 	name = request.name[0]		       ? request.name
 	       : cJSON_IsString(generate_name) ? generate_name->valuestring
@@ -440,4 +482,5 @@ void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve
 	free(o.message);
 	free(o.patch);
 	admission_request_free(&request);
+	decoded_done(w, large);
 }

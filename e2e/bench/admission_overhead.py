@@ -18,7 +18,6 @@ Usage: admission_overhead.py [--kubeconfig F] [--rounds N]
 import argparse
 import os
 import pathlib
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "e2e" / "standins"))
 sys.path.insert(0, str(ROOT / "e2e" / "bench"))
 
+from benchlib import free_port  # noqa: E402
 from kube import Kube  # noqa: E402
 
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
@@ -49,12 +49,6 @@ def jobset(name):
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": name},
             "spec": {"groupSchedulingConfig": {"timeoutAfterSeconds": 600},
                      "replicatedJobs": [replicated_job("workers", 312), replicated_job("trainers", 313)]}}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def machine():

@@ -31,6 +31,13 @@ __all__ = ["ROOT", "STANDINS", "PYTHON", "JOBSETS", "ApiError", "Kube", "load_sh
            "WatchRecorder", "register_webhook"]
 
 
+def free_port():
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def cluster_kubeconfig(given=None):
     """`given`, else the kubeconfig of the local control plane (e2e/cluster/up.sh
     starts it or reuses it; its last line on stdout is the path)."""

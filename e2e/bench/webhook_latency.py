@@ -66,7 +66,6 @@ import resource
 import shlex
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import statistics
@@ -74,7 +73,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import ROOT, Proc, proc_figures
+from benchlib import ROOT, Proc, free_port, proc_figures
 
 sys.path.insert(0, str(ROOT / "e2e" / "standins"))
 from kube import ApiError, Kube  # noqa: E402
@@ -153,12 +152,6 @@ def machine():
         pass
     return {"nproc": os.cpu_count(), "cpus_usable": len(os.sched_getaffinity(0)), "model": model,
             "kernel": platform.release(), "python": platform.python_version()}
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def run_quiet(argv, what):

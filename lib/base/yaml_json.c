@@ -83,7 +83,7 @@ static cJSON *parse_yaml(const char *data, size_t size, const char *what, char *
  * never has 64 brackets open at once inside its strings. One pass, so a
  * deep input is refused in time linear in its size, before libyaml (whose
  * scanner is quadratic in flow depth) or cJSON sees it. */
-static size_t too_deep_at(const char *data, size_t size)
+size_t yaml_json_too_deep_at(const char *data, size_t size)
 {
 	size_t depth = 0;
 
@@ -105,7 +105,7 @@ static size_t too_deep_at(const char *data, size_t size)
  * error naming where the JSON document ended. */
 cJSON *yaml_json_parse(const char *data, size_t size, const char *what, char **cause)
 {
-	size_t i = 0, deep = too_deep_at(data, size);
+	size_t i = 0, deep = yaml_json_too_deep_at(data, size);
 
 	if (deep < size) {
 		cause_replace(cause, "%s: nested deeper than %d levels (at byte %zu)", what,

@@ -23,4 +23,10 @@ struct cJSON;
  * The caller deletes the tree. */
 struct cJSON *yaml_json_parse(const char *data, size_t size, const char *what, char **cause);
 
+/* The first byte where flow brackets nest deeper than YAML_JSON_DEPTH_MAX,
+ * or size: checked in one linear pass before libyaml sees a document, as its
+ * scanner is quadratic in flow depth (100,000 '[' take it half a minute).
+ * Every reader of YAML (this one, the kubeconfig's) checks it first. */
+size_t yaml_json_too_deep_at(const char *data, size_t size);
+
 #endif

@@ -128,6 +128,9 @@ struct http_serve {
 	struct http_serve_post_route posts[HTTP_SERVE_POST_ROUTES_MAX];
 	size_t post_count;
 	size_t body_max;
+	size_t bodies_max; /* bytes of request bodies all connections may hold at once */
+	pthread_mutex_t bodies_lock; /* bodies_held */
+	size_t bodies_held;
 	unsigned threads, connections_max, idle_seconds, body_seconds;
 	atomic_int stopping; /* set when the stop begins: no new check, render or handler */
 	pthread_mutex_t render_lock; /* one render at a time bounds the memory */
@@ -151,7 +154,7 @@ struct request {
 	const struct http_serve_post_route *post;
 	struct timespec begin;
 	char *body; /* NUL-terminated; NULL until the first byte */
-	size_t body_len, body_size; /* bytes held, bytes allocated */
+	size_t body_len, body_size; /* bytes held, bytes allocated (counted in bodies_held) */
 	size_t received; /* bytes of body seen, held or dropped */
 	unsigned refusal; /* 0, or the status already decided (413, 500): the body is dropped */
 };
@@ -541,6 +544,46 @@ static int parse_length(const char *text, uint64_t *out)
 	return 0;
 }
 
+/* Takes `more` bytes of the server's body budget: 0, or -1 when every
+ * connection's bodies together would pass bodies_max. */
+static int bodies_take(struct http_serve *server, size_t more)
+{
+	int ok;
+
+	pthread_mutex_lock(&server->bodies_lock);
+	ok = server->bodies_held <= server->bodies_max && more <= server->bodies_max - server->bodies_held;
+	if (ok)
+		server->bodies_held += more;
+	pthread_mutex_unlock(&server->bodies_lock);
+	return ok ? 0 : -1;
+}
+
+static void bodies_give(struct http_serve *server, size_t less)
+{
+	pthread_mutex_lock(&server->bodies_lock);
+	server->bodies_held -= less <= server->bodies_held ? less : server->bodies_held;
+	pthread_mutex_unlock(&server->bodies_lock);
+}
+
+/* Frees a request's body and gives its bytes back. */
+static void body_drop(struct http_serve *server, struct request *request)
+{
+	free(request->body);
+	bodies_give(server, request->body_size);
+	request->body = NULL;
+	request->body_len = request->body_size = 0;
+}
+
+static enum MHD_Result reply_busy(struct http_serve *server, struct MHD_Connection *connection)
+{
+	char body[160];
+
+	snprintf(body, sizeof(body),
+		 "busy: the request bodies in flight would pass %zu bytes; retry in a moment\n",
+		 server->bodies_max);
+	return reply_text(connection, MHD_HTTP_SERVICE_UNAVAILABLE, body);
+}
+
 static enum MHD_Result reply_too_large(struct http_serve *server, struct MHD_Connection *connection)
 {
 	char body[96];
@@ -588,10 +631,13 @@ static enum MHD_Result post_begin(struct http_serve *server, struct MHD_Connecti
 	request = calloc(1, sizeof(*request));
 	if (request && has_length && length > server->body_max) {
 		request->refusal = MHD_HTTP_CONTENT_TOO_LARGE;
+	} else if (request && has_length && length > 0 && bodies_take(server, (size_t)length + 1)) {
+		request->refusal = MHD_HTTP_SERVICE_UNAVAILABLE; /* read, dropped, then 503 */
 	} else if (request && has_length && length > 0) {
 		/* The whole body at once: it is known not to exceed body_max. */
 		request->body = malloc((size_t)length + 1);
 		if (!request->body) {
+			bodies_give(server, (size_t)length + 1);
 			free(request);
 			request = NULL;
 		} else {
@@ -646,18 +692,18 @@ static enum MHD_Result post_data(struct http_serve *server, struct request *requ
 			size *= 2;
 		if (size > server->body_max + 1)
 			size = server->body_max + 1;
-		body = realloc(request->body, size);
-		if (body) {
+		if (bodies_take(server, size - request->body_size)) {
+			request->refusal = MHD_HTTP_SERVICE_UNAVAILABLE;
+		} else if ((body = realloc(request->body, size)) != NULL) {
 			request->body = body;
 			request->body_size = size;
 		} else {
+			bodies_give(server, size - request->body_size);
 			request->refusal = MHD_HTTP_INTERNAL_SERVER_ERROR;
 		}
 	}
 	if (request->refusal) {
-		free(request->body);
-		request->body = NULL;
-		request->body_len = request->body_size = 0;
+		body_drop(server, request);
 		return MHD_YES;
 	}
 	memcpy(request->body + request->body_len, data, len);
@@ -681,14 +727,20 @@ static enum MHD_Result post_end(struct http_serve *server, struct MHD_Connection
 		observe_latency(server, post->name, "too_large", &request->begin);
 		return result;
 	}
+	if (request->refusal == MHD_HTTP_SERVICE_UNAVAILABLE) {
+		mlog(MLOG_WARN, "http-bodies-busy", "listen=%s route=%s bodies_max=%zu", server->address,
+		     post->name, server->bodies_max);
+		result = reply_busy(server, connection);
+		observe_latency(server, post->name, "busy", &request->begin);
+		return result;
+	}
 	if (request->refusal) {
 		result = reply_text(connection, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 		observe_latency(server, post->name, "error", &request->begin);
 		return result;
 	}
 	post->handle(post->arg, request->body ? request->body : "", request->body_len, &answer);
-	free(request->body);
-	request->body = NULL;
+	body_drop(server, request);
 	if (answer.status < 200 || answer.status > 599) {
 		mlog(MLOG_ERROR, "http-handler-failed",
 		     "listen=%s route=%s status=%u cause=\"status out of range\"", server->address,
@@ -711,12 +763,11 @@ static void on_request_completed(void *cls, struct MHD_Connection *connection, v
 {
 	struct request *request = *request_state;
 
-	(void)cls;
 	(void)connection;
 	(void)code;
 	if (!request)
 		return;
-	free(request->body);
+	body_drop(cls, request);
 	free(request);
 	*request_state = NULL;
 }
@@ -1463,6 +1514,9 @@ static int check_options(const struct http_serve_options *options, char **cause)
 	if (options->body_seconds > HTTP_SERVE_BODY_SECONDS_MAX)
 		return set_cause(cause, -EINVAL, "body_seconds %u exceeds %u", options->body_seconds,
 				 HTTP_SERVE_BODY_SECONDS_MAX);
+	if (options->bodies_max &&
+	    options->bodies_max < (options->body_max ? options->body_max : HTTP_SERVE_BODY_MAX_DEFAULT) + 1)
+		return set_cause(cause, -EINVAL, "bodies_max %zu is below body_max + 1", options->bodies_max);
 	if (options->body_max > HTTP_SERVE_BODY_MAX_LIMIT)
 		return set_cause(cause, -EINVAL, "body_max %zu exceeds %u", options->body_max,
 				 HTTP_SERVE_BODY_MAX_LIMIT);
@@ -1497,6 +1551,8 @@ static void server_free(struct http_serve *server)
 		MHD_stop_daemon(server->daemon);
 	if (server->tls_on)
 		tls_teardown(server);
+	if (server->locks > 3)
+		pthread_mutex_destroy(&server->bodies_lock);
 	if (server->locks > 2)
 		pthread_mutex_destroy(&server->latency_lock);
 	if (server->locks > 1)
@@ -1524,12 +1580,18 @@ static int server_new(const struct http_serve_routes *routes, const struct http_
 	if (pthread_mutex_init(&server->latency_lock, NULL) != 0)
 		goto fail;
 	server->locks++;
+	if (pthread_mutex_init(&server->bodies_lock, NULL) != 0)
+		goto fail;
+	server->locks++;
 	if (routes)
 		server->routes = *routes;
 	if (options->post_count)
 		memcpy(server->posts, options->posts, options->post_count * sizeof(server->posts[0]));
 	server->post_count = options->post_count;
 	server->body_max = options->body_max ? options->body_max : HTTP_SERVE_BODY_MAX_DEFAULT;
+	server->bodies_max = options->bodies_max ? options->bodies_max
+						 : server->body_max * HTTP_SERVE_BODIES_DEFAULT +
+							   HTTP_SERVE_BODIES_DEFAULT;
 	server->threads = options->threads;
 	server->connections_max =
 		options->connections_max ? options->connections_max : HTTP_SERVE_CONNECTIONS_MAX;
@@ -1716,9 +1778,10 @@ int http_serve_start_options(const char *listen, const struct http_serve_routes 
 	else
 		snprintf(threads, sizeof(threads), "per-connection");
 	mlog(MLOG_INFO, "http-started",
-	     "listen=%s threads=%s connections_max=%u idle_seconds=%u body_seconds=%u body_max=%zu posts=%zu %s",
+	     "listen=%s threads=%s connections_max=%u idle_seconds=%u body_seconds=%u body_max=%zu bodies_max=%zu "
+	     "posts=%zu %s",
 	     server->address, threads, server->connections_max, server->idle_seconds, server->body_seconds,
-	     server->body_max, server->post_count, tls_text);
+	     server->body_max, server->bodies_max, server->post_count, tls_text);
 	*out = server;
 	server = NULL;
 out:

@@ -75,7 +75,8 @@
  * (HTTP_SERVE_IDLE_SECONDS) and when a body is still arriving body_seconds
  * after its headers (HTTP_SERVE_BODY_SECONDS: a client that trickles its
  * body holds a connection no longer than that), with HTTP_SERVE_CONNECTION_MEMORY bytes for the
- * request's headers, plus at most body_max bytes of body per connection; one
+ * request's headers, plus at most body_max bytes of body per connection and
+ * bodies_max for all of them (503 past it); one
  * render at a time; TLS files of at most HTTP_SERVE_TLS_FILE_MAX bytes and
  * HTTP_SERVE_TLS_CHAIN_MAX certificates. Start, stop, reloads and failures
  * while serving are logged through mlog (one key=value line; request bodies
@@ -123,6 +124,11 @@
  * body_max accepted. */
 #define HTTP_SERVE_BODY_MAX_DEFAULT (4u * 1024u * 1024u)
 #define HTTP_SERVE_BODY_MAX_LIMIT (256u * 1024u * 1024u)
+/* Bodies of body_max that all connections together may hold at once unless
+ * options->bodies_max says otherwise: a body past that budget is read and
+ * dropped, and answered 503 (busy, retry), so that many connections each
+ * sending a large body cannot take the memory. */
+#define HTTP_SERVE_BODIES_DEFAULT 4u
 /* How far past body_max a refused body is read (and dropped) to send its
  * 413 after it; beyond, the connection is closed (see POST routes above). */
 #define HTTP_SERVE_DISCARD_MAX (1024u * 1024u)
@@ -216,6 +222,9 @@ struct http_serve_options {
 	unsigned idle_seconds; /* 0: HTTP_SERVE_IDLE_SECONDS */
 	unsigned body_seconds; /* 0: HTTP_SERVE_BODY_SECONDS */
 	size_t body_max; /* largest POST body accepted; 0: HTTP_SERVE_BODY_MAX_DEFAULT */
+	/* bytes of POST bodies all connections may hold at once (at least
+	 * body_max + 1); 0: HTTP_SERVE_BODIES_DEFAULT bodies of body_max */
+	size_t bodies_max;
 	const struct http_serve_post_route *posts; /* copied; at most HTTP_SERVE_POST_ROUTES_MAX */
 	size_t post_count;
 	/* Non-NULL: the request latency histogram and the TLS reload counters

@@ -1483,6 +1483,52 @@ static void idle_and_slow_bodies_are_closed(void **state)
 	http_serve_stop(server);
 }
 
+/* Bodies held by all connections together stay within bodies_max: two
+ * connections that announced bodies of body_max and sent part of them hold
+ * the budget, so a third request is answered 503 (busy) after its body;
+ * once one of them goes, the budget is back. */
+static void bodies_in_flight_are_bounded(void **state)
+{
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route posts[2];
+	struct http_serve_options options = { .threads = 2,
+					      .connections_max = 8,
+					      .body_max = 100,
+					      .bodies_max = 202,
+					      .posts = posts,
+					      .post_count = 2 };
+	struct sockaddr_in address = { .sin_family = AF_INET };
+	const char *head = "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789";
+	struct http_serve *server;
+	struct timespec settle = { 0, 300 * 1000000L };
+	int fds[2];
+
+	(void)state;
+	mutate_routes(posts, &handler);
+	server = start_with(NULL, &options);
+	address.sin_port = htons(http_serve_port(server));
+	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (int i = 0; i < 2; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(connect(fds[i], (const struct sockaddr *)&address, sizeof(address)), 0);
+		assert_int_equal(write(fds[i], head, strlen(head)), (ssize_t)strlen(head));
+	}
+	nanosleep(&settle, NULL); /* both headers read: 2 x 101 bytes held */
+	assert_call(http_serve_port(server), &(struct call){ .path = "/mutate", .body = "0123456789" }, 503,
+		    TEXT_TYPE,
+		    "busy: the request bodies in flight would pass 202 bytes; retry in a moment\n");
+	assert_call(http_serve_port(server),
+		    &(struct call){ .path = "/mutate", .body = "01234", .chunked = 1 }, 503, TEXT_TYPE,
+		    "busy: the request bodies in flight would pass 202 bytes; retry in a moment\n");
+	close(fds[0]);
+	nanosleep(&settle, NULL);
+	assert_call(http_serve_port(server), &(struct call){ .path = "/mutate", .body = "0123456789" }, 200,
+		    "application/json", "0123456789");
+	close(fds[1]);
+	http_serve_stop(server);
+}
+
 struct background {
 	uint16_t port;
 	struct call call;
@@ -1851,6 +1897,7 @@ static void options_refused(void **state)
 		  "connections_max 10001 exceeds 10000" },
 		{ { .idle_seconds = HTTP_SERVE_IDLE_SECONDS_MAX + 1 }, "idle_seconds 3601 exceeds 3600" },
 		{ { .body_max = HTTP_SERVE_BODY_MAX_LIMIT + 1u }, "body_max 268435457 exceeds 268435456" },
+		{ { .body_max = 100, .bodies_max = 100 }, "bodies_max 100 is below body_max + 1" },
 		{ { .posts = on_get, .post_count = 1 }, "POST route /healthz is a GET route" },
 		{ { .posts = twice, .post_count = 2 }, "POST route 1 repeats an earlier path" },
 		{ { .posts = no_handler, .post_count = 1 }, "POST route 0 needs a path" },
@@ -2099,6 +2146,7 @@ int main(void)
 		cmocka_unit_test(post_method_not_allowed),
 		cmocka_unit_test(plain_http_posts),
 		cmocka_unit_test(idle_and_slow_bodies_are_closed),
+		cmocka_unit_test(bodies_in_flight_are_bounded),
 		cmocka_unit_test(thread_pool_concurrency),
 		cmocka_unit_test(tls_reload_kubelet_swap),
 		cmocka_unit_test(tls_reload_in_place_and_bad_pair),

@@ -7,6 +7,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kube_config.h"
+#include "yaml_json.h"
 #include "kube_error.h"
 
 #include <errno.h>
@@ -398,6 +399,10 @@ int kube_config_parse_kubeconfig(const char *yaml, size_t len, const char *base_
 	if (len > KUBE_CONFIG_FILE_MAX)
 		return kube_cause(cause, KUBE_ETOOBIG, "kubeconfig is larger than %d bytes",
 				  KUBE_CONFIG_FILE_MAX);
+	if (yaml_json_too_deep_at(yaml, len) < len)
+		return kube_cause(cause, KUBE_EPARSE,
+				  "kubeconfig is not valid YAML: nested deeper than %d levels (at byte %zu)",
+				  YAML_JSON_DEPTH_MAX, yaml_json_too_deep_at(yaml, len));
 	if (!yaml_parser_initialize(&parser))
 		return KUBE_ENOMEM;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);

@@ -51,12 +51,15 @@ static void check(struct topo_cache *c, const struct model *m)
 	if (topo_cache_cluster(c, &cl, &cause))
 		abort();
 	for (int n = 0; n < NODES; n++)
-		want_nodes += m->node_known[n] && m->node_ready[n];
+		want_nodes += m->node_known[n];
 	if (cl.node_count != want_nodes)
 		abort();
 	for (size_t i = 0; i < cl.node_count; i++) {
 		int n = cl.nodes[i].name[1] - '0';
 		int64_t cpu = 0, pods = 0;
+
+		if (cl.nodes[i].not_ready != !m->node_ready[n]) /* kept, marked */
+			abort();
 
 		for (int p = 0; p < PODS; p++)
 			if (m->pod_node[p] == n) {
