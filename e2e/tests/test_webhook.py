@@ -393,6 +393,12 @@ def jobset(name, jobs=("w",), config=None, annotations=None, startup=None, conta
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": metadata, "spec": spec}
 
 
+def huge_jobset(args):
+    body = jobset("huge", config={"timeoutAfterSeconds": 60})
+    body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["args"] = [""] * args
+    return body
+
+
 def test_each_invalid_case_is_denied_through_the_apiserver(kube, hooked):
     namespace = hooked
     messages = [
@@ -413,6 +419,10 @@ def test_each_invalid_case_is_denied_through_the_apiserver(kube, hooked):
                update={"spec": {"groupSchedulingConfig": {"timeoutAfterSeconds": 120}}}),
         denied(kube, namespace, jobset("both", config={"timeoutAfterSeconds": 60},
                                        annotations={api.ANNOTATION_GROUP_TIMEOUT: "30"}), "disagree"),
+        # 300,000 empty args (900 KB, within the apiserver's limits) would
+        # cost the webhook about 30 MB to parse: refused unparsed, by uid.
+        denied(kube, namespace, huge_jobset(300000),
+               "the AdmissionReview is too large for muster-webhook: about 3000"),
     ]
     for message in messages:
         print(message)
