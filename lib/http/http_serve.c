@@ -84,6 +84,31 @@ struct tls_pair {
 	int64_t expires; /* the leaf's notAfter, Unix seconds; 0 if unreadable */
 };
 
+/* What a connection waits for, for its deadline (the sweeper's). */
+enum conn_phase {
+	CONN_IDLE, /* a request line: idle_seconds from the accept or the last request's end */
+	CONN_HEADERS, /* the rest of the headers: HTTP_SERVE_HEADER_SECONDS from the request line */
+	CONN_BODY, /* a POST body: body_seconds from its headers */
+	CONN_ANSWERING, /* a handler runs or the reply goes out: no deadline */
+};
+
+/* Every connection, from libmicrohttpd's start notification to its close
+ * notification (the connection's socket context). libmicrohttpd's own
+ * timeout is an idle one, reset by every byte: a client that trickles its
+ * headers or stalls its body would hold the connection for ever, so a
+ * sweeper thread shuts down those past their phase's deadline. */
+struct conn {
+	struct conn *prev, *next; /* server->conns, under conns_lock */
+	struct http_serve *server;
+	int fd;
+	enum conn_phase phase; /* under conns_lock */
+	struct timespec since; /* the phase's start, monotonic; under conns_lock */
+	struct tls_connection *tls; /* NULL without TLS */
+};
+
+struct http_serve;
+static void conn_phase(struct http_serve *server, struct MHD_Connection *connection, enum conn_phase phase);
+
 /* A TLS connection of some server, from libmicrohttpd's start notification
  * to its close notification. */
 struct tls_connection {
@@ -131,7 +156,12 @@ struct http_serve {
 	size_t bodies_max; /* bytes of request bodies all connections may hold at once */
 	pthread_mutex_t bodies_lock; /* bodies_held */
 	size_t bodies_held;
-	unsigned threads, connections_max, idle_seconds, body_seconds;
+	pthread_mutex_t conns_lock; /* conns, each one's phase */
+	struct conn *conns;
+	pthread_cond_t sweeper_wake;
+	pthread_t sweeper;
+	int sweeper_started, sweeper_stop; /* sweeper_stop under conns_lock */
+	unsigned threads, connections_max, idle_seconds, body_seconds, header_seconds;
 	atomic_int stopping; /* set when the stop begins: no new check, render or handler */
 	pthread_mutex_t render_lock; /* one render at a time bounds the memory */
 	pthread_mutex_t log_lock; /* log_window, log_count */
@@ -763,8 +793,8 @@ static void on_request_completed(void *cls, struct MHD_Connection *connection, v
 {
 	struct request *request = *request_state;
 
-	(void)connection;
 	(void)code;
+	conn_phase(cls, connection, CONN_IDLE); /* kept alive: the next request line's deadline */
 	if (!request)
 		return;
 	body_drop(cls, request);
@@ -796,14 +826,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
 	if (request) {
 		if (*upload_data_size)
 			return post_data(server, request, upload_data, upload_data_size);
+		conn_phase(server, connection, CONN_ANSWERING);
 		return post_end(server, connection, request);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &begin);
 	for (size_t i = 0; i < server->post_count; i++) {
-		if (strcmp(url, server->posts[i].path) == 0)
+		if (strcmp(url, server->posts[i].path) == 0) {
+			conn_phase(server, connection, CONN_BODY);
 			return post_begin(server, connection, &server->posts[i], method, &begin,
 					  request_state);
+		}
 	}
+	conn_phase(server, connection, CONN_ANSWERING);
 	for (size_t i = 0; i < sizeof(route_table) / sizeof(route_table[0]); i++) {
 		if (strcmp(url, route_table[i].path) != 0)
 			continue;
@@ -1078,7 +1112,8 @@ static int on_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca
 	const union MHD_ConnectionInfo *info =
 		mhd_connection ? MHD_get_connection_info(mhd_connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT)
 			       : NULL;
-	struct tls_connection *connection = info ? info->socket_context : NULL;
+	struct conn *conn = info ? info->socket_context : NULL;
+	struct tls_connection *connection = conn ? conn->tls : NULL;
 	struct tls_state *tls;
 	int result = -1;
 
@@ -1107,44 +1142,140 @@ static int on_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca
 	return result;
 }
 
-/* libmicrohttpd's connection start and close: tracks TLS connections. */
+/* libmicrohttpd's connection start and close: tracks every connection for
+ * its deadlines, and TLS connections for the certificate they took. */
 static void on_connection(void *cls, struct MHD_Connection *mhd_connection, void **socket_context,
 			  enum MHD_ConnectionNotificationCode code)
 {
 	struct http_serve *server = cls;
-	struct tls_connection *connection = *socket_context;
+	struct conn *conn = *socket_context;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		const union MHD_ConnectionInfo *info =
-			MHD_get_connection_info(mhd_connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+		const union MHD_ConnectionInfo *fd =
+			MHD_get_connection_info(mhd_connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct tls_connection *connection = NULL;
 
-		if (!info || !info->tls_session)
+		conn = calloc(1, sizeof(*conn));
+		if (!conn)
 			return;
-		connection = calloc(1, sizeof(*connection));
-		if (!connection)
-			return;
-		connection->session = info->tls_session;
-		connection->server = server;
-		pthread_mutex_lock(&server->tls.lock);
-		connection->next = server->tls.connections;
-		if (server->tls.connections)
-			server->tls.connections->prev = connection;
-		server->tls.connections = connection;
-		pthread_mutex_unlock(&server->tls.lock);
-		*socket_context = connection;
-	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && connection) {
-		pthread_mutex_lock(&server->tls.lock);
-		if (connection->prev)
-			connection->prev->next = connection->next;
+		conn->server = server;
+		conn->fd = fd ? fd->connect_fd : -1;
+		conn->phase = CONN_IDLE;
+		clock_gettime(CLOCK_MONOTONIC, &conn->since);
+		if (server->tls_on) {
+			const union MHD_ConnectionInfo *info =
+				MHD_get_connection_info(mhd_connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+
+			if (info && info->tls_session && (connection = calloc(1, sizeof(*connection)))) {
+				connection->session = info->tls_session;
+				connection->server = server;
+				pthread_mutex_lock(&server->tls.lock);
+				connection->next = server->tls.connections;
+				if (server->tls.connections)
+					server->tls.connections->prev = connection;
+				server->tls.connections = connection;
+				pthread_mutex_unlock(&server->tls.lock);
+			}
+			conn->tls = connection;
+		}
+		pthread_mutex_lock(&server->conns_lock);
+		conn->next = server->conns;
+		if (server->conns)
+			server->conns->prev = conn;
+		server->conns = conn;
+		pthread_mutex_unlock(&server->conns_lock);
+		*socket_context = conn;
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && conn) {
+		struct tls_connection *connection = conn->tls;
+
+		pthread_mutex_lock(&server->conns_lock);
+		if (conn->prev)
+			conn->prev->next = conn->next;
 		else
-			server->tls.connections = connection->next;
-		if (connection->next)
-			connection->next->prev = connection->prev;
-		tls_pair_release(connection->pair);
-		pthread_mutex_unlock(&server->tls.lock);
-		free(connection);
+			server->conns = conn->next;
+		if (conn->next)
+			conn->next->prev = conn->prev;
+		pthread_mutex_unlock(&server->conns_lock);
+		if (connection) {
+			pthread_mutex_lock(&server->tls.lock);
+			if (connection->prev)
+				connection->prev->next = connection->next;
+			else
+				server->tls.connections = connection->next;
+			if (connection->next)
+				connection->next->prev = connection->prev;
+			tls_pair_release(connection->pair);
+			pthread_mutex_unlock(&server->tls.lock);
+			free(connection);
+		}
+		free(conn);
 		*socket_context = NULL;
 	}
+}
+
+/* A connection enters a phase (its deadline starts now). */
+static void conn_phase(struct http_serve *server, struct MHD_Connection *connection, enum conn_phase phase)
+{
+	const union MHD_ConnectionInfo *info =
+		MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn *conn = info ? info->socket_context : NULL;
+
+	if (!conn)
+		return;
+	pthread_mutex_lock(&server->conns_lock);
+	conn->phase = phase;
+	clock_gettime(CLOCK_MONOTONIC, &conn->since);
+	pthread_mutex_unlock(&server->conns_lock);
+}
+
+/* libmicrohttpd has read a request line: its headers' deadline starts. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *connection)
+{
+	(void)uri;
+	conn_phase(cls, connection, CONN_HEADERS);
+	return NULL; /* the request's state starts empty, as on_request expects */
+}
+
+/* Every half second: shuts down the connections past their phase's
+ * deadline (libmicrohttpd then sees the socket end and closes it in its own
+ * thread; the descriptor stays valid until its close notification, which
+ * waits for conns_lock). */
+static void *sweep(void *arg)
+{
+	struct http_serve *server = arg;
+
+	pthread_mutex_lock(&server->conns_lock);
+	while (!server->sweeper_stop) {
+		struct timespec now, until;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		for (struct conn *c = server->conns; c; c = c->next) {
+			static const char *const events[] = { [CONN_IDLE] = "http-request-line-too-slow",
+							      [CONN_HEADERS] = "http-headers-too-slow",
+							      [CONN_BODY] = "http-body-too-slow" };
+			const unsigned limits[] = { [CONN_IDLE] = server->idle_seconds,
+						    [CONN_HEADERS] = server->header_seconds,
+						    [CONN_BODY] = server->body_seconds };
+			time_t waited = now.tv_sec - c->since.tv_sec;
+
+			if (c->fd < 0 || c->phase == CONN_ANSWERING || waited <= (time_t)limits[c->phase])
+				continue;
+			mlog(MLOG_WARN, events[c->phase],
+			     "listen=%s seconds=%ld action=\"connection closed\"", server->address,
+			     (long)waited);
+			shutdown(c->fd, SHUT_RDWR);
+			c->fd = -1; /* once */
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 500 * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&server->sweeper_wake, &server->conns_lock, &until);
+	}
+	pthread_mutex_unlock(&server->conns_lock);
+	return NULL;
 }
 
 /* ---- TLS reloads ---- */
@@ -1514,6 +1645,9 @@ static int check_options(const struct http_serve_options *options, char **cause)
 	if (options->body_seconds > HTTP_SERVE_BODY_SECONDS_MAX)
 		return set_cause(cause, -EINVAL, "body_seconds %u exceeds %u", options->body_seconds,
 				 HTTP_SERVE_BODY_SECONDS_MAX);
+	if (options->header_seconds > HTTP_SERVE_BODY_SECONDS_MAX)
+		return set_cause(cause, -EINVAL, "header_seconds %u exceeds %u", options->header_seconds,
+				 HTTP_SERVE_BODY_SECONDS_MAX);
 	if (options->bodies_max &&
 	    options->bodies_max < (options->body_max ? options->body_max : HTTP_SERVE_BODY_MAX_DEFAULT) + 1)
 		return set_cause(cause, -EINVAL, "bodies_max %zu is below body_max + 1", options->bodies_max);
@@ -1547,10 +1681,21 @@ static void server_free(struct http_serve *server)
 {
 	if (!server)
 		return;
+	if (server->sweeper_started) { /* before the daemon, whose connections it reads */
+		pthread_mutex_lock(&server->conns_lock);
+		server->sweeper_stop = 1;
+		pthread_cond_signal(&server->sweeper_wake);
+		pthread_mutex_unlock(&server->conns_lock);
+		pthread_join(server->sweeper, NULL);
+	}
 	if (server->daemon)
 		MHD_stop_daemon(server->daemon);
 	if (server->tls_on)
 		tls_teardown(server);
+	if (server->locks > 5)
+		pthread_cond_destroy(&server->sweeper_wake);
+	if (server->locks > 4)
+		pthread_mutex_destroy(&server->conns_lock);
 	if (server->locks > 3)
 		pthread_mutex_destroy(&server->bodies_lock);
 	if (server->locks > 2)
@@ -1583,6 +1728,12 @@ static int server_new(const struct http_serve_routes *routes, const struct http_
 	if (pthread_mutex_init(&server->bodies_lock, NULL) != 0)
 		goto fail;
 	server->locks++;
+	if (pthread_mutex_init(&server->conns_lock, NULL) != 0)
+		goto fail;
+	server->locks++;
+	if (pthread_cond_init(&server->sweeper_wake, NULL) != 0)
+		goto fail;
+	server->locks++;
 	if (routes)
 		server->routes = *routes;
 	if (options->post_count)
@@ -1597,6 +1748,8 @@ static int server_new(const struct http_serve_routes *routes, const struct http_
 		options->connections_max ? options->connections_max : HTTP_SERVE_CONNECTIONS_MAX;
 	server->idle_seconds = options->idle_seconds ? options->idle_seconds : HTTP_SERVE_IDLE_SECONDS;
 	server->body_seconds = options->body_seconds ? options->body_seconds : HTTP_SERVE_BODY_SECONDS;
+	server->header_seconds =
+		options->header_seconds ? options->header_seconds : HTTP_SERVE_HEADER_SECONDS;
 	server->latency = options->latency;
 	server->tls_on = options->tls_cert_file != NULL;
 	server->tls.inotify_fd = server->tls.wake_fd = -1;
@@ -1647,7 +1800,7 @@ static int listen_socket(struct http_serve *server, const struct http_serve_addr
 static int daemon_start(struct http_serve *server, int fd, char **cause)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-	struct MHD_OptionItem extra[5];
+	struct MHD_OptionItem extra[7];
 	size_t n = 0;
 
 	/* A thread per connection polls its one socket; a pool's threads share
@@ -1665,9 +1818,10 @@ static int daemon_start(struct http_serve *server, int fd, char **cause)
 						      (void *)HTTP_SERVE_TLS_PRIORITIES };
 		extra[n++] =
 			(struct MHD_OptionItem){ MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)on_certificate };
-		extra[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection,
-						      server };
 	}
+	extra[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, server };
+	extra[n++] =
+		(struct MHD_OptionItem){ MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_request_line, server };
 	extra[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
 	/* The logger comes first so that start-up messages reach it too. */
 	server->daemon = MHD_start_daemon(
@@ -1681,6 +1835,10 @@ static int daemon_start(struct http_serve *server, int fd, char **cause)
 		/* libmicrohttpd closed fd; its http-library lines say why. */
 		return set_cause(cause, -EIO, "libmicrohttpd could not start serving %s", server->address);
 	}
+	if (pthread_create(&server->sweeper, NULL, sweep, server) != 0)
+		return set_cause(cause, -EAGAIN, "no thread for the connection deadlines of %s",
+				 server->address);
+	server->sweeper_started = 1;
 	return 0;
 }
 

@@ -72,9 +72,12 @@
  *
  * Bounded: at most connections_max connections (HTTP_SERVE_CONNECTIONS_MAX
  * by default), closed after idle_seconds without progress
- * (HTTP_SERVE_IDLE_SECONDS) and when a body is still arriving body_seconds
- * after its headers (HTTP_SERVE_BODY_SECONDS: a client that trickles its
- * body holds a connection no longer than that), with HTTP_SERVE_CONNECTION_MEMORY bytes for the
+ * (HTTP_SERVE_IDLE_SECONDS), and by deadlines that no trickle of bytes
+ * resets (a sweeper thread checks them every half second): a request line
+ * within idle_seconds of the accept or of the previous request's end, the
+ * rest of its headers within header_seconds (HTTP_SERVE_HEADER_SECONDS), and its body within
+ * body_seconds of its headers (HTTP_SERVE_BODY_SECONDS), whether the body
+ * trickles or stops, with HTTP_SERVE_CONNECTION_MEMORY bytes for the
  * request's headers, plus at most body_max bytes of body per connection and
  * bodies_max for all of them (503 past it); one
  * render at a time; TLS files of at most HTTP_SERVE_TLS_FILE_MAX bytes and
@@ -119,6 +122,8 @@
 #define HTTP_SERVE_THREADS_MAX 256u
 #define HTTP_SERVE_IDLE_SECONDS_MAX 3600u
 #define HTTP_SERVE_BODY_SECONDS 10u
+/* Seconds from a request line to the end of its headers. */
+#define HTTP_SERVE_HEADER_SECONDS 10u
 #define HTTP_SERVE_BODY_SECONDS_MAX 3600u
 /* Largest POST body unless options->body_max says otherwise, and the largest
  * body_max accepted. */
@@ -221,6 +226,7 @@ struct http_serve_options {
 	unsigned connections_max; /* 0: HTTP_SERVE_CONNECTIONS_MAX; at least threads */
 	unsigned idle_seconds; /* 0: HTTP_SERVE_IDLE_SECONDS */
 	unsigned body_seconds; /* 0: HTTP_SERVE_BODY_SECONDS */
+	unsigned header_seconds; /* 0: HTTP_SERVE_HEADER_SECONDS */
 	size_t body_max; /* largest POST body accepted; 0: HTTP_SERVE_BODY_MAX_DEFAULT */
 	/* bytes of POST bodies all connections may hold at once (at least
 	 * body_max + 1); 0: HTTP_SERVE_BODIES_DEFAULT bodies of body_max */

@@ -1483,6 +1483,56 @@ static void idle_and_slow_bodies_are_closed(void **state)
 	http_serve_stop(server);
 }
 
+/* Deadlines no trickle resets: headers that come one byte at a time are
+ * closed header_seconds after their request line, and a body that stops
+ * arriving body_seconds after its headers, though the idle timeout (30 s)
+ * would wait far longer (before the sweeper: never, and 30 s). */
+static void trickled_headers_and_stalled_bodies_meet_their_deadlines(void **state)
+{
+	static char trickle[4096];
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route posts[2];
+	struct http_serve_options options = { .threads = 2,
+					      .connections_max = 8,
+					      .idle_seconds = 30,
+					      .body_seconds = 2,
+					      .header_seconds = 2,
+					      .posts = posts,
+					      .post_count = 2 };
+	struct sockaddr_in address = { .sin_family = AF_INET };
+	const char *line = "POST /mutate HTTP/1.1\r\nHost: x\r\n";
+	const char *head = "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n0123456789";
+	struct http_serve *server;
+	double headers, stalled;
+	int fd;
+
+	(void)state;
+	memcpy(trickle, "X-Slow: ", 8);
+	memset(trickle + 8, 'x', sizeof(trickle) - 9);
+	mutate_routes(posts, &handler);
+	server = start_with(NULL, &options);
+	address.sin_port = htons(http_serve_port(server));
+	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
+	assert_int_equal(write(fd, line, strlen(line)), (ssize_t)strlen(line));
+	headers = seconds_until_closed(fd, trickle, 20);
+	close(fd);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
+	assert_int_equal(write(fd, head, strlen(head)), (ssize_t)strlen(head));
+	stalled = seconds_until_closed(fd, NULL, 20);
+	close(fd);
+	print_message("trickled headers closed after %.2f s, stalled body after %.2f s\n", headers, stalled);
+	/* At 2 s and the sweeper's half-second tick (the upper bounds leave
+	 * room for a loaded machine; the idle timeout is 30 s). */
+	assert_true(headers >= 1.9 && headers < 10.0);
+	assert_true(stalled >= 1.9 && stalled < 10.0);
+	http_serve_stop(server);
+}
+
 /* Bodies held by all connections together stay within bodies_max: two
  * connections that announced bodies of body_max and sent part of them hold
  * the budget, so a third request is answered 503 (busy) after its body;
@@ -2147,6 +2197,7 @@ int main(void)
 		cmocka_unit_test(plain_http_posts),
 		cmocka_unit_test(idle_and_slow_bodies_are_closed),
 		cmocka_unit_test(bodies_in_flight_are_bounded),
+		cmocka_unit_test(trickled_headers_and_stalled_bodies_meet_their_deadlines),
 		cmocka_unit_test(thread_pool_concurrency),
 		cmocka_unit_test(tls_reload_kubelet_swap),
 		cmocka_unit_test(tls_reload_in_place_and_bad_pair),
