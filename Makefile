@@ -76,7 +76,7 @@ TOOLS := testing/atomic_write_tool
 BENCHES := initbarrier/barrier_bench controller/push_fanout_bench controller/group_bench topology/topo_bench lib/topo/topo_cache_bench \
 	controller/replay_bench webhook/webhook_load
 FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initbarrier/barrier_listen_fuzz \
-	lib/kube/kube_watch_fuzz lib/kube/kube_config_fuzz lib/http/http_listen_fuzz controller/group_decode_fuzz \
+	lib/kube/kube_watch_fuzz lib/kube/kube_config_fuzz lib/kube/kube_response_fuzz lib/http/http_listen_fuzz lib/http/metrics_fuzz controller/group_decode_fuzz controller/release_record_fuzz \
 	webhook/admission_fuzz webhook/jobset_mutate_fuzz topology/topo_input_fuzz lib/topo/topo_cache_fuzz lib/topo/topo_record_fuzz
 
 BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology
