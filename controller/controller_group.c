@@ -52,6 +52,9 @@ struct entry {
 	int repush; /* released before this tracker was made: push again to the pods still waiting */
 	int uid_missing_reported; /* a pod without the jobset-uid label was logged */
 	uint64_t serial; /* tells this entry from a later one of the same JobSet */
+	uint32_t timeout_s; /* groupSchedulingConfig.timeoutAfterSeconds, 0: not given */
+	int64_t waiting_since; /* Unix seconds the current epoch began waiting, 0: not waiting */
+	uint64_t waiting_epoch; /* that epoch */
 };
 
 /* A release write handed to the writer thread: decided under the lock,
@@ -602,6 +605,15 @@ static void decide(struct controller_group *group, struct entry *e)
 	uint64_t timeouts;
 
 	group_tracker_decide(e->tracker, &decision);
+	/* For /metrics (alerts on a group waiting too long): when this epoch
+	 * began waiting; released or idle, it waits no more. */
+	if (decision.action == GROUP_ACTION_RELEASED || decision.action == GROUP_ACTION_IDLE) {
+		e->waiting_since = 0;
+	} else if (decision.action != GROUP_ACTION_UNKNOWN &&
+		   (!e->waiting_since || e->waiting_epoch != decision.epoch)) {
+		e->waiting_since = (int64_t)time(NULL);
+		e->waiting_epoch = decision.epoch;
+	}
 	/* PENDING: a release write is with the writer thread (not a state of
 	 * the group, and not logged). */
 	if (decision.action != GROUP_ACTION_PENDING &&
@@ -693,6 +705,7 @@ static void jobset_add(struct controller_group *group, const struct jobset_model
 	memcpy(e->name, jobset->name, sizeof(e->name));
 	memcpy(e->uid, jobset->uid, sizeof(e->uid));
 	memcpy(e->token, token, sizeof(e->token));
+	e->timeout_s = jobset->has_timeout ? jobset->timeout_seconds : 0;
 	e->serial = ++group->serials;
 	if (entry_insert(group, e)) {
 		mlog(MLOG_WARN, "jobset-ignored", "jobset=%s/%s cause=\"no memory\"", e->namespace, e->name);
@@ -730,6 +743,7 @@ static void jobset_changed(struct controller_group *group, const cJSON *object, 
 		e = entry_find(group, jobset->namespace, jobset->name);
 	} else {
 		memcpy(e->token, token, sizeof(e->token));
+		e->timeout_s = jobset->has_timeout ? jobset->timeout_seconds : 0;
 		if (group_tracker_set_jobset(e->tracker, jobset, now_ms(group), &cause)) {
 			mlog(MLOG_WARN, "jobset-rebuilt", "jobset=%s/%s cause=\"%s\"", e->namespace, e->name,
 			     cause ? cause : "no memory");
@@ -1116,6 +1130,8 @@ static void view_entry(void *arg, struct name_node *node)
 	view.name = e->name;
 	view.pod_bytes = group_tracker_memory(e->tracker);
 	view.pod_records = group_tracker_records(e->tracker);
+	view.timeout_s = e->timeout_s;
+	view.waiting_since = e->waiting_since;
 	context->fn(context->arg, &view);
 }
 

@@ -124,6 +124,8 @@ struct controller_jobset_view {
 	struct group_decision decision; /* attempt, expected, started, timeouts... */
 	size_t pod_records; /* pod records held (tombstones included) */
 	size_t pod_bytes; /* bytes they and the tracker take */
+	uint32_t timeout_s; /* the group's timeout, 0: not given (the webhook's default applies) */
+	int64_t waiting_since; /* Unix seconds the current attempt began waiting, 0: not waiting */
 };
 
 /* Calls fn for every tracked JobSet, under the controller's lock: fn must be
