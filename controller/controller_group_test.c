@@ -96,8 +96,8 @@ static const char *configmap_body(enum configmap_state state)
 		       "\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"name\":\"js\",\"uid\":\"js-uid\","
 		       "\"controller\":true}]},\"data\":{\"started\":\"0\"}}";
 	case CM_PREDECESSOR:
-		return "{\"metadata\":{\"name\":\"js-group-scheduling\",\"ownerReferences\":[{\"apiVersion\":"
-		       "\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"name\":\"js\",\"uid\":\"old-uid\","
+		return "{\"metadata\":{\"name\":\"js-group-scheduling\",\"uid\":\"cm-old\",\"ownerReferences\":[{"
+		       "\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"name\":\"js\",\"uid\":\"old-uid\","
 		       "\"controller\":true}]},\"data\":{\"started\":\"7\"}}";
 	case CM_FOREIGN:
 		return "{\"metadata\":{\"name\":\"js-group-scheduling\"},\"data\":{\"started\":\"9\"}}";
@@ -499,9 +499,11 @@ static void replaces_a_predecessors_leftover(void **state)
 		add_line(r, pod_line("ADDED", i, 10 + (unsigned)i, "running"));
 	start(r);
 	assert_true(wait_requests(&r->fake, EVENT_POST, "GroupReleased", 1));
-	assert_int_equal(
-		count_requests(&r->fake, "DELETE /api/v1/namespaces/ns/configmaps/js-group-scheduling", NULL),
-		1);
+	/* By its uid: a ConfigMap made again under the name since is not deleted. */
+	assert_int_equal(count_requests(&r->fake,
+					"DELETE /api/v1/namespaces/ns/configmaps/js-group-scheduling",
+					"\"preconditions\":{\"uid\":\"cm-old\"}"),
+			 1);
 	assert_int_equal(count_requests(&r->fake, CM_POST, "\"started\":\"0\""), 2); /* 409, then created */
 	finish(r);
 	free(r);

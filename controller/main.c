@@ -112,8 +112,8 @@ static void collect_jobset(void *arg, const struct controller_jobset_view *view)
 			    "Pods of the current attempt whose barrier timed out", labels, 2,
 			    (double)d->timeouts);
 	metrics_write_gauge(c->writer, "muster_group_timeout_seconds",
-			    "The group's timeoutAfterSeconds (0: not given, the webhook's default applies)", labels,
-			    2, (double)view->timeout_s);
+			    "The group's timeoutAfterSeconds (0: not given, the webhook's default applies)",
+			    labels, 2, (double)view->timeout_s);
 	metrics_write_gauge(c->writer, "muster_group_waiting_since_timestamp_seconds",
 			    "Unix time the current attempt began waiting for its pods (0: released or idle)",
 			    labels, 2, (double)view->waiting_since);

@@ -18,6 +18,7 @@
 #include "kube_error.h"
 #include "kube_informer.h"
 #include "mlog.h"
+#include "release_record.h"
 #include "muster_api.h"
 #include "name_table.h"
 #include "topo_cache.h"
@@ -539,26 +540,45 @@ static void record_path(char *path, size_t size, const char *namespace, const ch
 
 /* Reads the record of a JobSet: 0 and *out (NULL when there is none, or it
  * is an earlier JobSet's), or an API error. */
-static int record_read(struct placement_loop *loop, const char *namespace, const char *name, const char *uid,
-		       struct topo_record **out, char **cause)
+/* The ConfigMap `<jobset>-placement` and whose it is (release_record's rule:
+ * ours when an owner reference names this JobSet's uid, an earlier JobSet's
+ * of the name when one of those controls it, else anyone else's, which
+ * muster never touches). *configmap NULL: there is none. */
+static int record_get(struct placement_loop *loop, const char *namespace, const char *name, const char *uid,
+		      cJSON **configmap, enum release_owner *owner, char **cause)
 {
+	const struct release_jobset jobset = { namespace, name, uid };
 	char path[KUBE_PATH_MAX];
-	cJSON *configmap = NULL;
-	const cJSON *text;
 	int err;
 
-	*out = NULL;
+	*configmap = NULL;
 	record_path(path, sizeof(path), namespace, name, 0);
-	err = kube_get(loop->api[API_WRITES].client, path, &configmap, cause);
+	err = kube_get(loop->api[API_WRITES].client, path, configmap, cause);
 	if (err == KUBE_ENOTFOUND) {
 		free(*cause);
 		*cause = NULL;
 		return 0;
 	}
-	if (err)
+	if (!err)
+		*owner = release_record_owner(*configmap, &jobset);
+	return err;
+}
+
+/* This JobSet's placement of record, or *out NULL when there is none of its
+ * own (absent, unreadable, an earlier JobSet's, or not muster's). */
+static int record_read(struct placement_loop *loop, const char *namespace, const char *name, const char *uid,
+		       struct topo_record **out, char **cause)
+{
+	enum release_owner owner = RELEASE_OWNER_FOREIGN;
+	cJSON *configmap = NULL;
+	const cJSON *text;
+	int err = record_get(loop, namespace, name, uid, &configmap, &owner, cause);
+
+	*out = NULL;
+	if (err || !configmap)
 		return err;
 	text = kjson_member(kjson_member(configmap, "data"), MUSTER_PLACEMENT_KEY);
-	if (cJSON_IsString(text) &&
+	if (owner == RELEASE_OWNER_OURS && cJSON_IsString(text) &&
 	    topo_record_parse(text->valuestring, strlen(text->valuestring), out, NULL) == 0 &&
 	    strcmp(topo_record_uid(*out), uid) != 0) {
 		topo_record_free(*out);
@@ -566,6 +586,34 @@ static int record_read(struct placement_loop *loop, const char *namespace, const
 	}
 	cJSON_Delete(configmap);
 	return 0;
+}
+
+/* Deletes the record if it is this JobSet's own (by its metadata.uid, so
+ * that one made again since is not deleted); anything else stays. */
+static int record_drop(struct placement_loop *loop, const char *namespace, const char *name, const char *uid,
+		       char **cause)
+{
+	enum release_owner owner = RELEASE_OWNER_FOREIGN;
+	cJSON *configmap = NULL;
+	const cJSON *cm_uid;
+	char path[KUBE_PATH_MAX];
+	int err = record_get(loop, namespace, name, uid, &configmap, &owner, cause);
+
+	if (err || !configmap)
+		return err;
+	cm_uid = kjson_member(kjson_member(configmap, "metadata"), "uid");
+	if (owner == RELEASE_OWNER_OURS && cJSON_IsString(cm_uid)) {
+		record_path(path, sizeof(path), namespace, name, 0);
+		err = kube_delete_uid(loop->api[API_WRITES].client, path, cm_uid->valuestring, cause);
+		if (err == KUBE_ENOTFOUND ||
+		    err == KUBE_ECONFLICT) { /* gone, or made again: not ours to drop */
+			free(*cause);
+			*cause = NULL;
+			err = 0;
+		}
+	}
+	cJSON_Delete(configmap);
+	return err;
 }
 
 static cJSON *record_body(const char *namespace, const char *name, const char *uid, const char *text)
@@ -598,37 +646,69 @@ static cJSON *record_body(const char *namespace, const char *name, const char *u
 
 /* Writes the record: created; or, when one exists, kept if it is this
  * JobSet's (*kept set: the placement of record is that one), replaced if it
- * is an earlier JobSet's. */
+ * is an earlier JobSet's of the name (or this one's, unreadable), and never
+ * touched if it is anyone else's (*foreign set, KUBE_ECONFLICT with a cause
+ * for the user). */
 static int record_write(struct placement_loop *loop, const char *namespace, const char *name, const char *uid,
-			const char *text, struct topo_record **kept, char **cause)
+			const char *text, struct topo_record **kept, int *foreign, char **cause)
 {
 	char path[KUBE_PATH_MAX];
-	cJSON *body = record_body(namespace, name, uid, text);
+	cJSON *body = record_body(namespace, name, uid, text), *configmap = NULL;
+	enum release_owner owner = RELEASE_OWNER_FOREIGN;
+	const cJSON *cm_uid;
 	int err;
 
 	*kept = NULL;
+	*foreign = 0;
 	if (!body)
 		return kube_cause(cause, KUBE_ENOMEM, "no memory for the placement record");
 	record_path(path, sizeof(path), namespace, name, 1);
 	err = kube_create(loop->api[API_WRITES].client, path, body, NULL, cause);
-	if (err == KUBE_ECONFLICT) {
+	if (err != KUBE_ECONFLICT)
+		goto out;
+	free(*cause);
+	*cause = NULL;
+	if ((err = record_get(loop, namespace, name, uid, &configmap, &owner, cause)) != 0)
+		goto out;
+	if (!configmap) { /* deleted meanwhile: the next pass writes it */
+		err = kube_cause(cause, KUBE_ECONFLICT, "the placement record was deleted while written");
+		goto out;
+	}
+	if (owner == RELEASE_OWNER_FOREIGN) {
+		*foreign = 1;
+		err = kube_cause(
+			cause, KUBE_ECONFLICT,
+			"ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX
+			" exists and is not a placement record of this JobSet or an earlier one of its "
+			"name (no such JobSet owns it): muster never touches it; rename or delete it",
+			namespace, name);
+		goto out;
+	}
+	if (owner == RELEASE_OWNER_OURS) {
+		const cJSON *data = kjson_member(kjson_member(configmap, "data"), MUSTER_PLACEMENT_KEY);
+
+		if (cJSON_IsString(data) &&
+		    topo_record_parse(data->valuestring, strlen(data->valuestring), kept, NULL) == 0 &&
+		    strcmp(topo_record_uid(*kept), uid) == 0)
+			goto out; /* written before: that one stands */
+		topo_record_free(*kept);
+		*kept = NULL;
+	}
+	mlog(MLOG_INFO, "placement-record-replaced", "jobset=%s/%s reason=\"%s\"", namespace, name,
+	     owner == RELEASE_OWNER_OURS ? "unreadable" : "written for an earlier JobSet of this name");
+	cm_uid = kjson_member(kjson_member(configmap, "metadata"), "uid");
+	record_path(path, sizeof(path), namespace, name, 0);
+	err = cJSON_IsString(cm_uid)
+		      ? kube_delete_uid(loop->api[API_WRITES].client, path, cm_uid->valuestring, cause)
+		      : kube_cause(cause, KUBE_EPARSE, "the placement record has no metadata.uid");
+	if (!err || err == KUBE_ENOTFOUND) {
 		free(*cause);
 		*cause = NULL;
-		err = record_read(loop, namespace, name, uid, kept, cause);
-		if (!err && !*kept) { /* an earlier JobSet's (or unreadable): replaced */
-			mlog(MLOG_INFO, "placement-record-replaced",
-			     "jobset=%s/%s reason=\"written for an earlier JobSet of this name\"", namespace,
-			     name);
-			record_path(path, sizeof(path), namespace, name, 0);
-			err = kube_delete(loop->api[API_WRITES].client, path, cause);
-			if (!err || err == KUBE_ENOTFOUND) {
-				free(*cause);
-				*cause = NULL;
-				record_path(path, sizeof(path), namespace, name, 1);
-				err = kube_create(loop->api[API_WRITES].client, path, body, NULL, cause);
-			}
-		}
+		record_path(path, sizeof(path), namespace, name, 1);
+		err = kube_create(loop->api[API_WRITES].client, path, body, NULL, cause);
 	}
+out:
+	cJSON_Delete(configmap);
 	cJSON_Delete(body);
 	return err;
 }
@@ -1124,7 +1204,7 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 {
 	struct topo_record *kept = NULL, *written = NULL;
 	char *cause = NULL, quoted[1024];
-	int err;
+	int err, foreign = 0;
 
 	if (!a->place) {
 		if (!a->reason_changed)
@@ -1149,7 +1229,23 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 				  "PlacementWaiting", 1, a->reason);
 		return 0;
 	}
-	err = record_write(loop, a->namespace, a->name, a->uid, a->record, &kept, &cause);
+	err = record_write(loop, a->namespace, a->name, a->uid, a->record, &kept, &foreign, &cause);
+	if (err && foreign) { /* the user's to clear: wait, saying so */
+		snprintf(a->reason, sizeof(a->reason), "%s",
+			 cause ? cause : "a foreign ConfigMap is in the way");
+		free(cause);
+		a->place = 0;
+		pthread_mutex_lock(&loop->lock);
+		{
+			struct pjobset *j =
+				(struct pjobset *)name_table_find(&loop->jobsets, a->namespace, a->name);
+
+			a->reason_changed =
+				j && strcmp(j->uid, a->uid) == 0 && strcmp(j->reason, a->reason) != 0;
+		}
+		pthread_mutex_unlock(&loop->lock);
+		return act(loop, a, started);
+	}
 	if (!err && !kept && topo_record_parse(a->record, strlen(a->record), &written, NULL) != 0)
 		written = NULL;
 	if (!err) {
@@ -1233,10 +1329,7 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 	if (!err) {
 		free(cause);
 		cause = NULL;
-		record_path(path, sizeof(path), r->namespace, r->name, 0);
-		err = kube_delete(loop->api[API_WRITES].client, path, &cause);
-		if (err == KUBE_ENOTFOUND)
-			err = 0;
+		err = record_drop(loop, r->namespace, r->name, r->uid, &cause);
 	}
 	if (err) {
 		mlog(MLOG_WARN, "placement-write-failed",

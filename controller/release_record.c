@@ -137,6 +137,7 @@ int release_record_write(struct kube_client *client, const struct release_jobset
 {
 	char path[KUBE_PATH_MAX], *patch;
 	cJSON *body = configmap_body(e, epoch), *existing = NULL;
+	const cJSON *existing_uid;
 	int err;
 
 	if (!body)
@@ -167,7 +168,12 @@ int release_record_write(struct kube_client *client, const struct release_jobset
 		mlog(MLOG_INFO, "configmap-replaced",
 		     "jobset=%s/%s reason=\"owned by an earlier JobSet of this name\"", e->namespace,
 		     e->name);
-		err = kube_delete(client, path, cause);
+		/* By its uid: one made again under the name since is not deleted. */
+		existing_uid = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(existing, "metadata"), "uid");
+		err = cJSON_IsString(existing_uid)
+			      ? kube_delete_uid(client, path, existing_uid->valuestring, cause)
+			      : kube_cause(cause, KUBE_EPARSE, "the ConfigMap has no metadata.uid");
 		if (err && err != KUBE_ENOTFOUND)
 			break;
 		free(*cause);

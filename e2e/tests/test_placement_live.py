@@ -350,6 +350,27 @@ def test_a_node_tainted_under_pending_pods_is_placed_again_when_room_is_elsewher
     victim_bound_elsewhere(kube, namespace, free_rack)
 
 
+def test_a_users_configmap_of_the_records_name_is_never_touched(kube, placing):
+    """A ConfigMap `<jobset>-placement` that no JobSet owns is somebody
+    else's: the controller neither deletes nor rewrites it, and the JobSet
+    waits saying why; once its owner removes it, the JobSet is placed."""
+    namespace = placing
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    mine = kube.create(path, {"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": f"users{api.PLACEMENT_SUFFIX}"},
+                              "data": {api.PLACEMENT_KEY: "the user's own notes"}})
+    kube.create(JOBSETS.format(namespace), jobset("users", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=4))
+    reason = wait_for(lambda: waiting_reason(kube, namespace, "users"), timeout=60, what="users waiting, its reason")
+    assert "is not a placement record" in reason and "muster never touches it" in reason, reason
+    kept = kube.get(f"{path}/users{api.PLACEMENT_SUFFIX}")
+    assert kept["metadata"]["uid"] == mine["metadata"]["uid"], kept
+    assert kept["data"] == {api.PLACEMENT_KEY: "the user's own notes"}, kept
+    assert state(kube, namespace, "users") == api.PLACEMENT_WAITING
+    kube.delete(f"{path}/users{api.PLACEMENT_SUFFIX}")
+    wait_for(lambda: state(kube, namespace, "users") == api.PLACEMENT_PLACED, timeout=60, what="users placed")
+    bound_pods(kube, namespace, "users", 4)
+
+
 def test_controller_killed_while_placing_pins_every_pod_and_books_no_rack_twice(kube, kubeconfig, placing_cluster,
                                                                                tmp_path):
     """Eight JobSets of 4 pods that each need one rack fill the 4 racks

@@ -366,6 +366,27 @@ int kube_delete(struct kube_client *client, const char *path, char **cause)
 	return err ? err : request(client, KUBE_METHOD_DELETE, path, NULL, NULL, NULL, cause);
 }
 
+int kube_delete_uid(struct kube_client *client, const char *path, const char *uid, char **cause)
+{
+	cJSON *options = cJSON_CreateObject(), *preconditions;
+	char *body = NULL;
+	int err = check_path(path, cause);
+
+	if (!err && (!uid || !*uid))
+		err = kube_cause(cause, KUBE_EINVAL, "a delete by uid needs the uid");
+	if (!err && (!options || !cJSON_AddStringToObject(options, "apiVersion", "v1") ||
+		     !cJSON_AddStringToObject(options, "kind", "DeleteOptions") ||
+		     !(preconditions = cJSON_AddObjectToObject(options, "preconditions")) ||
+		     !cJSON_AddStringToObject(preconditions, "uid", uid) ||
+		     !(body = cJSON_PrintUnformatted(options))))
+		err = kube_cause(cause, KUBE_ENOMEM, "no memory for the delete options");
+	if (!err)
+		err = request(client, KUBE_METHOD_DELETE, path, "application/json", body, NULL, cause);
+	cJSON_Delete(options);
+	free(body);
+	return err;
+}
+
 int kube_update_retry(struct kube_client *client, const char *path, unsigned max_attempts,
 		      kube_mutate_fn mutate, void *arg, cJSON **out, char **cause)
 {

@@ -141,6 +141,11 @@ int kube_update_retry(struct kube_client *client, const char *path, unsigned max
 /* DELETEs path. A missing object gives KUBE_ENOTFOUND. */
 int kube_delete(struct kube_client *client, const char *path, char **cause);
 
+/* DELETEs path only if the object there still has this metadata.uid (a
+ * precondition the apiserver checks): an object made again under the name
+ * since it was read is never deleted (KUBE_ECONFLICT). */
+int kube_delete_uid(struct kube_client *client, const char *path, const char *uid, char **cause);
+
 /* ---- watch ---- */
 
 enum kube_watch_type {
