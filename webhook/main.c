@@ -124,7 +124,7 @@ int main(int argc, char **argv)
 		.body_seconds = 10,
 		.body_max = DEFAULT_BODY_MAX,
 	};
-	const char *listen = DEFAULT_LISTEN, *metrics_addr = "0";
+	const char *listen = DEFAULT_LISTEN, *metrics_addr = "0", *health_addr = "0";
 	unsigned long shutdown_delay = 5;
 	struct http_serve_routes routes = { 0 };
 	struct http_serve_post_route posts[3];
@@ -134,7 +134,7 @@ int main(int argc, char **argv)
 	struct kube_curl *api_curl = NULL;
 	struct kube_client *api = NULL;
 	struct metrics_registry *registry = NULL;
-	struct http_serve *server = NULL, *plain = NULL;
+	struct http_serve *server = NULL, *plain = NULL, *probes = NULL;
 	struct webhook *webhook = NULL;
 	struct sigaction action;
 	char *cause = NULL;
@@ -167,6 +167,11 @@ int main(int argc, char **argv)
 		{ FLAG_TEXT, "--metrics-addr", "[A:]PORT",
 		  "also serve /metrics, /healthz, /readyz over plain HTTP (default 0: off)", 0, 0, NULL,
 		  &metrics_addr },
+		{ FLAG_TEXT, "--health-addr", "[A:]PORT",
+		  "also serve /healthz and /readyz alone over plain HTTP, with\n"
+		  "threads of their own: kubelet's probes never wait behind\n"
+		  "admission work (default 0: off)",
+		  0, 0, NULL, &health_addr },
 		{ FLAG_TEXT, "--kubeconfig", "PATH",
 		  "API access for the pod route (reads placement records);\n"
 		  "default: the in-cluster service account, else none",
@@ -277,6 +282,13 @@ int main(int argc, char **argv)
 		goto out;
 	if (strcmp(metrics_addr, "0") != 0 && (err = http_serve_start(metrics_addr, &routes, &plain, &cause)))
 		goto out;
+	if (strcmp(health_addr, "0") != 0) {
+		struct http_serve_routes health = routes;
+
+		health.metrics = NULL; /* probes only: /metrics is 404 there */
+		if ((err = http_serve_start(health_addr, &health, &probes, &cause)))
+			goto out;
+	}
 	mlog(MLOG_INFO, "started",
 	     "listen=%s port=%u threads=%u barrier_port=%u barrier_timeout_default=%u metrics=%s", listen,
 	     http_serve_port(server), serve.threads, options.barrier.barrier_port,
@@ -305,6 +317,7 @@ out:
 		mlog(MLOG_INFO, "stopped", NULL);
 	}
 	free(cause);
+	http_serve_stop(probes);
 	http_serve_stop(plain);
 	http_serve_stop(server);
 	webhook_free(webhook);

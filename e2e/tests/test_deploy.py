@@ -400,7 +400,12 @@ def test_base_manifests_say_what_the_design_needs():
     webhook = docs[("Deployment", "muster-webhook")]["spec"]["template"]["spec"]
     container = webhook["containers"][0]
     assert webhook["automountServiceAccountToken"] is True  # the pod route reads placement records
-    assert container["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    # kubelet's probes on --health-addr, a port whose threads admission work never holds up.
+    args = container["args"]
+    health_port = int(args[args.index("--health-addr") + 1].lstrip(":"))
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"]["scheme"] == "HTTP" and ports[container[probe]["httpGet"]["port"]] == health_port
     mount = container["volumeMounts"][0]
     assert mount["readOnly"] is True and "subPath" not in mount  # reloads need the whole directory
     assert webhook["volumes"][0]["secret"]["secretName"] == "muster-webhook-tls"

@@ -18,6 +18,7 @@ import shutil
 import ssl
 import subprocess
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -66,10 +67,11 @@ def webhook(tmp_path):
     certs = tmp_path / "certs"
     subprocess.run(["bash", str(ROOT / "deploy" / "gen-certs.sh"), "--out", str(certs), "--ip", "127.0.0.1"],
                    check=True, capture_output=True)
-    port = free_port()
+    port, health = free_port(), free_port()
     log = open(tmp_path / "webhook.log", "w")
     proc = subprocess.Popen([str(WEBHOOK), "--tls-cert-file", str(certs / "tls.crt"), "--tls-key-file",
-                             str(certs / "tls.key"), "--listen", f"127.0.0.1:{port}"],
+                             str(certs / "tls.key"), "--listen", f"127.0.0.1:{port}",
+                             "--health-addr", f"127.0.0.1:{health}"],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
 
@@ -79,6 +81,15 @@ def webhook(tmp_path):
         except OSError:
             return False
     wait_for(ready, timeout=20, what="muster-webhook ready")
+    # The probes' own plain-HTTP port (deploy/base/webhook.yaml points
+    # kubelet there): /healthz and /readyz, and no metrics.
+    for path in ("/healthz", "/readyz"):
+        assert urllib.request.urlopen(f"http://127.0.0.1:{health}{path}", timeout=5).status == 200
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{health}/metrics", timeout=5)
+        raise AssertionError("/metrics served on --health-addr")
+    except urllib.error.HTTPError as error:
+        assert error.code == 404
     yield port, certs / "ca.crt", context
     proc.terminate()
     proc.wait(30)
