@@ -1,61 +1,15 @@
 /*
  * jobset_event: an Event on a JobSet (jobset_event.h).
  */
-#define _POSIX_C_SOURCE 200809L
 #include "jobset_event.h"
 
-#include <cjson/cJSON.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-#include "kube_error.h"
-#include "mlog.h"
+#include "kube_event.h"
 
 int jobset_event_post(struct kube_client *client, const char *namespace, const char *name, const char *uid,
 		      const char *reason, int warning, const char *message)
 {
-	char path[KUBE_PATH_MAX], stamp[32], prefix[300];
-	cJSON *body = cJSON_CreateObject(), *metadata, *object, *source;
-	char *cause = NULL;
-	time_t now = time(NULL);
-	struct tm tm;
-	int err = KUBE_ENOMEM;
+	const struct kube_event_object jobset = { "jobset.x-k8s.io/v1alpha2", "JobSet", namespace, name,
+						  uid };
 
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(prefix, sizeof(prefix), "%s.", name);
-	if (!body || !cJSON_AddStringToObject(body, "apiVersion", "v1") ||
-	    !cJSON_AddStringToObject(body, "kind", "Event") ||
-	    !(metadata = cJSON_AddObjectToObject(body, "metadata")) ||
-	    !cJSON_AddStringToObject(metadata, "generateName", prefix) ||
-	    !cJSON_AddStringToObject(metadata, "namespace", namespace) ||
-	    !(object = cJSON_AddObjectToObject(body, "involvedObject")) ||
-	    !cJSON_AddStringToObject(object, "apiVersion", "jobset.x-k8s.io/v1alpha2") ||
-	    !cJSON_AddStringToObject(object, "kind", "JobSet") ||
-	    !cJSON_AddStringToObject(object, "name", name) ||
-	    !cJSON_AddStringToObject(object, "namespace", namespace) ||
-	    !cJSON_AddStringToObject(object, "uid", uid) ||
-	    !cJSON_AddStringToObject(body, "reason", reason) ||
-	    !cJSON_AddStringToObject(body, "message", message) ||
-	    !cJSON_AddStringToObject(body, "type", warning ? "Warning" : "Normal") ||
-	    !(source = cJSON_AddObjectToObject(body, "source")) ||
-	    !cJSON_AddStringToObject(source, "component", "muster-controller") ||
-	    !cJSON_AddStringToObject(body, "reportingComponent", "muster-controller") ||
-	    !cJSON_AddStringToObject(body, "firstTimestamp", stamp) ||
-	    !cJSON_AddStringToObject(body, "lastTimestamp", stamp) ||
-	    !cJSON_AddNumberToObject(body, "count", 1)) {
-		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s cause=\"out of memory\"", namespace,
-		     name, reason);
-		goto out;
-	}
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", namespace);
-	err = kube_create(client, path, body, NULL, &cause);
-	if (err)
-		mlog(MLOG_WARN, "event-failed", "jobset=%s/%s reason=%s err=%s cause=\"%s\"", namespace, name,
-		     reason, kube_err_name(err), cause ? cause : "");
-	free(cause);
-out:
-	cJSON_Delete(body);
-	return err;
+	return kube_event_post(client, &jobset, "muster-controller", reason, warning, message);
 }

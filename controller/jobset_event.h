@@ -1,7 +1,7 @@
 /*
  * jobset_event: an Event on a JobSet, so that `kubectl describe jobset`
- * shows what muster did or why it waits. Best effort: a failure is logged
- * (one line, with the JobSet's namespace/name) and returned.
+ * shows what muster did or why it waits (lib/kube/kube_event.h, reported
+ * by muster-controller). Best effort: a failure is logged and returned.
  */
 #ifndef MUSTER_JOBSET_EVENT_H
 #define MUSTER_JOBSET_EVENT_H

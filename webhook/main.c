@@ -21,6 +21,7 @@
 #include "kube_config.h"
 #include "kube_curl.h"
 #include "kube_error.h"
+#include "kube_event.h"
 #include "metrics.h"
 #include "mlog.h"
 #include "quantity.h"
@@ -104,6 +105,31 @@ static const char *memory_limit_problem(const char *value)
 	return !value[0] || quantity_ok(value) ? NULL : "not a quantity such as 32Mi";
 }
 
+/* The webhook's own Pod (downward API: POD_NAME, POD_NAMESPACE, POD_UID),
+ * which certificate Events are about, and a client of their own (the pod
+ * route's is used by the worker threads). */
+struct own_pod {
+	struct kube_client *api;
+	const char *namespace, *name, *uid;
+};
+
+/* tls-certificate-expiring: also a Warning Event on the webhook's Pod, for
+ * `kubectl describe pod` and event-based alerting. */
+static void certificate_expiring(void *arg, const char *subject, const char *not_after, long long days_left)
+{
+	const struct own_pod *p = arg;
+	const struct kube_event_object pod = { "v1", "Pod", p->namespace, p->name, p->uid };
+	char message[700];
+
+	snprintf(
+		message, sizeof(message),
+		"The serving certificate %s expires at %s (%lld days left): renew it (deploy/gen-certs.sh "
+		"--renew, or check cert-manager). Once it has expired the apiserver cannot call the webhook, "
+		"and with failurePolicy Fail no JobSet can be created.",
+		subject, not_after, days_left);
+	kube_event_post(p->api, &pod, "muster-webhook", "CertificateExpiring", 1, message);
+}
+
 int main(int argc, char **argv)
 {
 	struct webhook_options options = {
@@ -131,7 +157,8 @@ int main(int argc, char **argv)
 	const char *kubeconfig = NULL;
 	struct kube_config api_cfg;
 	int have_api_cfg = 0;
-	struct kube_curl *api_curl = NULL;
+	struct kube_curl *api_curl = NULL, *event_curl = NULL;
+	struct own_pod own = { 0 };
 	struct kube_client *api = NULL;
 	struct metrics_registry *registry = NULL;
 	struct http_serve *server = NULL, *plain = NULL, *probes = NULL;
@@ -261,6 +288,17 @@ int main(int argc, char **argv)
 		    (err = kube_client_new(&api_cfg, &kube_curl_transport, api_curl, NULL, &api, &cause)))
 			goto out;
 		options.api = api;
+		own.namespace = getenv("POD_NAMESPACE");
+		own.name = getenv("POD_NAME");
+		own.uid = getenv("POD_UID") ? getenv("POD_UID") : "";
+		if (own.namespace && *own.namespace && own.name && *own.name) {
+			if ((err = kube_curl_new(&api_cfg, &event_curl, &cause)) ||
+			    (err = kube_client_new(&api_cfg, &kube_curl_transport, event_curl, NULL, &own.api,
+						   &cause)))
+				goto out;
+			serve.expiring = certificate_expiring;
+			serve.expiring_arg = &own;
+		}
 	}
 	if ((err = webhook_new(&options, &webhook, &cause)))
 		goto out;
@@ -323,6 +361,8 @@ out:
 	webhook_free(webhook);
 	kube_client_free(api);
 	kube_curl_free(api_curl);
+	kube_client_free(own.api);
+	kube_curl_free(event_curl);
 	if (have_api_cfg)
 		kube_config_free(&api_cfg);
 	metrics_registry_free(registry);

@@ -442,6 +442,11 @@ def test_base_manifests_say_what_the_design_needs():
     bindings = {d["metadata"]["name"]: d for d in docs.values() if d["kind"].endswith("Binding")}
     assert [s["name"] for s in bindings["muster-webhook"]["subjects"]] == ["muster-webhook"]
     assert bindings["muster-webhook"]["roleRef"]["name"] == "muster-webhook"
+    # ... and posts CertificateExpiring Events on its own Pod, in its own namespace only.
+    assert docs[("Role", "muster-webhook-events")]["rules"] == [
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]
+    assert docs[("Role", "muster-webhook-events")]["metadata"]["namespace"] == MUSTER_NS
+    assert [s["name"] for s in bindings["muster-webhook-events"]["subjects"]] == ["muster-webhook"]
 
 
 def test_kustomize_builds_base_and_cert_manager():
@@ -811,8 +816,10 @@ def test_rbac_is_least_privilege(kubeconfig, muster_namespace, deploy_rbac):
     assert [a for a in allowed if not can_i(kubeconfig, c, *a)] == []
     assert [d for d in denied if can_i(kubeconfig, c, *d)] == []
     webhook_denied = [("get", "pods", "-A"), ("list", "jobsets.jobset.x-k8s.io", "-A"),
-                      ("create", "configmaps", "-n", "default"), ("get", "secrets", "-n", MUSTER_NS)]
+                      ("create", "configmaps", "-n", "default"), ("get", "secrets", "-n", MUSTER_NS),
+                      ("create", "events", "-n", "default")]
     assert [d for d in webhook_denied if can_i(kubeconfig, WEBHOOK_SA, *d)] == []
+    assert can_i(kubeconfig, WEBHOOK_SA, "create", "events", "-n", MUSTER_NS)
 
 
 @pytest.fixture(scope="module")

@@ -196,3 +196,37 @@ def test_prometheus_sees_a_gang_wait_and_its_release(kube, namespace, cluster, t
     _, text = controller_metrics(controller)
     assert "muster_group_released" in text
     check_metrics(text, "muster-controller /metrics")
+
+
+def test_a_certificate_near_expiry_is_a_warning_event_on_the_webhooks_pod(kube, kubeconfig, namespace, tmp_path):
+    """No silent expiry: a serving certificate with 10 days left is logged,
+    exported, and posted as a Warning Event CertificateExpiring on the
+    webhook's own Pod (POD_NAME/POD_NAMESPACE/POD_UID, as deploy/ sets them
+    from the downward API), for `kubectl describe pod` and event alerts."""
+    import os
+    certs = tmp_path / "certs"
+    subprocess.run(["bash", str(ROOT / "deploy" / "gen-certs.sh"), "--out", str(certs), "--ip", "127.0.0.1",
+                    "--days", "10"], check=True, capture_output=True)
+    port = free_port()
+    log_path = tmp_path / "webhook.log"
+    env = {**os.environ, "POD_NAME": "muster-webhook-0", "POD_NAMESPACE": namespace, "POD_UID": "uid-of-the-pod"}
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([str(WEBHOOK), "--tls-cert-file", str(certs / "tls.crt"), "--tls-key-file",
+                                 str(certs / "tls.key"), "--listen", f"127.0.0.1:{port}", "--kubeconfig",
+                                 str(kubeconfig)], stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+        try:
+            def events():
+                items = kube.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+                return [e for e in items if e["reason"] == "CertificateExpiring"]
+            found = wait_for(events, timeout=30, what="the CertificateExpiring Event")
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    event = found[0]
+    assert event["type"] == "Warning" and event["source"]["component"] == "muster-webhook", event
+    assert event["involvedObject"] == {"apiVersion": "v1", "kind": "Pod", "name": "muster-webhook-0",
+                                       "namespace": namespace, "uid": "uid-of-the-pod"}, event
+    assert "(9 days left)" in event["message"] or "(10 days left)" in event["message"], event["message"]
+    assert "deploy/gen-certs.sh --renew" in event["message"]
+    assert "event=tls-certificate-expiring" in log_path.read_text()

@@ -138,6 +138,8 @@ struct tls_state {
 	int watcher_started;
 	struct metrics_counter *reloads_ok, *reloads_error;
 	struct metrics_gauge *expiry; /* the current leaf's notAfter */
+	void (*expiring)(void *arg, const char *subject, const char *not_after, long long days_left);
+	void *expiring_arg;
 	int64_t warned_at; /* when tls-certificate-expiring was last logged (monotonic ms), 0: never */
 };
 
@@ -1381,6 +1383,9 @@ static void tls_expiry_check(struct http_serve *server, int force)
 	tls->warned_at = now;
 	mlog(MLOG_WARN, "tls-certificate-expiring", "listen=%s subject=%s not_after=%s days_left=%lld",
 	     server->address, pair->subject, pair->not_after, (long long)(left > 0 ? left / 86400 : 0));
+	if (tls->expiring)
+		tls->expiring(tls->expiring_arg, pair->subject, pair->not_after,
+			      (long long)(left > 0 ? left / 86400 : 0));
 }
 
 /* Reads the files and, if they changed, swaps in the new pair or logs why
@@ -1753,6 +1758,8 @@ static int server_new(const struct http_serve_routes *routes, const struct http_
 	server->latency = options->latency;
 	server->tls_on = options->tls_cert_file != NULL;
 	server->tls.inotify_fd = server->tls.wake_fd = -1;
+	server->tls.expiring = options->expiring;
+	server->tls.expiring_arg = options->expiring_arg;
 	server->tls.watches[0] = server->tls.watches[1] = -1;
 	atomic_init(&server->stopping, 0);
 	clock_gettime(CLOCK_MONOTONIC, &now);

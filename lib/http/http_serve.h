@@ -236,6 +236,12 @@ struct http_serve_options {
 	/* Non-NULL: the request latency histogram and the TLS reload counters
 	 * go here (see the top of this file). */
 	struct metrics_registry *latency;
+	/* Non-NULL: called with each tls-certificate-expiring warning (at a
+	 * pair's load, then at most once a day, while fewer than
+	 * HTTP_SERVE_TLS_EXPIRY_WARN_DAYS remain), from the server's start or
+	 * its certificate watcher thread: e.g. to post an Event. */
+	void (*expiring)(void *arg, const char *subject, const char *not_after, long long days_left);
+	void *expiring_arg;
 };
 
 /* Like http_serve_start(), with the webhook's additions: POST routes, TLS,
