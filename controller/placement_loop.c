@@ -380,6 +380,7 @@ struct topology {
 };
 
 static struct topo_tree *build_tree(const struct topology *top, const struct topo_cluster *c, char **cause);
+static const char *single_level(const struct topo_jobset *js);
 
 /* The items of a LIST (an array the caller deletes), or NULL with err. */
 static cJSON *list_all(struct placement_loop *loop, const char *path, int *err, char **cause)
@@ -924,8 +925,9 @@ static void reserve_jobset(void *arg, struct name_node *node)
 
 /* 1 when the JobSet of a relocation would fit the cluster now, its own
  * promise given back (its bound pods still counted: conservative), every
- * other JobSet's taken: placing it again is worth suspending it. A domain
- * with no node left is placed again whatever: its pods can never run. */
+ * other JobSet's taken: placing it again is worth suspending it; 0 when it
+ * would not; -1 when this pass cannot tell (the topology was not read). A
+ * domain with no node left is placed again whatever: its pods can never run. */
 static int fits_elsewhere(struct pass *p, const struct topology *top, const struct topo_cluster *snapshot,
 			  const struct pjobset *j)
 {
@@ -939,7 +941,14 @@ static int fits_elsewhere(struct pass *p, const struct topology *top, const stru
 	char *cause = NULL;
 	int fits = 0;
 
-	if (!top->read || top->problem[0] || !snapshot->node_count ||
+	const char *level = NULL;
+
+	if (!top->read)
+		return -1;
+	/* No topology at all: the one label the JobSet names, as decide() does. */
+	if (top->none && !(level = single_level(&j->request)))
+		return 0;
+	if ((top->problem[0] && !top->none) || !snapshot->node_count ||
 	    !(scratch = malloc(snapshot->node_count * sizeof(*scratch))))
 		return 0;
 	memcpy(scratch, snapshot->nodes, snapshot->node_count * sizeof(*scratch));
@@ -951,7 +960,8 @@ static int fits_elsewhere(struct pass *p, const struct topology *top, const stru
 	p->skip = NULL;
 	p->work_cluster = saved_cluster;
 	p->work_nodes = saved_nodes;
-	if ((t = build_tree(top, &c, &cause)) != NULL)
+	t = level ? topo_tree_from_levels(&c, &level, 1, &cause) : build_tree(top, &c, &cause);
+	if (t)
 		fits = topo_jobset_place(&j->request, t, groups, &request, &pl, &cause) == 0;
 	topo_placement_free(pl);
 	topo_tree_free(t);
@@ -982,7 +992,9 @@ static void note_domains(struct placement_loop *loop, const struct topo_tree *t)
 			if (t->domains[leaf].node == TOPO_NONE)
 				continue;
 			n = &c->nodes[t->domains[leaf].node];
-			loop->stats.free_nodes[shown] += n->unschedulable ? 0 : 1;
+			if (n->unschedulable || n->not_ready) /* the scheduler binds nothing there */
+				continue;
+			loop->stats.free_nodes[shown] += 1;
 			if (cpu >= 0)
 				loop->stats.free_cpu[shown] +=
 					(double)(n->allocatable[cpu] - n->used[cpu]) / 1e3;
@@ -1066,11 +1078,13 @@ static void keep_worthwhile_relocations(struct pass *p, const struct topology *t
 		struct relocation *r = &p->relocations[i];
 		struct pjobset *j = (struct pjobset *)r->jobset;
 
-		if (r->promise.gone || fits_elsewhere(p, top, snapshot, j)) {
+		int fits = r->promise.gone ? 1 : fits_elsewhere(p, top, snapshot, j);
+
+		if (fits == 1) {
 			p->relocations[kept++] = *r;
 			continue;
 		}
-		if (!j->no_room_noted) {
+		if (fits == 0 && !j->no_room_noted) {
 			j->no_room_noted = 1;
 			mlog(MLOG_WARN, "placement-stranded",
 			     "jobset=%s/%s pods=%llu domain=\"%s\" nodes=\"%s\" seconds=%.1f "
@@ -1303,7 +1317,7 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 	cJSON *patch = cJSON_CreateObject(), *metadata, *annotations, *spec;
 	char *text = NULL;
 	struct pjobset *j;
-	int err = KUBE_ENOMEM;
+	int err;
 
 	if (r->promise.gone)
 		snprintf(reason, sizeof(reason),
@@ -1315,8 +1329,12 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 			 "placed again",
 			 (unsigned long long)r->promise.stranded, r->promise.domain, r->promise.why,
 			 r->for_s);
+	/* The record goes first: a JobSet suspended with its record still there
+	 * would be resumed from it by the next pass (recorded, not resumed).
+	 * Dropped but not suspended, it is simply relocated again next pass. */
+	err = record_drop(loop, r->namespace, r->name, r->uid, &cause);
 	snprintf(path, sizeof(path), JOBSETS_PATH "/namespaces/%s/jobsets/%s", r->namespace, r->name);
-	if (patch && (metadata = cJSON_AddObjectToObject(patch, "metadata")) &&
+	if (!err && patch && (metadata = cJSON_AddObjectToObject(patch, "metadata")) &&
 	    cJSON_AddStringToObject(metadata, "uid", r->uid) &&
 	    (annotations = cJSON_AddObjectToObject(metadata, "annotations")) &&
 	    cJSON_AddStringToObject(annotations, MUSTER_ANNOTATION_PLACEMENT, MUSTER_PLACEMENT_WAITING) &&
@@ -1324,13 +1342,10 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 	    (spec = cJSON_AddObjectToObject(patch, "spec")) && cJSON_AddTrueToObject(spec, "suspend") &&
 	    (text = cJSON_PrintUnformatted(patch)))
 		err = kube_patch(loop->api[API_WRITES].client, path, KUBE_PATCH_MERGE, text, NULL, &cause);
+	else if (!err)
+		err = KUBE_ENOMEM;
 	cJSON_Delete(patch);
 	free(text);
-	if (!err) {
-		free(cause);
-		cause = NULL;
-		err = record_drop(loop, r->namespace, r->name, r->uid, &cause);
-	}
 	if (err) {
 		mlog(MLOG_WARN, "placement-write-failed",
 		     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"", r->namespace, r->name,

@@ -135,6 +135,15 @@ static int token_is(struct token t, const char *word)
 	return t.at && t.len == strlen(word) && memcmp(t.at, word, t.len) == 0;
 }
 
+/* As decode_request wants a uid: printable ASCII, no space, no escape. */
+static int printable(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (s[i] < 0x21 || s[i] > 0x7e || s[i] == '\\' || s[i] == '"')
+			return 0;
+	return 1;
+}
+
 void admission_scan(const char *body, size_t len, struct admission_scan *out)
 {
 	/* The key being read at depths 1 and 2 (request, uid), and the last
@@ -158,7 +167,7 @@ void admission_scan(const char *body, size_t len, struct admission_scan *out)
 				i += body[i] == '\\' ? 2 : 1;
 			last = (struct token){ body + start, (i < len ? i : len) - start };
 			if (want_uid && !out->uid[0] && last.len <= ADMISSION_UID_MAX &&
-			    !memchr(last.at, '\\', last.len)) {
+			    printable(last.at, last.len)) {
 				memcpy(out->uid, last.at, last.len);
 				out->uid[last.len] = '\0';
 			}

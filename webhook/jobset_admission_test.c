@@ -362,6 +362,21 @@ static void admission_too_large(void **state)
 	admission_scan("{\"object\":{\"uid\":\"no\"},\"request\":{\"x\":{\"uid\":\"no\"},\"uid\":\"yes\"}}",
 		       64, &scan);
 	assert_string_equal(scan.uid, "yes");
+	/* A uid no apiserver sends (a control character, a space, an escape) is
+	 * not taken: it would go to the log and the answer as it is. */
+	{
+		static const char *const bad[] = { "{\"request\":{\"uid\":\"a\nb\"}}",
+						   "{\"request\":{\"uid\":\"a b\"}}",
+						   "{\"request\":{\"uid\":\"a\\\"b\"}}" },
+					 *good = "{\"request\":{\"uid\":\"a-b\"}}";
+
+		for (size_t i = 0; i < 3; i++) {
+			admission_scan(bad[i], strlen(bad[i]), &scan);
+			assert_string_equal(scan.uid, "");
+		}
+		admission_scan(good, strlen(good), &scan);
+		assert_string_equal(scan.uid, "a-b");
+	}
 
 	size = strlen(REVIEW_HEAD) + 64 + 3 * n;
 	big = malloc(size);

@@ -329,7 +329,8 @@ static int decode(struct webhook *w, const char *route, const char *body, size_t
 	int rc;
 
 	admission_scan(body, len, &scan);
-	*large = scan.values > ADMISSION_VALUES_LARGE;
+	/* Too large to parse takes no memory: refused without waiting its turn. */
+	*large = scan.values > ADMISSION_VALUES_LARGE && scan.values <= ADMISSION_VALUES_MAX;
 	if (*large)
 		pthread_mutex_lock(&w->large);
 	rc = admission_decode(body, len, request, &cause);

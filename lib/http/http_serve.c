@@ -1244,30 +1244,45 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
  * waits for conns_lock). */
 static void *sweep(void *arg)
 {
+	static const char *const events[] = { [CONN_IDLE] = "http-request-line-too-slow",
+					      [CONN_HEADERS] = "http-headers-too-slow",
+					      [CONN_BODY] = "http-body-too-slow" };
 	struct http_serve *server = arg;
 
 	pthread_mutex_lock(&server->conns_lock);
 	while (!server->sweeper_stop) {
+		const unsigned limits[] = { [CONN_IDLE] = server->idle_seconds,
+					    [CONN_HEADERS] = server->header_seconds,
+					    [CONN_BODY] = server->body_seconds };
+		struct {
+			enum conn_phase phase;
+			long waited;
+		} closed[16];
+		size_t count = 0;
 		struct timespec now, until;
 
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		for (struct conn *c = server->conns; c; c = c->next) {
-			static const char *const events[] = { [CONN_IDLE] = "http-request-line-too-slow",
-							      [CONN_HEADERS] = "http-headers-too-slow",
-							      [CONN_BODY] = "http-body-too-slow" };
-			const unsigned limits[] = { [CONN_IDLE] = server->idle_seconds,
-						    [CONN_HEADERS] = server->header_seconds,
-						    [CONN_BODY] = server->body_seconds };
 			time_t waited = now.tv_sec - c->since.tv_sec;
 
 			if (c->fd < 0 || c->phase == CONN_ANSWERING || waited <= (time_t)limits[c->phase])
 				continue;
-			mlog(MLOG_WARN, events[c->phase],
-			     "listen=%s seconds=%ld action=\"connection closed\"", server->address,
-			     (long)waited);
 			shutdown(c->fd, SHUT_RDWR);
 			c->fd = -1; /* once */
+			if (count < sizeof(closed) / sizeof(closed[0])) {
+				closed[count].phase = c->phase;
+				closed[count++].waited = (long)waited;
+			}
 		}
+		/* Logged without the lock: libmicrohttpd's callbacks take it. */
+		pthread_mutex_unlock(&server->conns_lock);
+		for (size_t i = 0; i < count; i++)
+			mlog(MLOG_WARN, events[closed[i].phase],
+			     "listen=%s seconds=%ld action=\"connection closed\"", server->address,
+			     closed[i].waited);
+		pthread_mutex_lock(&server->conns_lock);
+		if (server->sweeper_stop)
+			break;
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += 500 * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
@@ -1695,6 +1710,12 @@ static void server_free(struct http_serve *server)
 	}
 	if (server->daemon)
 		MHD_stop_daemon(server->daemon);
+	while (server->conns) { /* each close notified frees its own; none should be left */
+		struct conn *next = server->conns->next;
+
+		free(server->conns);
+		server->conns = next;
+	}
 	if (server->tls_on)
 		tls_teardown(server);
 	if (server->locks > 5)

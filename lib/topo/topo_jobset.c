@@ -507,6 +507,8 @@ static int network_constraint(const struct topo_tree *t, const struct topo_netwo
 int topo_jobset_shape(const struct topo_jobset_group *group, const struct topo_cluster *cluster,
 		      struct topo_shape *out, const char **missing)
 {
+	int rc = 0;
+
 	memset(out, 0, sizeof(*out));
 	out->node_selector = group->pod.selector;
 	out->node_selector_count = group->pod.selector_count;
@@ -519,14 +521,15 @@ int topo_jobset_shape(const struct topo_jobset_group *group, const struct topo_c
 
 		if (strcmp(group->pod.request_names[r], "pods") == 0 || group->pod.request_values[r] == 0)
 			continue;
-		if (slot < 0) {
-			if (missing)
+		if (slot < 0) { /* named, and the rest of the shape still filled */
+			if (missing && !rc)
 				*missing = group->pod.request_names[r];
-			return -1;
+			rc = -1;
+			continue;
 		}
 		out->requests[slot] = group->pod.request_values[r];
 	}
-	return 0;
+	return rc;
 }
 
 /* A replicated job written for Kueue: any Kueue topology annotation. */

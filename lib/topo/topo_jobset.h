@@ -109,7 +109,8 @@ int topo_jobset_request(const struct topo_jobset *jobset, const struct topo_tree
 /* The pods of one replicated job as placement sees them against `cluster`'s
  * resources (requests, nodeSelector, required affinity, tolerations;
  * pointing into `group`): 0, or -1 with *missing (may be NULL) the first
- * resource requested that the cluster does not track. */
+ * resource requested that the cluster does not track (the shape then holds
+ * every other resource). */
 int topo_jobset_shape(const struct topo_jobset_group *group, const struct topo_cluster *cluster,
 		      struct topo_shape *out, const char **missing);
 

@@ -40,9 +40,10 @@ static const char *const JOBSET =
 	"{\"metadata\":{\"name\":\"train\",\"namespace\":\"ns\",\"uid\":\"u\"},\"spec\":{\"replicatedJobs\":["
 	"{\"name\":\"w\",\"replicas\":1,\"template\":{\"spec\":{\"parallelism\":4,\"completions\":4,"
 	"\"template\":{\"metadata\":{\"annotations\":{\"kueue.x-k8s.io/podset-required-topology\":\"rack\"}},"
-	"\"spec\":{%s\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"2\"}}}]}}}}}]}}";
+	"\"spec\":{%s\"containers\":[{\"resources\":{\"requests\":{%s\"cpu\":\"2\"}}}]}}}}}]}}";
 
-static void make(struct fixture *f, const char *record, const char *pod_spec_extra)
+static void make_with(struct fixture *f, const char *record, const char *pod_spec_extra,
+		      const char *requests_extra)
 {
 	static const char *const names[] = { "n0", "n1", "n2", "n3" }, *const racks[] = { "r1", "r1", "r2",
 											  "r2" };
@@ -64,7 +65,8 @@ static void make(struct fixture *f, const char *record, const char *pod_spec_ext
 	}
 	f->cluster.nodes = f->nodes;
 	f->cluster.node_count = 4;
-	snprintf(json, sizeof(json), JOBSET, pod_spec_extra ? pod_spec_extra : "");
+	snprintf(json, sizeof(json), JOBSET, pod_spec_extra ? pod_spec_extra : "",
+		 requests_extra ? requests_extra : "");
 	tree = cJSON_Parse(json);
 	assert_non_null(tree);
 	f->jobset = malloc(sizeof(*f->jobset));
@@ -72,6 +74,11 @@ static void make(struct fixture *f, const char *record, const char *pod_spec_ext
 	assert_int_equal(topo_jobset_decode(&f->store, tree, f->jobset, &cause), 0);
 	cJSON_Delete(tree);
 	assert_int_equal(topo_record_parse(record, strlen(record), &f->record, &cause), 0);
+}
+
+static void make(struct fixture *f, const char *record, const char *pod_spec_extra)
+{
+	make_with(f, record, pod_spec_extra, NULL);
 }
 
 static void unmake(struct fixture *f)
@@ -177,6 +184,23 @@ static void a_node_not_ready_cordoned_tainted_or_full_strands_pods(void **state)
 	unmake(&f);
 }
 
+/* A resource no node tracks, requested before cpu: the cpu still takes its
+ * room (the shape is filled past the untracked one). */
+static void an_untracked_resource_leaves_the_rest_of_the_request_counted(void **state)
+{
+	struct fixture f;
+	struct topo_promise p;
+
+	(void)state;
+	make_with(&f, IN_R1, NULL, "\"vendor.example/fpga\":\"1\",");
+	take(&f, &p);
+	assert_int_equal(p.reserved, 4);
+	assert_int_equal(p.stranded, 0);
+	assert_int_equal(f.nodes[0].used[CPU], 4000);
+	assert_int_equal(f.nodes[1].used[CPU], 4000);
+	unmake(&f);
+}
+
 static void a_domain_with_no_node_left_is_gone_and_unconstrained_pods_take_nothing(void **state)
 {
 	struct fixture f;
@@ -207,6 +231,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(pods_not_bound_take_their_room_first_fit),
 		cmocka_unit_test(a_node_not_ready_cordoned_tainted_or_full_strands_pods),
+		cmocka_unit_test(an_untracked_resource_leaves_the_rest_of_the_request_counted),
 		cmocka_unit_test(a_domain_with_no_node_left_is_gone_and_unconstrained_pods_take_nothing),
 	};
 
