@@ -350,7 +350,7 @@ def test_base_manifests_pass_server_dry_run_and_keep_every_field(kube, kubeconfi
         assert missing(wanted, got) == [], f"{wanted['kind']}/{wanted['metadata']['name']} lost fields"
     kinds = sorted({d["kind"] for d in sent})
     assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace", "PodDisruptionBudget",
-                     "Role", "RoleBinding", "Service", "ServiceAccount"]
+                     "PriorityClass", "Role", "RoleBinding", "Service", "ServiceAccount"]
 
 
 def by_kind_name(docs):
@@ -383,6 +383,7 @@ def test_base_manifests_say_what_the_design_needs():
         assert deployment["spec"]["replicas"] == 2
         assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 65532
         assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert pod["priorityClassName"] == "muster-critical"
         terms = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
         assert terms[0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
         for container in pod["containers"]:
