@@ -91,7 +91,8 @@ void metrics_registry_free(struct metrics_registry *registry);
 /*
  * Registration. name matches [a-zA-Z_:][a-zA-Z0-9_:]* (at most
  * METRICS_NAME_MAX bytes); help may be NULL (no HELP line) and is copied;
- * labels (at most METRICS_LABELS_MAX, names distinct) are copied. A family
+ * labels (at most METRICS_LABELS_MAX, names distinct, at most 64 KiB once
+ * rendered and escaped: -EFBIG beyond) are copied. A family
  * registered again must keep its type and help, and each label set may be
  * registered once (-EEXIST). On success *out is valid until the registry is
  * freed; on failure *out is NULL. Registration takes the registry's lock and
