@@ -1409,6 +1409,21 @@ static void plain_http_posts(void **state)
 	http_serve_stop(server);
 }
 
+/* A raw connection to 127.0.0.1:port that has sent `text` (NULL: nothing). */
+static int raw_connect(uint16_t port, const char *text)
+{
+	struct sockaddr_in address = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	address.sin_port = htons(port);
+	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
+	if (text)
+		assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	return fd;
+}
+
 /* Seconds until the server closes `fd` (read returns 0 or fails), sending
  * `trickle` one byte every 300 ms meanwhile when it is not NULL; at most
  * `limit` seconds. */
@@ -1452,7 +1467,6 @@ static void idle_and_slow_bodies_are_closed(void **state)
 					      .body_seconds = 2,
 					      .posts = posts,
 					      .post_count = 2 };
-	struct sockaddr_in address = { .sin_family = AF_INET };
 	const char *head = "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n";
 	struct http_serve *server;
 	double idle, slow;
@@ -1462,17 +1476,10 @@ static void idle_and_slow_bodies_are_closed(void **state)
 	memset(trickle, 'x', sizeof(trickle) - 1);
 	mutate_routes(posts, &handler);
 	server = start_with(NULL, &options);
-	address.sin_port = htons(http_serve_port(server));
-	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
+	fd = raw_connect(http_serve_port(server), NULL);
 	idle = seconds_until_closed(fd, NULL, 10);
 	close(fd);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
-	assert_int_equal(write(fd, head, strlen(head)), (ssize_t)strlen(head));
+	fd = raw_connect(http_serve_port(server), head);
 	slow = seconds_until_closed(fd, trickle, 10);
 	close(fd);
 	print_message("idle closed after %.2f s, trickled body after %.2f s\n", idle, slow);
@@ -1499,7 +1506,6 @@ static void trickled_headers_and_stalled_bodies_meet_their_deadlines(void **stat
 					      .header_seconds = 2,
 					      .posts = posts,
 					      .post_count = 2 };
-	struct sockaddr_in address = { .sin_family = AF_INET };
 	const char *line = "POST /mutate HTTP/1.1\r\nHost: x\r\n";
 	const char *head = "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n0123456789";
 	struct http_serve *server;
@@ -1511,18 +1517,10 @@ static void trickled_headers_and_stalled_bodies_meet_their_deadlines(void **stat
 	memset(trickle + 8, 'x', sizeof(trickle) - 9);
 	mutate_routes(posts, &handler);
 	server = start_with(NULL, &options);
-	address.sin_port = htons(http_serve_port(server));
-	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
-	assert_int_equal(write(fd, line, strlen(line)), (ssize_t)strlen(line));
+	fd = raw_connect(http_serve_port(server), line);
 	headers = seconds_until_closed(fd, trickle, 20);
 	close(fd);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
-	assert_int_equal(write(fd, head, strlen(head)), (ssize_t)strlen(head));
+	fd = raw_connect(http_serve_port(server), head);
 	stalled = seconds_until_closed(fd, NULL, 20);
 	close(fd);
 	print_message("trickled headers closed after %.2f s, stalled body after %.2f s\n", headers, stalled);
@@ -1547,7 +1545,6 @@ static void bodies_in_flight_are_bounded(void **state)
 					      .bodies_max = 202,
 					      .posts = posts,
 					      .post_count = 2 };
-	struct sockaddr_in address = { .sin_family = AF_INET };
 	const char *head = "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789";
 	struct http_serve *server;
 	struct timespec settle = { 0, 300 * 1000000L };
@@ -1556,14 +1553,8 @@ static void bodies_in_flight_are_bounded(void **state)
 	(void)state;
 	mutate_routes(posts, &handler);
 	server = start_with(NULL, &options);
-	address.sin_port = htons(http_serve_port(server));
-	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	for (int i = 0; i < 2; i++) {
-		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-		assert_true(fds[i] >= 0);
-		assert_int_equal(connect(fds[i], (const struct sockaddr *)&address, sizeof(address)), 0);
-		assert_int_equal(write(fds[i], head, strlen(head)), (ssize_t)strlen(head));
-	}
+	for (int i = 0; i < 2; i++)
+		fds[i] = raw_connect(http_serve_port(server), head);
 	nanosleep(&settle, NULL); /* both headers read: 2 x 101 bytes held */
 	assert_call(http_serve_port(server), &(struct call){ .path = "/mutate", .body = "0123456789" }, 503,
 		    TEXT_TYPE,
