@@ -26,6 +26,7 @@ import pytest
 
 from conftest import CONTROLLER, ROOT, wait_for
 from test_controller import cluster, jobset_body, JOBSETS  # noqa: F401 - the fixture is used by name
+from test_webhook import free_port
 import muster_api as api  # noqa: E402
 
 PROMTOOL, PROMETHEUS = shutil.which("promtool"), shutil.which("prometheus")
@@ -39,13 +40,6 @@ pytestmark = pytest.mark.skipif(not PROMTOOL or not PROMETHEUS,
 def promtool(*args, stdin=None):
     result = subprocess.run([PROMTOOL, *args], input=stdin, capture_output=True, text=True, timeout=120)
     return result.returncode, result.stdout + result.stderr
-
-
-def free_port():
-    import socket
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_alert_rules_load_and_pass_their_unit_tests():
