@@ -203,8 +203,11 @@ static int collect(void *arg, struct metrics_writer *w)
 				      NULL, 0, (double)ps.refusals);
 		metrics_write_counter(
 			w, "muster_placement_relocations_total",
-			"Placed JobSets placed again: pods not running yet lost every node of their domain",
+			"Placed JobSets placed again: pods not bound yet lost their room, or the record is gone",
 			NULL, 0, (double)ps.relocations);
+		metrics_write_counter(w, "muster_placement_restarts_total",
+				      "Placed JobSets placed afresh for a new restart attempt", NULL, 0,
+				      (double)ps.restarts);
 		metrics_write_counter(w, "muster_placement_write_failures_total",
 				      "Record or resume writes that failed (retried)", NULL, 0,
 				      (double)ps.record_failures);
@@ -336,7 +339,7 @@ int main(int argc, char **argv)
 	struct controller_group_observer observer = { observe_released, observe_pushed, NULL };
 	struct app app = { 0 };
 	struct kube_lease_options lease_options = { .name = "muster-controller" };
-	const char *kubeconfig = NULL, *metrics_addr = ":8080";
+	const char *kubeconfig = NULL, *metrics_addr = "127.0.0.1:8080", *health_addr = "0";
 	unsigned long qps = 50, burst = 100, lease_s = 15, renew_s = 10, retry_s = 2;
 	int leader_elect = 1, err, exit_code = 0;
 	char identity[KUBE_LEASE_IDENTITY_MAX + 1];
@@ -344,7 +347,7 @@ int main(int argc, char **argv)
 	struct kube_curl *lease_curl = NULL;
 	struct kube_client *lease_client = NULL;
 	struct metrics_registry *registry = NULL;
-	struct http_serve *server = NULL;
+	struct http_serve *server = NULL, *probes = NULL;
 	struct holder holder = { 0 };
 	int holding = 0, placing = 0, placement = 1;
 	struct placement_options placement_options = { .replace_after_s = PLACEMENT_REPLACE_AFTER_S };
@@ -418,8 +421,13 @@ int main(int argc, char **argv)
 		  &retry_s },
 		{ FLAG_SECTION, NULL, NULL, "Endpoints", 0, 0, NULL, NULL },
 		{ FLAG_TEXT, "--metrics-addr", "[A:]PORT",
-		  "serve /metrics, /healthz, /readyz over HTTP (default :8080; 0: off)", 0, 0, NULL,
-		  &metrics_addr },
+		  "serve /metrics, /healthz, /readyz over plain HTTP (default 127.0.0.1:8080,\n"
+		  "loopback only: give :8080 for Prometheus, behind a NetworkPolicy; 0: off)",
+		  0, 0, NULL, &metrics_addr },
+		{ FLAG_TEXT, "--health-addr", "[A:]PORT",
+		  "also serve /healthz and /readyz alone over plain HTTP, for the kubelet's\n"
+		  "probes (default 0: off; deploy/ uses :8081)",
+		  0, 0, NULL, &health_addr },
 	};
 
 	kube_config_defaults(&cfg);
@@ -492,6 +500,14 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (strcmp(health_addr, "0") != 0) {
+		struct http_serve_routes routes = { NULL, NULL, check_ready, &app }; /* /metrics: 404 */
+
+		if (http_serve_start(health_addr, &routes, &probes, &cause) != 0) {
+			err = KUBE_EINVAL;
+			goto out;
+		}
+	}
 
 	if (leader_elect) {
 		const char *pod = getenv("POD_NAME"), *pod_namespace = getenv("POD_NAMESPACE");
@@ -540,9 +556,10 @@ int main(int argc, char **argv)
 	}
 
 	mlog(MLOG_INFO, "started",
-	     "namespace=%s push_port=%u push_parallelism=%zu leader_elect=%s metrics=%s",
+	     "namespace=%s push_port=%u push_parallelism=%zu leader_elect=%s metrics=%s health=%s",
 	     options.namespace ? options.namespace : "*", options.push_port, options.push_parallelism,
-	     leader_elect ? "true" : "false", strcmp(metrics_addr, "0") ? metrics_addr : "off");
+	     leader_elect ? "true" : "false", strcmp(metrics_addr, "0") ? metrics_addr : "off",
+	     strcmp(health_addr, "0") ? health_addr : "off");
 	if (app.placement) {
 		placer.loop = app.placement;
 		if (pthread_create(&placer.thread, NULL, place_main, &placer) != 0) {
@@ -586,6 +603,7 @@ out:
 	}
 	free(cause);
 	http_serve_stop(server);
+	http_serve_stop(probes);
 	controller_group_free(app.group);
 	placement_loop_free(app.placement);
 	metrics_registry_free(registry);

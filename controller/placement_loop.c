@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "jobset_event.h"
+#include "jobset_model.h"
 #include "kjson.h"
 #include "kube_curl.h"
 #include "kube_error.h"
@@ -45,6 +46,7 @@ struct pjobset {
 	char state[16];
 	int finished;
 	int suspended; /* spec.suspend: a placed JobSet suspended again holds no room */
+	uint32_t restarts; /* status.restarts: the attempt a record must be of */
 	struct topo_store store;
 	struct topo_jobset request;
 	int decoded;
@@ -53,6 +55,7 @@ struct pjobset {
 	int record_checked; /* the record was read (or written) once */
 	int resuming; /* this pass resumes it from its record */
 	double hold_until; /* re-placed: not placed again before (pod route caches expire) */
+	double relocated_at; /* when this controller last suspended it to place it again */
 	double stranded_since; /* 0, or since when pods not bound have no room in their domain */
 	int no_room_noted; /* logged that it stays: no other room */
 	struct topo_record *record; /* NULL: none */
@@ -88,6 +91,9 @@ struct placement_loop {
 	struct name_table jobsets, bound, pod_keys;
 	int dirty;
 	int nodes_changed; /* since the last pass: a domain may have lost its nodes */
+	int placed_changed; /* since the last pass: a placed JobSet changed (restarted, say) */
+	double next_hold; /* a pass is due then: a held JobSet may be placed (0: none) */
+	double hold_s; /* how long a JobSet placed again is held (RECORD_CACHE_WAIT_S) */
 	double replace_after; /* --placement-replace-after */
 	size_t promising; /* the last pass: placed JobSets with pods not bound (checked each retry) */
 	size_t stranded; /* the last pass: of those, with pods that have no room (checked each second) */
@@ -214,9 +220,24 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 			free(cause);
 		}
 	}
-	j->suspended = cJSON_IsTrue(kjson_member(kjson_member(e->object, "spec"), "suspend"));
+	{
+		struct jobset_model *model = malloc(sizeof(*model));
+
+		if (model && jobset_model_decode(e->object, model, &cause) == 0) {
+			j->suspended = model->suspended;
+			j->restarts = model->restarts;
+		} else { /* kept as they were: the gang loop and the webhook say why */
+			mlog(MLOG_WARN, "jobset-undecodable", "jobset=%s/%s cause=\"%s\"", e->namespace,
+			     e->name, cause ? cause : "out of memory");
+		}
+		free(cause);
+		cause = NULL;
+		free(model);
+	}
 	snprintf(j->state, sizeof(j->state), "%s", state);
 	j->finished = finished(e->object);
+	if (strcmp(state, MUSTER_PLACEMENT_PLACED) == 0)
+		loop->placed_changed = 1;
 	reason = annotation(e->object, MUSTER_ANNOTATION_PLACEMENT_REASON);
 	snprintf(j->reason, sizeof(j->reason), "%s", reason ? reason : "");
 	mark_dirty(loop);
@@ -646,12 +667,13 @@ static cJSON *record_body(const char *namespace, const char *name, const char *u
 }
 
 /* Writes the record: created; or, when one exists, kept if it is this
- * JobSet's (*kept set: the placement of record is that one), replaced if it
- * is an earlier JobSet's of the name (or this one's, unreadable), and never
- * touched if it is anyone else's (*foreign set, KUBE_ECONFLICT with a cause
- * for the user). */
+ * JobSet's for this restart attempt (*kept set: the placement of record is
+ * that one), replaced if it is an earlier JobSet's of the name (or this
+ * one's, unreadable or of another attempt), and never touched if it is
+ * anyone else's (*foreign set, KUBE_ECONFLICT with a cause for the user). */
 static int record_write(struct placement_loop *loop, const char *namespace, const char *name, const char *uid,
-			const char *text, struct topo_record **kept, int *foreign, char **cause)
+			uint32_t attempt, const char *text, struct topo_record **kept, int *foreign,
+			char **cause)
 {
 	char path[KUBE_PATH_MAX];
 	cJSON *body = record_body(namespace, name, uid, text), *configmap = NULL;
@@ -690,13 +712,14 @@ static int record_write(struct placement_loop *loop, const char *namespace, cons
 
 		if (cJSON_IsString(data) &&
 		    topo_record_parse(data->valuestring, strlen(data->valuestring), kept, NULL) == 0 &&
-		    strcmp(topo_record_uid(*kept), uid) == 0)
+		    strcmp(topo_record_uid(*kept), uid) == 0 && topo_record_attempt(*kept) == attempt)
 			goto out; /* written before: that one stands */
 		topo_record_free(*kept);
 		*kept = NULL;
 	}
 	mlog(MLOG_INFO, "placement-record-replaced", "jobset=%s/%s reason=\"%s\"", namespace, name,
-	     owner == RELEASE_OWNER_OURS ? "unreadable" : "written for an earlier JobSet of this name");
+	     owner == RELEASE_OWNER_OURS ? "unreadable or of an earlier restart attempt"
+					 : "written for an earlier JobSet of this name");
 	cm_uid = kjson_member(kjson_member(configmap, "metadata"), "uid");
 	record_path(path, sizeof(path), namespace, name, 0);
 	err = cJSON_IsString(cm_uid)
@@ -752,11 +775,23 @@ static int write_reason(struct placement_loop *loop, const char *namespace, cons
 
 /* ---- the decision ---- */
 
-/* A placed JobSet some of whose pods, not bound yet, have no room left in
- * their domain (its nodes deleted at once; not Ready, cordoned, tainted or
- * full for --placement-replace-after): suspended and placed again. */
+/* A placed JobSet to suspend and place again: some of its pods, not bound
+ * yet, have no room left in their domain (its nodes deleted at once; not
+ * Ready, cordoned, tainted or full for --placement-replace-after); or it
+ * restarted (status.restarts above its record's attempt: each attempt is
+ * placed afresh); or its record is gone (deleted by hand, or this
+ * controller stopped between dropping it and the suspend). */
+enum relocation_kind { RELOCATE_LOST, RELOCATE_RESTART, RELOCATE_MISSING };
+
+/* A record missing under a placed JobSet is believed after this long (an
+ * informer event older than this controller's own suspend may still show
+ * the JobSet placed). */
+#define MISSING_RECORD_GRACE_S 5
+
 struct relocation {
 	char namespace[64], name[254], uid[129];
+	enum relocation_kind kind;
+	uint32_t attempt, restarts; /* RELOCATE_RESTART: the record's, the JobSet's */
 	struct topo_promise promise;
 	double for_s; /* how long they had no room */
 	const struct pjobset *jobset; /* valid under the lock only */
@@ -767,6 +802,7 @@ struct action {
 	char namespace[64], name[254], uid[129];
 	int place; /* 1: write `record`, resume; 0: wait with `reason` */
 	char *record;
+	uint32_t attempt; /* the restart attempt `record` places */
 	char reason[REASON_MAX];
 	int reason_changed;
 	size_t pods;
@@ -787,6 +823,7 @@ struct pass {
 	const struct pjobset *skip; /* set: only take room, for every JobSet but this one */
 	uint64_t reserved_pods;
 	size_t held; /* waiting, held back after a re-placement */
+	double next_hold; /* the earliest end of those holds, 0 when none */
 	size_t promising; /* placed JobSets with pods not bound */
 	size_t stranded; /* of those, with pods that have no room in their domain */
 	struct relocation *relocations; /* placed JobSets to place again */
@@ -805,6 +842,8 @@ static void collect_pending(void *arg, struct name_node *node)
 		return;
 	if (j->hold_until > now_s()) {
 		p->held++;
+		if (!p->next_hold || j->hold_until < p->next_hold)
+			p->next_hold = j->hold_until;
 		return;
 	}
 	if (p->pending_count == p->pending_cap) {
@@ -861,6 +900,48 @@ static int pod_bound(void *arg, const char *rj, uint32_t job, uint32_t completio
 	return name_table_find(&p->loop->bound, p->current->namespace, key) != NULL;
 }
 
+/* 1 when a pod the JobSet's request implies is not bound (p->current is j). */
+static int some_pod_unbound(struct pass *p, const struct pjobset *j)
+{
+	for (size_t g = 0; g < j->request.group_count; g++) {
+		const struct topo_jobset_group *group = &j->request.groups[g];
+
+		for (unsigned job = 0; job < group->replicas; job++)
+			for (unsigned c = 0; c < group->pods; c++)
+				if (!pod_bound(p, group->name, job, c))
+					return 1;
+	}
+	return 0;
+}
+
+static void add_relocation(struct pass *p, const struct pjobset *j, enum relocation_kind kind,
+			   const struct topo_promise *promise, double for_s)
+{
+	struct relocation *r;
+
+	if (p->relocation_count == p->relocation_cap) {
+		size_t cap = p->relocation_cap ? p->relocation_cap * 2 : 4;
+		struct relocation *grown = realloc(p->relocations, cap * sizeof(*grown));
+
+		if (!grown)
+			return;
+		p->relocations = grown;
+		p->relocation_cap = cap;
+	}
+	r = &p->relocations[p->relocation_count++];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->namespace, sizeof(r->namespace), "%s", j->namespace);
+	snprintf(r->name, sizeof(r->name), "%s", j->name);
+	snprintf(r->uid, sizeof(r->uid), "%s", j->uid);
+	r->kind = kind;
+	r->attempt = j->record ? topo_record_attempt(j->record) : 0;
+	r->restarts = j->restarts;
+	if (promise)
+		r->promise = *promise;
+	r->for_s = for_s;
+	r->jobset = j;
+}
+
 /* A placed JobSet's pods not bound yet take their room (topo_promise.h);
  * when some have none left in their domain for long enough, or their domain
  * has no node at all, the JobSet is to be placed again. */
@@ -872,10 +953,23 @@ static void reserve_jobset(void *arg, struct name_node *node)
 	double now = now_s();
 	int live;
 
-	if (!j->record || j->finished || !j->decoded ||
-	    (j->suspended && strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0))
+	live = strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0 && !j->suspended;
+	if (j->finished || !j->decoded || (j->suspended && strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0))
 		return;
 	p->current = j;
+	if (!j->record || topo_record_attempt(j->record) != j->restarts) {
+		/* Not the placement of its current attempt: it promises nothing.
+		 * Running, it is placed afresh: at once for a new attempt; with no
+		 * record at all, only when pods still need one to be pinned (a
+		 * JobSet whose pods all run is left alone). */
+		if (live && !p->skip && j->record_checked) {
+			if (j->record)
+				add_relocation(p, j, RELOCATE_RESTART, NULL, 0);
+			else if (now - j->relocated_at > MISSING_RECORD_GRACE_S && some_pod_unbound(p, j))
+				add_relocation(p, j, RELOCATE_MISSING, NULL, 0);
+		}
+		return;
+	}
 	if (p->skip) {
 		if (j != p->skip)
 			topo_promise_take(p->work_cluster, p->work_nodes, &j->request, j->record, pod_bound,
@@ -884,7 +978,6 @@ static void reserve_jobset(void *arg, struct name_node *node)
 	}
 	topo_promise_take(p->work_cluster, p->work_nodes, &j->request, j->record, pod_bound, p, &promise);
 	p->reserved_pods += promise.reserved;
-	live = strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0 && !j->suspended;
 	if (live && promise.reserved)
 		p->promising++;
 	if (!live || !promise.stranded) {
@@ -902,25 +995,7 @@ static void reserve_jobset(void *arg, struct name_node *node)
 	}
 	if (!promise.gone && now - j->stranded_since < p->loop->replace_after)
 		return;
-	if (p->relocation_count == p->relocation_cap) {
-		size_t cap = p->relocation_cap ? p->relocation_cap * 2 : 4;
-		struct relocation *grown = realloc(p->relocations, cap * sizeof(*grown));
-
-		if (!grown)
-			return;
-		p->relocations = grown;
-		p->relocation_cap = cap;
-	}
-	{
-		struct relocation *r = &p->relocations[p->relocation_count++];
-
-		snprintf(r->namespace, sizeof(r->namespace), "%s", j->namespace);
-		snprintf(r->name, sizeof(r->name), "%s", j->name);
-		snprintf(r->uid, sizeof(r->uid), "%s", j->uid);
-		r->promise = promise;
-		r->for_s = now - j->stranded_since;
-		r->jobset = j;
-	}
+	add_relocation(p, j, RELOCATE_LOST, &promise, now - j->stranded_since);
 }
 
 /* 1 when the JobSet of a relocation would fit the cluster now, its own
@@ -1078,7 +1153,8 @@ static void keep_worthwhile_relocations(struct pass *p, const struct topology *t
 		struct relocation *r = &p->relocations[i];
 		struct pjobset *j = (struct pjobset *)r->jobset;
 
-		int fits = r->promise.gone ? 1 : fits_elsewhere(p, top, snapshot, j);
+		int fits =
+			r->kind != RELOCATE_LOST || r->promise.gone ? 1 : fits_elsewhere(p, top, snapshot, j);
 
 		if (fits == 1) {
 			p->relocations[kept++] = *r;
@@ -1151,6 +1227,7 @@ static void decide(struct pass *p, const struct topology *top)
 		snprintf(a->namespace, sizeof(a->namespace), "%s", j->namespace);
 		snprintf(a->name, sizeof(a->name), "%s", j->name);
 		snprintf(a->uid, sizeof(a->uid), "%s", j->uid);
+		a->attempt = j->restarts;
 		if (!j->decoded) {
 			snprintf(a->reason, sizeof(a->reason), "the placement request: %s", j->decode_cause);
 		} else if (top->problem[0] && !own) {
@@ -1160,7 +1237,8 @@ static void decide(struct pass *p, const struct topology *top)
 			snprintf(a->reason, sizeof(a->reason), "the topology tree: %s",
 				 cause ? cause : "out of memory");
 		} else if (topo_jobset_place(&j->request, use, groups, &request, &pl, &why) == 0 &&
-			   topo_record_encode(use, &request, pl, j->uid, &a->record, &why) == 0) {
+			   topo_record_encode(use, &request, pl, j->uid, j->restarts, &a->record, &why) ==
+				   0) {
 			a->place = 1;
 			a->pods = pl->pod_count;
 			describe(use, pl, a->where, sizeof(a->where));
@@ -1243,7 +1321,8 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 				  "PlacementWaiting", 1, a->reason);
 		return 0;
 	}
-	err = record_write(loop, a->namespace, a->name, a->uid, a->record, &kept, &foreign, &cause);
+	err = record_write(loop, a->namespace, a->name, a->uid, a->attempt, a->record, &kept, &foreign,
+			   &cause);
 	if (err && foreign) { /* the user's to clear: wait, saying so */
 		snprintf(a->reason, sizeof(a->reason), "%s",
 			 cause ? cause : "a foreign ConfigMap is in the way");
@@ -1319,7 +1398,16 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 	struct pjobset *j;
 	int err;
 
-	if (r->promise.gone)
+	if (r->kind == RELOCATE_RESTART)
+		snprintf(reason, sizeof(reason),
+			 "restart attempt %u: placed afresh (its placement of record was for attempt %u)",
+			 r->restarts, r->attempt);
+	else if (r->kind == RELOCATE_MISSING)
+		snprintf(reason, sizeof(reason),
+			 "its placement of record (ConfigMap %s" MUSTER_PLACEMENT_SUFFIX
+			 ") is gone and pods not bound yet need it: placed again",
+			 r->name);
+	else if (r->promise.gone)
 		snprintf(reason, sizeof(reason),
 			 "%llu pods not bound yet lost every node of their domain (%s): placed again",
 			 (unsigned long long)r->promise.stranded, r->promise.domain);
@@ -1362,16 +1450,37 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 		j->record_checked = 1;
 		j->suspended = 1;
 		snprintf(j->state, sizeof(j->state), "%s", MUSTER_PLACEMENT_WAITING);
-		j->hold_until = now_s() + RECORD_CACHE_WAIT_S;
+		/* The pod route may hold the old record a while; a new attempt's
+		 * pods are never pinned by an earlier attempt's (record_cache.h). */
+		j->hold_until = r->kind == RELOCATE_RESTART ? 0 : now_s() + loop->hold_s;
+		j->relocated_at = now_s();
 		j->stranded_since = 0;
 	}
-	loop->stats.relocations++;
+	if (r->kind == RELOCATE_RESTART)
+		loop->stats.restarts++;
+	else
+		loop->stats.relocations++;
 	pthread_mutex_unlock(&loop->lock);
-	mlog(MLOG_WARN, "placement-lost",
-	     "jobset=%s/%s pods=%llu domain=\"%s\" nodes=\"%s\" seconds=%.1f action=\"suspended, placed "
-	     "again\"",
-	     r->namespace, r->name, (unsigned long long)r->promise.stranded, r->promise.domain,
-	     r->promise.why, r->for_s);
+	if (r->kind == RELOCATE_RESTART) {
+		mlog(MLOG_INFO, "placement-restart",
+		     "jobset=%s/%s attempt=%u record_attempt=%u action=\"suspended, placed "
+		     "afresh\"",
+		     r->namespace, r->name, r->restarts, r->attempt);
+		jobset_event_post(loop->api[API_WRITES].client, r->namespace, r->name, r->uid,
+				  "PlacementRenewed", 0, reason);
+		return;
+	}
+	if (r->kind == RELOCATE_MISSING)
+		mlog(MLOG_WARN, "placement-lost",
+		     "jobset=%s/%s reason=\"its placement of record is gone\" action=\"suspended, "
+		     "placed again\"",
+		     r->namespace, r->name);
+	else
+		mlog(MLOG_WARN, "placement-lost",
+		     "jobset=%s/%s pods=%llu domain=\"%s\" nodes=\"%s\" seconds=%.1f action=\"suspended, placed "
+		     "again\"",
+		     r->namespace, r->name, (unsigned long long)r->promise.stranded, r->promise.domain,
+		     r->promise.why, r->for_s);
 	jobset_event_post(loop->api[API_WRITES].client, r->namespace, r->name, r->uid, "PlacementLost", 1,
 			  reason);
 }
@@ -1456,7 +1565,8 @@ static void collect_recorded(void *arg, struct name_node *node)
 	struct unread_list *l = arg;
 	size_t before = l->count;
 
-	j->resuming = j->record && !j->finished && strcmp(j->state, MUSTER_PLACEMENT_WAITING) == 0;
+	j->resuming = j->record && topo_record_attempt(j->record) == j->restarts && !j->finished &&
+		      strcmp(j->state, MUSTER_PLACEMENT_WAITING) == 0;
 	if (!j->resuming)
 		return;
 	j->record_checked = 0; /* collect_unread takes only unread ones */
@@ -1484,6 +1594,7 @@ static void run_pass(struct placement_loop *loop)
 		name_table_each(&loop->jobsets, collect_pending, &probe);
 		placing = probe.pending_count > 0;
 		/* Nothing to place nor to move: no API reads. */
+		loop->next_hold = probe.next_hold;
 		if (!probe.pending_count && !loop->stranded) {
 			loop->dirty = 0;
 			loop->stats.waiting = probe.held;
@@ -1501,11 +1612,15 @@ resume_only:
 	loop->stats.passes++;
 	/* Recorded but not resumed: resumed, not placed again. */
 	name_table_each(&loop->jobsets, collect_recorded, &recorded);
-	/* The decision, and the check for lost domains: when something waits,
-	 * or Nodes changed (a pod's event cannot take a domain's nodes away). */
-	if (placing || loop->nodes_changed || loop->promising) {
+	/* The decision, and the checks of placed JobSets (lost domains,
+	 * restarts): when something waits, Nodes changed (a pod's event cannot
+	 * take a domain's nodes away), a placed JobSet changed, or placed pods
+	 * are not bound yet. */
+	if (placing || loop->nodes_changed || loop->placed_changed || loop->promising) {
 		loop->nodes_changed = 0;
+		loop->placed_changed = 0;
 		decide(&p, &top);
+		loop->next_hold = p.next_hold;
 		loop->promising = p.promising;
 		loop->stranded = p.stranded;
 	}
@@ -1534,9 +1649,10 @@ resume_only:
 		int placed = act(loop, &p.actions[i], started);
 
 		pthread_mutex_lock(&loop->lock);
-		if (placed)
+		if (placed) {
 			loop->stats.placements++;
-		else if (p.actions[i].reason_changed)
+			loop->promising++; /* its pods are not bound yet: checked from the next pass */
+		} else if (p.actions[i].reason_changed)
 			loop->stats.refusals++;
 		pthread_mutex_unlock(&loop->lock);
 		free(p.actions[i].record);
@@ -1604,7 +1720,8 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 		due = ready &&
 		      (loop->dirty ||
 		       ((loop->stats.waiting || loop->promising) && now_s() - last >= PLACEMENT_RETRY_S) ||
-		       (loop->stranded && now_s() - last >= 1.0));
+		       (loop->stranded && now_s() - last >= 1.0) ||
+		       (loop->next_hold && now_s() >= loop->next_hold));
 		pthread_mutex_unlock(&loop->lock);
 		if (wanted) {
 			mlog(MLOG_INFO, "placement-watching",
@@ -1710,6 +1827,7 @@ int placement_loop_new(const struct kube_config *cfg, const struct placement_opt
 	pthread_cond_init(&loop->cond, NULL);
 	loop->hypernodes = o->hypernodes;
 	loop->replace_after = o->replace_after_s;
+	loop->hold_s = o->hold_ms ? (double)o->hold_ms / 1e3 : RECORD_CACHE_WAIT_S;
 	loop->namespace = copy_or_null(o->namespace);
 	loop->levels = copy_or_null(o->levels);
 	loop->topology = copy_or_null(o->topology);

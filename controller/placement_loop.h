@@ -51,6 +51,16 @@
  * keep running until the suspend stops them. After every pod is bound, a
  * lost node is the JobSet's failure policy's to handle.
  *
+ * Restart attempts: a record places one attempt (status.restarts). When a
+ * placed JobSet restarts, it is suspended and its record dropped the same
+ * way (a Normal Event PlacementRenewed), and the new attempt is placed
+ * afresh at once: the pod route pins a pod only by the record of its own
+ * attempt, so no hold is needed. A placed JobSet whose record is gone
+ * (deleted by hand, or this controller stopped between the drop and the
+ * suspend) while some of its pods are not bound (they would be refused) is
+ * placed again likewise, after MISSING_RECORD_GRACE_S; one whose pods all
+ * run is left alone.
+ *
  * Lifecycle: placement_loop_new succeeds fully or leaves nothing;
  * placement_loop_run blocks until *stop is set or a watch fails for good;
  * placement_loop_free accepts NULL.
@@ -81,6 +91,10 @@ struct placement_options {
 	 * domain (nodes not Ready, cordoned, tainted, full) before it is placed
 	 * again; a domain with no node left is placed again at once */
 	unsigned long replace_after_s;
+	/* how long a JobSet placed again waits before its new placement, so
+	 * that the pod route's cached copies of the old record expire; 0:
+	 * RECORD_CACHE_WAIT_S (tests shorten it) */
+	unsigned long hold_ms;
 	const struct kube_transport *transport; /* NULL: libcurl */
 	void *transport_ctx;
 };
@@ -101,7 +115,8 @@ int placement_loop_ready(struct placement_loop *loop, char *reason, size_t size)
 #define PLACEMENT_DOMAINS_SHOWN 64
 struct placement_stats {
 	uint64_t placements, refusals, record_failures, passes;
-	uint64_t relocations; /* placed JobSets placed again (their pending pods lost their domain) */
+	uint64_t relocations; /* placed JobSets placed again (pending pods lost their room, or the record) */
+	uint64_t restarts; /* placed JobSets placed afresh for a restart attempt */
 	size_t waiting; /* JobSets waiting for a placement */
 	double last_decision_s; /* the last pass's decision time */
 	size_t domain_count; /* top-level domains below, at most PLACEMENT_DOMAINS_SHOWN */

@@ -1337,6 +1337,7 @@ static void pod_route_pins_by_job_and_completion_index(void **state)
 	assert_string_equal(key.replicated_job, "w");
 	assert_int_equal(key.job_index, 1);
 	assert_int_equal(key.completion, 2);
+	assert_int_equal(key.attempt, 0); /* no restart-attempt label: attempt 0 */
 	assert_int_equal(pod_pin_patch(pod, "block=b1,rack=r2", patch, &cause), 0);
 	apply_patch(pod, patch);
 	sel = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"), "nodeSelector");
@@ -1369,6 +1370,22 @@ static void pod_route_pins_by_job_and_completion_index(void **state)
 		"{\"metadata\":{\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"t\"}},\"spec\":{}}");
 	assert_int_equal(pod_pin_key(pod, &key, &cause), -1);
 	assert_non_null(strstr(cause, "jobset-uid"));
+	free(cause);
+	cause = NULL;
+	cJSON_Delete(pod);
+
+	/* The restart attempt, from its label; a bad one is refused by name. */
+	pod = cJSON_Parse(PINNED_POD(""));
+	cJSON_AddStringToObject(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "labels"),
+		JOBSET_LABEL_RESTART_ATTEMPT, "3");
+	assert_int_equal(pod_pin_key(pod, &key, &cause), 0);
+	assert_int_equal(key.attempt, 3);
+	cJSON_ReplaceItemInObjectCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "labels"),
+		JOBSET_LABEL_RESTART_ATTEMPT, cJSON_CreateString("x"));
+	assert_int_equal(pod_pin_key(pod, &key, &cause), -1);
+	assert_non_null(strstr(cause, JOBSET_LABEL_RESTART_ATTEMPT));
 	free(cause);
 	cJSON_Delete(pod);
 }

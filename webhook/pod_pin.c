@@ -55,6 +55,12 @@ int pod_pin_key(const cJSON *pod, struct pod_pin_key *key, char **cause)
 		   &key->job_index, cause) ||
 	    number(completion, "annotation " JOB_ANNOTATION_COMPLETION_INDEX, &key->completion, cause))
 		return -1;
+	/* Absent: attempt 0 (a JobSet that does not label it never restarts
+	 * under another number). */
+	if (kjson_member(labels, JOBSET_LABEL_RESTART_ATTEMPT) &&
+	    number(kjson_member(labels, JOBSET_LABEL_RESTART_ATTEMPT), "label " JOBSET_LABEL_RESTART_ATTEMPT,
+		   &key->attempt, cause))
+		return -1;
 	return 0;
 }
 

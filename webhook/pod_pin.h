@@ -7,7 +7,9 @@
  * jobset.sigs.k8s.io/jobset-name, jobset-uid, replicatedjob-name, job-index,
  * and its completion index (the annotation, or the label of that name,
  * batch.kubernetes.io/job-completion-index). A pod lacking one is refused
- * with the name of what it lacks.
+ * with the name of what it lacks. Its restart attempt is the label
+ * jobset.sigs.k8s.io/restart-attempt (0 when absent): only the record of
+ * that attempt pins it.
  *
  * The patch adds each key=value of the selector to spec.nodeSelector (made
  * when absent). A key the pod already selects with another value is a
@@ -26,6 +28,7 @@ struct pod_pin_key {
 	char uid[129];
 	char replicated_job[254];
 	uint32_t job_index, completion;
+	uint32_t attempt; /* jobset.sigs.k8s.io/restart-attempt, 0 when absent */
 };
 
 int pod_pin_key(const struct cJSON *pod, struct pod_pin_key *key, char **cause);

@@ -64,8 +64,10 @@ static time_t now_s(void)
 	return ts.tv_sec;
 }
 
-/* The fresh entry for namespace/jobset of this uid, or NULL. Under lock. */
-static struct entry *find(struct record_cache *c, const char *namespace, const char *jobset, const char *uid)
+/* The fresh entry for namespace/jobset of this uid and restart attempt, or
+ * NULL. Under lock. */
+static struct entry *find(struct record_cache *c, const char *namespace, const char *jobset, const char *uid,
+			  uint32_t attempt)
 {
 	time_t now = now_s();
 
@@ -73,7 +75,8 @@ static struct entry *find(struct record_cache *c, const char *namespace, const c
 		struct entry *e = &c->entries[i];
 
 		if (e->record && strcmp(e->namespace, namespace) == 0 && strcmp(e->jobset, jobset) == 0 &&
-		    strcmp(topo_record_uid(e->record), uid) == 0 && now - e->read_at < RECORD_CACHE_TTL_S)
+		    strcmp(topo_record_uid(e->record), uid) == 0 &&
+		    topo_record_attempt(e->record) == attempt && now - e->read_at < RECORD_CACHE_TTL_S)
 			return e;
 	}
 	return NULL;
@@ -170,25 +173,39 @@ static int read_record(struct record_cache *c, const char *namespace, const char
 }
 
 int record_cache_selector(struct record_cache *cache, const char *namespace, const char *jobset,
-			  const char *uid, const char *replicated_job, uint32_t job_index,
+			  const char *uid, uint32_t attempt, const char *replicated_job, uint32_t job_index,
 			  uint32_t completion, char *selector, size_t size, char **cause)
 {
 	struct entry *e;
 	struct topo_record *record = NULL;
 	const char *found = NULL;
+	uint32_t placed;
 	int rc;
 
 	pthread_mutex_lock(&cache->lock);
-	e = find(cache, namespace, jobset, uid);
+	e = find(cache, namespace, jobset, uid, attempt);
 	pthread_mutex_unlock(&cache->lock);
 	if (!e) {
 		if (read_record(cache, namespace, jobset, uid, &record, cause))
 			return -1;
+		/* Another attempt's placement never pins this pod: a restart is
+		 * placed afresh (the record of attempt N+1 replaces that of N). */
+		if ((placed = topo_record_attempt(record)) != attempt) {
+			topo_record_free(record);
+			return cause_fail(
+				cause,
+				"the placement of record of JobSet %s/%s is for restart attempt %u, this pod "
+				"is of attempt %u (%s): %s",
+				namespace, jobset, placed, attempt, JOBSET_LABEL_RESTART_ATTEMPT,
+				placed < attempt ? "muster-controller places the new attempt afresh; the Job "
+						   "controller retries this pod"
+						 : "a pod of an earlier attempt is not made again");
+		}
 	}
 	pthread_mutex_lock(&cache->lock);
 	if (record)
 		e = keep(cache, namespace, jobset, record);
-	else if (!(e = find(cache, namespace, jobset, uid))) { /* replaced meanwhile: rare */
+	else if (!(e = find(cache, namespace, jobset, uid, attempt))) { /* replaced meanwhile: rare */
 		pthread_mutex_unlock(&cache->lock);
 		return cause_fail(cause,
 				  "the placement record of %s/%s changed while it was read; the Job "

@@ -6,7 +6,9 @@
  * An entry is keyed by namespace/JobSet name and holds the parsed record
  * (lib/topo/topo_record.h) with the uid it was written for. A lookup for a
  * pod of another uid (a JobSet deleted and made again under the same name)
- * or an entry older than RECORD_CACHE_TTL_S reads the API again. A record
+ * or of another restart attempt, or an entry older than RECORD_CACHE_TTL_S,
+ * reads the API again; a record of another attempt than the pod's does not
+ * pin it (each attempt is placed afresh). A record
  * not found is not cached: the controller may write it a moment later, and
  * the Job controller retries the pod.
  *
@@ -34,7 +36,7 @@ void record_cache_free(struct record_cache *cache);
  * has no entry for the pod (*cause says so), -1 no record or the API failed
  * (*cause says which). */
 int record_cache_selector(struct record_cache *cache, const char *namespace, const char *jobset,
-			  const char *uid, const char *replicated_job, uint32_t job_index,
+			  const char *uid, uint32_t attempt, const char *replicated_job, uint32_t job_index,
 			  uint32_t completion, char *selector, size_t size, char **cause);
 
 #endif

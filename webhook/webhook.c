@@ -447,7 +447,7 @@ void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve
 		o.result = "denied";
 	} else if (request.operation == ADMISSION_CREATE && request.object) {
 		if (pod_pin_key(request.object, &key, &o.message) ||
-		    record_cache_selector(w->records, request.namespace, key.jobset, key.uid,
+		    record_cache_selector(w->records, request.namespace, key.jobset, key.uid, key.attempt,
 					  key.replicated_job, key.job_index, key.completion, selector,
 					  sizeof(selector), &o.message) != 1 ||
 		    !(patch = cJSON_CreateArray()) ||

@@ -134,7 +134,7 @@ int main(int argc, char **argv)
 		start = now();
 		if (topo_cache_cluster(c, &cl, &cause) ||
 		    !(t = topo_tree_from_levels(&cl, levels, 2, &cause)) || topo_place(t, &req, &p, &cause) ||
-		    topo_record_encode(t, &req, p, "uid", &text, &cause)) {
+		    topo_record_encode(t, &req, p, "uid", 0, &text, &cause)) {
 			fprintf(stderr, "placement: %s\n", cause ? cause : "out of memory");
 			return 1;
 		}

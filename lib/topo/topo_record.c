@@ -28,6 +28,7 @@ struct record_run {
 
 struct topo_record {
 	char *uid;
+	uint32_t attempt; /* the JobSet's restart attempt it places */
 	struct record_group groups[TOPO_GROUPS_MAX];
 	size_t group_count;
 	struct record_job *jobs;
@@ -73,12 +74,14 @@ static cJSON *job_of(cJSON *groups, const char *name, uint32_t job_index)
 }
 
 int topo_record_encode(const struct topo_tree *tree, const struct topo_request *request,
-		       const struct topo_placement *placement, const char *uid, char **out, char **cause)
+		       const struct topo_placement *placement, const char *uid, uint32_t attempt, char **out,
+		       char **cause)
 {
 	cJSON *root = cJSON_CreateObject(), *groups, *job = NULL;
 	char selector[TOPO_RECORD_SELECTOR_MAX], run_selector[TOPO_RECORD_SELECTOR_MAX] = "";
 	uint32_t run_group = UINT32_MAX, run_job = 0, run_from = 0, run_to = 0;
 	int ok = root && cJSON_AddStringToObject(root, "uid", uid ? uid : "") &&
+		 (attempt == 0 || cJSON_AddNumberToObject(root, "attempt", attempt)) &&
 		 (groups = cJSON_AddObjectToObject(root, "replicatedJobs"));
 
 	*out = NULL;
@@ -252,7 +255,7 @@ int topo_record_parse(const char *text, size_t len, struct topo_record **out, ch
 {
 	struct topo_record *r = NULL;
 	cJSON *root = NULL;
-	const cJSON *uid, *groups, *group;
+	const cJSON *uid, *attempt, *groups, *group;
 	const char *end = NULL;
 	size_t jobs, runs;
 	int err = -1;
@@ -281,6 +284,15 @@ int topo_record_parse(const char *text, size_t len, struct topo_record **out, ch
 		cause_fail(cause, "the placement record lacks uid or replicatedJobs");
 		goto out;
 	}
+	/* Absent in records of attempt 0 (and in those written before it was). */
+	attempt = cJSON_GetObjectItemCaseSensitive(root, "attempt");
+	if (attempt && (!cJSON_IsNumber(attempt) || attempt->valuedouble < 0 ||
+			attempt->valuedouble > (double)TOPO_RECORD_ATTEMPT_MAX ||
+			attempt->valuedouble != (double)(uint32_t)attempt->valuedouble)) {
+		cause_fail(cause, "the placement record's attempt is not a whole number from 0 to %u",
+			   TOPO_RECORD_ATTEMPT_MAX);
+		goto out;
+	}
 	if (cJSON_GetArraySize(groups) > TOPO_GROUPS_MAX) {
 		cause_fail(cause, "the placement record holds more than %d replicated jobs", TOPO_GROUPS_MAX);
 		goto out;
@@ -295,6 +307,7 @@ int topo_record_parse(const char *text, size_t len, struct topo_record **out, ch
 		cause_fail(cause, "no memory for the placement record");
 		goto out;
 	}
+	r->attempt = attempt ? (uint32_t)attempt->valuedouble : 0;
 	cJSON_ArrayForEach(group, groups)
 	{
 		if (parse_group(r, group, cause))
@@ -312,6 +325,11 @@ out:
 const char *topo_record_uid(const struct topo_record *record)
 {
 	return record->uid;
+}
+
+uint32_t topo_record_attempt(const struct topo_record *record)
+{
+	return record->attempt;
 }
 
 int topo_record_find(const struct topo_record *record, const char *replicated_job, uint32_t job_index,

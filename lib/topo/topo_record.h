@@ -5,8 +5,12 @@
  *
  * The text is compact JSON:
  *
- *   {"uid":"<jobset uid>","replicatedJobs":{"<name>":[<job 0>,<job 1>,...]}}
+ *   {"uid":"<jobset uid>","attempt":N,"replicatedJobs":{"<name>":[<job 0>,<job 1>,...]}}
  *
+ * where attempt is the JobSet's restart attempt (status.restarts) the record
+ * places, absent for attempt 0: each attempt gets a placement of its own, and
+ * a pod is pinned only by the record of its attempt (its label
+ * jobset.sigs.k8s.io/restart-attempt); and
  * where each job is a list of runs [from, to, "key=value,key=value"]: the
  * completion indexes from..to (inclusive, ascending, not overlapping) get
  * that nodeSelector (the domain's labels from the top level down, or the
@@ -31,11 +35,14 @@
 
 #define TOPO_RECORD_BYTES_MAX (900u * 1024u)
 #define TOPO_RECORD_SELECTOR_MAX 1024u
+#define TOPO_RECORD_ATTEMPT_MAX 2147483647u
 
-/* The record's text for a placement of `request` on `tree`; *out is
- * malloc'd (NUL-terminated). */
+/* The record's text for a placement of `request` on `tree`, for restart
+ * attempt `attempt` of the JobSet of `uid`; *out is malloc'd
+ * (NUL-terminated). */
 int topo_record_encode(const struct topo_tree *tree, const struct topo_request *request,
-		       const struct topo_placement *placement, const char *uid, char **out, char **cause);
+		       const struct topo_placement *placement, const char *uid, uint32_t attempt, char **out,
+		       char **cause);
 
 struct topo_record;
 
@@ -46,6 +53,9 @@ void topo_record_free(struct topo_record *record);
 
 /* The JobSet uid the record was written for. */
 const char *topo_record_uid(const struct topo_record *record);
+
+/* The restart attempt it places (0 when the record names none). */
+uint32_t topo_record_attempt(const struct topo_record *record);
 
 /* The selector of one pod: 1 and *selector (borrowed, may be "") when the
  * record holds it, else 0. */

@@ -59,7 +59,7 @@ static void placement_round_trip(void **state)
 	struct topo_request req = { .groups = &g, .group_count = 1 };
 	struct topo_placement *p = NULL;
 	struct topo_record *r = NULL;
-	char *cause = NULL, *text = NULL;
+	char *cause = NULL, *text = NULL, first_copy[256];
 	const char *selector, *first;
 
 	(void)state;
@@ -70,9 +70,11 @@ static void placement_round_trip(void **state)
 	t = topo_tree_from_levels(&f.cluster, levels, 2, &cause);
 	assert_non_null(t);
 	assert_int_equal(topo_place(t, &req, &p, &cause), 0);
-	assert_int_equal(topo_record_encode(t, &req, p, "uid-1", &text, &cause), 0);
+	assert_int_equal(topo_record_encode(t, &req, p, "uid-1", 0, &text, &cause), 0);
 	assert_int_equal(topo_record_parse(text, strlen(text), &r, &cause), 0);
 	assert_string_equal(topo_record_uid(r), "uid-1");
+	assert_int_equal(topo_record_attempt(r), 0);
+	assert_null(strstr(text, "attempt")); /* attempt 0: as records were before */
 	/* Every pod finds the selector of its own domain, in the record's words. */
 	for (size_t i = 0; i < p->pod_count; i++) {
 		char want[256];
@@ -85,6 +87,7 @@ static void placement_round_trip(void **state)
 	}
 	/* Job 0 in one block: every selector of job 0 names the same block. */
 	assert_int_equal(topo_record_find(r, "workers", 0, 0, &first), 1);
+	snprintf(first_copy, sizeof(first_copy), "%s", first);
 	for (uint32_t c = 1; c < 6; c++) {
 		assert_int_equal(topo_record_find(r, "workers", 0, c, &selector), 1);
 		assert_memory_equal(selector, first, strlen("block=b1"));
@@ -95,6 +98,14 @@ static void placement_round_trip(void **state)
 	assert_int_equal(topo_record_find(r, "driver", 0, 0, &selector), 0);
 	/* Runs: consecutive ranks with one selector are one run, so fewer runs than pods. */
 	assert_true(strlen(text) < 400);
+	free(text);
+	topo_record_free(r);
+	/* A restart attempt's record says which attempt it places. */
+	assert_int_equal(topo_record_encode(t, &req, p, "uid-1", 3, &text, &cause), 0);
+	assert_int_equal(topo_record_parse(text, strlen(text), &r, &cause), 0);
+	assert_int_equal(topo_record_attempt(r), 3);
+	assert_int_equal(topo_record_find(r, "workers", 0, 0, &selector), 1);
+	assert_string_equal(selector, first_copy);
 	free(text);
 	topo_record_free(r);
 	topo_placement_free(p);
@@ -152,6 +163,10 @@ static void bad_records_are_refused(void **state)
 		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[-1,1,\"a=b\"]]]}}", "from, to" },
 		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":{}}}", "lists of lists" },
 		{ "{\"uid\":7,\"replicatedJobs\":{}}", "lacks uid" },
+		{ "{\"uid\":\"u\",\"attempt\":-1,\"replicatedJobs\":{}}", "attempt" },
+		{ "{\"uid\":\"u\",\"attempt\":1.5,\"replicatedJobs\":{}}", "attempt" },
+		{ "{\"uid\":\"u\",\"attempt\":\"2\",\"replicatedJobs\":{}}", "attempt" },
+		{ "{\"uid\":\"u\",\"attempt\":2147483648,\"replicatedJobs\":{}}", "attempt" },
 	};
 
 	(void)state;

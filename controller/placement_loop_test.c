@@ -1,0 +1,812 @@
+/*
+ * Unit tests of placement_loop (the whole loop: its three watches, the
+ * passes, the records, the JobSet patches) against a fake API server in
+ * memory: Nodes, pods, JobSets and ConfigMaps as objects, LIST answered
+ * from them, WATCH streams fed by every change (with resource versions, so
+ * nothing between a list and its watch is lost), JSON merge patches applied
+ * with their uid precondition, deletes with theirs, Events accepted. Every
+ * write is logged in order, so a test can check what the controller did and
+ * in which order.
+ *
+ * Cluster: 4 nodes of 4 cpu in 2 racks (label rack: r1 = n1 n2, r2 = n3 n4);
+ * a JobSet of 4 pods of 2 cpu that asks for one rack fills one.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "kube_client.h"
+#include "kube_config.h"
+#include "kube_transport.h"
+#include "placement_loop.h"
+
+#define MAX_EVENTS 512
+#define MAX_LOG 256
+
+enum kind { NODES, PODS, JOBSETS, CONFIGMAPS, KINDS };
+
+struct event {
+	enum kind kind;
+	unsigned rv;
+	char *line;
+};
+
+struct fake {
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	unsigned rv;
+	cJSON *objects[KINDS]; /* arrays */
+	struct event events[MAX_EVENTS];
+	size_t event_count;
+	char log[MAX_LOG][200]; /* "PATCH /apis/..." */
+	char *bodies[MAX_LOG];
+	size_t log_count;
+	int topology_reads; /* GETs of Kueue Topologies and HyperNodes */
+};
+
+static const char *const method_names[] = { "GET", "POST", "PUT", "PATCH", "DELETE" };
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static const char *meta(const cJSON *o, const char *field)
+{
+	const cJSON *v =
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), field);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static cJSON *find(struct fake *f, enum kind k, const char *ns, const char *name, int *index)
+{
+	int i = 0;
+	cJSON *o;
+
+	cJSON_ArrayForEach(o, f->objects[k])
+	{
+		if (strcmp(meta(o, "namespace"), ns) == 0 && strcmp(meta(o, "name"), name) == 0) {
+			if (index)
+				*index = i;
+			return o;
+		}
+		i++;
+	}
+	return NULL;
+}
+
+/* Under lock: a new resource version, and the watch event of `o`. */
+static void emit(struct fake *f, enum kind k, const char *type, cJSON *o)
+{
+	char rv[16];
+	char *object;
+
+	snprintf(rv, sizeof(rv), "%u", ++f->rv);
+	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"),
+						"resourceVersion");
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "resourceVersion", rv);
+	object = cJSON_PrintUnformatted(o);
+	assert_true(f->event_count < MAX_EVENTS);
+	f->events[f->event_count].kind = k;
+	f->events[f->event_count].rv = f->rv;
+	f->events[f->event_count].line = malloc(strlen(object) + 64);
+	snprintf(f->events[f->event_count].line, strlen(object) + 64, "{\"type\":\"%s\",\"object\":%s}", type,
+		 object);
+	f->event_count++;
+	free(object);
+	pthread_cond_broadcast(&f->changed);
+}
+
+/* Stores `o` (taken), replacing the object of its name: ADDED or MODIFIED. */
+static void put_locked(struct fake *f, enum kind k, cJSON *o)
+{
+	int index;
+	cJSON *old = find(f, k, meta(o, "namespace"), meta(o, "name"), &index);
+
+	if (old)
+		cJSON_ReplaceItemInArray(f->objects[k], index, o);
+	else
+		cJSON_AddItemToArray(f->objects[k], o);
+	emit(f, k, old ? "MODIFIED" : "ADDED", o);
+}
+
+static void put(struct fake *f, enum kind k, const char *json)
+{
+	cJSON *o = cJSON_Parse(json);
+
+	assert_non_null(o);
+	pthread_mutex_lock(&f->lock);
+	put_locked(f, k, o);
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void delete_locked(struct fake *f, enum kind k, const char *ns, const char *name)
+{
+	int index;
+	cJSON *o = find(f, k, ns, name, &index);
+
+	if (!o)
+		return;
+	o = cJSON_DetachItemFromArray(f->objects[k], index);
+	emit(f, k, "DELETED", o);
+	cJSON_Delete(o);
+}
+
+/* RFC 7386 merge patch. */
+static void merge(cJSON *target, const cJSON *patch)
+{
+	const cJSON *p;
+
+	cJSON_ArrayForEach(p, patch)
+	{
+		cJSON *t = cJSON_GetObjectItemCaseSensitive(target, p->string);
+
+		if (cJSON_IsNull(p)) {
+			cJSON_DeleteItemFromObjectCaseSensitive(target, p->string);
+		} else if (cJSON_IsObject(p) && cJSON_IsObject(t)) {
+			merge(t, p);
+		} else {
+			cJSON_DeleteItemFromObjectCaseSensitive(target, p->string);
+			cJSON_AddItemToObject(target, p->string, cJSON_Duplicate(p, 1));
+		}
+	}
+}
+
+static int respond(struct kube_response *resp, long status, const char *body)
+{
+	resp->status = status;
+	resp->body_len = strlen(body);
+	resp->body = malloc(resp->body_len + 1);
+	memcpy(resp->body, body, resp->body_len + 1);
+	return KUBE_OK;
+}
+
+static int respond_json(struct kube_response *resp, long status, const cJSON *o)
+{
+	char *text = cJSON_PrintUnformatted(o);
+	int err = respond(resp, status, text);
+
+	free(text);
+	return err;
+}
+
+static const char NOT_FOUND[] = "{\"kind\":\"Status\",\"code\":404,\"reason\":\"NotFound\"}";
+static const char CONFLICT[] = "{\"kind\":\"Status\",\"code\":409,\"reason\":\"Conflict\"}";
+
+/* The kind a collection path names, or -1. */
+static int kind_of(const char *path, char *ns, size_t ns_size, char *name, size_t name_size)
+{
+	static const struct {
+		const char *prefix, *collection;
+		enum kind kind;
+	} routes[] = {
+		{ "/api/v1/", "nodes", NODES },
+		{ "/api/v1/", "pods", PODS },
+		{ "/apis/jobset.x-k8s.io/v1alpha2/", "jobsets", JOBSETS },
+		{ "/api/v1/", "configmaps", CONFIGMAPS },
+	};
+	char clean[512];
+	char *q;
+
+	snprintf(clean, sizeof(clean), "%s", path);
+	if ((q = strchr(clean, '?')) != NULL)
+		*q = '\0';
+	ns[0] = name[0] = '\0';
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		size_t n = strlen(routes[i].prefix);
+		const char *rest = clean + n, *slash;
+		char want[64];
+
+		if (strncmp(clean, routes[i].prefix, n) != 0)
+			continue;
+		if (strncmp(rest, "namespaces/", 11) == 0 && (slash = strchr(rest + 11, '/')) != NULL) {
+			snprintf(ns, ns_size, "%.*s", (int)(slash - rest - 11), rest + 11);
+			rest = slash + 1;
+		}
+		snprintf(want, sizeof(want), "%s", routes[i].collection);
+		if (strncmp(rest, want, strlen(want)) != 0)
+			continue;
+		rest += strlen(want);
+		if (*rest == '/')
+			snprintf(name, name_size, "%s", rest + 1);
+		else if (*rest)
+			continue;
+		return (int)routes[i].kind;
+	}
+	return -1;
+}
+
+static void note(struct fake *f, const struct kube_request *req)
+{
+	if (req->method == KUBE_METHOD_GET || f->log_count == MAX_LOG)
+		return;
+	snprintf(f->log[f->log_count], sizeof(f->log[0]), "%s %s", method_names[req->method], req->path);
+	f->bodies[f->log_count] = strndup(req->body ? req->body : "", req->body_len);
+	f->log_count++;
+}
+
+static int fake_send(void *ctx, const struct kube_request *req, struct kube_response *resp, char **cause)
+{
+	struct fake *f = ctx;
+	char ns[64], name[254];
+	int k = kind_of(req->path, ns, sizeof(ns), name, sizeof(name)), err;
+	cJSON *o, *body = req->body ? cJSON_ParseWithLength(req->body, req->body_len) : NULL;
+
+	(void)cause;
+	pthread_mutex_lock(&f->lock);
+	note(f, req);
+	if (strstr(req->path, "/events") && req->method == KUBE_METHOD_POST) {
+		err = respond(resp, 201, "{}");
+	} else if (strstr(req->path, "topolog") || strstr(req->path, "hypernodes")) {
+		f->topology_reads++;
+		err = respond(resp, 404, NOT_FOUND);
+	} else if (k < 0) {
+		err = respond(resp, 404, NOT_FOUND);
+	} else if (req->method == KUBE_METHOD_GET && !name[0]) {
+		cJSON *list = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(list, "metadata");
+		char rv[16];
+
+		snprintf(rv, sizeof(rv), "%u", f->rv);
+		cJSON_AddStringToObject(md, "resourceVersion", rv);
+		cJSON_AddItemToObject(list, "items", cJSON_Duplicate(f->objects[k], 1));
+		err = respond_json(resp, 200, list);
+		cJSON_Delete(list);
+	} else if (req->method == KUBE_METHOD_GET) {
+		o = find(f, (enum kind)k, ns, name, NULL);
+		err = o ? respond_json(resp, 200, o) : respond(resp, 404, NOT_FOUND);
+	} else if (req->method == KUBE_METHOD_POST) {
+		char uid[32];
+
+		assert_non_null(body);
+		if (find(f, (enum kind)k, ns, meta(body, "name"), NULL)) {
+			err = respond(resp, 409, CONFLICT);
+		} else {
+			snprintf(uid, sizeof(uid), "uid-%u", f->rv + 1);
+			cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(body, "metadata"), "uid",
+						uid);
+			err = respond_json(resp, 201, body);
+			put_locked(f, (enum kind)k, body);
+			body = NULL;
+		}
+	} else if (req->method == KUBE_METHOD_DELETE) {
+		const cJSON *pre = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(body, "preconditions"), "uid");
+
+		o = find(f, (enum kind)k, ns, name, NULL);
+		if (!o)
+			err = respond(resp, 404, NOT_FOUND);
+		else if (cJSON_IsString(pre) && strcmp(pre->valuestring, meta(o, "uid")) != 0)
+			err = respond(resp, 409, CONFLICT);
+		else {
+			delete_locked(f, (enum kind)k, ns, name);
+			err = respond(resp, 200, "{}");
+		}
+	} else if (req->method == KUBE_METHOD_PATCH) {
+		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(body, "metadata"), "uid");
+
+		o = find(f, (enum kind)k, ns, name, NULL);
+		if (!o) {
+			err = respond(resp, 404, NOT_FOUND);
+		} else if (cJSON_IsString(uid) && strcmp(uid->valuestring, meta(o, "uid")) != 0) {
+			err = respond(resp, 409, CONFLICT);
+		} else {
+			cJSON *patched = cJSON_Duplicate(o, 1);
+
+			merge(patched, body);
+			err = respond_json(resp, 200, patched);
+			put_locked(f, (enum kind)k, patched);
+		}
+	} else {
+		err = respond(resp, 405, "{}");
+	}
+	pthread_mutex_unlock(&f->lock);
+	cJSON_Delete(body);
+	return err;
+}
+
+/* A watch: every event of its kind after the resource version it names. */
+static int fake_stream(void *ctx, const struct kube_request *req, size_t max_line, long idle_timeout_s,
+		       const atomic_int *stop, kube_line_fn on_line, void *arg, long *status,
+		       char **error_body, char **cause)
+{
+	struct fake *f = ctx;
+	char ns[64], name[254];
+	int k = kind_of(req->path, ns, sizeof(ns), name, sizeof(name));
+	const char *rv = strstr(req->path, "resourceVersion=");
+	unsigned after = rv ? (unsigned)strtoul(rv + 16, NULL, 10) : 0;
+	size_t next = 0;
+
+	(void)max_line;
+	(void)idle_timeout_s;
+	(void)error_body;
+	(void)cause;
+	*status = 200;
+	pthread_mutex_lock(&f->lock);
+	while (!atomic_load(stop)) {
+		struct timespec until;
+
+		for (; next < f->event_count; next++) {
+			char *line;
+
+			if ((int)f->events[next].kind != k || f->events[next].rv <= after)
+				continue;
+			line = strdup(f->events[next].line);
+			pthread_mutex_unlock(&f->lock);
+			on_line(arg, line, strlen(line));
+			free(line);
+			pthread_mutex_lock(&f->lock);
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 50 * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&f->changed, &f->lock, &until);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return KUBE_OK;
+}
+
+static const struct kube_transport fake_transport = { fake_send, fake_stream };
+
+/* ---- the cluster ---- */
+
+static void node(struct fake *f, const char *name, const char *rack, const char *ready, const char *taint)
+{
+	char json[1024];
+
+	snprintf(
+		json, sizeof(json),
+		"{\"metadata\":{\"name\":\"%s\",\"uid\":\"node-%s\",\"labels\":{\"rack\":\"%s\","
+		"\"kubernetes.io/hostname\":\"%s\"}},\"spec\":{%s%s%s},\"status\":{\"allocatable\":{\"cpu\":\"4\","
+		"\"memory\":\"16Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
+		name, name, rack, name, taint ? "\"taints\":[{\"key\":\"" : "", taint ? taint : "",
+		taint ? "\",\"effect\":\"NoSchedule\"}]" : "", ready);
+	put(f, NODES, json);
+}
+
+static void four_nodes(struct fake *f)
+{
+	node(f, "n1", "r1", "True", NULL);
+	node(f, "n2", "r1", "True", NULL);
+	node(f, "n3", "r2", "True", NULL);
+	node(f, "n4", "r2", "True", NULL);
+}
+
+/* JobSet `name` as the webhook gates it (waiting, suspended): one replicated
+ * job of `pods` pods of `cpu` cpu that asks for one rack (Kueue's words). */
+static void gated_jobset(struct fake *f, const char *name, int pods, const char *cpu)
+{
+	char json[2048];
+
+	snprintf(
+		json, sizeof(json),
+		"{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"metadata\":{\"name\":\"%s\","
+		"\"namespace\":\"ns\",\"uid\":\"js-%s\",\"creationTimestamp\":\"2026-11-25T10:00:00Z\","
+		"\"annotations\":{\"muster.dev/placement\":\"waiting\"}},\"spec\":{\"suspend\":true,"
+		"\"replicatedJobs\":[{\"name\":\"w\",\"replicas\":1,\"template\":{\"spec\":{\"parallelism\":%d,"
+		"\"completions\":%d,\"template\":{\"metadata\":{\"annotations\":{"
+		"\"kueue.x-k8s.io/podset-required-topology\":\"rack\"}},\"spec\":{\"containers\":[{\"name\":\"c\","
+		"\"resources\":{\"requests\":{\"cpu\":\"%s\"}}}]}}}}}]},\"status\":{}}",
+		name, name, pods, pods, cpu);
+	put(f, JOBSETS, json);
+}
+
+/* ---- the loop ---- */
+
+struct run {
+	struct fake fake;
+	struct placement_loop *loop;
+	atomic_int stop;
+	pthread_t thread;
+};
+
+static void *run_main(void *arg)
+{
+	struct run *r = arg;
+	char *cause = NULL;
+
+	placement_loop_run(r->loop, &r->stop, &cause);
+	free(cause);
+	return NULL;
+}
+
+static void fake_init(struct fake *f);
+
+/* On the heap: a test that fails leaves its threads running, and they must
+ * not find another test's stack under them. */
+static struct run *new_run(void)
+{
+	struct run *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	fake_init(&r->fake);
+	return r;
+}
+
+static void fake_init(struct fake *f)
+{
+	memset(f, 0, sizeof(*f));
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->changed, NULL);
+	for (int k = 0; k < KINDS; k++)
+		f->objects[k] = cJSON_CreateArray();
+}
+
+/* levels: --placement-levels, or NULL for none (then the Kueue Topology and
+ * HyperNode lists answer 404: the cluster has no topology). */
+static void start(struct run *r, const char *levels)
+{
+	struct kube_config cfg;
+	struct placement_options options = {
+		.namespace = "ns",
+		.levels = levels,
+		.replace_after_s = 1,
+		.hold_ms = 300,
+		.transport = &fake_transport,
+		.transport_ctx = &r->fake,
+	};
+	char *cause = NULL;
+
+	kube_config_defaults(&cfg);
+	cfg.qps = 0;
+	assert_int_equal(placement_loop_new(&cfg, &options, &r->loop, &cause), 0);
+	assert_int_equal(pthread_create(&r->thread, NULL, run_main, r), 0);
+}
+
+static void finish(struct run *r)
+{
+	atomic_store(&r->stop, 1);
+	pthread_join(r->thread, NULL);
+	placement_loop_free(r->loop);
+	for (int k = 0; k < KINDS; k++)
+		cJSON_Delete(r->fake.objects[k]);
+	for (size_t i = 0; i < r->fake.event_count; i++)
+		free(r->fake.events[i].line);
+	for (size_t i = 0; i < r->fake.log_count; i++)
+		free(r->fake.bodies[i]);
+	free(r);
+}
+
+/* A copy of the stored object, or NULL. */
+static cJSON *get(struct fake *f, enum kind k, const char *name)
+{
+	cJSON *o;
+
+	pthread_mutex_lock(&f->lock);
+	o = find(f, k, "ns", name, NULL);
+	o = o ? cJSON_Duplicate(o, 1) : NULL;
+	pthread_mutex_unlock(&f->lock);
+	return o;
+}
+
+/* The record's text for `jobset`, or NULL (malloc'd). */
+static char *record_text(struct fake *f, const char *jobset)
+{
+	char name[300];
+	cJSON *cm, *text;
+	char *out = NULL;
+
+	snprintf(name, sizeof(name), "%s-placement", jobset);
+	if (!(cm = get(f, CONFIGMAPS, name)))
+		return NULL;
+	text = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cm, "data"), "placement");
+	if (cJSON_IsString(text))
+		out = strdup(text->valuestring);
+	cJSON_Delete(cm);
+	return out;
+}
+
+/* 1 when the JobSet is placed and resumed. */
+static int placed(struct fake *f, const char *name)
+{
+	cJSON *js = get(f, JOBSETS, name);
+	const cJSON *state = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "metadata"),
+						 "annotations"),
+		"muster.dev/placement");
+	const cJSON *suspend =
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "spec"), "suspend");
+	int yes =
+		cJSON_IsString(state) && strcmp(state->valuestring, "placed") == 0 && cJSON_IsFalse(suspend);
+
+	cJSON_Delete(js);
+	return yes;
+}
+
+/* Waits up to `seconds` for fn(f, arg); fails the test after. */
+static void wait_until(struct fake *f, int (*fn)(struct fake *, const char *), const char *arg,
+		       double seconds, const char *what)
+{
+	for (int i = 0; i < (int)(seconds * 100); i++) {
+		if (fn(f, arg))
+			return;
+		pause_ms(10);
+	}
+	fail_msg("waited %.0f s for %s", seconds, what);
+}
+
+static int record_has(struct fake *f, const char *needle)
+{
+	char *text = record_text(f, "train");
+	int yes = text && strstr(text, needle);
+
+	free(text);
+	return yes;
+}
+
+static int record_absent(struct fake *f, const char *jobset)
+{
+	char *text = record_text(f, jobset);
+
+	free(text);
+	return text == NULL;
+}
+
+/* The index of the first logged write after `from` whose line and body hold
+ * the needles, or -1. */
+static int logged(struct fake *f, size_t from, const char *line, const char *body)
+{
+	int found = -1;
+
+	pthread_mutex_lock(&f->lock);
+	for (size_t i = from; i < f->log_count && found < 0; i++)
+		if (strstr(f->log[i], line) && (!body || strstr(f->bodies[i], body)))
+			found = (int)i;
+	pthread_mutex_unlock(&f->lock);
+	return found;
+}
+
+static int placed_in(struct fake *f, const char *rack)
+{
+	char needle[32];
+
+	snprintf(needle, sizeof(needle), "rack=%s", rack);
+	return placed(f, "train") && record_has(f, needle);
+}
+
+static void print_log(struct fake *f)
+{
+	pthread_mutex_lock(&f->lock);
+	for (size_t i = 0; i < f->log_count; i++)
+		print_message("  %s %.200s\n", f->log[i], f->bodies[i]);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* ---- tests ---- */
+
+/* A placed JobSet that restarts (status.restarts 1) is placed afresh: its
+ * record of attempt 0 deleted, the JobSet suspended (its reason naming the
+ * attempt), a record of attempt 1 written, the JobSet resumed; at once,
+ * with no wait for the lost-room timer. Before, the record of attempt 0
+ * stayed and pinned the new attempt's pods. */
+static void a_restart_attempt_is_placed_afresh(void **state)
+{
+	struct run *r = new_run();
+	struct placement_stats stats;
+	size_t mark;
+	int dropped, suspended, written, resumed;
+
+	(void)state;
+
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "train", 4, "2");
+	start(r, "rack");
+	wait_until(&r->fake, placed_in, "r1", 10, "train placed"); /* the first rack that fits */
+	assert_false(record_has(&r->fake, "\"attempt\""));
+	pthread_mutex_lock(&r->fake.lock);
+	mark = r->fake.log_count;
+	pthread_mutex_unlock(&r->fake.lock);
+	{
+		cJSON *js = get(&r->fake, JOBSETS, "train");
+		char *text;
+
+		cJSON_ReplaceItemInObjectCaseSensitive(js, "status", cJSON_Parse("{\"restarts\":1}"));
+		text = cJSON_PrintUnformatted(js);
+		put(&r->fake, JOBSETS, text);
+		free(text);
+		cJSON_Delete(js);
+	}
+	wait_until(&r->fake, record_has, "\"attempt\":1", 10, "the record of attempt 1");
+	wait_until(&r->fake, placed, "train", 10, "train resumed for attempt 1");
+	dropped = logged(&r->fake, mark, "DELETE /api/v1/namespaces/ns/configmaps/train-placement", NULL);
+	suspended = logged(&r->fake, mark, "PATCH /apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/train",
+			   "\"suspend\":true");
+	written = logged(&r->fake, mark, "POST /api/v1/namespaces/ns/configmaps", "attempt");
+	resumed = logged(&r->fake, mark, "PATCH /apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/train",
+			 "\"suspend\":false");
+	if (!(dropped >= 0 && dropped < suspended && suspended < written && written < resumed)) {
+		print_log(&r->fake);
+		fail_msg("order: drop %d, suspend %d, write %d, resume %d", dropped, suspended, written,
+			 resumed);
+	}
+	assert_true(logged(&r->fake, mark, "PATCH", "restart attempt 1: placed afresh") == suspended);
+	assert_true(logged(&r->fake, mark, "POST /api/v1/namespaces/ns/events", "PlacementRenewed") >= 0);
+	assert_true(logged(&r->fake, mark, "POST /api/v1/namespaces/ns/events", "PlacementLost") < 0);
+	placement_loop_stats(r->loop, &stats);
+	assert_int_equal(stats.restarts, 1);
+	assert_int_equal(stats.relocations, 0);
+	assert_int_equal(stats.placements, 2);
+	finish(r);
+}
+
+/* Every node of the rack a placed JobSet's pending pods are pinned to is
+ * deleted: the record is deleted before the JobSet is suspended (a JobSet
+ * suspended with its record still there would be resumed from it), and it
+ * is placed again in the other rack. */
+static void a_lost_domain_drops_the_record_before_the_suspend(void **state)
+{
+	struct run *r = new_run();
+	struct placement_stats stats;
+	size_t mark;
+	int dropped, suspended;
+
+	(void)state;
+
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "train", 4, "2");
+	start(r, "rack");
+	wait_until(&r->fake, placed_in, "r1", 10, "train placed in r1");
+	pthread_mutex_lock(&r->fake.lock);
+	mark = r->fake.log_count;
+	delete_locked(&r->fake, NODES, "", "n1");
+	delete_locked(&r->fake, NODES, "", "n2");
+	pthread_mutex_unlock(&r->fake.lock);
+	wait_until(&r->fake, placed_in, "r2", 30, "train placed again in r2");
+	dropped = logged(&r->fake, mark, "DELETE /api/v1/namespaces/ns/configmaps/train-placement", NULL);
+	suspended = logged(&r->fake, mark, "PATCH", "\"suspend\":true");
+	if (!(dropped >= 0 && dropped < suspended)) {
+		print_log(&r->fake);
+		fail_msg("drop %d, suspend %d", dropped, suspended);
+	}
+	assert_true(logged(&r->fake, mark, "PATCH", "lost every node of their domain (rack=r1)") ==
+		    suspended);
+	placement_loop_stats(r->loop, &stats);
+	assert_int_equal(stats.relocations, 1);
+	finish(r);
+}
+
+/* With no topology in the cluster (no Kueue Topology, no HyperNodes, no
+ * --placement-levels), a JobSet that names one label is placed by it; when
+ * a node of its rack is tainted under its pending pods, the check "would it
+ * fit elsewhere" uses that label too, so it is placed again in the other
+ * rack. Before, that check said "no" whenever the cluster had no topology,
+ * and the JobSet stayed stranded. */
+static void with_no_topology_a_stranded_jobset_is_moved_by_its_one_label(void **state)
+{
+	struct run *r = new_run();
+
+	(void)state;
+
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "train", 4, "2");
+	start(r, NULL);
+	wait_until(&r->fake, placed_in, "r1", 10, "train placed in r1 by its label");
+	node(&r->fake, "n1", "r1", "True", "dedicated");
+	wait_until(&r->fake, placed_in, "r2", 30, "train placed again in r2");
+	assert_true(r->fake.topology_reads > 0); /* it looked for a topology, and found none */
+	finish(r);
+}
+
+/* Other pods fill the rack a placed JobSet's pending pods are pinned to:
+ * no Node changes, only pods. The loop checks placed JobSets whose pods are
+ * not bound from the pass after it placed them, so it sees the rack full and
+ * places the JobSet again in the other one. Before, nothing made a pass
+ * check them until a Node changed. */
+static void room_taken_by_other_pods_is_seen_without_a_node_event(void **state)
+{
+	struct run *r = new_run();
+
+	(void)state;
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "train", 4, "2");
+	start(r, "rack");
+	wait_until(&r->fake, placed_in, "r1", 10, "train placed in r1");
+	put(&r->fake, PODS,
+	    "{\"metadata\":{\"name\":\"other-1\",\"namespace\":\"other\",\"uid\":\"o1\"},\"spec\":{\"nodeName\":"
+	    "\"n1\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]},"
+	    "\"status\":{\"phase\":\"Running\"}}");
+	put(&r->fake, PODS,
+	    "{\"metadata\":{\"name\":\"other-2\",\"namespace\":\"other\",\"uid\":\"o2\"},\"spec\":{\"nodeName\":"
+	    "\"n2\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]},"
+	    "\"status\":{\"phase\":\"Running\"}}");
+	wait_until(&r->fake, placed_in, "r2", 30, "train placed again in r2");
+	assert_true(logged(&r->fake, 0, "PATCH", "had no room in their domain (rack=r1") >= 0);
+	finish(r);
+}
+
+static int free_nodes_are(struct fake *f, const char *want)
+{
+	struct run *r = (struct run *)f; /* fake is the first member */
+	struct placement_stats stats;
+	char got[64] = "";
+
+	placement_loop_stats(r->loop, &stats);
+	for (size_t i = 0; i < stats.domain_count; i++) {
+		size_t n = strlen(got);
+
+		snprintf(got + n, sizeof(got) - n, "%s%s=%.0f", i ? "," : "", stats.domains[i],
+			 stats.free_nodes[i]);
+	}
+	return strcmp(got, want) == 0;
+}
+
+/* A node reported NotReady is not counted as free room in the metrics
+ * (the scheduler binds nothing there), nor is one cordoned. */
+static void nodes_not_ready_are_not_free_room(void **state)
+{
+	struct run *r = new_run();
+
+	(void)state;
+
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "huge", 40, "2"); /* never fits: it keeps passes running */
+	start(r, "rack");
+	wait_until(&r->fake, free_nodes_are, "r1=2,r2=2", 10, "two free nodes per rack");
+	node(&r->fake, "n2", "r1", "False", NULL);
+	wait_until(&r->fake, free_nodes_are, "r1=1,r2=2", 15, "the NotReady node not counted");
+	assert_true(record_absent(&r->fake, "huge"));
+	finish(r);
+}
+
+/* A placed JobSet whose record is gone (a controller stopped between
+ * deleting it and the suspend) while its pods are not bound is placed
+ * again; the loop starts with it so. */
+static void a_placed_jobset_without_its_record_is_placed_again(void **state)
+{
+	struct run *r = new_run();
+
+	(void)state;
+
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "train", 4, "2");
+	{
+		cJSON *js = get(&r->fake, JOBSETS, "train"),
+		      *patch = cJSON_Parse(
+			      "{\"metadata\":{\"annotations\":{\"muster.dev/placement\":\"placed\"}},"
+			      "\"spec\":{\"suspend\":false}}");
+		char *text;
+
+		merge(js, patch);
+		text = cJSON_PrintUnformatted(js);
+		put(&r->fake, JOBSETS, text);
+		free(text);
+		cJSON_Delete(patch);
+		cJSON_Delete(js);
+	}
+	start(r, "rack");
+	wait_until(&r->fake, record_has, "rack=r", 15, "a record written again");
+	wait_until(&r->fake, placed, "train", 10, "train resumed");
+	assert_true(logged(&r->fake, 0, "PATCH", "is gone and pods not bound yet need it") >= 0);
+	finish(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_restart_attempt_is_placed_afresh),
+		cmocka_unit_test(a_lost_domain_drops_the_record_before_the_suspend),
+		cmocka_unit_test(with_no_topology_a_stranded_jobset_is_moved_by_its_one_label),
+		cmocka_unit_test(room_taken_by_other_pods_is_seen_without_a_node_event),
+		cmocka_unit_test(nodes_not_ready_are_not_free_room),
+		cmocka_unit_test(a_placed_jobset_without_its_record_is_placed_again),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
