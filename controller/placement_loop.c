@@ -13,7 +13,6 @@
 #include <time.h>
 
 #include "jobset_event.h"
-#include "jobset_model.h"
 #include "kjson.h"
 #include "kube_curl.h"
 #include "kube_error.h"
@@ -56,6 +55,9 @@ struct pjobset {
 	int resuming; /* this pass resumes it from its record */
 	double hold_until; /* re-placed: not placed again before (pod route caches expire) */
 	double relocated_at; /* when this controller last suspended it to place it again */
+	int relocating; /* suspended by relocate(); the informer has not shown it yet */
+	uint32_t record_attempt; /* the attempt `record` places (a record of before attempts: the current one)
+				  */
 	double stranded_since; /* 0, or since when pods not bound have no room in their domain */
 	int no_room_noted; /* logged that it stays: no other room */
 	struct topo_record *record; /* NULL: none */
@@ -63,8 +65,8 @@ struct pjobset {
 };
 
 /* Pods of placed JobSets that are bound, by namespace and
- * "jobset uid/replicated job/job index/completion index" (refs: pods of two
- * restart attempts may overlap for a moment). */
+ * "jobset uid/restart attempt/replicated job/job index/completion index"
+ * (refs: two pods of one key may overlap for a moment). */
 struct bound {
 	struct name_node node;
 	char namespace[64];
@@ -170,6 +172,17 @@ static void pjobset_free(struct pjobset *j)
 	free(j);
 }
 
+/* Takes `record` as the JobSet's placement of record (NULL: none). A
+ * record of before attempts were written places the current attempt. */
+static void set_record(struct pjobset *j, struct topo_record *record)
+{
+	topo_record_free(j->record);
+	j->record = record;
+	j->record_attempt = !record			      ? 0
+			    : topo_record_has_attempt(record) ? topo_record_attempt(record)
+							      : j->restarts;
+}
+
 static int jobset_change(void *arg, const struct kube_informer_event *e)
 {
 	struct placement_loop *loop = arg;
@@ -218,26 +231,33 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 			snprintf(j->decode_cause, sizeof(j->decode_cause), "%s",
 				 cause ? cause : "out of memory");
 			free(cause);
+			cause = NULL;
 		}
 	}
 	{
-		struct jobset_model *model = malloc(sizeof(*model));
+		/* Two fields only, each on its own: a JobSet the gang loop cannot
+		 * count (jobset_model) is still seen to restart. */
+		int suspended = cJSON_IsTrue(kjson_member(kjson_member(e->object, "spec"), "suspend"));
+		long long restarts = 0;
 
-		if (model && jobset_model_decode(e->object, model, &cause) == 0) {
-			j->suspended = model->suspended;
-			j->restarts = model->restarts;
-		} else { /* kept as they were: the gang loop and the webhook say why */
-			mlog(MLOG_WARN, "jobset-undecodable", "jobset=%s/%s cause=\"%s\"", e->namespace,
-			     e->name, cause ? cause : "out of memory");
-		}
-		free(cause);
-		cause = NULL;
-		free(model);
+		if (kjson_count(kjson_member(kjson_member(e->object, "status"), "restarts"), 0,
+				KJSON_INT32_MAX, &restarts) != KJSON_OK)
+			restarts = j->restarts; /* not a count: the last one read stands */
+		/* A placed JobSet's checks (restart, lost record) run when what
+		 * they read changes, not on every status write. */
+		if (strcmp(state, MUSTER_PLACEMENT_PLACED) == 0 &&
+		    (strcmp(j->state, state) != 0 || j->suspended != suspended ||
+		     j->restarts != (uint32_t)restarts))
+			loop->placed_changed = 1;
+		j->suspended = suspended;
+		j->restarts = (uint32_t)restarts;
+		/* This controller suspended it to place it again: until the informer
+		 * shows that, an older event does not make it placed and live. */
+		if (j->relocating && (suspended || strcmp(state, MUSTER_PLACEMENT_WAITING) == 0))
+			j->relocating = 0;
 	}
 	snprintf(j->state, sizeof(j->state), "%s", state);
 	j->finished = finished(e->object);
-	if (strcmp(state, MUSTER_PLACEMENT_PLACED) == 0)
-		loop->placed_changed = 1;
 	reason = annotation(e->object, MUSTER_ANNOTATION_PLACEMENT_REASON);
 	snprintf(j->reason, sizeof(j->reason), "%s", reason ? reason : "");
 	mark_dirty(loop);
@@ -273,11 +293,13 @@ static int bound_key(const cJSON *pod, char *key, size_t size)
 	const char *jobset = label(pod, JOBSET_LABEL_UID), *rj = label(pod, JOBSET_LABEL_REPLICATED_JOB),
 		   *job = label(pod, JOBSET_LABEL_JOB_INDEX), *pin = label(pod, MUSTER_LABEL_PLACEMENT);
 	const char *completion = annotation(pod, JOB_ANNOTATION_COMPLETION_INDEX);
+	const char *attempt = label(pod, JOBSET_LABEL_RESTART_ATTEMPT);
 	const cJSON *node = kjson_member(kjson_member(pod, "spec"), "nodeName");
 
 	if (!pin || !jobset || !rj || !job || !completion || !cJSON_IsString(node) || !node->valuestring[0])
 		return 0;
-	return snprintf(key, size, "%s/%s/%s/%s", jobset, rj, job, completion) < (int)size;
+	return snprintf(key, size, "%s/%s/%s/%s/%s", jobset, attempt ? attempt : "0", rj, job, completion) <
+	       (int)size;
 }
 
 static void bound_forget(struct placement_loop *loop, const char *namespace, const char *pod)
@@ -712,7 +734,8 @@ static int record_write(struct placement_loop *loop, const char *namespace, cons
 
 		if (cJSON_IsString(data) &&
 		    topo_record_parse(data->valuestring, strlen(data->valuestring), kept, NULL) == 0 &&
-		    strcmp(topo_record_uid(*kept), uid) == 0 && topo_record_attempt(*kept) == attempt)
+		    strcmp(topo_record_uid(*kept), uid) == 0 && topo_record_has_attempt(*kept) &&
+		    topo_record_attempt(*kept) == attempt)
 			goto out; /* written before: that one stands */
 		topo_record_free(*kept);
 		*kept = NULL;
@@ -896,7 +919,8 @@ static int pod_bound(void *arg, const char *rj, uint32_t job, uint32_t completio
 	struct pass *p = arg;
 	char key[600];
 
-	snprintf(key, sizeof(key), "%s/%s/%u/%u", p->current->uid, rj, job, completion);
+	snprintf(key, sizeof(key), "%s/%u/%s/%u/%u", p->current->uid, p->current->record_attempt, rj, job,
+		 completion);
 	return name_table_find(&p->loop->bound, p->current->namespace, key) != NULL;
 }
 
@@ -934,12 +958,32 @@ static void add_relocation(struct pass *p, const struct pjobset *j, enum relocat
 	snprintf(r->name, sizeof(r->name), "%s", j->name);
 	snprintf(r->uid, sizeof(r->uid), "%s", j->uid);
 	r->kind = kind;
-	r->attempt = j->record ? topo_record_attempt(j->record) : 0;
+	r->attempt = j->record_attempt;
 	r->restarts = j->restarts;
 	if (promise)
 		r->promise = *promise;
 	r->for_s = for_s;
 	r->jobset = j;
+}
+
+/* A placed, running JobSet without the record of its current attempt is
+ * placed afresh: at once when it restarted (the record is of an earlier
+ * attempt); when the record is gone, only while pods still need it to be
+ * pinned (a JobSet whose pods all run is left alone). Neither needs the
+ * topology nor the cluster, so a topology problem does not hold them up. */
+static void check_record(void *arg, struct name_node *node)
+{
+	struct pass *p = arg;
+	struct pjobset *j = (struct pjobset *)node;
+
+	if (strcmp(j->state, MUSTER_PLACEMENT_PLACED) != 0 || j->suspended || j->finished || !j->decoded ||
+	    !j->record_checked || j->relocating)
+		return;
+	p->current = j;
+	if (j->record && j->record_attempt != j->restarts)
+		add_relocation(p, j, RELOCATE_RESTART, NULL, 0);
+	else if (!j->record && now_s() - j->relocated_at > MISSING_RECORD_GRACE_S && some_pod_unbound(p, j))
+		add_relocation(p, j, RELOCATE_MISSING, NULL, 0);
 }
 
 /* A placed JobSet's pods not bound yet take their room (topo_promise.h);
@@ -954,22 +998,11 @@ static void reserve_jobset(void *arg, struct name_node *node)
 	int live;
 
 	live = strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0 && !j->suspended;
-	if (j->finished || !j->decoded || (j->suspended && strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0))
+	/* No record of its current attempt: it promises nothing (check_record). */
+	if (j->finished || !j->decoded || (j->suspended && strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0) ||
+	    !j->record || j->record_attempt != j->restarts || j->relocating)
 		return;
 	p->current = j;
-	if (!j->record || topo_record_attempt(j->record) != j->restarts) {
-		/* Not the placement of its current attempt: it promises nothing.
-		 * Running, it is placed afresh: at once for a new attempt; with no
-		 * record at all, only when pods still need one to be pinned (a
-		 * JobSet whose pods all run is left alone). */
-		if (live && !p->skip && j->record_checked) {
-			if (j->record)
-				add_relocation(p, j, RELOCATE_RESTART, NULL, 0);
-			else if (now - j->relocated_at > MISSING_RECORD_GRACE_S && some_pod_unbound(p, j))
-				add_relocation(p, j, RELOCATE_MISSING, NULL, 0);
-		}
-		return;
-	}
 	if (p->skip) {
 		if (j != p->skip)
 			topo_promise_take(p->work_cluster, p->work_nodes, &j->request, j->record, pod_bound,
@@ -1181,6 +1214,7 @@ static void decide(struct pass *p, const struct topology *top)
 	char *cause = NULL;
 
 	name_table_each(&loop->jobsets, collect_pending, p);
+	name_table_each(&loop->jobsets, check_record, p);
 	if (p->pending_count > 1)
 		qsort(p->pending, p->pending_count, sizeof(*p->pending), by_creation);
 	p->actions = calloc(p->pending_count ? p->pending_count : 1, sizeof(*p->actions));
@@ -1286,7 +1320,9 @@ static void mark_placed(struct placement_loop *loop, const char *namespace, cons
 	j = (struct pjobset *)name_table_find(&loop->jobsets, namespace, name);
 	if (j && strcmp(j->uid, uid) == 0) {
 		snprintf(j->state, sizeof(j->state), "%s", MUSTER_PLACEMENT_PLACED);
+		j->suspended = 0; /* resumed: its room is promised from now on */
 		j->resuming = 0;
+		j->relocating = 0;
 	}
 	pthread_mutex_unlock(&loop->lock);
 }
@@ -1348,8 +1384,7 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 		pthread_mutex_lock(&loop->lock);
 		j = (struct pjobset *)name_table_find(&loop->jobsets, a->namespace, a->name);
 		if (j && strcmp(j->uid, a->uid) == 0) {
-			topo_record_free(j->record);
-			j->record = kept ? kept : written;
+			set_record(j, kept ? kept : written);
 			j->record_checked = 1;
 			kept = written = NULL;
 		}
@@ -1445,10 +1480,10 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 	pthread_mutex_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, r->namespace, r->name);
 	if (j && strcmp(j->uid, r->uid) == 0) {
-		topo_record_free(j->record);
-		j->record = NULL;
+		set_record(j, NULL);
 		j->record_checked = 1;
 		j->suspended = 1;
+		j->relocating = 1;
 		snprintf(j->state, sizeof(j->state), "%s", MUSTER_PLACEMENT_WAITING);
 		/* The pod route may hold the old record a while; a new attempt's
 		 * pods are never pinned by an earlier attempt's (record_cache.h). */
@@ -1541,8 +1576,7 @@ static void read_records(struct placement_loop *loop)
 		pthread_mutex_lock(&loop->lock);
 		j = (struct pjobset *)name_table_find(&loop->jobsets, l.items[i].namespace, l.items[i].name);
 		if (j && strcmp(j->uid, l.items[i].uid) == 0) {
-			topo_record_free(j->record);
-			j->record = record;
+			set_record(j, record);
 			j->record_checked = 1;
 			record = NULL;
 			/* A record already written for a JobSet still waiting (the
@@ -1565,7 +1599,7 @@ static void collect_recorded(void *arg, struct name_node *node)
 	struct unread_list *l = arg;
 	size_t before = l->count;
 
-	j->resuming = j->record && topo_record_attempt(j->record) == j->restarts && !j->finished &&
+	j->resuming = j->record && j->record_attempt == j->restarts && !j->finished &&
 		      strcmp(j->state, MUSTER_PLACEMENT_WAITING) == 0;
 	if (!j->resuming)
 		return;

@@ -52,14 +52,16 @@
  * lost node is the JobSet's failure policy's to handle.
  *
  * Restart attempts: a record places one attempt (status.restarts). When a
- * placed JobSet restarts, it is suspended and its record dropped the same
- * way (a Normal Event PlacementRenewed), and the new attempt is placed
- * afresh at once: the pod route pins a pod only by the record of its own
- * attempt, so no hold is needed. A placed JobSet whose record is gone
- * (deleted by hand, or this controller stopped between the drop and the
+ * placed JobSet restarts, its record is dropped and it is suspended the
+ * same way (a Normal Event PlacementRenewed), whatever the topology's
+ * state, and the new attempt is placed afresh at once: the pod route pins a
+ * pod only by the record of its own attempt, so no hold is needed. A record
+ * without an attempt (written before they were) is adopted as the current
+ * attempt's. A placed JobSet found without its record when the records are
+ * read (at the start: this controller stopped between the drop and the
  * suspend) while some of its pods are not bound (they would be refused) is
- * placed again likewise, after MISSING_RECORD_GRACE_S; one whose pods all
- * run is left alone.
+ * placed again likewise; one whose pods all run is left alone. Records are
+ * not watched: one deleted by hand meanwhile is seen at the next start.
  *
  * Lifecycle: placement_loop_new succeeds fully or leaves nothing;
  * placement_loop_run blocks until *stop is set or a watch fails for good;

@@ -76,7 +76,8 @@ static struct entry *find(struct record_cache *c, const char *namespace, const c
 
 		if (e->record && strcmp(e->namespace, namespace) == 0 && strcmp(e->jobset, jobset) == 0 &&
 		    strcmp(topo_record_uid(e->record), uid) == 0 &&
-		    topo_record_attempt(e->record) == attempt && now - e->read_at < RECORD_CACHE_TTL_S)
+		    (!topo_record_has_attempt(e->record) || topo_record_attempt(e->record) == attempt) &&
+		    now - e->read_at < RECORD_CACHE_TTL_S)
 			return e;
 	}
 	return NULL;
@@ -190,7 +191,7 @@ int record_cache_selector(struct record_cache *cache, const char *namespace, con
 			return -1;
 		/* Another attempt's placement never pins this pod: a restart is
 		 * placed afresh (the record of attempt N+1 replaces that of N). */
-		if ((placed = topo_record_attempt(record)) != attempt) {
+		if (topo_record_has_attempt(record) && (placed = topo_record_attempt(record)) != attempt) {
 			topo_record_free(record);
 			return cause_fail(
 				cause,

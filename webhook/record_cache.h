@@ -8,7 +8,8 @@
  * pod of another uid (a JobSet deleted and made again under the same name)
  * or of another restart attempt, or an entry older than RECORD_CACHE_TTL_S,
  * reads the API again; a record of another attempt than the pod's does not
- * pin it (each attempt is placed afresh). A record
+ * pin it (each attempt is placed afresh). A record written before records
+ * named their attempt pins pods of any attempt. A record
  * not found is not cached: the controller may write it a moment later, and
  * the Job controller retries the pod.
  *

@@ -29,6 +29,7 @@ struct record_run {
 struct topo_record {
 	char *uid;
 	uint32_t attempt; /* the JobSet's restart attempt it places */
+	int has_attempt; /* 0: a record of before attempts were written */
 	struct record_group groups[TOPO_GROUPS_MAX];
 	size_t group_count;
 	struct record_job *jobs;
@@ -81,7 +82,7 @@ int topo_record_encode(const struct topo_tree *tree, const struct topo_request *
 	char selector[TOPO_RECORD_SELECTOR_MAX], run_selector[TOPO_RECORD_SELECTOR_MAX] = "";
 	uint32_t run_group = UINT32_MAX, run_job = 0, run_from = 0, run_to = 0;
 	int ok = root && cJSON_AddStringToObject(root, "uid", uid ? uid : "") &&
-		 (attempt == 0 || cJSON_AddNumberToObject(root, "attempt", attempt)) &&
+		 cJSON_AddNumberToObject(root, "attempt", attempt) &&
 		 (groups = cJSON_AddObjectToObject(root, "replicatedJobs"));
 
 	*out = NULL;
@@ -284,7 +285,7 @@ int topo_record_parse(const char *text, size_t len, struct topo_record **out, ch
 		cause_fail(cause, "the placement record lacks uid or replicatedJobs");
 		goto out;
 	}
-	/* Absent in records of attempt 0 (and in those written before it was). */
+	/* Absent in records written before muster wrote it. */
 	attempt = cJSON_GetObjectItemCaseSensitive(root, "attempt");
 	if (attempt && (!cJSON_IsNumber(attempt) || attempt->valuedouble < 0 ||
 			attempt->valuedouble > (double)TOPO_RECORD_ATTEMPT_MAX ||
@@ -308,6 +309,7 @@ int topo_record_parse(const char *text, size_t len, struct topo_record **out, ch
 		goto out;
 	}
 	r->attempt = attempt ? (uint32_t)attempt->valuedouble : 0;
+	r->has_attempt = attempt != NULL;
 	cJSON_ArrayForEach(group, groups)
 	{
 		if (parse_group(r, group, cause))
@@ -330,6 +332,11 @@ const char *topo_record_uid(const struct topo_record *record)
 uint32_t topo_record_attempt(const struct topo_record *record)
 {
 	return record->attempt;
+}
+
+int topo_record_has_attempt(const struct topo_record *record)
+{
+	return record->has_attempt;
 }
 
 int topo_record_find(const struct topo_record *record, const char *replicated_job, uint32_t job_index,

@@ -8,9 +8,11 @@
  *   {"uid":"<jobset uid>","attempt":N,"replicatedJobs":{"<name>":[<job 0>,<job 1>,...]}}
  *
  * where attempt is the JobSet's restart attempt (status.restarts) the record
- * places, absent for attempt 0: each attempt gets a placement of its own, and
- * a pod is pinned only by the record of its attempt (its label
- * jobset.sigs.k8s.io/restart-attempt); and
+ * places: each attempt gets a placement of its own, and a pod is pinned only
+ * by the record of its attempt (its label jobset.sigs.k8s.io/restart-attempt).
+ * Records written before muster wrote the attempt lack it: such a record
+ * places whichever attempt was current (the controller adopts it as the
+ * current one, the pod route pins pods of any attempt by it); and
  * where each job is a list of runs [from, to, "key=value,key=value"]: the
  * completion indexes from..to (inclusive, ascending, not overlapping) get
  * that nodeSelector (the domain's labels from the top level down, or the
@@ -54,8 +56,10 @@ void topo_record_free(struct topo_record *record);
 /* The JobSet uid the record was written for. */
 const char *topo_record_uid(const struct topo_record *record);
 
-/* The restart attempt it places (0 when the record names none). */
+/* The restart attempt it places (0 when the record names none), and
+ * whether it names one (0: a record of before attempts were written). */
 uint32_t topo_record_attempt(const struct topo_record *record);
+int topo_record_has_attempt(const struct topo_record *record);
 
 /* The selector of one pod: 1 and *selector (borrowed, may be "") when the
  * record holds it, else 0. */

@@ -74,7 +74,8 @@ static void placement_round_trip(void **state)
 	assert_int_equal(topo_record_parse(text, strlen(text), &r, &cause), 0);
 	assert_string_equal(topo_record_uid(r), "uid-1");
 	assert_int_equal(topo_record_attempt(r), 0);
-	assert_null(strstr(text, "attempt")); /* attempt 0: as records were before */
+	assert_int_equal(topo_record_has_attempt(r), 1);
+	assert_non_null(strstr(text, "\"attempt\":0"));
 	/* Every pod finds the selector of its own domain, in the record's words. */
 	for (size_t i = 0; i < p->pod_count; i++) {
 		char want[256];
@@ -134,6 +135,8 @@ static void runs_and_lookup(void **state)
 
 	(void)state;
 	assert_int_equal(topo_record_parse(text, strlen(text), &r, NULL), 0);
+	assert_int_equal(topo_record_has_attempt(r), 0); /* written before attempts were */
+	assert_int_equal(topo_record_attempt(r), 0);
 	assert_int_equal(topo_record_find(r, "w", 0, 3, &selector), 1);
 	assert_string_equal(selector, "rack=r1");
 	assert_int_equal(topo_record_find(r, "w", 0, 4, &selector), 1);
