@@ -25,7 +25,9 @@ It talks to the apiserver only through its API. What it does, as kubelet does:
   (annotation e2e.muster.dev/run-seconds, else a `sleep N` in the command,
   else --default-run-seconds) and exit 0, or with the code in annotation
   e2e.muster.dev/exit-code (only for the completion index in
-  e2e.muster.dev/fail-completion-index when that is set);
+  e2e.muster.dev/fail-completion-index when that is set, and only in the
+  JobSet restart attempt in e2e.muster.dev/fail-restart-attempt when that
+  is set);
 - on pod deletion it stops the containers and deletes the pod with grace 0.
 
 Every container start and exit is also appended as one JSON line to --events
@@ -68,6 +70,7 @@ BARRIER_NAME = api.BARRIER_CONTAINER
 ANNOTATION_RUN = "e2e.muster.dev/run-seconds"
 ANNOTATION_EXIT = "e2e.muster.dev/exit-code"
 ANNOTATION_FAIL_INDEX = "e2e.muster.dev/fail-completion-index"
+ANNOTATION_FAIL_ATTEMPT = "e2e.muster.dev/fail-restart-attempt"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 DEFAULT_TERMINATION_PATH = "/dev/termination-log"
 
@@ -149,9 +152,12 @@ def simulated_run_seconds(pod, container, default):
 def simulated_exit_code(pod):
     annotations = pod["metadata"].get("annotations") or {}
     code = int(annotations.get(ANNOTATION_EXIT, "0"))
+    labels = pod["metadata"].get("labels") or {}
+    fail_attempt = annotations.get(ANNOTATION_FAIL_ATTEMPT)
+    if fail_attempt is not None and labels.get(api.JOBSET_LABEL_RESTART_ATTEMPT, "0") != fail_attempt:
+        return 0
     fail_index = annotations.get(ANNOTATION_FAIL_INDEX)
     if fail_index is not None:
-        labels = pod["metadata"].get("labels") or {}
         index = labels.get(COMPLETION_INDEX, annotations.get(COMPLETION_INDEX))
         return code if index == fail_index else 0
     return code

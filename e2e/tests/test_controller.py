@@ -13,11 +13,16 @@ group-scheduled by the annotation muster.dev/group-scheduling-timeout too.
 
 import json
 import re
+import socket
+import subprocess
+import urllib.error
+import urllib.request
 
 import pytest
 
 from conftest import CONTROLLER, ROOT, Controller, barrier_init_container, group_scheduling_volume, wait_for
 from kube import ApiError
+from test_webhook import free_port
 import muster_api as api  # noqa: E402
 
 SHAPES = ROOT / "e2e" / "shapes"
@@ -200,3 +205,44 @@ def test_restarted_jobset_is_held_until_its_new_pods_start_then_released_once(ku
     assert len(barrier) == 4
     assert min(main.values()) >= max(barrier.values()), (main, barrier)
     assert max(main.values()) - min(main.values()) < 1.0, main
+
+
+def test_metrics_are_loopback_only_by_default_and_probes_have_a_port_of_their_own(kubeconfig, namespace, tmp_path):
+    """No --metrics-addr: the plain-HTTP /metrics listens on 127.0.0.1:8080,
+    not every interface (deploy/ opens it to Prometheus alone, behind a
+    NetworkPolicy). --health-addr serves /healthz and /readyz without
+    /metrics, for the kubelet's probes."""
+    with socket.socket() as s:  # is the default port free here? then the server must take it
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", 8080))
+            default_free = True
+        except OSError:
+            default_free = False
+    health = free_port()
+    log_path = tmp_path / "controller.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen([str(CONTROLLER), "--kubeconfig", kubeconfig, "--namespace", namespace,
+                                    "--leader-elect", "false", "--health-addr", f"127.0.0.1:{health}"],
+                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        if not default_free:  # it names the loopback default in its refusal
+            wait_for(lambda: process.poll() is not None, timeout=30, what="the controller to exit")
+            assert "127.0.0.1:8080" in log_path.read_text(), log_path.read_text()
+            return
+        started = wait_for(lambda: re.search(r"event=started .*", log_path.read_text()), timeout=30,
+                           what="the controller's start line").group(0)
+        assert "metrics=127.0.0.1:8080" in started and f"health=127.0.0.1:{health}" in started, started
+        listening = re.findall(r"event=http-started listen=(\S+)", log_path.read_text())
+        assert sorted(listening) == sorted(["127.0.0.1:8080", f"127.0.0.1:{health}"]), listening
+        with urllib.request.urlopen("http://127.0.0.1:8080/metrics", timeout=10) as r:
+            assert b"muster_" in r.read()
+        with urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=10) as r:
+            assert r.status == 200
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"http://127.0.0.1:{health}/metrics", timeout=10)
+        assert e.value.code == 404
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=30)

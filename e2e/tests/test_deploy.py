@@ -25,6 +25,7 @@
 """
 
 import base64
+import copy
 import datetime
 import json
 import os
@@ -349,8 +350,8 @@ def test_base_manifests_pass_server_dry_run_and_keep_every_field(kube, kubeconfi
     for wanted, got in zip(sent, stored):
         assert missing(wanted, got) == [], f"{wanted['kind']}/{wanted['metadata']['name']} lost fields"
     kinds = sorted({d["kind"] for d in sent})
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace", "PodDisruptionBudget",
-                     "PriorityClass", "Role", "RoleBinding", "Service", "ServiceAccount"]
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace", "NetworkPolicy",
+                     "PodDisruptionBudget", "PriorityClass", "Role", "RoleBinding", "Service", "ServiceAccount"]
 
 
 def by_kind_name(docs):
@@ -448,6 +449,40 @@ def test_base_manifests_say_what_the_design_needs():
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]
     assert docs[("Role", "muster-webhook-events")]["metadata"]["namespace"] == MUSTER_NS
     assert [s["name"] for s in bindings["muster-webhook-events"]["subjects"]] == ["muster-webhook"]
+
+
+def test_network_policies_open_each_port_to_whom_it_serves_and_nothing_else():
+    """Ingress to muster's pods: the webhook's HTTPS port and both probe
+    ports from anywhere (the API server and the kubelet come from addresses
+    no selector names); the controller's plain-HTTP /metrics only from
+    Prometheus; no other port. The ports the probes use and the one
+    --metrics-addr serves are the ones the policies name."""
+    docs = by_kind_name(base_docs())
+    prometheus = [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
+    for name, wanted in (("muster-webhook", {"https": None, "health": None}),
+                         ("muster-controller", {"health": None, "http-metrics": prometheus})):
+        deployment = docs[("Deployment", name)]
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        policies = [d for d in docs.values() if d["kind"] == "NetworkPolicy"
+                    and all(labels.get(k) == v for k, v in d["spec"]["podSelector"]["matchLabels"].items())]
+        assert [p["metadata"]["name"] for p in policies] == [name]
+        spec = policies[0]["spec"]
+        assert spec["policyTypes"] == ["Ingress"] and policies[0]["metadata"]["namespace"] == MUSTER_NS
+        opened = {}
+        for rule in spec["ingress"]:
+            for port in rule["ports"]:
+                assert port["protocol"] == "TCP"
+                opened[port["port"]] = rule.get("from")
+        assert opened == wanted, (name, opened)
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert set(ports) == set(wanted), (name, ports)  # every port the pod serves is named by its policy
+        args = container["args"]
+        assert int(args[args.index("--health-addr") + 1].lstrip(":")) == ports["health"]
+        for probe in ("readinessProbe", "livenessProbe"):
+            assert container[probe]["httpGet"]["port"] == "health"
+        if name == "muster-controller":
+            assert int(args[args.index("--metrics-addr") + 1].lstrip(":")) == ports["http-metrics"]
 
 
 def test_kustomize_builds_base_and_cert_manager():
@@ -860,8 +895,14 @@ def test_controller_works_with_its_service_account(kube, kubeconfig, namespace, 
     muster-system, the watches, the release ConfigMap (create, then patch on
     a restart), the Event. Pods are bound to a node that does not exist and
     their barrier's status is written by the test (no node agent needed)."""
+    gang_start_as(kube, kubeconfig, namespace, "muster-controller", tmp_path)
+
+
+def gang_start_as(kube, kubeconfig, namespace, service_account, tmp_path, extra=()):
+    """A gang start (two pods, then a restart) in `namespace`, released by
+    bin/muster-controller running as `service_account` of muster-system."""
     # 1.20's token controller makes the service account's token Secret.
-    secret_name = wait_for(lambda: (kube.get(f"/api/v1/namespaces/{MUSTER_NS}/serviceaccounts/muster-controller")
+    secret_name = wait_for(lambda: (kube.get(f"/api/v1/namespaces/{MUSTER_NS}/serviceaccounts/{service_account}")
                                     .get("secrets") or [{}])[0].get("name"), timeout=30,
                            what="the controller's service-account token")
     token = base64.b64decode(kube.get(f"/api/v1/namespaces/{MUSTER_NS}/secrets/{secret_name}")["data"]["token"])
@@ -918,7 +959,7 @@ def test_controller_works_with_its_service_account(kube, kubeconfig, namespace, 
     # --push-port 1: nothing listens there, the push is refused at once (the
     # ConfigMap is the release of record).
     controller = Controller(str(sa_kubeconfig), namespace, tmp_path / "controller.log",
-                            extra=["--lease-namespace", MUSTER_NS, "--push-port", "1"])
+                            extra=["--lease-namespace", MUSTER_NS, "--push-port", "1", *extra])
     try:
         wait_for(controller.leading, timeout=20, what="the controller to take the Lease in muster-system")
         started_pod(0, 0)
@@ -952,3 +993,108 @@ def test_controller_works_with_its_service_account(kube, kubeconfig, namespace, 
         # 0 they would hold the namespace in Terminating for ever.
         for pod_name in pods:
             kube.delete(f"/api/v1/namespaces/{namespace}/pods/{pod_name}", body={"gracePeriodSeconds": 0})
+
+
+# --------------------------------------------- (f) the namespaced install
+
+NAMESPACED_SAS = ("muster-controller-nsd", "muster-webhook-nsd")
+
+
+def namespaced_rbac(tenant):
+    """deploy/namespaced's own RBAC (its RoleBindings and the placement
+    ClusterRole and binding), for namespace `tenant`, bound to service
+    accounts of their own (NAMESPACED_SAS), so that the base install's
+    cluster-wide bindings, which the other tests apply, grant these nothing."""
+    docs = list(yaml.safe_load_all(run(["kubectl", "kustomize", DEPLOY / "namespaced"]).stdout))
+    mine = []
+    for doc in copy.deepcopy(docs):
+        if doc["kind"] == "RoleBinding" and doc["metadata"].get("namespace") == "team-a":
+            doc["metadata"]["namespace"] = tenant
+        elif doc["kind"] not in ("ClusterRole", "ClusterRoleBinding") or "placement" not in doc["metadata"]["name"]:
+            continue
+        for subject in doc.get("subjects", []):
+            subject["name"] += "-nsd"
+        if doc["kind"] != "RoleBinding":
+            doc["metadata"]["name"] += "-nsd"
+            if doc["kind"] == "ClusterRoleBinding":
+                doc["roleRef"]["name"] += "-nsd"
+        mine.append(doc)
+    return docs, mine
+
+
+def test_namespaced_overlay_binds_muster_to_one_namespace():
+    """deploy/namespaced is base with the cluster-wide bindings of the
+    controller's and the webhook's ClusterRoles replaced by RoleBindings in
+    the tenant namespace, the controller given --namespace, and placement's
+    read-only cluster reads in a ClusterRole of their own."""
+    docs, _ = namespaced_rbac("team-a")
+    built = by_kind_name(docs)
+    base = by_kind_name(yaml.safe_load_all(run(["kubectl", "kustomize", DEPLOY / "base"]).stdout))
+    assert ("ClusterRoleBinding", "muster-controller") not in built
+    assert ("ClusterRoleBinding", "muster-webhook") not in built
+    for name in ("muster-controller", "muster-webhook"):
+        binding = next(d for d in docs if d["kind"] == "RoleBinding" and d["metadata"]["name"] == name)
+        assert binding["metadata"]["namespace"] == "team-a"
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": MUSTER_NS}]
+    args = built[("Deployment", "muster-controller")]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--namespace") + 1] == "team-a"
+    placement = built[("ClusterRole", "muster-controller-placement")]["rules"]
+    assert all(set(r["verbs"]) <= {"get", "list", "watch"} for r in placement)  # read-only
+    assert {res for r in placement for res in r["resources"]} == {"nodes", "pods", "topologies", "hypernodes"}
+    # Everything else is base's, unchanged.
+    for key, doc in built.items():
+        if key in base and key != ("Deployment", "muster-controller"):
+            assert doc == base[key], key
+
+
+@pytest.fixture
+def namespaced_install(kube, kubeconfig, namespace, deploy_rbac):
+    """The namespaced RBAC for the test's namespace, applied for real; its
+    service accounts and objects deleted afterwards."""
+    _, mine = namespaced_rbac(namespace)
+    accounts = [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": n, "namespace": MUSTER_NS}}
+                for n in NAMESPACED_SAS]
+    objects = accounts + mine
+    kubectl(kubeconfig, "apply", "-f", "-", input=yaml.safe_dump_all(objects))
+    yield namespace
+    kubectl(kubeconfig, "delete", "--ignore-not-found", "--wait=false", "-f", "-",
+            input=yaml.safe_dump_all(objects), check=False)
+
+
+def test_namespaced_rbac_reaches_one_namespace_and_placement_reads_only(kubeconfig, namespaced_install):
+    tenant = namespaced_install
+    controller, webhook = (f"system:serviceaccount:{MUSTER_NS}:{n}" for n in NAMESPACED_SAS)
+    allowed = [("list", "jobsets.jobset.x-k8s.io", "-n", tenant), ("patch", "jobsets.jobset.x-k8s.io", "-n", tenant),
+               ("create", "configmaps", "-n", tenant), ("delete", "configmaps", "-n", tenant),
+               ("create", "events", "-n", tenant),
+               # placement: every Node and every bound pod, read-only
+               ("list", "nodes"), ("watch", "pods", "--all-namespaces")]
+    denied = [("list", "jobsets.jobset.x-k8s.io", "--all-namespaces"), ("list", "jobsets.jobset.x-k8s.io", "-n", "default"),
+              ("patch", "jobsets.jobset.x-k8s.io", "-n", "default"),
+              ("create", "configmaps", "-n", "default"), ("delete", "configmaps", "-n", "kube-system"),
+              ("get", "configmaps", "-n", "kube-system"), ("create", "events", "-n", "default"),
+              ("get", "pods", "-n", "default"), ("update", "nodes"), ("get", "secrets", "-n", tenant)]
+    assert [a for a in allowed if not can_i(kubeconfig, controller, *a)] == []
+    assert [d for d in denied if can_i(kubeconfig, controller, *d)] == []
+    assert can_i(kubeconfig, webhook, "get", "configmaps", "-n", tenant)
+    assert [d for d in [("get", "configmaps", "-n", "default"), ("get", "configmaps", "-n", "kube-system"),
+                        ("list", "pods", "-A")] if can_i(kubeconfig, webhook, *d)] == []
+
+
+@pytest.mark.skipif(not CONTROLLER.exists(), reason=f"{CONTROLLER} is not built (make)")
+def test_controller_works_with_the_namespaced_rbac(kube, kubeconfig, namespaced_install, tmp_path):
+    """The same gang start as test_controller_works_with_its_service_account,
+    the controller watching one namespace (--namespace, as the overlay runs
+    it) with nothing but the namespaced RBAC and the Lease's Role."""
+    lease_binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                     "metadata": {"name": "muster-controller-nsd-lease", "namespace": MUSTER_NS},
+                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                 "name": "muster-controller-leader-election"},
+                     "subjects": [{"kind": "ServiceAccount", "name": NAMESPACED_SAS[0], "namespace": MUSTER_NS}]}
+    kubectl(kubeconfig, "apply", "-f", "-", input=yaml.safe_dump(lease_binding))
+    try:
+        gang_start_as(kube, kubeconfig, namespaced_install, NAMESPACED_SAS[0], tmp_path)
+    finally:
+        kubectl(kubeconfig, "delete", "--ignore-not-found", "-f", "-", input=yaml.safe_dump(lease_binding),
+                check=False)

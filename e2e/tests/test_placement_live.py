@@ -350,6 +350,69 @@ def test_a_node_tainted_under_pending_pods_is_placed_again_when_room_is_elsewher
     victim_bound_elsewhere(kube, namespace, free_rack)
 
 
+def test_a_restart_attempt_is_placed_afresh_and_never_pinned_by_the_last_ones_record(kube, placing):
+    """A placed JobSet restarts (its failure policy: pod 0 of attempt 0
+    fails) after the rack it ran in was cordoned. The new attempt is placed
+    afresh: the record is rewritten for attempt 1 in another rack, no pod
+    of attempt 1 is ever created pinned to the old rack (the pod route
+    pins a pod only by its own attempt's record), nothing waited for the
+    lost-room timer (no PlacementLost), and the JobSet completes."""
+    namespace = placing
+    seen, stop = {}, threading.Event()
+
+    def on_pod(event_type, obj):
+        labels = obj["metadata"].get("labels") or {}
+        if labels.get(api.JOBSET_LABEL_NAME) == "train" and event_type in ("ADDED", "MODIFIED"):
+            seen.setdefault(obj["metadata"]["name"], (labels.get(api.JOBSET_LABEL_RESTART_ATTEMPT),
+                                                      dict(obj["spec"].get("nodeSelector") or {})))
+    start_watch(kube, f"/api/v1/namespaces/{namespace}/pods", on_pod, stop)
+    body = jobset("train", {api.KUEUE_ANNOTATION_REQUIRED: RACK, "e2e.muster.dev/run-seconds": "20",
+                            "e2e.muster.dev/exit-code": "1", "e2e.muster.dev/fail-completion-index": "0",
+                            "e2e.muster.dev/fail-restart-attempt": "0"}, pods=8)
+    body["spec"]["failurePolicy"] = {"maxRestarts": 1}
+    try:
+        kube.create(JOBSETS.format(namespace), body)
+        labels = node_labels(kube)
+        racks = {rack_of(labels, p["spec"]["nodeName"]) for p in bound_pods(kube, namespace, "train", 8)}
+        assert len(racks) == 1, racks
+        old_rack = next(iter(racks))
+        for node in labels:  # attempt 0 keeps running there; nothing new fits
+            if rack_of(labels, node) == old_rack:
+                kube.patch(f"/api/v1/nodes/{node}", {"spec": {"unschedulable": True}})
+
+        def record_of_attempt_1():
+            cm = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/train{api.PLACEMENT_SUFFIX}")
+            record = json.loads(cm["data"][api.PLACEMENT_KEY])
+            return record if record.get("attempt") == 1 else None
+        record = wait_for(lambda: _ignoring_absent(record_of_attempt_1), timeout=90, interval=0.5,
+                          what="the record of restart attempt 1")
+        for run in (run for job in record["replicatedJobs"]["workers"] for run in job):
+            want = dict(kv.split("=", 1) for kv in run[2].split(","))
+            assert (want[BLOCK], want[RACK]) != old_rack, (run, old_rack)
+
+        def completed():
+            conditions = get_jobset(kube, namespace, "train").get("status", {}).get("conditions") or []
+            return any(c["type"] == "Completed" and c["status"] == "True" for c in conditions)
+        wait_for(completed, timeout=120, interval=1, what="the JobSet Completed in attempt 1")
+    finally:
+        stop.set()
+    attempt_1 = [sel for attempt, sel in seen.values() if attempt == "1"]
+    assert len(attempt_1) >= 8, seen
+    for sel in attempt_1:  # pinned at creation, and never to the old rack
+        assert (sel[BLOCK], sel[RACK]) != old_rack, sel
+    assert events_of(kube, namespace, "train", "PlacementRenewed")
+    assert not events_of(kube, namespace, "train", "PlacementLost")
+
+
+def _ignoring_absent(fn):
+    try:
+        return fn()
+    except ApiError as e:
+        if e.status == 404:
+            return None
+        raise
+
+
 def test_a_users_configmap_of_the_records_name_is_never_touched(kube, placing):
     """A ConfigMap `<jobset>-placement` that no JobSet owns is somebody
     else's: the controller neither deletes nor rewrites it, and the JobSet
