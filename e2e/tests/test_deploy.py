@@ -27,6 +27,7 @@
 import base64
 import copy
 import datetime
+import hashlib
 import json
 import os
 import pathlib
@@ -50,6 +51,7 @@ PATCH_CRD = DEPLOY / "crd" / "patch-crd.sh"
 PATCH_FILE = DEPLOY / "crd" / "groupschedulingconfig.patch.json"
 GEN_CERTS = DEPLOY / "gen-certs.sh"
 RENDER = DEPLOY / "render-webhooks.sh"
+PIN_IMAGES = DEPLOY / "pin-images.sh"
 UPSTREAM_CRD = ROOT.parent / "shared" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/jobsets.jobset.x-k8s.io"
@@ -813,8 +815,52 @@ def test_gen_certs_makes_a_verified_chain_with_the_sans_asked_for(tmp_path):
     assert not (tmp_path / "new").exists()
 
 
+def test_pin_images_writes_an_overlay_of_muster_by_digest(tmp_path):
+    """deploy/pin-images.sh: from an images.txt as `make images` writes it, an
+    overlay whose Deployments run REGISTRY/muster-<name>@digest, the
+    webhook's --barrier-image included, over base or the namespaced install;
+    bad input is refused and writes nothing."""
+    digests = {n: "sha256:" + hashlib.sha256(n.encode()).hexdigest() for n in ("barrier", "webhook", "controller")}
+    images = tmp_path / "images.txt"
+    images.write_text("".join(f"build/images/muster-{n}.tar ghcr.io/muster-dev/muster-{n}:abc123 {d}\n"
+                              for n, d in digests.items()) +
+                      "build/images/pause.tar muster.local/pause:1 sha256:" + "0" * 64 + "\n")
+    registry = "registry.example.com/team/muster"
+    for base in ("base", "namespaced"):
+        out = tmp_path / f"release-{base}"
+        run(["bash", PIN_IMAGES, "--registry", registry, "--out", out, "--images", images,
+             "--base", DEPLOY / base])
+        built = by_kind_name(yaml.safe_load_all(run(["kubectl", "kustomize", out]).stdout))
+        for name in ("webhook", "controller"):
+            container = built[("Deployment", f"muster-{name}")]["spec"]["template"]["spec"]["containers"][0]
+            assert container["image"] == f"{registry}/muster-{name}@{digests[name]}"
+        args = built[("Deployment", "muster-webhook")]["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[args.index("--barrier-image") + 1] == f"{registry}/muster-barrier@{digests['barrier']}"
+        # Nothing else changed.
+        plain = by_kind_name(yaml.safe_load_all(run(["kubectl", "kustomize", DEPLOY / base]).stdout))
+        assert built.keys() == plain.keys()
+        for key in plain:
+            if key[0] != "Deployment":
+                assert built[key] == plain[key], key
+
+    bad = tmp_path / "bad.txt"
+    for content, words in (("build/images/muster-webhook.tar ghcr.io/muster-dev/muster-webhook:x sha256:abc\n",
+                            "is not sha256"),
+                           ("".join(f"a ghcr.io/muster-dev/muster-{n}:x {d}\n" for n, d in digests.items()
+                                    if n != "barrier"), "no muster-barrier image")):
+        bad.write_text(content)
+        done = run(["bash", PIN_IMAGES, "--registry", registry, "--out", tmp_path / "never", "--images", bad],
+                   check=False)
+        assert done.returncode == 1 and words in done.stderr, done.stderr
+    done = run(["bash", PIN_IMAGES, "--registry", "registry.example.com/", "--out", tmp_path / "never",
+                "--images", images], check=False)
+    assert done.returncode == 1 and "no trailing /" in done.stderr
+    assert run(["bash", PIN_IMAGES, "--out", tmp_path / "never"], check=False).returncode == 2
+    assert not (tmp_path / "never").exists()
+
+
 def test_scripts_are_shellcheck_clean():
-    scripts = [GEN_CERTS, RENDER, PATCH_CRD]
+    scripts = [GEN_CERTS, RENDER, PATCH_CRD, PIN_IMAGES]
     try:
         done = subprocess.run(["shellcheck", *map(str, scripts)], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
