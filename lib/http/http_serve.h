@@ -144,10 +144,14 @@
  * offers only AEAD ciphers (AES-GCM, ChaCha20-Poly1305) with ECDHE key
  * exchange: no CBC with SHA-1/SHA-2 MACs, no static RSA key exchange (what
  * Go's and curl's clients, the apiserver's and Prometheus's, offer first
- * anyway); TLS 1.3's suites are all AEAD. */
+ * anyway); TLS 1.3's suites are all AEAD. Key exchange groups X25519 first:
+ * Go's client sends an X25519 key share only, and with the server's
+ * precedence on NORMAL's order (P-256 first) every handshake of the
+ * apiserver's took a HelloRetryRequest and one more round trip. */
 #define HTTP_SERVE_TLS_PRIORITIES                                                                            \
 	"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:"                  \
-	"+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:%SERVER_PRECEDENCE"
+	"+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:-GROUP-ALL:+GROUP-X25519:"        \
+	"+GROUP-SECP256R1:+GROUP-SECP384R1:%SERVER_PRECEDENCE"
 #define HTTP_SERVE_TLS_FILE_MAX (1024u * 1024u)
 #define HTTP_SERVE_TLS_CHAIN_MAX 16u
 #define HTTP_SERVE_TLS_DEBOUNCE_MS 100u

@@ -2035,7 +2035,8 @@ static void latency_histogram(void **state)
 /* A raw GnuTLS client handshake with the given priorities against the
  * server on port; returns what gnutls_handshake last returned (< 0 when
  * refused) and, on success, the negotiated cipher in *cipher. */
-static int handshake_with(int port, const char *priorities, gnutls_cipher_algorithm_t *cipher)
+static int handshake_with(int port, const char *priorities, gnutls_cipher_algorithm_t *cipher,
+			  gnutls_group_t *group)
 {
 	struct sockaddr_in address = { .sin_family = AF_INET };
 	gnutls_certificate_credentials_t credentials;
@@ -2058,6 +2059,8 @@ static int handshake_with(int port, const char *priorities, gnutls_cipher_algori
 	} while (ret < 0 && !gnutls_error_is_fatal(ret));
 	if (ret >= 0 && cipher)
 		*cipher = gnutls_cipher_get(session);
+	if (ret >= 0 && group)
+		*group = gnutls_group_get(session);
 	gnutls_deinit(session);
 	gnutls_certificate_free_credentials(credentials);
 	close(fd);
@@ -2083,7 +2086,7 @@ static void tls_versions(void **state)
 		&(struct call){ .path = "/healthz", .ca = pki.ca_a, .tls_version = CURL_SSLVERSION_TLSv1_3 },
 		200, TEXT_TYPE, "ok\n");
 	assert_true(handshake_with(http_serve_port(server), "NORMAL:-VERS-ALL:+VERS-TLS1.1:+VERS-TLS1.0",
-				   NULL) < 0);
+				   NULL, NULL) < 0);
 	http_serve_stop(server);
 }
 
@@ -2113,14 +2116,43 @@ static void tls_12_only_aead_suites(void **state)
 	(void)state;
 	server = start_with(NULL, &options);
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
-		if (handshake_with(http_serve_port(server), refused[i], NULL) >= 0)
+		if (handshake_with(http_serve_port(server), refused[i], NULL, NULL) >= 0)
 			fail_msg("TLS handshake offering only %s was accepted", refused[i]);
 	for (size_t i = 0; i < sizeof(accepted) / sizeof(accepted[0]); i++) {
 		gnutls_cipher_algorithm_t got = GNUTLS_CIPHER_UNKNOWN;
 
-		if (handshake_with(http_serve_port(server), accepted[i].priorities, &got) < 0)
+		if (handshake_with(http_serve_port(server), accepted[i].priorities, &got, NULL) < 0)
 			fail_msg("TLS handshake offering %s was refused", accepted[i].priorities);
 		assert_int_equal(got, accepted[i].cipher);
+	}
+	http_serve_stop(server);
+}
+
+/* A client that prefers X25519, as Go's (the apiserver's, Prometheus's)
+ * does, gets it: with the server's precedence on P-256, Go's TLS 1.3
+ * handshakes each took a HelloRetryRequest and a round trip more. P-256
+ * alone is still served. */
+static void tls_x25519_first(void **state)
+{
+	struct http_serve_options options = { .tls_cert_file = pki.cert_a, .tls_key_file = pki.key_a };
+	static const char *const versions[] = { "+VERS-TLS1.3", "+VERS-TLS1.2" };
+	struct http_serve *server;
+	char priorities[200];
+
+	(void)state;
+	server = start_with(NULL, &options);
+	for (size_t i = 0; i < 2; i++) {
+		gnutls_group_t group = GNUTLS_GROUP_INVALID;
+
+		snprintf(priorities, sizeof(priorities),
+			 "NORMAL:-VERS-ALL:%s:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1",
+			 versions[i]);
+		assert_true(handshake_with(http_serve_port(server), priorities, NULL, &group) >= 0);
+		assert_int_equal(group, GNUTLS_GROUP_X25519);
+		snprintf(priorities, sizeof(priorities), "NORMAL:-VERS-ALL:%s:-GROUP-ALL:+GROUP-SECP256R1",
+			 versions[i]);
+		assert_true(handshake_with(http_serve_port(server), priorities, NULL, &group) >= 0);
+		assert_int_equal(group, GNUTLS_GROUP_SECP256R1);
 	}
 	http_serve_stop(server);
 }
@@ -2197,6 +2229,7 @@ int main(void)
 		cmocka_unit_test(latency_histogram),
 		cmocka_unit_test(tls_versions),
 		cmocka_unit_test(tls_12_only_aead_suites),
+		cmocka_unit_test(tls_x25519_first),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
