@@ -58,7 +58,9 @@ struct app {
 	struct controller_group *group;
 	struct placement_loop *placement; /* NULL with --placement=false */
 	struct metrics_histogram *placement_latency;
-	struct kube_lease *lease; /* NULL without leader election */
+	/* NULL without leader election; set once by main, read by the HTTP
+	 * servers' threads (/readyz, /metrics), which may already run */
+	_Atomic(struct kube_lease *) lease;
 	struct metrics_histogram *release_written, *release_pushed;
 };
 
@@ -187,8 +189,9 @@ static int collect(void *arg, struct metrics_writer *w)
 					      1, (double)s->watch_events);
 		}
 	}
-	metrics_write_gauge(w, "muster_leader", "1 while this replica holds the leader Lease (or runs alone)",
-			    NULL, 0, !app->lease || kube_lease_is_leader(app->lease) ? 1.0 : 0.0);
+	metrics_write_gauge(
+		w, "muster_leader", "1 while this replica holds the leader Lease (or runs alone)", NULL, 0,
+		!atomic_load(&app->lease) || kube_lease_is_leader(atomic_load(&app->lease)) ? 1.0 : 0.0);
 	if (app->placement) {
 		struct placement_stats ps;
 
@@ -272,10 +275,12 @@ static int check_ready(void *arg, char *reason, size_t size)
 {
 	struct app *app = arg;
 
-	if (app->lease && !kube_lease_is_leader(app->lease)) {
+	struct kube_lease *lease = atomic_load(&app->lease);
+
+	if (lease && !kube_lease_is_leader(lease)) {
 		char why[256];
 
-		if (!kube_lease_last_failure(app->lease, why, sizeof(why)))
+		if (!kube_lease_last_failure(lease, why, sizeof(why)))
 			return 0;
 		snprintf(reason, size, "cannot take part in the leader election (retrying): %s", why);
 		return -1;
@@ -345,6 +350,7 @@ int main(int argc, char **argv)
 	char identity[KUBE_LEASE_IDENTITY_MAX + 1];
 	struct kube_config cfg, lease_cfg;
 	struct kube_curl *lease_curl = NULL;
+	struct kube_lease *lease = NULL;
 	struct kube_client *lease_client = NULL;
 	struct metrics_registry *registry = NULL;
 	struct http_serve *server = NULL, *probes = NULL;
@@ -535,11 +541,12 @@ int main(int argc, char **argv)
 		if ((err = kube_curl_new(&lease_cfg, &lease_curl, &cause)) ||
 		    (err = kube_client_new(&lease_cfg, &kube_curl_transport, lease_curl, NULL, &lease_client,
 					   &cause)) ||
-		    (err = kube_lease_new(lease_client, &lease_options, NULL, &app.lease, &cause)))
+		    (err = kube_lease_new(lease_client, &lease_options, NULL, &lease, &cause)))
 			goto out;
+		atomic_store(&app.lease, lease);
 		mlog(MLOG_INFO, "waiting-for-lease", "lease=%s/%s identity=%s", lease_options.namespace,
 		     lease_options.name, identity);
-		err = kube_lease_acquire(app.lease, &stop_requested, &cause);
+		err = kube_lease_acquire(lease, &stop_requested, &cause);
 		if (err < 0)
 			goto out;
 		if (err == 0) { /* stopped while waiting */
@@ -547,7 +554,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		err = 0;
-		holder.lease = app.lease;
+		holder.lease = lease;
 		if (pthread_create(&holder.thread, NULL, hold_main, &holder) != 0) {
 			err = kube_cause(&cause, KUBE_ENOMEM, "cannot start the lease thread");
 			goto out;
@@ -607,7 +614,7 @@ out:
 	controller_group_free(app.group);
 	placement_loop_free(app.placement);
 	metrics_registry_free(registry);
-	kube_lease_free(app.lease);
+	kube_lease_free(lease);
 	kube_client_free(lease_client);
 	kube_curl_free(lease_curl);
 	kube_config_free(&cfg);
