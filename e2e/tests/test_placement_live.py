@@ -366,7 +366,7 @@ def test_a_restart_attempt_is_placed_afresh_and_never_pinned_by_the_last_ones_re
             seen.setdefault(obj["metadata"]["name"], (labels.get(api.JOBSET_LABEL_RESTART_ATTEMPT),
                                                       dict(obj["spec"].get("nodeSelector") or {})))
     start_watch(kube, f"/api/v1/namespaces/{namespace}/pods", on_pod, stop)
-    body = jobset("train", {api.KUEUE_ANNOTATION_REQUIRED: RACK, "e2e.muster.dev/run-seconds": "20",
+    body = jobset("train", {api.KUEUE_ANNOTATION_REQUIRED: RACK, "e2e.muster.dev/run-seconds": "30",
                             "e2e.muster.dev/exit-code": "1", "e2e.muster.dev/fail-completion-index": "0",
                             "e2e.muster.dev/fail-restart-attempt": "0"}, pods=8)
     body["spec"]["failurePolicy"] = {"maxRestarts": 1}
@@ -379,6 +379,9 @@ def test_a_restart_attempt_is_placed_afresh_and_never_pinned_by_the_last_ones_re
         for node in labels:  # attempt 0 keeps running there; nothing new fits
             if rack_of(labels, node) == old_rack:
                 kube.patch(f"/api/v1/nodes/{node}", {"spec": {"unschedulable": True}})
+        # The premise: cordoned before attempt 0 fails (its pods run 30 s).
+        assert not get_jobset(kube, namespace, "train").get("status", {}).get("restarts"), \
+            "attempt 0 failed before its rack was cordoned: the test ran too late to prove anything"
 
         def record_of_attempt_1():
             cm = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/train{api.PLACEMENT_SUFFIX}")
@@ -393,7 +396,7 @@ def test_a_restart_attempt_is_placed_afresh_and_never_pinned_by_the_last_ones_re
         def completed():
             conditions = get_jobset(kube, namespace, "train").get("status", {}).get("conditions") or []
             return any(c["type"] == "Completed" and c["status"] == "True" for c in conditions)
-        wait_for(completed, timeout=120, interval=1, what="the JobSet Completed in attempt 1")
+        wait_for(completed, timeout=180, interval=1, what="the JobSet Completed in attempt 1")
     finally:
         stop.set()
     attempt_1 = [sel for attempt, sel in seen.values() if attempt == "1"]
