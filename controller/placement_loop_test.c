@@ -808,6 +808,22 @@ static void a_placed_jobset_without_its_record_is_placed_again(void **state)
 	finish(r);
 }
 
+/* Merge-patches the stored JobSet `name` (a watch event follows). */
+static void patch_jobset(struct fake *f, const char *name, const char *json)
+{
+	cJSON *js = get(f, JOBSETS, name), *patch = cJSON_Parse(json);
+	char *text;
+
+	assert_non_null(js);
+	assert_non_null(patch);
+	merge(js, patch);
+	text = cJSON_PrintUnformatted(js);
+	put(f, JOBSETS, text);
+	free(text);
+	cJSON_Delete(patch);
+	cJSON_Delete(js);
+}
+
 static void set_restarts(struct fake *f, const char *name, int restarts)
 {
 	cJSON *js = get(f, JOBSETS, name);
@@ -838,25 +854,13 @@ static int configmap_read(struct fake *f, const char *unused)
 static void a_record_of_before_attempts_is_adopted_not_replaced(void **state)
 {
 	struct run *r = new_run();
-	cJSON *js;
-	char *text;
 
 	(void)state;
 	four_nodes(&r->fake);
 	gated_jobset(&r->fake, "train", 4, "2");
-	js = get(&r->fake, JOBSETS, "train");
-	{
-		cJSON *patch =
-			cJSON_Parse("{\"metadata\":{\"annotations\":{\"muster.dev/placement\":\"placed\"}},"
-				    "\"spec\":{\"suspend\":false},\"status\":{\"restarts\":2}}");
-
-		merge(js, patch);
-		cJSON_Delete(patch);
-	}
-	text = cJSON_PrintUnformatted(js);
-	put(&r->fake, JOBSETS, text);
-	free(text);
-	cJSON_Delete(js);
+	patch_jobset(&r->fake, "train",
+		     "{\"metadata\":{\"annotations\":{\"muster.dev/placement\":\"placed\"}},"
+		     "\"spec\":{\"suspend\":false},\"status\":{\"restarts\":2}}");
 	put(&r->fake, CONFIGMAPS,
 	    "{\"metadata\":{\"name\":\"train-placement\",\"namespace\":\"ns\",\"uid\":\"cm-1\",\"ownerReferences\":[{"
 	    "\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"name\":\"train\",\"uid\":\"js-train\","
@@ -882,26 +886,14 @@ static void a_record_of_before_attempts_is_adopted_not_replaced(void **state)
 static void a_restart_is_handled_while_the_topology_is_unreadable(void **state)
 {
 	struct run *r = new_run();
-	cJSON *js;
-	char *text;
 
 	(void)state;
 	four_nodes(&r->fake);
 	gated_jobset(&r->fake, "waits", 4, "2");
 	gated_jobset(&r->fake, "train", 4, "2");
-	js = get(&r->fake, JOBSETS, "train");
-	{
-		cJSON *patch =
-			cJSON_Parse("{\"metadata\":{\"annotations\":{\"muster.dev/placement\":\"placed\"}},"
-				    "\"spec\":{\"suspend\":false}}");
-
-		merge(js, patch);
-		cJSON_Delete(patch);
-	}
-	text = cJSON_PrintUnformatted(js);
-	put(&r->fake, JOBSETS, text);
-	free(text);
-	cJSON_Delete(js);
+	patch_jobset(&r->fake, "train",
+		     "{\"metadata\":{\"annotations\":{\"muster.dev/placement\":\"placed\"}},"
+		     "\"spec\":{\"suspend\":false}}");
 	put(&r->fake, CONFIGMAPS,
 	    "{\"metadata\":{\"name\":\"train-placement\",\"namespace\":\"ns\",\"uid\":\"cm-1\",\"ownerReferences\":[{"
 	    "\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"name\":\"train\",\"uid\":\"js-train\","
