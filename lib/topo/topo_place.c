@@ -1617,6 +1617,11 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 	for (size_t n = 0; n < c->node_count; n++)
 		for (size_t r = 0; r < x.resources; r++)
 			x.free[n * x.resources + r] = c->nodes[n].allocatable[r] - c->nodes[n].used[r];
+	/* What the JobSet's other Jobs hold (a move): never undone. */
+	for (size_t n = 0; req->held && n < c->node_count; n++) {
+		x.taken[n] = req->held[n] == TOPO_HELD_PODS;
+		x.closed[n] = req->held[n] == TOPO_HELD_CLOSED;
+	}
 	for (size_t g = 0; g < req->group_count; g++) {
 		for (size_t n = 0; n < c->node_count; n++)
 			x.eligible[g * c->node_count + n] =

@@ -154,7 +154,15 @@ struct topo_request {
 	size_t group_count;
 	struct topo_constraint whole; /* the whole JobSet */
 	uint32_t search_budget; /* 0: TOPO_SEARCH_BUDGET_DEFAULT */
+	/* NULL, or per cluster node what the JobSet's other Jobs already hold
+	 * when some of its Jobs are placed again alone (topo_move.h):
+	 * TOPO_HELD_PODS, pods of the JobSet (an exclusive instance takes no
+	 * domain holding them); TOPO_HELD_CLOSED, inside a domain an exclusive
+	 * instance holds (no pod of the request goes there). */
+	const uint8_t *held;
 };
+
+enum { TOPO_HELD_NONE, TOPO_HELD_PODS, TOPO_HELD_CLOSED };
 
 /* A pod of a partition left out (min_slices) has node and domain TOPO_NONE.
  * job_index and completion are the pod's own Job's (see job_pods). */

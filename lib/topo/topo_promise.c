@@ -17,6 +17,8 @@ struct take {
 	topo_promise_bound_fn bound;
 	void *arg;
 	struct topo_promise *out;
+	topo_promise_stranded_fn stranded;
+	void *stranded_arg;
 };
 
 /* Adds one pod of `shape` to node `n`. */
@@ -119,6 +121,8 @@ static int take_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint
 			take_room(c, fit, &shape);
 			continue;
 		}
+		if (t->stranded)
+			t->stranded(t->stranded_arg, rj, job, (uint32_t)i);
 		if (!t->out->stranded++) {
 			snprintf(t->out->domain, sizeof(t->out->domain), "%s", selector);
 			t->out->gone = lo > hi;
@@ -133,12 +137,20 @@ static int take_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint
 	return 0;
 }
 
+void topo_promise_take_each(const struct topo_cluster *cluster, struct topo_node *nodes,
+			    const struct topo_jobset *jobset, const struct topo_record *record,
+			    topo_promise_bound_fn bound, void *arg, topo_promise_stranded_fn stranded,
+			    void *stranded_arg, struct topo_promise *out)
+{
+	struct take t = { cluster, nodes, jobset, bound, arg, out, stranded, stranded_arg };
+
+	memset(out, 0, sizeof(*out));
+	topo_record_foreach(record, take_run, &t);
+}
+
 void topo_promise_take(const struct topo_cluster *cluster, struct topo_node *nodes,
 		       const struct topo_jobset *jobset, const struct topo_record *record,
 		       topo_promise_bound_fn bound, void *arg, struct topo_promise *out)
 {
-	struct take t = { cluster, nodes, jobset, bound, arg, out };
-
-	memset(out, 0, sizeof(*out));
-	topo_record_foreach(record, take_run, &t);
+	topo_promise_take_each(cluster, nodes, jobset, record, bound, arg, NULL, NULL, out);
 }

@@ -47,4 +47,14 @@ void topo_promise_take(const struct topo_cluster *cluster, struct topo_node *nod
 		       const struct topo_jobset *jobset, const struct topo_record *record,
 		       topo_promise_bound_fn bound, void *arg, struct topo_promise *out);
 
+/* Called for each stranded pod (replicated job, job index, completion index). */
+typedef void (*topo_promise_stranded_fn)(void *arg, const char *replicated_job, uint32_t job,
+					 uint32_t completion);
+
+/* topo_promise_take, naming each stranded pod to `stranded` (may be NULL). */
+void topo_promise_take_each(const struct topo_cluster *cluster, struct topo_node *nodes,
+			    const struct topo_jobset *jobset, const struct topo_record *record,
+			    topo_promise_bound_fn bound, void *arg, topo_promise_stranded_fn stranded,
+			    void *stranded_arg, struct topo_promise *out);
+
 #endif

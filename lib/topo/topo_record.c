@@ -74,18 +74,17 @@ static cJSON *job_of(cJSON *groups, const char *name, uint32_t job_index)
 	return cJSON_GetArrayItem(jobs, (int)job_index);
 }
 
-int topo_record_encode(const struct topo_tree *tree, const struct topo_request *request,
-		       const struct topo_placement *placement, const char *uid, uint32_t attempt, char **out,
+/* Adds the runs of `placement` (of `request` on `tree`) to `groups`; with
+ * `job_map`, instance i of group g is the JobSet's job job_map[g][i]. */
+static int encode_runs(const struct topo_tree *tree, const struct topo_request *request,
+		       const struct topo_placement *placement, const uint32_t *const *job_map, cJSON *groups,
 		       char **cause)
 {
-	cJSON *root = cJSON_CreateObject(), *groups, *job = NULL;
 	char selector[TOPO_RECORD_SELECTOR_MAX], run_selector[TOPO_RECORD_SELECTOR_MAX] = "";
 	uint32_t run_group = UINT32_MAX, run_job = 0, run_from = 0, run_to = 0;
-	int ok = root && cJSON_AddStringToObject(root, "uid", uid ? uid : "") &&
-		 cJSON_AddNumberToObject(root, "attempt", attempt) &&
-		 (groups = cJSON_AddObjectToObject(root, "replicatedJobs"));
+	cJSON *job = NULL;
+	int ok = 1;
 
-	*out = NULL;
 	for (size_t i = 0; ok && i <= placement->pod_count; i++) {
 		const struct topo_pod *pod = i < placement->pod_count ? &placement->pods[i] : NULL;
 
@@ -94,12 +93,9 @@ int topo_record_encode(const struct topo_tree *tree, const struct topo_request *
 				selector[0] = '\0';
 			else
 				topo_tree_selector(tree, pod->domain, pod->node, selector, sizeof(selector));
-			if (strlen(selector) + 1 >=
-			    sizeof(selector)) { /* cut: it could name another domain */
-				cJSON_Delete(root);
+			if (strlen(selector) + 1 >= sizeof(selector)) /* cut: it could name another domain */
 				return cause_fail(cause, "a domain's nodeSelector is longer than %u bytes",
 						  TOPO_RECORD_SELECTOR_MAX - 2);
-			}
 			if (run_group == pod->group && run_job == pod->job_index &&
 			    run_to + 1 == pod->completion && strcmp(selector, run_selector) == 0) {
 				run_to = pod->completion;
@@ -115,14 +111,21 @@ int topo_record_encode(const struct topo_tree *tree, const struct topo_request *
 			break;
 		}
 		if (run_group != pod->group || run_job != pod->job_index || !job)
-			ok = (job = job_of(groups, request->groups[pod->group].name, pod->job_index)) != NULL;
+			ok = (job = job_of(groups, request->groups[pod->group].name,
+					   job_map ? job_map[pod->group][pod->job_index] : pod->job_index)) !=
+			     NULL;
 		run_group = pod->group;
 		run_job = pod->job_index;
 		run_from = run_to = pod->completion;
 		memcpy(run_selector, selector, sizeof(selector));
 	}
-	if (ok)
-		*out = cJSON_PrintUnformatted(root);
+	return ok ? 0 : cause_fail(cause, "no memory for the placement record");
+}
+
+/* Prints the record; frees root. */
+static int print_record(cJSON *root, char **out, char **cause)
+{
+	*out = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	if (!*out)
 		return cause_fail(cause, "no memory for the placement record");
@@ -135,6 +138,34 @@ int topo_record_encode(const struct topo_tree *tree, const struct topo_request *
 				  TOPO_RECORD_BYTES_MAX);
 	}
 	return 0;
+}
+
+static cJSON *record_root(const char *uid, uint32_t attempt, cJSON **groups)
+{
+	cJSON *root = cJSON_CreateObject();
+
+	if (root && cJSON_AddStringToObject(root, "uid", uid ? uid : "") &&
+	    cJSON_AddNumberToObject(root, "attempt", attempt) &&
+	    (*groups = cJSON_AddObjectToObject(root, "replicatedJobs")))
+		return root;
+	cJSON_Delete(root);
+	return NULL;
+}
+
+int topo_record_encode(const struct topo_tree *tree, const struct topo_request *request,
+		       const struct topo_placement *placement, const char *uid, uint32_t attempt, char **out,
+		       char **cause)
+{
+	cJSON *groups = NULL, *root = record_root(uid, attempt, &groups);
+
+	*out = NULL;
+	if (!root)
+		return cause_fail(cause, "no memory for the placement record");
+	if (encode_runs(tree, request, placement, NULL, groups, cause)) {
+		cJSON_Delete(root);
+		return -1;
+	}
+	return print_record(root, out, cause);
 }
 
 /* ---- parsing ---- */
@@ -391,6 +422,56 @@ int topo_record_foreach(const struct topo_record *record,
 		}
 	}
 	return 0;
+}
+
+/* 1 when job `job` of replicated job `name` is one the move places. */
+static int moved(const struct topo_request *request, const uint32_t *const *job_map, const char *name,
+		 uint32_t job)
+{
+	for (size_t g = 0; g < request->group_count; g++)
+		if (strcmp(request->groups[g].name, name) == 0)
+			for (uint32_t i = 0; i < request->groups[g].replicas; i++)
+				if (job_map[g][i] == job)
+					return 1;
+	return 0;
+}
+
+int topo_record_encode_moved(const struct topo_record *old, const struct topo_tree *tree,
+			     const struct topo_request *request, const struct topo_placement *placement,
+			     const uint32_t *const *job_map, char **out, char **cause)
+{
+	cJSON *groups = NULL, *root = record_root(old->uid, old->attempt, &groups);
+	int ok = root != NULL;
+
+	*out = NULL;
+	for (size_t g = 0; ok && g < old->group_count; g++) {
+		const struct record_group *group = &old->groups[g];
+
+		for (uint32_t j = 0; ok && j < group->job_count; j++) {
+			const struct record_job *job = &old->jobs[group->first_job + j];
+			cJSON *list = job_of(groups, group->name, j);
+
+			ok = list != NULL;
+			if (!ok || moved(request, job_map, group->name, j))
+				continue; /* its runs come from the placement */
+			for (uint32_t r = 0; ok && r < job->run_count; r++) {
+				const struct record_run *run = &old->runs[job->first_run + r];
+
+				ok = add_run(list, run->from, run->to, run->selector) == 0;
+			}
+		}
+	}
+	if (!ok) {
+		cJSON_Delete(root);
+		return cause_fail(cause, "no memory for the placement record");
+	}
+	if (!old->has_attempt) /* a record of before attempts: it stays one */
+		cJSON_DeleteItemFromObjectCaseSensitive(root, "attempt");
+	if (encode_runs(tree, request, placement, job_map, groups, cause)) {
+		cJSON_Delete(root);
+		return -1;
+	}
+	return print_record(root, out, cause);
 }
 
 int topo_record_selector_matches(const char *selector, const struct topo_node *node)

@@ -48,6 +48,15 @@ int topo_record_encode(const struct topo_tree *tree, const struct topo_request *
 
 struct topo_record;
 
+/* The record `old` with some of its Jobs placed again (topo_move.h): the
+ * runs of every Job of `old` but the moved ones are kept as they are; Job
+ * job_map[g][i] of replicated job request->groups[g].name gets the runs of
+ * instance i of group g of `placement` (of `request` on `tree`). Same uid
+ * and attempt as `old`. */
+int topo_record_encode_moved(const struct topo_record *old, const struct topo_tree *tree,
+			     const struct topo_request *request, const struct topo_placement *placement,
+			     const uint32_t *const *job_map, char **out, char **cause);
+
 /* Parses and checks a record's text (`len` bytes, no NUL needed). */
 int topo_record_parse(const char *text, size_t len, struct topo_record **out, char **cause);
 
