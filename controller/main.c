@@ -211,6 +211,14 @@ static int collect(void *arg, struct metrics_writer *w)
 		metrics_write_counter(w, "muster_placement_restarts_total",
 				      "Placed JobSets placed afresh for a new restart attempt", NULL, 0,
 				      (double)ps.restarts);
+		metrics_write_counter(
+			w, "muster_placement_moves_total",
+			"Jobs placed again alone: their pods not bound yet lost their room, the "
+			"JobSet's other Jobs kept theirs",
+			NULL, 0, (double)ps.moves);
+		metrics_write_counter(w, "muster_placement_jobs_retired_total",
+				      "Moved Jobs deleted for JobSet to make again, pinned by the new record",
+				      NULL, 0, (double)ps.jobs_retired);
 		metrics_write_counter(w, "muster_placement_write_failures_total",
 				      "Record or resume writes that failed (retried)", NULL, 0,
 				      (double)ps.record_failures);

@@ -23,6 +23,7 @@
 #include "name_table.h"
 #include "topo_cache.h"
 #include "topo_jobset.h"
+#include "topo_move.h"
 #include "topo_objects.h"
 #include "topo_promise.h"
 #include "topo_record.h"
@@ -62,6 +63,17 @@ struct pjobset {
 	int no_room_noted; /* logged that it stays: no other room */
 	struct topo_record *record; /* NULL: none */
 	uint64_t seen; /* the pass that last saw it in the table (tombstone check) */
+	struct retire *retire; /* moved Jobs to delete (MUSTER_ANNOTATION_PLACEMENT_RETIRE) */
+	size_t retire_count;
+	int move_refused_noted; /* logged why its stranded Jobs could not move alone */
+};
+
+/* A moved Job to delete once the pod route's cached records expired. */
+struct retire {
+	char replicated_job[64];
+	uint32_t job;
+	char job_uid[64];
+	double due; /* wall clock, seconds */
 };
 
 /* Pods of placed JobSets that are bound, by namespace and
@@ -95,6 +107,7 @@ struct placement_loop {
 	int nodes_changed; /* since the last pass: a domain may have lost its nodes */
 	int placed_changed; /* since the last pass: a placed JobSet changed (restarted, say) */
 	double next_hold; /* a pass is due then: a held JobSet may be placed (0: none) */
+	double next_retire; /* wall clock: a moved Job is due to be deleted then (0: none) */
 	double hold_s; /* how long a JobSet placed again is held (RECORD_CACHE_WAIT_S) */
 	double replace_after; /* --placement-replace-after */
 	size_t promising; /* the last pass: placed JobSets with pods not bound (checked each retry) */
@@ -108,6 +121,14 @@ struct placement_loop {
 };
 
 /* ---- small helpers ---- */
+
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static double now_s(void)
 {
@@ -169,6 +190,7 @@ static void pjobset_free(struct pjobset *j)
 		return;
 	topo_store_free(&j->store);
 	topo_record_free(j->record);
+	free(j->retire);
 	free(j);
 }
 
@@ -181,6 +203,80 @@ static void set_record(struct pjobset *j, struct topo_record *record)
 	j->record_attempt = !record			      ? 0
 			    : topo_record_has_attempt(record) ? topo_record_attempt(record)
 							      : j->restarts;
+}
+
+/* The moved Jobs of annotation MUSTER_ANNOTATION_PLACEMENT_RETIRE
+ * ("<replicated job>/<job>=<uid>@<seconds>;..."): their count, *out
+ * malloc'd. An entry that does not parse is skipped, saying so. */
+static size_t retire_parse(const char *text, struct retire **out, const char *namespace, const char *name)
+{
+	size_t count = 0, cap = 0;
+
+	*out = NULL;
+	while (text && *text) {
+		const char *end = strchr(text, ';');
+		size_t len = end ? (size_t)(end - text) : strlen(text);
+		char entry[256], *slash, *eq, *at, *stop = NULL;
+		struct retire r = { 0 };
+		unsigned long job;
+		double due;
+
+		if (len && len < sizeof(entry)) {
+			memcpy(entry, text, len);
+			entry[len] = '\0';
+			slash = strrchr(entry, '/');
+			eq = strchr(entry, '=');
+			at = strrchr(entry, '@');
+			if (slash && eq && at && slash < eq && eq < at && slash > entry &&
+			    (size_t)(slash - entry) < sizeof(r.replicated_job) && at - eq - 1 > 0 &&
+			    (size_t)(at - eq - 1) < sizeof(r.job_uid)) {
+				job = strtoul(slash + 1, &stop, 10);
+				if (stop == eq && job <= TOPO_RECORD_ATTEMPT_MAX) {
+					due = strtod(at + 1, &stop);
+					if (*stop == '\0' && due >= 0) {
+						memcpy(r.replicated_job, entry, (size_t)(slash - entry));
+						r.job = (uint32_t)job;
+						memcpy(r.job_uid, eq + 1, (size_t)(at - eq - 1));
+						r.due = due;
+					}
+				}
+			}
+		}
+		if (!r.replicated_job[0]) {
+			mlog(MLOG_WARN, "placement-retire-unread",
+			     "jobset=%s/%s entry=\"%.*s\" reason=\"not "
+			     "<replicated job>/<job>=<uid>@<seconds>: skipped\"",
+			     namespace, name, (int)(len > 200 ? 200 : len), text);
+		} else {
+			if (count == cap) {
+				size_t grown_cap = cap ? cap * 2 : 4;
+				struct retire *grown = realloc(*out, grown_cap * sizeof(*grown));
+
+				if (!grown)
+					break;
+				*out = grown;
+				cap = grown_cap;
+			}
+			(*out)[count++] = r;
+		}
+		text = end ? end + 1 : text + len;
+	}
+	return count;
+}
+
+/* The annotation's text for `count` entries (malloc'd; "" for none). */
+static char *retire_format(const struct retire *r, size_t count)
+{
+	size_t size = 1 + count * (sizeof(r->replicated_job) + sizeof(r->job_uid) + 40), at = 0;
+	char *text = malloc(size);
+
+	if (!text)
+		return NULL;
+	text[0] = '\0';
+	for (size_t i = 0; i < count; i++)
+		at += (size_t)snprintf(text + at, size - at, "%s%s/%u=%s@%.0f", i ? ";" : "",
+				       r[i].replicated_job, r[i].job, r[i].job_uid, r[i].due);
+	return text;
 }
 
 static int jobset_change(void *arg, const struct kube_informer_event *e)
@@ -611,14 +707,16 @@ static int record_get(struct placement_loop *loop, const char *namespace, const 
 /* This JobSet's placement of record, or *out NULL when there is none of its
  * own (absent, unreadable, an earlier JobSet's, or not muster's). */
 static int record_read(struct placement_loop *loop, const char *namespace, const char *name, const char *uid,
-		       struct topo_record **out, char **cause)
+		       struct topo_record **out, struct retire **retire, size_t *retire_count, char **cause)
 {
 	enum release_owner owner = RELEASE_OWNER_FOREIGN;
 	cJSON *configmap = NULL;
-	const cJSON *text;
+	const cJSON *text, *moved;
 	int err = record_get(loop, namespace, name, uid, &configmap, &owner, cause);
 
 	*out = NULL;
+	*retire = NULL;
+	*retire_count = 0;
 	if (err || !configmap)
 		return err;
 	text = kjson_member(kjson_member(configmap, "data"), MUSTER_PLACEMENT_KEY);
@@ -628,6 +726,11 @@ static int record_read(struct placement_loop *loop, const char *namespace, const
 		topo_record_free(*out);
 		*out = NULL;
 	}
+	/* Moved Jobs not deleted yet (the controller stopped in between). */
+	moved = kjson_member(kjson_member(kjson_member(configmap, "metadata"), "annotations"),
+			     MUSTER_ANNOTATION_PLACEMENT_RETIRE);
+	if (*out && cJSON_IsString(moved))
+		*retire_count = retire_parse(moved->valuestring, retire, namespace, name);
 	cJSON_Delete(configmap);
 	return 0;
 }
@@ -820,6 +923,19 @@ struct relocation {
 	const struct pjobset *jobset; /* valid under the lock only */
 };
 
+/* Jobs of a placed JobSet moved alone (topo_move.h): the new record to
+ * write, and the Jobs to delete once the pod route's caches expired. */
+#define MOVE_JOBS_MAX 64
+
+struct move {
+	char namespace[64], name[254], uid[129];
+	char *record; /* the new record's text */
+	size_t count;
+	struct topo_move_job jobs[MOVE_JOBS_MAX]; /* replicated_job points into names */
+	char names[MOVE_JOBS_MAX][64];
+	char reason[REASON_MAX];
+};
+
 /* What a pass decided for one JobSet, acted on outside the lock. */
 struct action {
 	char namespace[64], name[254], uid[129];
@@ -851,6 +967,8 @@ struct pass {
 	size_t stranded; /* of those, with pods that have no room in their domain */
 	struct relocation *relocations; /* placed JobSets to place again */
 	size_t relocation_count, relocation_cap;
+	struct move *moves; /* of those, the ones whose stranded Jobs move alone */
+	size_t move_count;
 };
 
 static void collect_pending(void *arg, struct name_node *node)
@@ -1031,6 +1149,26 @@ static void reserve_jobset(void *arg, struct name_node *node)
 	add_relocation(p, j, RELOCATE_LOST, &promise, now - j->stranded_since);
 }
 
+/* `c` becomes the snapshot, on `nodes` (as many as the snapshot's), with
+ * the room of every placed JobSet but j taken. */
+static void reserve_others(struct pass *p, const struct topo_cluster *snapshot, struct topo_cluster *c,
+			   struct topo_node *nodes, const struct pjobset *j)
+{
+	struct topo_cluster *saved_cluster = p->work_cluster;
+	struct topo_node *saved_nodes = p->work_nodes;
+
+	*c = *snapshot;
+	c->nodes = nodes;
+	memcpy(nodes, snapshot->nodes, snapshot->node_count * sizeof(*nodes));
+	p->work_cluster = c;
+	p->work_nodes = nodes;
+	p->skip = j;
+	name_table_each(&p->loop->jobsets, reserve_jobset, p);
+	p->skip = NULL;
+	p->work_cluster = saved_cluster;
+	p->work_nodes = saved_nodes;
+}
+
 /* 1 when the JobSet of a relocation would fit the cluster now, its own
  * promise given back (its bound pods still counted: conservative), every
  * other JobSet's taken: placing it again is worth suspending it; 0 when it
@@ -1040,8 +1178,7 @@ static int fits_elsewhere(struct pass *p, const struct topology *top, const stru
 			  const struct pjobset *j)
 {
 	struct topo_node *scratch;
-	struct topo_cluster c = *snapshot, *saved_cluster = p->work_cluster;
-	struct topo_node *saved_nodes = p->work_nodes;
+	struct topo_cluster c = *snapshot;
 	struct topo_group groups[TOPO_GROUPS_MAX];
 	struct topo_request request;
 	struct topo_placement *pl = NULL;
@@ -1059,15 +1196,7 @@ static int fits_elsewhere(struct pass *p, const struct topology *top, const stru
 	if ((top->problem[0] && !top->none) || !snapshot->node_count ||
 	    !(scratch = malloc(snapshot->node_count * sizeof(*scratch))))
 		return 0;
-	memcpy(scratch, snapshot->nodes, snapshot->node_count * sizeof(*scratch));
-	c.nodes = scratch;
-	p->work_cluster = &c;
-	p->work_nodes = scratch;
-	p->skip = j;
-	name_table_each(&p->loop->jobsets, reserve_jobset, p);
-	p->skip = NULL;
-	p->work_cluster = saved_cluster;
-	p->work_nodes = saved_nodes;
+	reserve_others(p, snapshot, &c, scratch, j);
 	t = level ? topo_tree_from_levels(&c, &level, 1, &cause) : build_tree(top, &c, &cause);
 	if (t)
 		fits = topo_jobset_place(&j->request, t, groups, &request, &pl, &cause) == 0;
@@ -1175,6 +1304,132 @@ static void describe(const struct topo_tree *t, const struct topo_placement *pl,
 	}
 }
 
+/* The Jobs with stranded pods, each once. */
+struct stranded_jobs {
+	struct topo_move_job jobs[MOVE_JOBS_MAX];
+	char names[MOVE_JOBS_MAX][64];
+	size_t count;
+	int overflow; /* more Jobs than MOVE_JOBS_MAX, or a name too long */
+};
+
+static void note_stranded(void *arg, const char *rj, uint32_t job, uint32_t completion)
+{
+	struct stranded_jobs *s = arg;
+
+	(void)completion;
+	for (size_t i = 0; i < s->count; i++)
+		if (s->jobs[i].job_index == job && strcmp(s->names[i], rj) == 0)
+			return;
+	if (s->count == MOVE_JOBS_MAX || strlen(rj) >= sizeof(s->names[0])) {
+		s->overflow = 1;
+		return;
+	}
+	snprintf(s->names[s->count], sizeof(s->names[0]), "%s", rj);
+	s->jobs[s->count].replicated_job = s->names[s->count];
+	s->jobs[s->count].job_index = job;
+	s->count++;
+}
+
+struct skip_moving {
+	struct pass *p;
+	const struct stranded_jobs *moving;
+};
+
+/* pod_bound, and every pod of a moving Job counts as bound (it takes no
+ * room where it was: it is placed again). */
+static int bound_or_moving(void *arg, const char *rj, uint32_t job, uint32_t completion)
+{
+	const struct skip_moving *sm = arg;
+
+	for (size_t i = 0; i < sm->moving->count; i++)
+		if (sm->moving->jobs[i].job_index == job && strcmp(sm->moving->names[i], rj) == 0)
+			return 1;
+	return pod_bound(sm->p, rj, job, completion);
+}
+
+/* Tries to move the Jobs of a lost-room relocation alone (topo_move.h):
+ * 1 with a move queued (the relocation is dropped), else 0 (the whole
+ * JobSet is considered, as before). Under the lock. */
+static int try_move(struct pass *p, const struct topology *top, const struct topo_cluster *snapshot,
+		    struct pjobset *j, const struct relocation *r)
+{
+	struct stranded_jobs stranded = { 0 };
+	struct skip_moving sm = { p, &stranded };
+	struct topo_promise promise;
+	struct topo_cluster c;
+	struct topo_node *scratch;
+	struct topo_tree *t = NULL;
+	const char *level = NULL;
+	char where[256], *text = NULL, *cause = NULL;
+	int rc = -1;
+
+	if (!top->read || !j->record || !j->decoded)
+		return 0;
+	if (top->none && !(level = single_level(&j->request)))
+		return 0;
+	if ((top->problem[0] && !top->none) || !snapshot->node_count ||
+	    !(scratch = malloc(snapshot->node_count * sizeof(*scratch))))
+		return 0;
+	/* Which Jobs have pods with no room, every other JobSet's room taken. */
+	reserve_others(p, snapshot, &c, scratch, j);
+	p->current = j;
+	topo_promise_take_each(&c, scratch, &j->request, j->record, pod_bound, p, note_stranded, &stranded,
+			       &promise);
+	if (stranded.count && !stranded.overflow) {
+		/* Afresh: the others' room and that of j's staying Jobs. */
+		reserve_others(p, snapshot, &c, scratch, j);
+		p->current = j;
+		topo_promise_take(&c, scratch, &j->request, j->record, bound_or_moving, &sm, &promise);
+		t = level ? topo_tree_from_levels(&c, &level, 1, &cause) : build_tree(top, &c, &cause);
+		if (t)
+			rc = topo_move(&j->request, t, j->record, stranded.jobs, stranded.count, &text, where,
+				       sizeof(where), &cause);
+	}
+	if (rc == TOPO_MOVE_PLACED) {
+		struct move *grown = realloc(p->moves, (p->move_count + 1) * sizeof(*grown)), *m;
+
+		if (grown) {
+			p->moves = grown;
+			m = &p->moves[p->move_count++];
+			memset(m, 0, sizeof(*m));
+			snprintf(m->namespace, sizeof(m->namespace), "%s", j->namespace);
+			snprintf(m->name, sizeof(m->name), "%s", j->name);
+			snprintf(m->uid, sizeof(m->uid), "%s", j->uid);
+			m->record = text;
+			text = NULL;
+			m->count = stranded.count;
+			memcpy(m->names, stranded.names, sizeof(m->names));
+			for (size_t i = 0; i < m->count; i++)
+				m->jobs[i] =
+					(struct topo_move_job){ m->names[i], stranded.jobs[i].job_index };
+			if (r->promise.gone)
+				snprintf(
+					m->reason, sizeof(m->reason),
+					"%llu pods not bound yet lost every node of their domain (%s): moved "
+					"alone to %s; the other Jobs keep their domains",
+					(unsigned long long)r->promise.stranded, r->promise.domain, where);
+			else
+				snprintf(m->reason, sizeof(m->reason),
+					 "%llu pods not bound yet had no room in their domain (%s; %s) for "
+					 "%.0f s: moved alone to %s; the other Jobs keep their domains",
+					 (unsigned long long)r->promise.stranded, r->promise.domain,
+					 r->promise.why, r->for_s, where);
+		} else {
+			rc = -1;
+		}
+	} else if (!j->move_refused_noted && (cause || stranded.overflow)) {
+		j->move_refused_noted = 1;
+		mlog(MLOG_INFO, "placement-move-refused", "jobset=%s/%s jobs=%zu reason=\"%s\"", j->namespace,
+		     j->name, stranded.count,
+		     stranded.overflow ? "more Jobs lost room than are moved alone" : cause);
+	}
+	free(text);
+	free(cause);
+	topo_tree_free(t);
+	free(scratch);
+	return rc == TOPO_MOVE_PLACED;
+}
+
 /* Drops the relocations that would not fit elsewhere now (their pods wait
  * where they are pinned; checked again on the next pass), saying so once. */
 static void keep_worthwhile_relocations(struct pass *p, const struct topology *top,
@@ -1186,8 +1441,11 @@ static void keep_worthwhile_relocations(struct pass *p, const struct topology *t
 		struct relocation *r = &p->relocations[i];
 		struct pjobset *j = (struct pjobset *)r->jobset;
 
-		int fits =
-			r->kind != RELOCATE_LOST || r->promise.gone ? 1 : fits_elsewhere(p, top, snapshot, j);
+		int fits;
+
+		if (r->kind == RELOCATE_LOST && try_move(p, top, snapshot, j, r))
+			continue; /* its stranded Jobs move alone */
+		fits = r->kind != RELOCATE_LOST || r->promise.gone ? 1 : fits_elsewhere(p, top, snapshot, j);
 
 		if (fits == 1) {
 			p->relocations[kept++] = *r;
@@ -1481,6 +1739,10 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 	j = (struct pjobset *)name_table_find(&loop->jobsets, r->namespace, r->name);
 	if (j && strcmp(j->uid, r->uid) == 0) {
 		set_record(j, NULL);
+		/* Moved Jobs not deleted yet: the whole JobSet is placed again. */
+		free(j->retire);
+		j->retire = NULL;
+		j->retire_count = 0;
 		j->record_checked = 1;
 		j->suspended = 1;
 		j->relocating = 1;
@@ -1518,6 +1780,320 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 		     r->promise.why, r->for_s);
 	jobset_event_post(loop->api[API_WRITES].client, r->namespace, r->name, r->uid, "PlacementLost", 1,
 			  reason);
+}
+
+/* ---- moving Jobs alone ---- */
+
+static void job_path(char *path, size_t size, const char *namespace, const char *jobset, const char *rj,
+		     uint32_t job)
+{
+	/* JobSet names its child Jobs <jobset>-<replicated job>-<job index>. */
+	snprintf(path, size, "/apis/batch/v1/namespaces/%s/jobs/%s-%s-%u", namespace, jobset, rj, job);
+}
+
+/* Adds (or renews) the entry of one Job in *list. */
+static int retire_add(struct retire **list, size_t *count, const struct retire *r)
+{
+	struct retire *grown;
+
+	for (size_t i = 0; i < *count; i++)
+		if ((*list)[i].job == r->job && strcmp((*list)[i].replicated_job, r->replicated_job) == 0) {
+			(*list)[i] = *r;
+			return 0;
+		}
+	if (!(grown = realloc(*list, (*count + 1) * sizeof(*grown))))
+		return -1;
+	*list = grown;
+	grown[(*count)++] = *r;
+	return 0;
+}
+
+/* Writes a move: the record with the moved Jobs' new runs and, in the same
+ * patch (guarded by the ConfigMap's resourceVersion), the Jobs to delete
+ * once the pod route's cached copies of the old record have expired. A
+ * Job of another JobSet or restart attempt, or none, is not listed. Any
+ * failure leaves everything as it was: the next pass finds the pods still
+ * stranded and tries again. */
+static void move_jobs(struct placement_loop *loop, const struct move *m)
+{
+	enum release_owner owner = RELEASE_OWNER_FOREIGN;
+	cJSON *configmap = NULL, *patch = NULL, *metadata, *annotations, *data;
+	const cJSON *text, *rv, *moved;
+	struct topo_record *old = NULL, *written = NULL;
+	struct retire *list = NULL;
+	size_t count = 0;
+	char path[KUBE_PATH_MAX], *cause = NULL, *body = NULL, *listed = NULL;
+	double due = wall_s() + loop->hold_s;
+	struct pjobset *j;
+	int err;
+
+	err = record_get(loop, m->namespace, m->name, m->uid, &configmap, &owner, &cause);
+	text = kjson_member(kjson_member(configmap, "data"), MUSTER_PLACEMENT_KEY);
+	rv = kjson_member(kjson_member(configmap, "metadata"), "resourceVersion");
+	if (!err &&
+	    (!configmap || owner != RELEASE_OWNER_OURS || !cJSON_IsString(text) || !cJSON_IsString(rv) ||
+	     topo_record_parse(text->valuestring, strlen(text->valuestring), &old, NULL) ||
+	     strcmp(topo_record_uid(old), m->uid) != 0 ||
+	     topo_record_parse(m->record, strlen(m->record), &written, NULL) ||
+	     topo_record_attempt(old) != topo_record_attempt(written)))
+		err = kube_cause(&cause, KUBE_ECONFLICT,
+				 "the placement record changed since the pass read it");
+	moved = kjson_member(kjson_member(kjson_member(configmap, "metadata"), "annotations"),
+			     MUSTER_ANNOTATION_PLACEMENT_RETIRE);
+	if (!err && cJSON_IsString(moved))
+		count = retire_parse(moved->valuestring, &list, m->namespace, m->name);
+	for (size_t i = 0; !err && i < m->count; i++) {
+		cJSON *job = NULL;
+		const char *job_uid, *js_uid, *attempt;
+		struct retire r = { 0 };
+
+		job_path(path, sizeof(path), m->namespace, m->name, m->jobs[i].replicated_job,
+			 m->jobs[i].job_index);
+		err = kube_get(loop->api[API_WRITES].client, path, &job, &cause);
+		if (err == KUBE_ENOTFOUND) { /* none made yet: its pods will be pinned by the new runs */
+			free(cause);
+			cause = NULL;
+			err = 0;
+			continue;
+		}
+		if (err)
+			break;
+		job_uid = meta_string(job, "uid");
+		js_uid = label(job, JOBSET_LABEL_UID);
+		attempt = label(job, JOBSET_LABEL_RESTART_ATTEMPT);
+		if (job_uid && js_uid && strcmp(js_uid, m->uid) == 0 && strlen(job_uid) < sizeof(r.job_uid) &&
+		    (!attempt || strtoul(attempt, NULL, 10) == topo_record_attempt(written) ||
+		     !topo_record_has_attempt(written))) {
+			snprintf(r.replicated_job, sizeof(r.replicated_job), "%s", m->jobs[i].replicated_job);
+			r.job = m->jobs[i].job_index;
+			snprintf(r.job_uid, sizeof(r.job_uid), "%s", job_uid);
+			r.due = due;
+			if (retire_add(&list, &count, &r))
+				err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the moved Jobs");
+		}
+		cJSON_Delete(job);
+	}
+	if (!err && !(listed = retire_format(list, count)))
+		err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the moved Jobs");
+	if (!err) {
+		/* One merge patch, refused (409) if the ConfigMap changed since read. */
+		if (!(patch = cJSON_CreateObject()) ||
+		    !(metadata = cJSON_AddObjectToObject(patch, "metadata")) ||
+		    !cJSON_AddStringToObject(metadata, "resourceVersion", rv->valuestring) ||
+		    !(annotations = cJSON_AddObjectToObject(metadata, "annotations")) ||
+		    !(count ? cJSON_AddStringToObject(annotations, MUSTER_ANNOTATION_PLACEMENT_RETIRE, listed)
+			    : cJSON_AddNullToObject(annotations, MUSTER_ANNOTATION_PLACEMENT_RETIRE)) ||
+		    !(data = cJSON_AddObjectToObject(patch, "data")) ||
+		    !cJSON_AddStringToObject(data, MUSTER_PLACEMENT_KEY, m->record) ||
+		    !(body = cJSON_PrintUnformatted(patch)))
+			err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the record patch");
+		record_path(path, sizeof(path), m->namespace, m->name, 0);
+		if (!err)
+			err = kube_patch(loop->api[API_WRITES].client, path, KUBE_PATCH_MERGE, body, NULL,
+					 &cause);
+	}
+	cJSON_Delete(patch);
+	cJSON_Delete(configmap);
+	free(body);
+	free(listed);
+	topo_record_free(old);
+	if (err) {
+		mlog(MLOG_WARN, "placement-write-failed",
+		     "jobset=%s/%s err=%s cause=\"%s\" action=\"move retried\"", m->namespace, m->name,
+		     kube_err_name(err), cause ? cause : "");
+		free(cause);
+		free(list);
+		topo_record_free(written);
+		return;
+	}
+	free(cause);
+	pthread_mutex_lock(&loop->lock);
+	j = (struct pjobset *)name_table_find(&loop->jobsets, m->namespace, m->name);
+	if (j && strcmp(j->uid, m->uid) == 0) {
+		set_record(j, written);
+		written = NULL;
+		free(j->retire);
+		j->retire = list;
+		j->retire_count = count;
+		list = NULL;
+		j->stranded_since = 0;
+		j->no_room_noted = 0;
+		j->move_refused_noted = 0;
+		if (count && (!loop->next_retire || due < loop->next_retire))
+			loop->next_retire = due;
+	}
+	loop->stats.moves += m->count;
+	pthread_mutex_unlock(&loop->lock);
+	free(list);
+	topo_record_free(written);
+	{
+		char jobs[300];
+		size_t at = 0;
+
+		jobs[0] = '\0';
+		for (size_t i = 0; i < m->count && at + 2 < sizeof(jobs); i++)
+			at += (size_t)snprintf(jobs + at, sizeof(jobs) - at, "%s%s/%u", i ? "," : "",
+					       m->jobs[i].replicated_job, m->jobs[i].job_index);
+		mlog(MLOG_WARN, "placement-moved",
+		     "jobset=%s/%s jobs=\"%s\" reason=\"%s\" action=\"record rewritten; "
+		     "the Jobs are deleted in %.0f s for JobSet to make again\"",
+		     m->namespace, m->name, jobs, m->reason, loop->hold_s);
+	}
+	jobset_event_post(loop->api[API_WRITES].client, m->namespace, m->name, m->uid, "PlacementMoved", 1,
+			  m->reason);
+}
+
+/* A JobSet's moved Jobs due now, to delete outside the lock. */
+struct retiring {
+	char namespace[64], name[254], uid[129];
+	struct retire *due;
+	size_t count;
+};
+
+struct due_list {
+	struct retiring *work;
+	size_t count;
+	double now, next; /* next: the earliest entry not due yet (0: none) */
+};
+
+static void collect_due(void *arg, struct name_node *node)
+{
+	struct due_list *c = arg;
+	struct pjobset *j = (struct pjobset *)node;
+	struct retiring *grown, *w;
+
+	if (!j->retire_count || !(grown = realloc(c->work, (c->count + 1) * sizeof(*grown))))
+		return;
+	c->work = grown;
+	w = &c->work[c->count];
+	memset(w, 0, sizeof(*w));
+	for (size_t i = 0; i < j->retire_count; i++) {
+		if (j->retire[i].due > c->now) {
+			if (!c->next || j->retire[i].due < c->next)
+				c->next = j->retire[i].due;
+			continue;
+		}
+		if (retire_add(&w->due, &w->count, &j->retire[i]))
+			break;
+	}
+	if (!w->count)
+		return;
+	snprintf(w->namespace, sizeof(w->namespace), "%s", j->namespace);
+	snprintf(w->name, sizeof(w->name), "%s", j->name);
+	snprintf(w->uid, sizeof(w->uid), "%s", j->uid);
+	c->count++;
+}
+
+/* Deletes the moved Jobs whose time has come (Foreground, as JobSet does:
+ * the pods go before the Job, so JobSet makes it again only once they
+ * are gone; preconditions on the Job's uid, so a Job made again since is
+ * never deleted), then drops them from the annotation. Gone already or
+ * made again counts as done. A failure is retried on the next pass. */
+static void retire_due(struct placement_loop *loop)
+{
+	struct retiring *work = NULL;
+	size_t work_count = 0;
+	double now = wall_s(), next = 0;
+	struct due_list c = { NULL, 0, now, 0 };
+
+	pthread_mutex_lock(&loop->lock);
+	if (!loop->next_retire || loop->next_retire > now) {
+		pthread_mutex_unlock(&loop->lock);
+		return;
+	}
+	name_table_each(&loop->jobsets, collect_due, &c);
+	work = c.work;
+	work_count = c.count;
+	next = c.next;
+	loop->next_retire = next;
+	pthread_mutex_unlock(&loop->lock);
+	for (size_t k = 0; k < work_count; k++) {
+		struct retiring *w = &work[k];
+		size_t done = 0;
+
+		for (size_t i = 0; i < w->count; i++) {
+			char path[KUBE_PATH_MAX], *cause = NULL;
+			int err;
+
+			job_path(path, sizeof(path), w->namespace, w->name, w->due[i].replicated_job,
+				 w->due[i].job);
+			err = kube_delete_uid_propagated(loop->api[API_WRITES].client, path,
+							 w->due[i].job_uid, "Foreground", &cause);
+			if (!err || err == KUBE_ENOTFOUND || err == KUBE_ECONFLICT) {
+				mlog(MLOG_INFO, "placement-job-retired",
+				     "jobset=%s/%s job=%s-%s-%u uid=%s result=\"%s\"", w->namespace, w->name,
+				     w->name, w->due[i].replicated_job, w->due[i].job, w->due[i].job_uid,
+				     !err ? "deleted: JobSet makes it again, pinned by the new record"
+					  : "gone or made again already");
+				w->due[i].due = -1; /* done */
+				done++;
+			} else {
+				mlog(MLOG_WARN, "placement-write-failed",
+				     "jobset=%s/%s job=%s-%s-%u err=%s cause=\"%s\" action=\"retried\"",
+				     w->namespace, w->name, w->name, w->due[i].replicated_job, w->due[i].job,
+				     kube_err_name(err), cause ? cause : "");
+			}
+			free(cause);
+		}
+		if (done) {
+			struct pjobset *j;
+			struct retire *left = NULL;
+			size_t left_count = 0;
+			char *text = NULL, *body = NULL, *cause = NULL, path[KUBE_PATH_MAX];
+			cJSON *patch = NULL, *metadata, *annotations;
+			int err = 0;
+
+			pthread_mutex_lock(&loop->lock);
+			j = (struct pjobset *)name_table_find(&loop->jobsets, w->namespace, w->name);
+			if (j && strcmp(j->uid, w->uid) == 0) {
+				for (size_t i = 0; i < j->retire_count; i++) {
+					int gone = 0;
+
+					for (size_t d = 0; d < w->count; d++)
+						gone |= w->due[d].due < 0 &&
+							strcmp(w->due[d].job_uid, j->retire[i].job_uid) == 0;
+					if (!gone)
+						j->retire[left_count++] = j->retire[i];
+				}
+				j->retire_count = left_count;
+				loop->stats.jobs_retired += done;
+				if (left_count && (left = malloc(left_count * sizeof(*left))))
+					memcpy(left, j->retire, left_count * sizeof(*left));
+			}
+			pthread_mutex_unlock(&loop->lock);
+			text = retire_format(left, left && left_count ? left_count : 0);
+			if (text && (patch = cJSON_CreateObject()) &&
+			    (metadata = cJSON_AddObjectToObject(patch, "metadata")) &&
+			    (annotations = cJSON_AddObjectToObject(metadata, "annotations")) &&
+			    (*text ? cJSON_AddStringToObject(annotations, MUSTER_ANNOTATION_PLACEMENT_RETIRE,
+							     text)
+				   : cJSON_AddNullToObject(annotations,
+							   MUSTER_ANNOTATION_PLACEMENT_RETIRE)) &&
+			    (body = cJSON_PrintUnformatted(patch))) {
+				record_path(path, sizeof(path), w->namespace, w->name, 0);
+				err = kube_patch(loop->api[API_WRITES].client, path, KUBE_PATCH_MERGE, body,
+						 NULL, &cause);
+			}
+			/* Not fatal: an entry left there is deleted again by uid, and found gone. */
+			if (err && err != KUBE_ENOTFOUND)
+				mlog(MLOG_WARN, "placement-write-failed",
+				     "jobset=%s/%s err=%s cause=\"%s\" action=\"the retired Jobs stay listed\"",
+				     w->namespace, w->name, kube_err_name(err), cause ? cause : "");
+			free(cause);
+			free(body);
+			free(text);
+			free(left);
+			cJSON_Delete(patch);
+		}
+		if (done < w->count) { /* failures: the next pass tries again */
+			pthread_mutex_lock(&loop->lock);
+			if (!loop->next_retire || now + 1 < loop->next_retire)
+				loop->next_retire = now + 1;
+			pthread_mutex_unlock(&loop->lock);
+		}
+		free(w->due);
+	}
+	free(work);
 }
 
 /* JobSets whose record was never read: read once (a restart finds the
@@ -1562,10 +2138,12 @@ static void read_records(struct placement_loop *loop)
 	pthread_mutex_unlock(&loop->lock);
 	for (size_t i = 0; i < l.count; i++) {
 		struct topo_record *record = NULL;
+		struct retire *retire = NULL;
+		size_t retire_count = 0;
 		struct pjobset *j;
 		char *cause = NULL;
 		int err = record_read(loop, l.items[i].namespace, l.items[i].name, l.items[i].uid, &record,
-				      &cause);
+				      &retire, &retire_count, &cause);
 
 		if (err) {
 			mlog(MLOG_WARN, "placement-record-unread", "jobset=%s/%s err=%s cause=\"%s\"",
@@ -1579,12 +2157,19 @@ static void read_records(struct placement_loop *loop)
 			set_record(j, record);
 			j->record_checked = 1;
 			record = NULL;
+			free(j->retire);
+			j->retire = retire;
+			j->retire_count = retire_count;
+			retire = NULL;
+			if (j->retire_count) /* a retire pass is due: it finds them */
+				loop->next_retire = 1;
 			/* A record already written for a JobSet still waiting (the
 			 * controller stopped between the two writes): resume it. */
 			if (j->record && strcmp(j->state, MUSTER_PLACEMENT_WAITING) == 0)
 				loop->dirty = 1;
 		}
 		pthread_mutex_unlock(&loop->lock);
+		free(retire);
 		topo_record_free(record);
 	}
 	free(l.items);
@@ -1693,6 +2278,12 @@ resume_only:
 	}
 	for (size_t i = 0; i < p.relocation_count; i++)
 		relocate(loop, &p.relocations[i]);
+	for (size_t i = 0; i < p.move_count; i++) {
+		move_jobs(loop, &p.moves[i]);
+		free(p.moves[i].record);
+	}
+	free(p.moves);
+	retire_due(loop);
 	free(p.relocations);
 	free(recorded.items);
 	free(p.actions);
@@ -1755,7 +2346,8 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 		      (loop->dirty ||
 		       ((loop->stats.waiting || loop->promising) && now_s() - last >= PLACEMENT_RETRY_S) ||
 		       (loop->stranded && now_s() - last >= 1.0) ||
-		       (loop->next_hold && now_s() >= loop->next_hold));
+		       (loop->next_hold && now_s() >= loop->next_hold) ||
+		       (loop->next_retire && wall_s() >= loop->next_retire));
 		pthread_mutex_unlock(&loop->lock);
 		if (wanted) {
 			mlog(MLOG_INFO, "placement-watching",

@@ -119,6 +119,8 @@ struct placement_stats {
 	uint64_t placements, refusals, record_failures, passes;
 	uint64_t relocations; /* placed JobSets placed again (pending pods lost their room, or the record) */
 	uint64_t restarts; /* placed JobSets placed afresh for a restart attempt */
+	uint64_t moves; /* Jobs placed again alone (their pods lost their room; the others stayed) */
+	uint64_t jobs_retired; /* moved Jobs deleted for JobSet to make again */
 	size_t waiting; /* JobSets waiting for a placement */
 	double last_decision_s; /* the last pass's decision time */
 	size_t domain_count; /* top-level domains below, at most PLACEMENT_DOMAINS_SHOWN */

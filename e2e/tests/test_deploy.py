@@ -438,6 +438,7 @@ def test_base_manifests_say_what_the_design_needs():
         (("topology.volcano.sh",), ("hypernodes",), ()): ["list"],
         (("",), ("pods",), ()): ["list", "watch"],
         (("",), ("configmaps",), ()): ["create", "delete", "get", "patch"],
+        (("batch",), ("jobs",), ()): ["delete", "get"],
         (("",), ("events",), ()): ["create"],
     }
     webhook_rules = [(r["apiGroups"], r["resources"], sorted(r["verbs"]))
@@ -883,6 +884,7 @@ def test_rbac_is_least_privilege(kubeconfig, muster_namespace, deploy_rbac):
         ("get", "configmaps", "-n", "default"), ("create", "configmaps", "-n", "default"),
         ("patch", "configmaps", "-n", "default"), ("delete", "configmaps", "-n", "default"),
         ("create", "events", "-n", "default"),
+        ("get", "jobs.batch", "-n", "default"), ("delete", "jobs.batch", "-n", "default"),
         ("create", "leases.coordination.k8s.io", "-n", MUSTER_NS),
         ("get", "leases.coordination.k8s.io/muster-controller", "-n", MUSTER_NS),
         ("update", "leases.coordination.k8s.io/muster-controller", "-n", MUSTER_NS),
@@ -890,6 +892,8 @@ def test_rbac_is_least_privilege(kubeconfig, muster_namespace, deploy_rbac):
     denied = [
         ("get", "pods", "-n", "default"), ("update", "pods", "-n", "default"), ("delete", "pods", "-n", "default"),
         ("update", "configmaps", "-n", "default"), ("get", "secrets", "-n", MUSTER_NS),
+        ("create", "jobs.batch", "-n", "default"), ("update", "jobs.batch", "-n", "default"),
+        ("list", "jobs.batch", "-n", "default"),
         ("update", "jobsets.jobset.x-k8s.io", "-n", "default"), ("patch", "events", "-n", "default"),
         ("create", "leases.coordination.k8s.io", "-n", "default"),
         ("update", "leases.coordination.k8s.io/other", "-n", MUSTER_NS),
@@ -1113,14 +1117,15 @@ def test_namespaced_rbac_reaches_one_namespace_and_placement_reads_only(kubeconf
     controller, webhook = (f"system:serviceaccount:{MUSTER_NS}:{n}" for n in NAMESPACED_SAS)
     allowed = [("list", "jobsets.jobset.x-k8s.io", "-n", tenant), ("patch", "jobsets.jobset.x-k8s.io", "-n", tenant),
                ("create", "configmaps", "-n", tenant), ("delete", "configmaps", "-n", tenant),
-               ("create", "events", "-n", tenant),
+               ("create", "events", "-n", tenant), ("delete", "jobs.batch", "-n", tenant),
                # placement: every Node and every bound pod, read-only
                ("list", "nodes"), ("watch", "pods", "--all-namespaces")]
     denied = [("list", "jobsets.jobset.x-k8s.io", "--all-namespaces"), ("list", "jobsets.jobset.x-k8s.io", "-n", "default"),
               ("patch", "jobsets.jobset.x-k8s.io", "-n", "default"),
               ("create", "configmaps", "-n", "default"), ("delete", "configmaps", "-n", "kube-system"),
               ("get", "configmaps", "-n", "kube-system"), ("create", "events", "-n", "default"),
-              ("get", "pods", "-n", "default"), ("update", "nodes"), ("get", "secrets", "-n", tenant)]
+              ("get", "pods", "-n", "default"), ("update", "nodes"), ("get", "secrets", "-n", tenant),
+              ("delete", "jobs.batch", "-n", "default")]
     assert [a for a in allowed if not can_i(kubeconfig, controller, *a)] == []
     assert [d for d in denied if can_i(kubeconfig, controller, *d)] == []
     assert can_i(kubeconfig, webhook, "get", "configmaps", "-n", tenant)

@@ -350,6 +350,116 @@ def test_a_node_tainted_under_pending_pods_is_placed_again_when_room_is_elsewher
     victim_bound_elsewhere(kube, namespace, free_rack)
 
 
+def test_a_node_lost_under_one_pending_job_moves_that_job_alone_and_the_jobset_completes(kube, placing):
+    """A JobSet of two Jobs, each alone in a rack (upstream JobSet's
+    exclusive-topology): "steady" runs, "ported" is pinned to the other
+    rack of the block and pending there (its pods need host port 7000,
+    which pods outside muster hold on those nodes; placement does not count
+    ports). A node of ported's rack is deleted. While no rack has room it
+    stays where it is; once one has, the controller moves that one Job
+    alone: the record's runs of ported point to the free rack, the Job is
+    deleted and JobSet makes it again, and its new pods run there. The
+    JobSet is never suspended, steady's Job and pods are never made again,
+    and the JobSet completes."""
+    namespace = placing
+    job_uids, pods_made, jobset_states, stop = {}, {}, [], threading.Event()
+
+    def on_jobset(event_type, obj):
+        if obj["metadata"]["name"] == "pair":
+            jobset_states.append(((obj["metadata"].get("annotations") or {}).get(api.ANNOTATION_PLACEMENT),
+                                  bool(obj["spec"].get("suspend"))))
+
+    def on_job(event_type, obj):
+        if (obj["metadata"].get("labels") or {}).get(api.JOBSET_LABEL_NAME) == "pair":
+            job_uids.setdefault(obj["metadata"]["name"], set()).add(obj["metadata"]["uid"])
+
+    def on_pod(event_type, obj):
+        labels = obj["metadata"].get("labels") or {}
+        if labels.get(api.JOBSET_LABEL_NAME) == "pair":
+            pods_made.setdefault(obj["metadata"]["uid"], (labels.get(api.JOBSET_LABEL_REPLICATED_JOB),
+                                                          dict(obj["spec"].get("nodeSelector") or {})))
+    start_watch(kube, f"/apis/batch/v1/namespaces/{namespace}/jobs", on_job, stop)
+    start_watch(kube, f"/api/v1/namespaces/{namespace}/pods", on_pod, stop)
+    start_watch(kube, JOBSETS.format(namespace), on_jobset, stop)
+    try:
+        kube.create(JOBSETS.format(namespace), jobset("fill-block", {api.KUEUE_ANNOTATION_REQUIRED: BLOCK},
+                                                      pods=16))
+        labels = node_labels(kube)
+        full = {labels[p["spec"]["nodeName"]][BLOCK] for p in bound_pods(kube, namespace, "fill-block", 16)}
+        assert len(full) == 1
+        full = full.pop()
+        for node in (n for n in labels if labels[n][BLOCK] != full):
+            kube.create(f"/api/v1/namespaces/{namespace}/pods", {
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"port-{node}"},
+                "spec": {"nodeName": node, "restartPolicy": "Never", "containers": [{
+                    "name": "c", "image": "busybox", "command": ["sleep", "600"],
+                    "ports": [{"containerPort": 7000, "hostPort": 7000}]}]}})
+        # 3 cpu a pod, one per node: with steady where it is, no two nodes of
+        # the block have room for ported, so placing the whole JobSet again
+        # would not fit either; only the freed block can take it.
+        body = jobset("pair", {"e2e.muster.dev/run-seconds": "60"}, pods=2, cpu="3",
+                      annotations={api.JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY: RACK})
+        steady = body["spec"]["replicatedJobs"][0]
+        steady["name"] = "steady"
+        ported = json.loads(json.dumps(steady))
+        ported["name"] = "ported"
+        pod_spec = ported["template"]["spec"]["template"]
+        pod_spec["metadata"]["annotations"]["e2e.muster.dev/run-seconds"] = "5"
+        pod_spec["spec"]["containers"][0]["ports"] = [{"containerPort": 7000, "hostPort": 7000}]
+        body["spec"]["replicatedJobs"].append(ported)
+        kube.create(JOBSETS.format(namespace), body)
+
+        def pods_of(rjob):
+            return [p for p in kube.get(f"/api/v1/namespaces/{namespace}/pods",
+                                        labelSelector=f"{api.JOBSET_LABEL_NAME}=pair")["items"]
+                    if p["metadata"]["labels"].get(api.JOBSET_LABEL_REPLICATED_JOB) == rjob]
+
+        def steady_bound_ported_pending():
+            s, p = pods_of("steady"), pods_of("ported")
+            if len(s) == 2 and all(x["spec"].get("nodeName") for x in s) and len(p) == 2 and \
+                    not any(x["spec"].get("nodeName") for x in p):
+                return p
+            return None
+        pending = wait_for(steady_bound_ported_pending, timeout=90, interval=0.5,
+                           what="steady's 2 pods bound, ported's 2 pinned and pending")
+        lost = (pending[0]["spec"]["nodeSelector"][BLOCK], pending[0]["spec"]["nodeSelector"][RACK])
+        assert lost[0] != full
+        kube.delete(f"/api/v1/nodes/{sorted(n for n in labels if rack_of(labels, n) == lost)[0]}")
+        # No rack has room for ported: it stays placed where it is.
+        time.sleep(REPLACE_AFTER_S + 3)
+        assert state(kube, namespace, "pair") == api.PLACEMENT_PLACED
+        assert not events_of(kube, namespace, "pair", "PlacementMoved")
+        kube.delete(f"{JOBSETS.format(namespace)}/fill-block", body={"propagationPolicy": "Foreground"})
+        # The pods of fill-block go (the node agent's sync), then a pass, the write.
+        events = wait_for(lambda: events_of(kube, namespace, "pair", "PlacementMoved"), timeout=90,
+                          what="the PlacementMoved Event")
+        message = events[0]["message"]
+        assert "moved alone" in message and "ported/0" in message, message
+
+        def ported_bound_in_the_freed_block():
+            p = [x for x in pods_of("ported") if not x["metadata"].get("deletionTimestamp")]
+            return p if len(p) == 2 and all(x["spec"].get("nodeName") and
+                                            labels[x["spec"]["nodeName"]][BLOCK] == full for x in p) else None
+        # The pod route's cache (11 s), the Job's foreground deletion, JobSet's new Job and the scheduler.
+        wait_for(ported_bound_in_the_freed_block, timeout=120, interval=0.5,
+                 what="ported made again and bound in the freed block")
+
+        def completed():
+            conditions = get_jobset(kube, namespace, "pair").get("status", {}).get("conditions") or []
+            return any(c["type"] == "Completed" and c["status"] == "True" for c in conditions)
+        wait_for(completed, timeout=180, interval=1, what="the JobSet Completed")
+    finally:
+        stop.set()
+    assert len(job_uids.get("pair-steady-0", ())) == 1, job_uids  # never made again
+    assert len(job_uids.get("pair-ported-0", ())) == 2, job_uids  # deleted once, made again once
+    assert len([r for r, _ in pods_made.values() if r == "steady"]) == 2, pods_made
+    moved = [sel for r, sel in pods_made.values() if r == "ported" and sel.get(BLOCK) == full]
+    assert len(moved) == 2, pods_made
+    assert not events_of(kube, namespace, "pair", "PlacementLost")
+    placed = [suspend for placement, suspend in jobset_states if placement == api.PLACEMENT_PLACED]
+    assert placed and not any(placed), jobset_states  # once placed, never suspended again
+
+
 def test_a_restart_attempt_is_placed_afresh_and_never_pinned_by_the_last_ones_record(kube, placing):
     """A placed JobSet restarts (its failure policy: pod 0 of attempt 0
     fails) after the rack it ran in was cordoned. The new attempt is placed

@@ -366,7 +366,8 @@ int kube_delete(struct kube_client *client, const char *path, char **cause)
 	return err ? err : request(client, KUBE_METHOD_DELETE, path, NULL, NULL, NULL, cause);
 }
 
-int kube_delete_uid(struct kube_client *client, const char *path, const char *uid, char **cause)
+int kube_delete_uid_propagated(struct kube_client *client, const char *path, const char *uid,
+			       const char *propagation, char **cause)
 {
 	cJSON *options = cJSON_CreateObject(), *preconditions;
 	char *body = NULL;
@@ -378,6 +379,7 @@ int kube_delete_uid(struct kube_client *client, const char *path, const char *ui
 		     !cJSON_AddStringToObject(options, "kind", "DeleteOptions") ||
 		     !(preconditions = cJSON_AddObjectToObject(options, "preconditions")) ||
 		     !cJSON_AddStringToObject(preconditions, "uid", uid) ||
+		     (propagation && !cJSON_AddStringToObject(options, "propagationPolicy", propagation)) ||
 		     !(body = cJSON_PrintUnformatted(options))))
 		err = kube_cause(cause, KUBE_ENOMEM, "no memory for the delete options");
 	if (!err)
@@ -385,6 +387,11 @@ int kube_delete_uid(struct kube_client *client, const char *path, const char *ui
 	cJSON_Delete(options);
 	free(body);
 	return err;
+}
+
+int kube_delete_uid(struct kube_client *client, const char *path, const char *uid, char **cause)
+{
+	return kube_delete_uid_propagated(client, path, uid, NULL, cause);
 }
 
 int kube_update_retry(struct kube_client *client, const char *path, unsigned max_attempts,

@@ -146,6 +146,11 @@ int kube_delete(struct kube_client *client, const char *path, char **cause);
  * since it was read is never deleted (KUBE_ECONFLICT). */
 int kube_delete_uid(struct kube_client *client, const char *path, const char *uid, char **cause);
 
+/* The same with DeleteOptions.propagationPolicy ("Foreground", "Background",
+ * "Orphan"; NULL: the kind's default, which orphans a batch/v1 Job's pods). */
+int kube_delete_uid_propagated(struct kube_client *client, const char *path, const char *uid,
+			       const char *propagation, char **cause);
+
 /* ---- watch ---- */
 
 enum kube_watch_type {

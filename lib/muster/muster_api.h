@@ -111,6 +111,12 @@ enum muster_barrier_exit {
  * owned by the JobSet, data[MUSTER_PLACEMENT_KEY] (lib/topo/topo_record.h). */
 #define MUSTER_PLACEMENT_SUFFIX "-placement"
 #define MUSTER_PLACEMENT_KEY "placement"
+/* On the record's ConfigMap: the Jobs whose runs the controller rewrote
+ * when it moved them alone (lib/topo/topo_move.h), to delete once the pod
+ * route's cached copies of the old record have expired, so that JobSet
+ * makes them again and their new pods are pinned by the new runs:
+ * "<replicated job>/<job index>=<Job uid>@<unix seconds>" joined by ";". */
+#define MUSTER_ANNOTATION_PLACEMENT_RETIRE "muster.dev/placement-retire"
 
 /* --- Upstream names muster reads ---------------------------------------- */
 
