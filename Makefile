@@ -64,7 +64,7 @@ UNIT_TESTS := initbarrier/barrier_core_test controller/push_fanout_test \
 	lib/kube/kube_informer_test \
 	lib/base/flag_test lib/base/name_table_test lib/base/quantity_test lib/base/yaml_json_test lib/base/kjson_test lib/http/metrics_test lib/http/http_serve_test \
 	controller/group_decode_test controller/group_tracker_test controller/controller_group_test controller/placement_loop_test webhook/record_cache_test \
-	webhook/jobset_admission_test topology/topo_test topology/topo_input_test lib/topo/topo_objects_test lib/topo/topo_cache_test lib/topo/topo_record_test lib/topo/topo_promise_test lib/topo/topo_move_test
+	webhook/jobset_admission_test topology/topo_test topology/topo_input_test lib/topo/topo_objects_test lib/topo/topo_cache_test lib/topo/topo_record_test lib/topo/topo_promise_test lib/topo/topo_move_test lib/topo/topo_retire_test
 # Tests that drive a real binary (cmocka too).
 BINARY_TESTS := initbarrier/barrier_binary_test
 # C tests against the real control plane, run by `make e2e`.
@@ -77,7 +77,7 @@ BENCHES := initbarrier/barrier_bench controller/push_fanout_bench controller/gro
 	controller/replay_bench webhook/webhook_load
 FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initbarrier/barrier_listen_fuzz \
 	lib/kube/kube_watch_fuzz lib/kube/kube_config_fuzz lib/kube/kube_response_fuzz lib/http/http_listen_fuzz lib/http/metrics_fuzz controller/group_decode_fuzz controller/release_record_fuzz \
-	webhook/admission_fuzz webhook/jobset_mutate_fuzz topology/topo_input_fuzz lib/topo/topo_cache_fuzz lib/topo/topo_record_fuzz
+	webhook/admission_fuzz webhook/jobset_mutate_fuzz topology/topo_input_fuzz lib/topo/topo_cache_fuzz lib/topo/topo_record_fuzz lib/topo/topo_retire_fuzz
 
 BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology
 

@@ -27,6 +27,7 @@
 #include "topo_objects.h"
 #include "topo_promise.h"
 #include "topo_record.h"
+#include "topo_retire.h"
 #include "watch_set.h"
 
 #define JOBSETS_PATH "/apis/jobset.x-k8s.io/v1alpha2"
@@ -63,17 +64,9 @@ struct pjobset {
 	int no_room_noted; /* logged that it stays: no other room */
 	struct topo_record *record; /* NULL: none */
 	uint64_t seen; /* the pass that last saw it in the table (tombstone check) */
-	struct retire *retire; /* moved Jobs to delete (MUSTER_ANNOTATION_PLACEMENT_RETIRE) */
+	struct topo_retire *retire; /* moved Jobs to delete (MUSTER_ANNOTATION_PLACEMENT_RETIRE) */
 	size_t retire_count;
 	int move_refused_noted; /* logged why its stranded Jobs could not move alone */
-};
-
-/* A moved Job to delete once the pod route's cached records expired. */
-struct retire {
-	char replicated_job[64];
-	uint32_t job;
-	char job_uid[64];
-	double due; /* wall clock, seconds */
 };
 
 /* Pods of placed JobSets that are bound, by namespace and
@@ -205,78 +198,21 @@ static void set_record(struct pjobset *j, struct topo_record *record)
 							      : j->restarts;
 }
 
-/* The moved Jobs of annotation MUSTER_ANNOTATION_PLACEMENT_RETIRE
- * ("<replicated job>/<job>=<uid>@<seconds>;..."): their count, *out
- * malloc'd. An entry that does not parse is skipped, saying so. */
-static size_t retire_parse(const char *text, struct retire **out, const char *namespace, const char *name)
+/* The moved Jobs listed on a record (topo_retire.h), saying when some
+ * entries do not read. */
+static size_t retire_parse(const char *text, struct topo_retire **out, const char *namespace,
+			   const char *name)
 {
-	size_t count = 0, cap = 0;
+	size_t count = 0, skipped = 0;
 
-	*out = NULL;
-	while (text && *text) {
-		const char *end = strchr(text, ';');
-		size_t len = end ? (size_t)(end - text) : strlen(text);
-		char entry[256], *slash, *eq, *at, *stop = NULL;
-		struct retire r = { 0 };
-		unsigned long job;
-		double due;
-
-		if (len && len < sizeof(entry)) {
-			memcpy(entry, text, len);
-			entry[len] = '\0';
-			slash = strrchr(entry, '/');
-			eq = strchr(entry, '=');
-			at = strrchr(entry, '@');
-			if (slash && eq && at && slash < eq && eq < at && slash > entry &&
-			    (size_t)(slash - entry) < sizeof(r.replicated_job) && at - eq - 1 > 0 &&
-			    (size_t)(at - eq - 1) < sizeof(r.job_uid)) {
-				job = strtoul(slash + 1, &stop, 10);
-				if (stop == eq && job <= TOPO_RECORD_ATTEMPT_MAX) {
-					due = strtod(at + 1, &stop);
-					if (*stop == '\0' && due >= 0) {
-						memcpy(r.replicated_job, entry, (size_t)(slash - entry));
-						r.job = (uint32_t)job;
-						memcpy(r.job_uid, eq + 1, (size_t)(at - eq - 1));
-						r.due = due;
-					}
-				}
-			}
-		}
-		if (!r.replicated_job[0]) {
-			mlog(MLOG_WARN, "placement-retire-unread",
-			     "jobset=%s/%s entry=\"%.*s\" reason=\"not "
-			     "<replicated job>/<job>=<uid>@<seconds>: skipped\"",
-			     namespace, name, (int)(len > 200 ? 200 : len), text);
-		} else {
-			if (count == cap) {
-				size_t grown_cap = cap ? cap * 2 : 4;
-				struct retire *grown = realloc(*out, grown_cap * sizeof(*grown));
-
-				if (!grown)
-					break;
-				*out = grown;
-				cap = grown_cap;
-			}
-			(*out)[count++] = r;
-		}
-		text = end ? end + 1 : text + len;
-	}
+	if (topo_retire_parse(text, strlen(text), out, &count, &skipped))
+		mlog(MLOG_WARN, "placement-retire-unread", "jobset=%s/%s reason=\"out of memory\"", namespace,
+		     name);
+	if (skipped)
+		mlog(MLOG_WARN, "placement-retire-unread",
+		     "jobset=%s/%s skipped=%zu reason=\"not <replicated job>/<job>=<uid>@<seconds>\"",
+		     namespace, name, skipped);
 	return count;
-}
-
-/* The annotation's text for `count` entries (malloc'd; "" for none). */
-static char *retire_format(const struct retire *r, size_t count)
-{
-	size_t size = 1 + count * (sizeof(r->replicated_job) + sizeof(r->job_uid) + 40), at = 0;
-	char *text = malloc(size);
-
-	if (!text)
-		return NULL;
-	text[0] = '\0';
-	for (size_t i = 0; i < count; i++)
-		at += (size_t)snprintf(text + at, size - at, "%s%s/%u=%s@%.0f", i ? ";" : "",
-				       r[i].replicated_job, r[i].job, r[i].job_uid, r[i].due);
-	return text;
 }
 
 static int jobset_change(void *arg, const struct kube_informer_event *e)
@@ -707,7 +643,8 @@ static int record_get(struct placement_loop *loop, const char *namespace, const 
 /* This JobSet's placement of record, or *out NULL when there is none of its
  * own (absent, unreadable, an earlier JobSet's, or not muster's). */
 static int record_read(struct placement_loop *loop, const char *namespace, const char *name, const char *uid,
-		       struct topo_record **out, struct retire **retire, size_t *retire_count, char **cause)
+		       struct topo_record **out, struct topo_retire **retire, size_t *retire_count,
+		       char **cause)
 {
 	enum release_owner owner = RELEASE_OWNER_FOREIGN;
 	cJSON *configmap = NULL;
@@ -1443,6 +1380,11 @@ static void keep_worthwhile_relocations(struct pass *p, const struct topology *t
 
 		int fits;
 
+		/* A pass that did not read the topology (only Nodes changed)
+		 * leaves it to the next, a second later: moving Jobs alone
+		 * needs the topology, even when a domain is gone. */
+		if (r->kind == RELOCATE_LOST && !top->read)
+			continue;
 		if (r->kind == RELOCATE_LOST && try_move(p, top, snapshot, j, r))
 			continue; /* its stranded Jobs move alone */
 		fits = r->kind != RELOCATE_LOST || r->promise.gone ? 1 : fits_elsewhere(p, top, snapshot, j);
@@ -1791,23 +1733,6 @@ static void job_path(char *path, size_t size, const char *namespace, const char 
 	snprintf(path, size, "/apis/batch/v1/namespaces/%s/jobs/%s-%s-%u", namespace, jobset, rj, job);
 }
 
-/* Adds (or renews) the entry of one Job in *list. */
-static int retire_add(struct retire **list, size_t *count, const struct retire *r)
-{
-	struct retire *grown;
-
-	for (size_t i = 0; i < *count; i++)
-		if ((*list)[i].job == r->job && strcmp((*list)[i].replicated_job, r->replicated_job) == 0) {
-			(*list)[i] = *r;
-			return 0;
-		}
-	if (!(grown = realloc(*list, (*count + 1) * sizeof(*grown))))
-		return -1;
-	*list = grown;
-	grown[(*count)++] = *r;
-	return 0;
-}
-
 /* Writes a move: the record with the moved Jobs' new runs and, in the same
  * patch (guarded by the ConfigMap's resourceVersion), the Jobs to delete
  * once the pod route's cached copies of the old record have expired. A
@@ -1820,7 +1745,7 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 	cJSON *configmap = NULL, *patch = NULL, *metadata, *annotations, *data;
 	const cJSON *text, *rv, *moved;
 	struct topo_record *old = NULL, *written = NULL;
-	struct retire *list = NULL;
+	struct topo_retire *list = NULL;
 	size_t count = 0;
 	char path[KUBE_PATH_MAX], *cause = NULL, *body = NULL, *listed = NULL;
 	double due = wall_s() + loop->hold_s;
@@ -1845,7 +1770,7 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 	for (size_t i = 0; !err && i < m->count; i++) {
 		cJSON *job = NULL;
 		const char *job_uid, *js_uid, *attempt;
-		struct retire r = { 0 };
+		struct topo_retire r = { 0 };
 
 		job_path(path, sizeof(path), m->namespace, m->name, m->jobs[i].replicated_job,
 			 m->jobs[i].job_index);
@@ -1868,12 +1793,12 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 			r.job = m->jobs[i].job_index;
 			snprintf(r.job_uid, sizeof(r.job_uid), "%s", job_uid);
 			r.due = due;
-			if (retire_add(&list, &count, &r))
+			if (topo_retire_add(&list, &count, &r))
 				err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the moved Jobs");
 		}
 		cJSON_Delete(job);
 	}
-	if (!err && !(listed = retire_format(list, count)))
+	if (!err && !(listed = topo_retire_format(list, count)))
 		err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the moved Jobs");
 	if (!err) {
 		/* One merge patch, refused (409) if the ConfigMap changed since read. */
@@ -1946,7 +1871,7 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 /* A JobSet's moved Jobs due now, to delete outside the lock. */
 struct retiring {
 	char namespace[64], name[254], uid[129];
-	struct retire *due;
+	struct topo_retire *due;
 	size_t count;
 };
 
@@ -1973,7 +1898,7 @@ static void collect_due(void *arg, struct name_node *node)
 				c->next = j->retire[i].due;
 			continue;
 		}
-		if (retire_add(&w->due, &w->count, &j->retire[i]))
+		if (topo_retire_add(&w->due, &w->count, &j->retire[i]))
 			break;
 	}
 	if (!w->count)
@@ -2037,7 +1962,7 @@ static void retire_due(struct placement_loop *loop)
 		}
 		if (done) {
 			struct pjobset *j;
-			struct retire *left = NULL;
+			struct topo_retire *left = NULL;
 			size_t left_count = 0;
 			char *text = NULL, *body = NULL, *cause = NULL, path[KUBE_PATH_MAX];
 			cJSON *patch = NULL, *metadata, *annotations;
@@ -2061,7 +1986,7 @@ static void retire_due(struct placement_loop *loop)
 					memcpy(left, j->retire, left_count * sizeof(*left));
 			}
 			pthread_mutex_unlock(&loop->lock);
-			text = retire_format(left, left && left_count ? left_count : 0);
+			text = topo_retire_format(left, left && left_count ? left_count : 0);
 			if (text && (patch = cJSON_CreateObject()) &&
 			    (metadata = cJSON_AddObjectToObject(patch, "metadata")) &&
 			    (annotations = cJSON_AddObjectToObject(metadata, "annotations")) &&
@@ -2138,7 +2063,7 @@ static void read_records(struct placement_loop *loop)
 	pthread_mutex_unlock(&loop->lock);
 	for (size_t i = 0; i < l.count; i++) {
 		struct topo_record *record = NULL;
-		struct retire *retire = NULL;
+		struct topo_retire *retire = NULL;
 		size_t retire_count = 0;
 		struct pjobset *j;
 		char *cause = NULL;

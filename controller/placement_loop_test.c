@@ -34,7 +34,7 @@
 #define MAX_EVENTS 512
 #define MAX_LOG 256
 
-enum kind { NODES, PODS, JOBSETS, CONFIGMAPS, KINDS };
+enum kind { NODES, PODS, JOBSETS, CONFIGMAPS, JOBS, KINDS };
 
 struct event {
 	enum kind kind;
@@ -199,6 +199,7 @@ static int kind_of(const char *path, char *ns, size_t ns_size, char *name, size_
 		{ "/api/v1/", "pods", PODS },
 		{ "/apis/jobset.x-k8s.io/v1alpha2/", "jobsets", JOBSETS },
 		{ "/api/v1/", "configmaps", CONFIGMAPS },
+		{ "/apis/batch/v1/", "jobs", JOBS },
 	};
 	char clean[512];
 	char *q;
@@ -912,6 +913,131 @@ static void a_restart_is_handled_while_the_topology_is_unreadable(void **state)
 	finish(r);
 }
 
+/* The Jobs of "pair" (2 Jobs of 2 pods of 3 cpu, each alone in a rack:
+ * upstream JobSet's exclusive-topology) as JobSet made them. */
+static void pair_jobs(struct fake *f)
+{
+	for (int i = 0; i < 2; i++) {
+		char json[512];
+
+		snprintf(json, sizeof(json),
+			 "{\"metadata\":{\"name\":\"pair-w-%d\",\"namespace\":\"ns\",\"uid\":\"job-%d\","
+			 "\"labels\":{\"jobset.sigs.k8s.io/jobset-uid\":\"js-pair\","
+			 "\"jobset.sigs.k8s.io/restart-attempt\":\"0\"}}}",
+			 i, i);
+		put(f, JOBS, json);
+	}
+}
+
+static void gated_pair(struct fake *f)
+{
+	put(f, JOBSETS,
+	    "{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"metadata\":{\"name\":\"pair\","
+	    "\"namespace\":\"ns\",\"uid\":\"js-pair\",\"creationTimestamp\":\"2026-11-25T10:00:00Z\","
+	    "\"annotations\":{\"muster.dev/placement\":\"waiting\","
+	    "\"alpha.jobset.sigs.k8s.io/exclusive-topology\":\"rack\"}},\"spec\":{\"suspend\":true,"
+	    "\"replicatedJobs\":[{\"name\":\"w\",\"replicas\":2,\"template\":{\"spec\":{\"parallelism\":2,"
+	    "\"completions\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\","
+	    "\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]}}}}}]},\"status\":{}}");
+}
+
+static char *pair_record(struct fake *f)
+{
+	return record_text(f, "pair");
+}
+
+/* The rack job `job` of "pair" is recorded in ("r1"), or "" (static). */
+static const char *rack_of_job(struct fake *f, int job)
+{
+	static char rack[8];
+	char *text = pair_record(f), *at = text;
+
+	rack[0] = '\0';
+	for (int i = 0; at && i <= job; i++)
+		at = strstr(at + 1, "rack=");
+	if (at)
+		snprintf(rack, sizeof(rack), "%.2s", at + 5);
+	free(text);
+	return rack;
+}
+
+static int retire_listed(struct fake *f, const char *needle)
+{
+	cJSON *cm = get(f, CONFIGMAPS, "pair-placement");
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cm, "metadata"),
+						 "annotations"),
+		"muster.dev/placement-retire");
+	int yes = needle ? cJSON_IsString(a) && strstr(a->valuestring, needle) != NULL
+			 : !cJSON_IsString(a) || !a->valuestring[0];
+
+	cJSON_Delete(cm);
+	return yes;
+}
+
+static int job_deleted(struct fake *f, const char *path)
+{
+	return logged(f, 0, path, "\"Foreground\"") >= 0;
+}
+
+/* Every node of the rack one Job of "pair" is pinned to is deleted while
+ * its pods are not bound; the other Job's rack still has room. Only that
+ * Job moves: the record's runs of job 1 point to the free rack r3, job 0's
+ * stay, the JobSet is never suspended, and the Job to delete is listed on
+ * the record's ConfigMap. The controller stops before the pod route's
+ * cache expires; the next one reads the list and deletes the Job
+ * (Foreground, by its uid) when it is due, then clears the list. Before,
+ * the whole JobSet was suspended and placed again. */
+static void a_stranded_job_moves_alone_and_the_next_controller_deletes_it(void **state)
+{
+	struct run *r = new_run();
+	struct placement_stats stats;
+	char lost[8], kept[8], *text;
+
+	(void)state;
+	four_nodes(&r->fake);
+	node(&r->fake, "n5", "r3", "True", NULL);
+	node(&r->fake, "n6", "r3", "True", NULL);
+	gated_pair(&r->fake);
+	pair_jobs(&r->fake);
+	start_with(r, "rack", NULL, 2000);
+	wait_until(&r->fake, placed, "pair", 10, "pair placed");
+	snprintf(kept, sizeof(kept), "%s", rack_of_job(&r->fake, 0));
+	snprintf(lost, sizeof(lost), "%s", rack_of_job(&r->fake, 1));
+	assert_string_not_equal(kept, lost);
+	assert_string_not_equal(lost, "r3");
+	pthread_mutex_lock(&r->fake.lock);
+	delete_locked(&r->fake, NODES, "", strcmp(lost, "r1") == 0 ? "n1" : "n3");
+	delete_locked(&r->fake, NODES, "", strcmp(lost, "r1") == 0 ? "n2" : "n4");
+	pthread_mutex_unlock(&r->fake.lock);
+	wait_until(&r->fake, retire_listed, "w/1=job-1@", 10, "job 1 listed to delete");
+	assert_string_equal(rack_of_job(&r->fake, 1), "r3");
+	assert_string_equal(rack_of_job(&r->fake, 0), kept);
+	text = pair_record(&r->fake);
+	assert_non_null(strstr(text, "\"attempt\":0"));
+	free(text);
+	assert_true(placed(&r->fake, "pair"));
+	assert_int_equal(logged(&r->fake, 0, "PATCH", "\"suspend\":true"), -1);
+	assert_int_equal(logged(&r->fake, 0, "DELETE /apis/batch", NULL), -1); /* not before the hold */
+	placement_loop_stats(r->loop, &stats);
+	assert_int_equal(stats.moves, 1);
+	assert_int_equal(stats.relocations, 0);
+	/* Stopped within the hold; the next controller finishes the move. */
+	atomic_store(&r->stop, 1);
+	pthread_join(r->thread, NULL);
+	placement_loop_free(r->loop);
+	atomic_store(&r->stop, 0);
+	start_with(r, "rack", NULL, 2000);
+	wait_until(&r->fake, job_deleted, "DELETE /apis/batch/v1/namespaces/ns/jobs/pair-w-1", 10,
+		   "job 1 deleted");
+	assert_true(logged(&r->fake, 0, "DELETE /apis/batch/v1/namespaces/ns/jobs/pair-w-1", "\"job-1\"") >=
+		    0);
+	assert_int_equal(logged(&r->fake, 0, "DELETE /apis/batch/v1/namespaces/ns/jobs/pair-w-0", NULL), -1);
+	wait_until(&r->fake, retire_listed, NULL, 10, "the list cleared");
+	assert_int_equal(logged(&r->fake, 0, "PATCH", "\"suspend\":true"), -1);
+	finish(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -923,6 +1049,7 @@ int main(void)
 		cmocka_unit_test(a_placed_jobset_without_its_record_is_placed_again),
 		cmocka_unit_test(a_record_of_before_attempts_is_adopted_not_replaced),
 		cmocka_unit_test(a_restart_is_handled_while_the_topology_is_unreadable),
+		cmocka_unit_test(a_stranded_job_moves_alone_and_the_next_controller_deletes_it),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -306,10 +306,24 @@ stop_node_processes() {
 	done
 }
 
+# remove_pod_networks BRIDGE: the network namespaces (and their veth
+# pairs) of the pods whose host-side veth is on BRIDGE. A node stopped with
+# containers still running (its tasks killed, containerd stopped) never ran
+# CNI DEL for them, so without this each leaves a netns cni-* and a veth.
+remove_pod_networks() {
+	local br=$1 veth ns
+	while read -r veth ns; do
+		[[ -n $ns ]] && { ip netns del "$ns" 2>/dev/null || true; }
+		ip link del "$veth" 2>/dev/null || true
+	done < <(ip -o link show master "$br" 2>/dev/null |
+		sed -n 's/^[0-9]*: \([^@:]*\)[@:].* link-netns \([^ ]*\).*/\1 \2/p')
+}
+
 down_node() {
 	local i=$1 name
 	name=$(node_name "$i")
 	stop_node_processes "$i"
+	remove_pod_networks "$(bridge_name "$i")"
 	ip link del "$(bridge_name "$i")" 2>/dev/null || true
 	remove_cgroups "$(cgroup_name "$i")"
 	if [[ -r $KUBECONFIG_PATH ]]; then

@@ -411,9 +411,10 @@ def test_installed_with_kubectl_apply_k_gang_starts_real_pods(kube, kubeconfig, 
 
 def test_a_second_real_node_comes_and_goes_leaving_nothing(kube, kubeconfig, namespace, real_node):
     """node.sh up 2 adds 127.0.0.3 beside the first node; a real container
-    runs there; node.sh down 2 then leaves no process, mount, bridge, cgroup,
-    state or Node object of it, the host's sysctls as they were, and the
-    first node untouched."""
+    runs there; node.sh down 2, with the container still running (its pod
+    only force-deleted), then leaves no process, mount, bridge, pod network
+    namespace or veth, cgroup, state or Node object of it, the host's
+    sysctls as they were, and the first node untouched."""
     node_sh = ROOT / "e2e" / "cluster" / "node.sh"
     state = pathlib.Path(kubeconfig).parent / "nodes" / "127.0.0.3"
     sysctls = ["vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops", "net/ipv4/ip_forward"]
@@ -421,7 +422,15 @@ def test_a_second_real_node_comes_and_goes_leaving_nothing(kube, kubeconfig, nam
     def read_sysctls():
         return {k: (pathlib.Path("/proc/sys") / k).read_text().strip() for k in sysctls}
 
+    def pod_networks():
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split("\n")
+        veths = subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True,
+                               text=True).stdout.split("\n")
+        return ({n.split()[0] for n in names if n.strip()},
+                {v.split(":")[1].strip().split("@")[0] for v in veths if v.strip()})
+
     before = read_sysctls()
+    networks_before = pod_networks()
     env = dict(os.environ, MUSTER_CLUSTER_DIR=str(pathlib.Path(kubeconfig).parent))
     subprocess.run(["bash", str(node_sh), "up", "2"], check=True, timeout=300, env=env, capture_output=True)
     try:
@@ -432,9 +441,10 @@ def test_a_second_real_node_comes_and_goes_leaving_nothing(kube, kubeconfig, nam
                  == "Running", timeout=120, interval=1, what="a real container running on 127.0.0.3")
         assert (state / "kubelet.pid").exists()
     finally:
-        delete_now(kubeconfig, namespace)
+        # Down first, the container running: nothing tears its network down but node.sh.
         done = subprocess.run(["bash", str(node_sh), "down", "2"], timeout=180, env=env, capture_output=True,
                               text=True)
+        delete_now(kubeconfig, namespace)
     assert done.returncode == 0, done.stderr
     assert not state.exists()
     leftovers = []
@@ -448,6 +458,9 @@ def test_a_second_real_node_comes_and_goes_leaving_nothing(kube, kubeconfig, nam
     assert str(state) not in pathlib.Path("/proc/self/mounts").read_text()
     assert subprocess.run(["ip", "link", "show", "mstr2"], capture_output=True).returncode != 0
     assert not list(pathlib.Path("/sys/fs/cgroup").glob("*/muster-node-2")), "cgroups of the removed node"
+    namespaces, veths = pod_networks()
+    assert namespaces <= networks_before[0], f"pod network namespaces left: {namespaces - networks_before[0]}"
+    assert veths <= networks_before[1], f"veths left: {veths - networks_before[1]}"
     assert read_sysctls() == before
 
     wait_for(lambda: absent(kube, "/api/v1/nodes/127.0.0.3"), timeout=30, interval=1,
