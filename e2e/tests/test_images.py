@@ -69,3 +69,39 @@ def test_images_sh_refuses_what_it_cannot_do(tmp_path):
                            "--name", "x/y:1", "--file", "/etc/hostname:/../escape"], capture_output=True, text=True)
     assert done.returncode != 0 and "not a path inside the image" in done.stderr
     assert not (tmp_path / "y.tar").exists()
+
+
+def test_the_barrier_dockerfile_builds_the_image_make_images_writes(tmp_path):
+    """initbarrier/Dockerfile, built without a daemon by buildah (FROM
+    scratch: nothing to pull), holds the same one file, byte for byte, with
+    the same mode and owner, and runs the same way (user, entrypoint) as
+    the barrier image `make images` writes."""
+    build(tmp_path / "a")
+    store = ["buildah", "--root", str(tmp_path / "root"), "--runroot", str(tmp_path / "run"),
+             "--storage-driver", "vfs"]
+    subprocess.run(store + ["bud", "--isolation", "chroot", "--pull-never", "-f", "initbarrier/Dockerfile",
+                            "-t", "localhost/muster-barrier:dockerfile", "."],
+                   cwd=ROOT, check=True, capture_output=True, timeout=120)
+    built = tmp_path / "dockerfile.tar"
+    subprocess.run(store + ["push", "localhost/muster-barrier:dockerfile",
+                            f"oci-archive:{built}:muster-barrier:dockerfile"], check=True, capture_output=True,
+                   timeout=120)
+    ours, our_config = layer_files(tmp_path / "a" / "muster-barrier.tar")
+    theirs, their_config = layer_files(built)
+    def kept(files):  # type, permission bits (Go's tar writes the file type bits too), owner
+        return {k: (v[0], v[1] & 0o7777, v[2], v[3]) for k, v in files.items()}
+    assert kept(theirs) == kept(ours)
+    for key in ("User", "Entrypoint"):
+        assert their_config["config"][key] == our_config["config"][key], key
+    assert layer_bytes(built, "muster-barrier") == layer_bytes(tmp_path / "a" / "muster-barrier.tar",
+                                                               "muster-barrier")
+
+
+def layer_bytes(archive, name):
+    """The content of file `name` in the one layer of an image archive."""
+    with tarfile.open(archive) as outer:
+        index = json.load(outer.extractfile("index.json"))
+        manifest = json.load(outer.extractfile("blobs/sha256/" + index["manifests"][0]["digest"].split(":")[1]))
+        layer = outer.extractfile("blobs/sha256/" + manifest["layers"][0]["digest"].split(":")[1])
+        with tarfile.open(fileobj=layer, mode="r:*") as inner:
+            return inner.extractfile(name).read()
