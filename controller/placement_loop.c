@@ -40,6 +40,15 @@
 enum { API_NODES, API_PODS, API_JOBSETS, API_WRITES, API_COUNT };
 enum { WATCH_NODES, WATCH_PODS, WATCH_JOBSETS, WATCH_COUNT };
 
+/* A Job moved alone: until `until` its pods count as not bound, so that
+ * the old pods (deleted with the Job, not gone yet) do not hide the room
+ * its new runs need (their own use is counted where they run). */
+struct moved_job {
+	char replicated_job[64];
+	uint32_t job;
+	double until; /* monotonic */
+};
+
 /* A JobSet carrying muster.dev/placement. */
 struct pjobset {
 	struct name_node node;
@@ -67,6 +76,13 @@ struct pjobset {
 	struct topo_retire *retire; /* moved Jobs to delete (MUSTER_ANNOTATION_PLACEMENT_RETIRE) */
 	size_t retire_count;
 	int move_refused_noted; /* logged why its stranded Jobs could not move alone */
+	int move_failures; /* move writes or Job deletes that failed in a row */
+	int move_stuck; /* they failed MOVE_FAILURES_MAX times: placed again whole */
+	struct moved_job *moved; /* Jobs moved lately: their old pods hold no room of theirs */
+	size_t moved_count;
+	uint8_t *started; /* per Job (JobSet-wide number): every pod bound once, this attempt */
+	size_t started_count;
+	uint32_t started_attempt;
 };
 
 /* Pods of placed JobSets that are bound, by namespace and
@@ -184,6 +200,8 @@ static void pjobset_free(struct pjobset *j)
 	topo_store_free(&j->store);
 	topo_record_free(j->record);
 	free(j->retire);
+	free(j->moved);
+	free(j->started);
 	free(j);
 }
 
@@ -199,20 +217,22 @@ static void set_record(struct pjobset *j, struct topo_record *record)
 }
 
 /* The moved Jobs listed on a record (topo_retire.h), saying when some
- * entries do not read. */
-static size_t retire_parse(const char *text, struct topo_retire **out, const char *namespace,
-			   const char *name)
+ * entries do not read: 0 with *out and *count, or -1 when out of memory. */
+static int retire_parse(const char *text, struct topo_retire **out, size_t *count, const char *namespace,
+			const char *name)
 {
-	size_t count = 0, skipped = 0;
+	size_t skipped = 0;
 
-	if (topo_retire_parse(text, strlen(text), out, &count, &skipped))
+	if (topo_retire_parse(text, strlen(text), out, count, &skipped)) {
 		mlog(MLOG_WARN, "placement-retire-unread", "jobset=%s/%s reason=\"out of memory\"", namespace,
 		     name);
+		return -1;
+	}
 	if (skipped)
 		mlog(MLOG_WARN, "placement-retire-unread",
 		     "jobset=%s/%s skipped=%zu reason=\"not <replicated job>/<job>=<uid>@<seconds>\"",
 		     namespace, name, skipped);
-	return count;
+	return 0;
 }
 
 static int jobset_change(void *arg, const struct kube_informer_event *e)
@@ -666,10 +686,16 @@ static int record_read(struct placement_loop *loop, const char *namespace, const
 	/* Moved Jobs not deleted yet (the controller stopped in between). */
 	moved = kjson_member(kjson_member(kjson_member(configmap, "metadata"), "annotations"),
 			     MUSTER_ANNOTATION_PLACEMENT_RETIRE);
-	if (*out && cJSON_IsString(moved))
-		*retire_count = retire_parse(moved->valuestring, retire, namespace, name);
+	if (*out && cJSON_IsString(moved) &&
+	    retire_parse(moved->valuestring, retire, retire_count, namespace, name))
+		err = KUBE_ENOMEM; /* read again on the next pass: nothing listed is lost */
+	if (err) {
+		topo_record_free(*out);
+		*out = NULL;
+		kube_cause(cause, err, "no memory for the moved Jobs of the record");
+	}
 	cJSON_Delete(configmap);
-	return 0;
+	return err;
 }
 
 /* Deletes the record if it is this JobSet's own (by its metadata.uid, so
@@ -844,7 +870,7 @@ static int write_reason(struct placement_loop *loop, const char *namespace, cons
  * restarted (status.restarts above its record's attempt: each attempt is
  * placed afresh); or its record is gone (deleted by hand, or this
  * controller stopped between dropping it and the suspend). */
-enum relocation_kind { RELOCATE_LOST, RELOCATE_RESTART, RELOCATE_MISSING };
+enum relocation_kind { RELOCATE_LOST, RELOCATE_RESTART, RELOCATE_MISSING, RELOCATE_STUCK };
 
 /* A record missing under a placed JobSet is believed after this long (an
  * informer event older than this controller's own suspend may still show
@@ -863,13 +889,16 @@ struct relocation {
 /* Jobs of a placed JobSet moved alone (topo_move.h): the new record to
  * write, and the Jobs to delete once the pod route's caches expired. */
 #define MOVE_JOBS_MAX 64
+/* Writes of a move (or deletes of its Jobs) that fail this many times in a
+ * row (RBAC without jobs, say): the whole JobSet is placed again instead. */
+#define MOVE_FAILURES_MAX 3
 
 struct move {
 	char namespace[64], name[254], uid[129];
 	char *record; /* the new record's text */
 	size_t count;
-	struct topo_move_job jobs[MOVE_JOBS_MAX]; /* replicated_job points into names */
-	char names[MOVE_JOBS_MAX][64];
+	char names[MOVE_JOBS_MAX][64]; /* the moved Jobs: replicated job, job index */
+	uint32_t job_index[MOVE_JOBS_MAX];
 	char reason[REASON_MAX];
 };
 
@@ -969,14 +998,82 @@ static void take(struct topo_cluster *c, struct topo_node *n, const struct topo_
 		n->used[pods] += 1;
 }
 
-static int pod_bound(void *arg, const char *rj, uint32_t job, uint32_t completion)
+/* 1 when the pod is bound now (p->current's). */
+static int bound_now(const struct pass *p, const char *rj, uint32_t job, uint32_t completion)
 {
-	struct pass *p = arg;
 	char key[600];
 
 	snprintf(key, sizeof(key), "%s/%u/%s/%u/%u", p->current->uid, p->current->record_attempt, rj, job,
 		 completion);
 	return name_table_find(&p->loop->bound, p->current->namespace, key) != NULL;
+}
+
+/* The JobSet-wide number of job `job` of replicated job rj, or -1. */
+static long job_number(const struct pjobset *j, const char *rj, uint32_t job)
+{
+	long base = 0;
+
+	for (size_t g = 0; g < j->request.group_count; g++) {
+		if (strcmp(j->request.groups[g].name, rj) == 0)
+			return job < j->request.groups[g].replicas ? base + (long)job : -1;
+		base += j->request.groups[g].replicas;
+	}
+	return -1;
+}
+
+/* Whether each Job of the current attempt has had every pod bound at
+ * once (started): its pods pending later (replacements) are its failure
+ * policy's, never a reason to move it or the JobSet. Kept per attempt. */
+static void note_started(struct pass *p, struct pjobset *j)
+{
+	size_t jobs = 0, n = 0;
+
+	for (size_t g = 0; g < j->request.group_count; g++)
+		jobs += j->request.groups[g].replicas;
+	if (!j->started || j->started_count != jobs || j->started_attempt != j->record_attempt) {
+		uint8_t *fresh = calloc(jobs ? jobs : 1, 1);
+
+		if (!fresh)
+			return;
+		free(j->started);
+		j->started = fresh;
+		j->started_count = jobs;
+		j->started_attempt = j->record_attempt;
+	}
+	p->current = j;
+	for (size_t g = 0; g < j->request.group_count; g++) {
+		const struct topo_jobset_group *group = &j->request.groups[g];
+
+		for (unsigned job = 0; job < group->replicas; job++, n++) {
+			unsigned c = 0;
+
+			if (j->started[n])
+				continue;
+			while (c < group->pods && bound_now(p, group->name, job, c))
+				c++;
+			j->started[n] = c == group->pods;
+		}
+	}
+}
+
+static int pod_bound(void *arg, const char *rj, uint32_t job, uint32_t completion)
+{
+	struct pass *p = arg;
+	const struct pjobset *j = p->current;
+	long n;
+
+	/* A moved Job's old pods, bound where it was, are being deleted: its
+	 * new runs keep their room promised meanwhile. */
+	for (size_t i = 0; i < j->moved_count; i++)
+		if (j->moved[i].job == job && strcmp(j->moved[i].replicated_job, rj) == 0 &&
+		    j->moved[i].until > now_s())
+			return 0;
+	/* A started Job's pod pending again is its failure policy's: it
+	 * promises no room and is never stranded. */
+	if (j->started && j->started_attempt == j->record_attempt && (n = job_number(j, rj, job)) >= 0 &&
+	    (size_t)n < j->started_count && j->started[n])
+		return 1;
+	return bound_now(p, rj, job, completion);
 }
 
 /* 1 when a pod the JobSet's request implies is not bound (p->current is j). */
@@ -998,6 +1095,9 @@ static void add_relocation(struct pass *p, const struct pjobset *j, enum relocat
 {
 	struct relocation *r;
 
+	for (size_t i = 0; i < p->relocation_count; i++)
+		if (p->relocations[i].jobset == j)
+			return; /* one relocation a JobSet a pass */
 	if (p->relocation_count == p->relocation_cap) {
 		size_t cap = p->relocation_cap ? p->relocation_cap * 2 : 4;
 		struct relocation *grown = realloc(p->relocations, cap * sizeof(*grown));
@@ -1037,6 +1137,8 @@ static void check_record(void *arg, struct name_node *node)
 	p->current = j;
 	if (j->record && j->record_attempt != j->restarts)
 		add_relocation(p, j, RELOCATE_RESTART, NULL, 0);
+	else if (j->move_stuck)
+		add_relocation(p, j, RELOCATE_STUCK, NULL, 0);
 	else if (!j->record && now_s() - j->relocated_at > MISSING_RECORD_GRACE_S && some_pod_unbound(p, j))
 		add_relocation(p, j, RELOCATE_MISSING, NULL, 0);
 }
@@ -1064,6 +1166,8 @@ static void reserve_jobset(void *arg, struct name_node *node)
 					  p, &promise);
 		return;
 	}
+	if (live)
+		note_started(p, j);
 	topo_promise_take(p->work_cluster, p->work_nodes, &j->request, j->record, pod_bound, p, &promise);
 	p->reserved_pods += promise.reserved;
 	if (live && promise.reserved)
@@ -1284,6 +1388,17 @@ static int bound_or_moving(void *arg, const char *rj, uint32_t job, uint32_t com
 	return pod_bound(sm->p, rj, job, completion);
 }
 
+/* Only the moving Jobs' pods that are not bound: the rest count as bound. */
+static int bound_or_staying(void *arg, const char *rj, uint32_t job, uint32_t completion)
+{
+	const struct skip_moving *sm = arg;
+
+	for (size_t i = 0; i < sm->moving->count; i++)
+		if (sm->moving->jobs[i].job_index == job && strcmp(sm->moving->names[i], rj) == 0)
+			return pod_bound(sm->p, rj, job, completion);
+	return 1;
+}
+
 /* Tries to move the Jobs of a lost-room relocation alone (topo_move.h):
  * 1 with a move queued (the relocation is dropped), else 0 (the whole
  * JobSet is considered, as before). Under the lock. */
@@ -1337,8 +1452,7 @@ static int try_move(struct pass *p, const struct topology *top, const struct top
 			m->count = stranded.count;
 			memcpy(m->names, stranded.names, sizeof(m->names));
 			for (size_t i = 0; i < m->count; i++)
-				m->jobs[i] =
-					(struct topo_move_job){ m->names[i], stranded.jobs[i].job_index };
+				m->job_index[i] = stranded.jobs[i].job_index;
 			if (r->promise.gone)
 				snprintf(
 					m->reason, sizeof(m->reason),
@@ -1351,6 +1465,18 @@ static int try_move(struct pass *p, const struct topology *top, const struct top
 					 "%.0f s: moved alone to %s; the other Jobs keep their domains",
 					 (unsigned long long)r->promise.stranded, r->promise.domain,
 					 r->promise.why, r->for_s, where);
+			/* Their new room is taken in this pass's working copy at
+			 * once: a JobSet placed later in the pass does not get it. */
+			{
+				struct topo_record *moved = NULL;
+
+				if (topo_record_parse(m->record, strlen(m->record), &moved, NULL) == 0) {
+					p->current = j;
+					topo_promise_take(p->work_cluster, p->work_nodes, &j->request, moved,
+							  bound_or_staying, &sm, &promise);
+				}
+				topo_record_free(moved);
+			}
 		} else {
 			rc = -1;
 		}
@@ -1385,7 +1511,12 @@ static void keep_worthwhile_relocations(struct pass *p, const struct topology *t
 		 * needs the topology, even when a domain is gone. */
 		if (r->kind == RELOCATE_LOST && !top->read)
 			continue;
-		if (r->kind == RELOCATE_LOST && try_move(p, top, snapshot, j, r))
+		/* One move a pass: the next one is decided on a model that
+		 * holds this one's record (a second later). */
+		if (r->kind == RELOCATE_LOST && p->move_count)
+			continue;
+		if (r->kind == RELOCATE_LOST && j->move_failures < MOVE_FAILURES_MAX &&
+		    try_move(p, top, snapshot, j, r))
 			continue; /* its stranded Jobs move alone */
 		fits = r->kind != RELOCATE_LOST || r->promise.gone ? 1 : fits_elsewhere(p, top, snapshot, j);
 
@@ -1642,6 +1773,12 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 			 "its placement of record (ConfigMap %s" MUSTER_PLACEMENT_SUFFIX
 			 ") is gone and pods not bound yet need it: placed again",
 			 r->name);
+	else if (r->kind == RELOCATE_STUCK)
+		snprintf(
+			reason, sizeof(reason),
+			"moving Jobs alone failed %d times in a row (see event=placement-write-failed; "
+			"muster-controller needs get and delete on jobs.batch): the whole JobSet placed again",
+			MOVE_FAILURES_MAX);
 	else if (r->promise.gone)
 		snprintf(reason, sizeof(reason),
 			 "%llu pods not bound yet lost every node of their domain (%s): placed again",
@@ -1694,6 +1831,8 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 		j->hold_until = r->kind == RELOCATE_RESTART ? 0 : now_s() + loop->hold_s;
 		j->relocated_at = now_s();
 		j->stranded_since = 0;
+		j->move_stuck = 0;
+		j->move_failures = 0;
 	}
 	if (r->kind == RELOCATE_RESTART)
 		loop->stats.restarts++;
@@ -1709,11 +1848,11 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 				  "PlacementRenewed", 0, reason);
 		return;
 	}
-	if (r->kind == RELOCATE_MISSING)
+	if (r->kind == RELOCATE_MISSING || r->kind == RELOCATE_STUCK)
 		mlog(MLOG_WARN, "placement-lost",
-		     "jobset=%s/%s reason=\"its placement of record is gone\" action=\"suspended, "
-		     "placed again\"",
-		     r->namespace, r->name);
+		     "jobset=%s/%s reason=\"%s\" action=\"suspended, placed again\"", r->namespace, r->name,
+		     r->kind == RELOCATE_MISSING ? "its placement of record is gone"
+						 : "moving Jobs alone kept failing");
 	else
 		mlog(MLOG_WARN, "placement-lost",
 		     "jobset=%s/%s pods=%llu domain=\"%s\" nodes=\"%s\" seconds=%.1f action=\"suspended, placed "
@@ -1733,12 +1872,60 @@ static void job_path(char *path, size_t size, const char *namespace, const char 
 	snprintf(path, size, "/apis/batch/v1/namespaces/%s/jobs/%s-%s-%u", namespace, jobset, rj, job);
 }
 
+/* A Job moved alone counts its pods as not bound this long after its
+ * delete is due (their room in the new domain stays promised while the
+ * old ones go). */
+#define MOVED_HOLD_S 120
+
+/* A move's write or a moved Job's delete failed: counted; after
+ * MOVE_FAILURES_MAX in a row the whole JobSet is placed again (pods pinned
+ * where the record no longer points must not wait forever). */
+static void move_failed(struct placement_loop *loop, const char *namespace, const char *name, const char *uid)
+{
+	struct pjobset *j;
+
+	pthread_mutex_lock(&loop->lock);
+	j = (struct pjobset *)name_table_find(&loop->jobsets, namespace, name);
+	if (j && strcmp(j->uid, uid) == 0 && ++j->move_failures >= MOVE_FAILURES_MAX && !j->move_stuck) {
+		j->move_stuck = 1;
+		loop->placed_changed = 1;
+		mark_dirty(loop);
+	}
+	pthread_mutex_unlock(&loop->lock);
+}
+
+/* Notes `job` as moved (its pods count as not bound until `until`). Under lock. */
+static void note_moved(struct pjobset *j, const char *rj, uint32_t job, double until)
+{
+	struct moved_job *grown;
+
+	for (size_t i = 0; i < j->moved_count; i++)
+		if (j->moved[i].job == job && strcmp(j->moved[i].replicated_job, rj) == 0) {
+			j->moved[i].until = until;
+			return;
+		}
+	for (size_t i = 0; i < j->moved_count; i++) /* reuse an expired slot */
+		if (j->moved[i].until < now_s()) {
+			snprintf(j->moved[i].replicated_job, sizeof(j->moved[i].replicated_job), "%s", rj);
+			j->moved[i].job = job;
+			j->moved[i].until = until;
+			return;
+		}
+	if (!(grown = realloc(j->moved, (j->moved_count + 1) * sizeof(*grown))))
+		return;
+	j->moved = grown;
+	snprintf(grown[j->moved_count].replicated_job, sizeof(grown[0].replicated_job), "%s", rj);
+	grown[j->moved_count].job = job;
+	grown[j->moved_count++].until = until;
+}
+
 /* Writes a move: the record with the moved Jobs' new runs and, in the same
- * patch (guarded by the ConfigMap's resourceVersion), the Jobs to delete
- * once the pod route's cached copies of the old record have expired. A
- * Job of another JobSet or restart attempt, or none, is not listed. Any
- * failure leaves everything as it was: the next pass finds the pods still
- * stranded and tries again. */
+ * patch (guarded by the ConfigMap's resourceVersion), every moved Job in
+ * the list of Jobs to check once the pod route's cached copies of the old
+ * record have expired: by its uid when it exists (deleted then), else "-"
+ * (a Job JobSet makes meanwhile is checked by its pods' pins). Any failure
+ * leaves everything as it was: the next pass finds the pods still stranded
+ * and tries again. */
 static void move_jobs(struct placement_loop *loop, const struct move *m)
 {
 	enum release_owner owner = RELEASE_OWNER_FOREIGN;
@@ -1748,7 +1935,7 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 	struct topo_retire *list = NULL;
 	size_t count = 0;
 	char path[KUBE_PATH_MAX], *cause = NULL, *body = NULL, *listed = NULL;
-	double due = wall_s() + loop->hold_s;
+	double due = 0;
 	struct pjobset *j;
 	int err;
 
@@ -1765,39 +1952,47 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 				 "the placement record changed since the pass read it");
 	moved = kjson_member(kjson_member(kjson_member(configmap, "metadata"), "annotations"),
 			     MUSTER_ANNOTATION_PLACEMENT_RETIRE);
-	if (!err && cJSON_IsString(moved))
-		count = retire_parse(moved->valuestring, &list, m->namespace, m->name);
+	if (!err && cJSON_IsString(moved) &&
+	    retire_parse(moved->valuestring, &list, &count, m->namespace, m->name))
+		err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the moved Jobs");
 	for (size_t i = 0; !err && i < m->count; i++) {
 		cJSON *job = NULL;
 		const char *job_uid, *js_uid, *attempt;
 		struct topo_retire r = { 0 };
 
-		job_path(path, sizeof(path), m->namespace, m->name, m->jobs[i].replicated_job,
-			 m->jobs[i].job_index);
+		job_path(path, sizeof(path), m->namespace, m->name, m->names[i], m->job_index[i]);
 		err = kube_get(loop->api[API_WRITES].client, path, &job, &cause);
-		if (err == KUBE_ENOTFOUND) { /* none made yet: its pods will be pinned by the new runs */
+		if (err == KUBE_ENOTFOUND) {
 			free(cause);
 			cause = NULL;
 			err = 0;
-			continue;
 		}
 		if (err)
 			break;
 		job_uid = meta_string(job, "uid");
 		js_uid = label(job, JOBSET_LABEL_UID);
 		attempt = label(job, JOBSET_LABEL_RESTART_ATTEMPT);
+		snprintf(r.replicated_job, sizeof(r.replicated_job), "%s", m->names[i]);
+		r.job = m->job_index[i];
+		/* This attempt's Job: deleted when due; none (or another's):
+		 * whatever Job holds the name then is checked by its pods. */
 		if (job_uid && js_uid && strcmp(js_uid, m->uid) == 0 && strlen(job_uid) < sizeof(r.job_uid) &&
 		    (!attempt || strtoul(attempt, NULL, 10) == topo_record_attempt(written) ||
-		     !topo_record_has_attempt(written))) {
-			snprintf(r.replicated_job, sizeof(r.replicated_job), "%s", m->jobs[i].replicated_job);
-			r.job = m->jobs[i].job_index;
+		     !topo_record_has_attempt(written)))
 			snprintf(r.job_uid, sizeof(r.job_uid), "%s", job_uid);
-			r.due = due;
-			if (topo_retire_add(&list, &count, &r))
-				err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the moved Jobs");
-		}
+		else
+			snprintf(r.job_uid, sizeof(r.job_uid), "-");
+		r.due = -1; /* set below, once the reads are done */
+		if (topo_retire_add(&list, &count, &r))
+			err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the moved Jobs");
 		cJSON_Delete(job);
 	}
+	/* Due once every cached copy read before the patch commits has
+	 * expired: from now (the reads are done), rounded up. */
+	due = (double)(long long)(wall_s() + loop->hold_s + 2);
+	for (size_t i = 0; i < count; i++)
+		if (list[i].due < 0)
+			list[i].due = due;
 	if (!err && !(listed = topo_retire_format(list, count)))
 		err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the moved Jobs");
 	if (!err) {
@@ -1829,9 +2024,21 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 		free(cause);
 		free(list);
 		topo_record_free(written);
+		move_failed(loop, m->namespace, m->name, m->uid);
 		return;
 	}
 	free(cause);
+	/* This controller waits from the patch's answer (a slow patch gives the
+	 * pod route's caches no less time). */
+	{
+		double after = (double)(long long)(wall_s() + loop->hold_s + 1);
+
+		for (size_t i = 0; i < count; i++)
+			if (list[i].due == due && after > due)
+				list[i].due = after;
+		if (after > due)
+			due = after;
+	}
 	pthread_mutex_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, m->namespace, m->name);
 	if (j && strcmp(j->uid, m->uid) == 0) {
@@ -1844,7 +2051,11 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 		j->stranded_since = 0;
 		j->no_room_noted = 0;
 		j->move_refused_noted = 0;
-		if (count && (!loop->next_retire || due < loop->next_retire))
+		j->move_failures = 0;
+		for (size_t i = 0; i < m->count; i++)
+			note_moved(j, m->names[i], m->job_index[i],
+				   now_s() + (due - wall_s()) + MOVED_HOLD_S);
+		if (!loop->next_retire || due < loop->next_retire)
 			loop->next_retire = due;
 	}
 	loop->stats.moves += m->count;
@@ -1858,11 +2069,11 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 		jobs[0] = '\0';
 		for (size_t i = 0; i < m->count && at + 2 < sizeof(jobs); i++)
 			at += (size_t)snprintf(jobs + at, sizeof(jobs) - at, "%s%s/%u", i ? "," : "",
-					       m->jobs[i].replicated_job, m->jobs[i].job_index);
+					       m->names[i], m->job_index[i]);
 		mlog(MLOG_WARN, "placement-moved",
 		     "jobset=%s/%s jobs=\"%s\" reason=\"%s\" action=\"record rewritten; "
 		     "the Jobs are deleted in %.0f s for JobSet to make again\"",
-		     m->namespace, m->name, jobs, m->reason, loop->hold_s);
+		     m->namespace, m->name, jobs, m->reason, due - wall_s());
 	}
 	jobset_event_post(loop->api[API_WRITES].client, m->namespace, m->name, m->uid, "PlacementMoved", 1,
 			  m->reason);
@@ -1909,6 +2120,135 @@ static void collect_due(void *arg, struct name_node *node)
 	c->count++;
 }
 
+/* 1 when the pod's nodeSelector holds every key=value of `selector`. */
+static int pins_to(const cJSON *pod, const char *selector)
+{
+	const cJSON *ns = kjson_member(kjson_member(pod, "spec"), "nodeSelector");
+
+	while (*selector) {
+		const char *eq = strchr(selector, '='), *comma;
+		char key[320], value[64];
+		size_t key_len, value_len;
+		const cJSON *have;
+
+		if (!eq)
+			return 0;
+		comma = strchr(eq + 1, ',');
+		key_len = (size_t)(eq - selector);
+		value_len = comma ? (size_t)(comma - eq - 1) : strlen(eq + 1);
+		if (key_len >= sizeof(key) || value_len >= sizeof(value))
+			return 0;
+		memcpy(key, selector, key_len);
+		key[key_len] = '\0';
+		memcpy(value, eq + 1, value_len);
+		value[value_len] = '\0';
+		have = kjson_member(ns, key);
+		if (!cJSON_IsString(have) || strcmp(have->valuestring, value) != 0)
+			return 0;
+		selector = comma ? comma + 1 : eq + 1 + value_len;
+	}
+	return 1;
+}
+
+/* 1 when a pod of Job `job_uid` (replicated job rj, job index) is pinned
+ * otherwise than the JobSet's record says (a pod the pod route pinned by a
+ * cached copy of the old record), 0 when none is, or a negative kube_err. */
+static int pinned_by_old_runs(struct placement_loop *loop, const struct retiring *w, const char *rj,
+			      uint32_t job, const char *job_uid, char **cause)
+{
+	char path[KUBE_PATH_MAX], selector[512];
+	struct kube_selectors sel = { selector, NULL };
+	cJSON *pods = cJSON_CreateArray();
+	const cJSON *pod;
+	struct pjobset *j;
+	int err, stale = 0;
+
+	if (!pods)
+		return kube_cause(cause, KUBE_ENOMEM, "no memory for the pods of a moved Job");
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", w->namespace);
+	snprintf(selector, sizeof(selector),
+		 JOBSET_LABEL_NAME "=%s," JOBSET_LABEL_REPLICATED_JOB "=%s," JOBSET_LABEL_JOB_INDEX "=%u",
+		 w->name, rj, job);
+	err = kube_list(loop->api[API_WRITES].client, path, &sel, 0, kube_item_collect, pods, NULL, cause);
+	if (err) {
+		cJSON_Delete(pods);
+		return err;
+	}
+	pthread_mutex_lock(&loop->lock);
+	j = (struct pjobset *)name_table_find(&loop->jobsets, w->namespace, w->name);
+	cJSON_ArrayForEach(pod, pods)
+	{
+		const cJSON *owners = kjson_member(kjson_member(pod, "metadata"), "ownerReferences"), *owner;
+		const char *index = annotation(pod, JOB_ANNOTATION_COMPLETION_INDEX), *want = NULL;
+		int ours = 0;
+
+		cJSON_ArrayForEach(owner, owners)
+		{
+			const cJSON *uid = kjson_member(owner, "uid");
+
+			ours |= cJSON_IsString(uid) && strcmp(uid->valuestring, job_uid) == 0;
+		}
+		if (!index)
+			index = label(pod, JOB_ANNOTATION_COMPLETION_INDEX);
+		if (!ours || !index || !j || strcmp(j->uid, w->uid) != 0 || !j->record)
+			continue;
+		if (topo_record_find(j->record, rj, job, (uint32_t)strtoul(index, NULL, 10), &want) &&
+		    *want && !pins_to(pod, want))
+			stale = 1;
+	}
+	pthread_mutex_unlock(&loop->lock);
+	cJSON_Delete(pods);
+	return stale;
+}
+
+/* One listed Job, due: deleted if it is the one moved (by its uid); a Job
+ * of the name made since (or when none existed) is deleted only if a pod
+ * of it was pinned by the old runs. 0 with *result, or a kube_err. */
+static int retire_one(struct placement_loop *loop, const struct retiring *w, const struct topo_retire *e,
+		      const char **result, char **cause)
+{
+	char path[KUBE_PATH_MAX];
+	cJSON *job = NULL;
+	const char *uid;
+	char job_uid[TOPO_RETIRE_UID_MAX];
+	int err, stale;
+
+	job_path(path, sizeof(path), w->namespace, w->name, e->replicated_job, e->job);
+	err = kube_get(loop->api[API_WRITES].client, path, &job, cause);
+	if (err == KUBE_ENOTFOUND) {
+		free(*cause);
+		*cause = NULL;
+		*result = "no such Job: JobSet makes it, pinned by the new record";
+		return 0;
+	}
+	if (err)
+		return err;
+	uid = meta_string(job, "uid");
+	snprintf(job_uid, sizeof(job_uid), "%s", uid ? uid : "");
+	cJSON_Delete(job);
+	if (!job_uid[0])
+		return kube_cause(cause, KUBE_EPARSE, "the Job has no metadata.uid");
+	if (strcmp(job_uid, e->job_uid) != 0) {
+		stale = pinned_by_old_runs(loop, w, e->replicated_job, e->job, job_uid, cause);
+		if (stale < 0)
+			return stale;
+		if (!stale) {
+			*result = "made again already, its pods pinned by the new record";
+			return 0;
+		}
+	}
+	err = kube_delete_uid_propagated(loop->api[API_WRITES].client, path, job_uid, "Foreground", cause);
+	if (err && err != KUBE_ENOTFOUND && err != KUBE_ECONFLICT)
+		return err;
+	free(*cause);
+	*cause = NULL;
+	*result = strcmp(job_uid, e->job_uid) != 0
+			  ? "made during the wait, a pod pinned by the old record: "
+			    "deleted, JobSet makes it again"
+			  : "deleted: JobSet makes it again, pinned by the new record";
+	return 0;
+}
+
 /* Deletes the moved Jobs whose time has come (Foreground, as JobSet does:
  * the pods go before the Job, so JobSet makes it again only once they
  * are gone; preconditions on the Job's uid, so a Job made again since is
@@ -1937,19 +2277,15 @@ static void retire_due(struct placement_loop *loop)
 		size_t done = 0;
 
 		for (size_t i = 0; i < w->count; i++) {
-			char path[KUBE_PATH_MAX], *cause = NULL;
-			int err;
+			char *cause = NULL;
+			const char *result = NULL;
+			int err = retire_one(loop, w, &w->due[i], &result, &cause);
 
-			job_path(path, sizeof(path), w->namespace, w->name, w->due[i].replicated_job,
-				 w->due[i].job);
-			err = kube_delete_uid_propagated(loop->api[API_WRITES].client, path,
-							 w->due[i].job_uid, "Foreground", &cause);
-			if (!err || err == KUBE_ENOTFOUND || err == KUBE_ECONFLICT) {
+			if (!err) {
 				mlog(MLOG_INFO, "placement-job-retired",
 				     "jobset=%s/%s job=%s-%s-%u uid=%s result=\"%s\"", w->namespace, w->name,
 				     w->name, w->due[i].replicated_job, w->due[i].job, w->due[i].job_uid,
-				     !err ? "deleted: JobSet makes it again, pinned by the new record"
-					  : "gone or made again already");
+				     result);
 				w->due[i].due = -1; /* done */
 				done++;
 			} else {
@@ -1957,6 +2293,7 @@ static void retire_due(struct placement_loop *loop)
 				     "jobset=%s/%s job=%s-%s-%u err=%s cause=\"%s\" action=\"retried\"",
 				     w->namespace, w->name, w->name, w->due[i].replicated_job, w->due[i].job,
 				     kube_err_name(err), cause ? cause : "");
+				move_failed(loop, w->namespace, w->name, w->uid);
 			}
 			free(cause);
 		}
@@ -1976,17 +2313,26 @@ static void retire_due(struct placement_loop *loop)
 
 					for (size_t d = 0; d < w->count; d++)
 						gone |= w->due[d].due < 0 &&
-							strcmp(w->due[d].job_uid, j->retire[i].job_uid) == 0;
+							w->due[d].job == j->retire[i].job &&
+							strcmp(w->due[d].replicated_job,
+							       j->retire[i].replicated_job) == 0;
 					if (!gone)
 						j->retire[left_count++] = j->retire[i];
 				}
 				j->retire_count = left_count;
+				j->move_failures = 0;
 				loop->stats.jobs_retired += done;
+				for (size_t d = 0; d < w->count; d++)
+					if (w->due[d].due < 0)
+						note_moved(j, w->due[d].replicated_job, w->due[d].job,
+							   now_s() + MOVED_HOLD_S);
 				if (left_count && (left = malloc(left_count * sizeof(*left))))
 					memcpy(left, j->retire, left_count * sizeof(*left));
 			}
 			pthread_mutex_unlock(&loop->lock);
-			text = topo_retire_format(left, left && left_count ? left_count : 0);
+			/* No memory for what is left: the annotation stays as it is
+			 * (an entry done already is found done again). */
+			text = left_count && !left ? NULL : topo_retire_format(left, left ? left_count : 0);
 			if (text && (patch = cJSON_CreateObject()) &&
 			    (metadata = cJSON_AddObjectToObject(patch, "metadata")) &&
 			    (annotations = cJSON_AddObjectToObject(metadata, "annotations")) &&

@@ -53,6 +53,7 @@ struct fake {
 	char *bodies[MAX_LOG];
 	size_t log_count;
 	int topology_reads; /* GETs of Kueue Topologies and HyperNodes */
+	int jobs_forbidden; /* answer 403 to every request on Jobs (RBAC without them) */
 	int configmap_gets;
 };
 
@@ -251,7 +252,9 @@ static int fake_send(void *ctx, const struct kube_request *req, struct kube_resp
 	(void)cause;
 	pthread_mutex_lock(&f->lock);
 	note(f, req);
-	if (strstr(req->path, "/events") && req->method == KUBE_METHOD_POST) {
+	if (f->jobs_forbidden && k == JOBS) {
+		err = respond(resp, 403, "{\"kind\":\"Status\",\"code\":403,\"reason\":\"Forbidden\"}");
+	} else if (strstr(req->path, "/events") && req->method == KUBE_METHOD_POST) {
 		err = respond(resp, 201, "{}");
 	} else if (strstr(req->path, "topolog") || strstr(req->path, "hypernodes")) {
 		f->topology_reads++;
@@ -884,6 +887,20 @@ static void a_record_of_before_attempts_is_adopted_not_replaced(void **state)
  * JobSet waits for it; a placed JobSet that restarts meanwhile is still
  * suspended and its record of attempt 0 dropped at once (its pods must not
  * be pinned by it), then waits, saying why, like the other. */
+static int suspended_for_attempt_1(struct fake *f, const char *unused)
+{
+	(void)unused;
+	return logged(f, 0, "PATCH /apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/train",
+		      "restart attempt 1") >= 0;
+}
+
+static int suspended_as_stuck(struct fake *f, const char *unused)
+{
+	(void)unused;
+	return logged(f, 0, "PATCH /apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/pair",
+		      "moving Jobs alone failed") >= 0;
+}
+
 static void a_restart_is_handled_while_the_topology_is_unreadable(void **state)
 {
 	struct run *r = new_run();
@@ -904,11 +921,8 @@ static void a_restart_is_handled_while_the_topology_is_unreadable(void **state)
 	wait_until(&r->fake, configmap_read, NULL, 10, "the record read");
 	set_restarts(&r->fake, "train", 1);
 	wait_until(&r->fake, record_absent, "train", 10, "the record of attempt 0 dropped");
-	if (logged(&r->fake, 0, "PATCH /apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/train",
-		   "restart attempt 1") < 0) {
-		print_log(&r->fake);
-		fail_msg("train was not suspended for its restart");
-	}
+	/* The suspend follows the drop (a write later): waited for, not raced. */
+	wait_until(&r->fake, suspended_for_attempt_1, NULL, 10, "train suspended for its restart");
 	assert_true(r->fake.topology_reads > 0);
 	finish(r);
 }
@@ -1019,7 +1033,12 @@ static void a_stranded_job_moves_alone_and_the_next_controller_deletes_it(void *
 	assert_true(placed(&r->fake, "pair"));
 	assert_int_equal(logged(&r->fake, 0, "PATCH", "\"suspend\":true"), -1);
 	assert_int_equal(logged(&r->fake, 0, "DELETE /apis/batch", NULL), -1); /* not before the hold */
-	placement_loop_stats(r->loop, &stats);
+	for (int i = 0; i < 500; i++) { /* counted once the patch has answered */
+		placement_loop_stats(r->loop, &stats);
+		if (stats.moves)
+			break;
+		pause_ms(10);
+	}
 	assert_int_equal(stats.moves, 1);
 	assert_int_equal(stats.relocations, 0);
 	/* Stopped within the hold; the next controller finishes the move. */
@@ -1038,6 +1057,135 @@ static void a_stranded_job_moves_alone_and_the_next_controller_deletes_it(void *
 	finish(r);
 }
 
+/* A Job JobSet made again during the wait (here: job 1 made anew while the
+ * pod route may still hold the old record) whose pod was pinned by the old
+ * runs is deleted when the wait ends, by its own uid; the listed uid is
+ * gone. Before, only the listed uid was deleted and such a Job's pods
+ * stayed pinned to the lost rack for good. */
+static void a_job_made_again_during_the_wait_with_old_pins_is_deleted(void **state)
+{
+	struct run *r = new_run();
+	char lost[8], pod[1024];
+
+	(void)state;
+	four_nodes(&r->fake);
+	node(&r->fake, "n5", "r3", "True", NULL);
+	node(&r->fake, "n6", "r3", "True", NULL);
+	gated_pair(&r->fake);
+	pair_jobs(&r->fake);
+	start_with(r, "rack", NULL, 1000);
+	wait_until(&r->fake, placed, "pair", 10, "pair placed");
+	snprintf(lost, sizeof(lost), "%s", rack_of_job(&r->fake, 1));
+	pthread_mutex_lock(&r->fake.lock);
+	delete_locked(&r->fake, NODES, "", strcmp(lost, "r1") == 0 ? "n1" : "n3");
+	delete_locked(&r->fake, NODES, "", strcmp(lost, "r1") == 0 ? "n2" : "n4");
+	pthread_mutex_unlock(&r->fake.lock);
+	wait_until(&r->fake, retire_listed, "w/1=job-1@", 10, "job 1 listed to delete");
+	/* JobSet made job 1 again during the wait; its pod pinned by the old runs. */
+	pthread_mutex_lock(&r->fake.lock);
+	delete_locked(&r->fake, JOBS, "ns", "pair-w-1");
+	pthread_mutex_unlock(&r->fake.lock);
+	put(&r->fake, JOBS,
+	    "{\"metadata\":{\"name\":\"pair-w-1\",\"namespace\":\"ns\",\"uid\":\"job-1b\",\"labels\":{"
+	    "\"jobset.sigs.k8s.io/jobset-uid\":\"js-pair\",\"jobset.sigs.k8s.io/restart-attempt\":\"0\"}}}");
+	snprintf(
+		pod, sizeof(pod),
+		"{\"metadata\":{\"name\":\"pair-w-1-0-x\",\"namespace\":\"ns\",\"uid\":\"pod-1b\","
+		"\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"pair\",\"jobset.sigs.k8s.io/replicatedjob-name\":"
+		"\"w\",\"jobset.sigs.k8s.io/job-index\":\"1\"},\"annotations\":{"
+		"\"batch.kubernetes.io/job-completion-index\":\"0\"},\"ownerReferences\":[{\"kind\":\"Job\","
+		"\"name\":\"pair-w-1\",\"uid\":\"job-1b\",\"controller\":true}]},"
+		"\"spec\":{\"nodeSelector\":{\"rack\":\"%s\"},\"containers\":[{\"name\":\"c\"}]}}",
+		lost);
+	put(&r->fake, PODS, pod);
+	wait_until(&r->fake, job_deleted, "DELETE /apis/batch/v1/namespaces/ns/jobs/pair-w-1", 15,
+		   "job 1 deleted");
+	if (logged(&r->fake, 0, "DELETE /apis/batch/v1/namespaces/ns/jobs/pair-w-1", "\"job-1b\"") < 0) {
+		print_log(&r->fake);
+		fail_msg("the Job made again was not deleted by its uid");
+	}
+	assert_int_equal(logged(&r->fake, 0, "PATCH", "\"suspend\":true"), -1);
+	finish(r);
+}
+
+/* RBAC without jobs (an install not upgraded): moving Jobs alone fails;
+ * after MOVE_FAILURES_MAX tries the whole JobSet is placed again, saying
+ * why, instead of its pods waiting for good. */
+static void moves_that_keep_failing_fall_back_to_the_whole_jobset(void **state)
+{
+	struct run *r = new_run();
+	char lost[8];
+
+	(void)state;
+	four_nodes(&r->fake);
+	node(&r->fake, "n5", "r3", "True", NULL);
+	node(&r->fake, "n6", "r3", "True", NULL);
+	gated_pair(&r->fake);
+	r->fake.jobs_forbidden = 1;
+	start(r, "rack");
+	wait_until(&r->fake, placed, "pair", 10, "pair placed");
+	snprintf(lost, sizeof(lost), "%s", rack_of_job(&r->fake, 1));
+	pthread_mutex_lock(&r->fake.lock);
+	delete_locked(&r->fake, NODES, "", strcmp(lost, "r1") == 0 ? "n1" : "n3");
+	delete_locked(&r->fake, NODES, "", strcmp(lost, "r1") == 0 ? "n2" : "n4");
+	pthread_mutex_unlock(&r->fake.lock);
+	wait_until(&r->fake, suspended_as_stuck, NULL, 20, "pair suspended to be placed again whole");
+	wait_until(&r->fake, placed, "pair", 20, "pair placed again whole");
+	assert_int_equal(logged(&r->fake, 0, "DELETE /apis/batch", NULL), -1);
+	finish(r);
+}
+
+/* Every pod of train ran (bound); then one is gone (its replacement would
+ * be pending) and every node of its rack is deleted. The Job started, so
+ * its failure policy decides: no move, no suspend, the record kept.
+ * Before, the replacement counted as stranded and the whole JobSet was
+ * suspended and placed again at once. */
+static void a_job_whose_pods_all_ran_is_left_to_its_failure_policy(void **state)
+{
+	struct run *r = new_run();
+	char *before, *after;
+
+	(void)state;
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "train", 4, "2");
+	start(r, "rack");
+	wait_until(&r->fake, placed_in, "r1", 10, "train placed in r1");
+	for (int i = 0; i < 4; i++) {
+		char pod[1024];
+
+		snprintf(
+			pod, sizeof(pod),
+			"{\"metadata\":{\"name\":\"train-w-0-%d\",\"namespace\":\"ns\",\"uid\":\"p%d\","
+			"\"labels\":{\"jobset.sigs.k8s.io/jobset-uid\":\"js-train\","
+			"\"jobset.sigs.k8s.io/replicatedjob-name\":\"w\",\"jobset.sigs.k8s.io/job-index\":\"0\","
+			"\"muster.dev/placement\":\"true\"},\"annotations\":{"
+			"\"batch.kubernetes.io/job-completion-index\":\"%d\"}},\"spec\":{\"nodeName\":\"n%d\","
+			"\"nodeSelector\":{\"rack\":\"r1\"},\"containers\":[{\"name\":\"c\",\"resources\":{"
+			"\"requests\":{\"cpu\":\"2\"}}}]},\"status\":{\"phase\":\"Running\"}}",
+			i, i, i, 1 + i / 2);
+		put(&r->fake, PODS, pod);
+	}
+	pause_ms(1500); /* passes see all four bound: the Job started */
+	before = record_text(&r->fake, "train");
+	pthread_mutex_lock(&r->fake.lock);
+	delete_locked(&r->fake, PODS, "ns", "train-w-0-3");
+	delete_locked(&r->fake, NODES, "", "n1");
+	delete_locked(&r->fake, NODES, "", "n2");
+	pthread_mutex_unlock(&r->fake.lock);
+	pause_ms(3000); /* several passes, each second */
+	after = record_text(&r->fake, "train");
+	assert_non_null(before);
+	assert_non_null(after);
+	assert_string_equal(before, after);
+	if (logged(&r->fake, 0, "PATCH", "\"suspend\":true") >= 0) {
+		print_log(&r->fake);
+		fail_msg("a started Job's pending replacement moved the JobSet");
+	}
+	free(before);
+	free(after);
+	finish(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1050,6 +1198,9 @@ int main(void)
 		cmocka_unit_test(a_record_of_before_attempts_is_adopted_not_replaced),
 		cmocka_unit_test(a_restart_is_handled_while_the_topology_is_unreadable),
 		cmocka_unit_test(a_stranded_job_moves_alone_and_the_next_controller_deletes_it),
+		cmocka_unit_test(a_job_made_again_during_the_wait_with_old_pins_is_deleted),
+		cmocka_unit_test(moves_that_keep_failing_fall_back_to_the_whole_jobset),
+		cmocka_unit_test(a_job_whose_pods_all_ran_is_left_to_its_failure_policy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
