@@ -40,13 +40,16 @@
 enum { API_NODES, API_PODS, API_JOBSETS, API_WRITES, API_COUNT };
 enum { WATCH_NODES, WATCH_PODS, WATCH_JOBSETS, WATCH_COUNT };
 
-/* A Job moved alone: until `until` its pods count as not bound, so that
- * the old pods (deleted with the Job, not gone yet) do not hide the room
- * its new runs need (their own use is counted where they run). */
+/* A Job moved alone: until `until`, its old pods (bound where it was, by
+ * name; deleted with the Job, not gone yet) count as not bound, so they do
+ * not hide the room its new runs need (their own use is counted where they
+ * run). Its new pods, once bound, count as bound. */
 struct moved_job {
 	char replicated_job[64];
 	uint32_t job;
 	double until; /* monotonic */
+	char (*old_pods)[254];
+	size_t old_count;
 };
 
 /* A JobSet carrying muster.dev/placement. */
@@ -200,6 +203,8 @@ static void pjobset_free(struct pjobset *j)
 	topo_store_free(&j->store);
 	topo_record_free(j->record);
 	free(j->retire);
+	for (size_t i = 0; i < j->moved_count; i++)
+		free(j->moved[i].old_pods);
 	free(j->moved);
 	free(j->started);
 	free(j);
@@ -1056,6 +1061,20 @@ static void note_started(struct pass *p, struct pjobset *j)
 	}
 }
 
+/* 1 when some node of the pass's cluster is in the pod's recorded domain. */
+static int domain_has_nodes(const struct pass *p, const char *rj, uint32_t job, uint32_t completion)
+{
+	const char *selector = NULL;
+
+	if (!p->work_cluster || !p->current->record ||
+	    !topo_record_find(p->current->record, rj, job, completion, &selector) || !*selector)
+		return 1;
+	for (size_t n = 0; n < p->work_cluster->node_count; n++)
+		if (topo_record_selector_matches(selector, &p->work_cluster->nodes[n]))
+			return 1;
+	return 0;
+}
+
 static int pod_bound(void *arg, const char *rj, uint32_t job, uint32_t completion)
 {
 	struct pass *p = arg;
@@ -1063,17 +1082,32 @@ static int pod_bound(void *arg, const char *rj, uint32_t job, uint32_t completio
 	long n;
 
 	/* A moved Job's old pods, bound where it was, are being deleted: its
-	 * new runs keep their room promised meanwhile. */
+	 * new runs keep their room promised meanwhile; its new pods, once
+	 * bound, are bound. */
 	for (size_t i = 0; i < j->moved_count; i++)
 		if (j->moved[i].job == job && strcmp(j->moved[i].replicated_job, rj) == 0 &&
-		    j->moved[i].until > now_s())
-			return 0;
+		    j->moved[i].until > now_s()) {
+			char key[600];
+			const struct bound *b;
+
+			snprintf(key, sizeof(key), "%s/%u/%s/%u/%u", j->uid, j->record_attempt, rj, job,
+				 completion);
+			if (!(b = (const struct bound *)name_table_find(&p->loop->bound, j->namespace, key)))
+				return 0;
+			for (size_t k = 0; k < j->moved[i].old_count; k++)
+				if (strcmp(j->moved[i].old_pods[k], b->pod) == 0)
+					return 0;
+			return 1;
+		}
+	if (bound_now(p, rj, job, completion))
+		return 1;
 	/* A started Job's pod pending again is its failure policy's: it
-	 * promises no room and is never stranded. */
+	 * promises no room and is never stranded; unless its domain has no
+	 * node left at all (it could never run, and never fail either). */
 	if (j->started && j->started_attempt == j->record_attempt && (n = job_number(j, rj, job)) >= 0 &&
 	    (size_t)n < j->started_count && j->started[n])
-		return 1;
-	return bound_now(p, rj, job, completion);
+		return domain_has_nodes(p, rj, job, completion);
+	return 0;
 }
 
 /* 1 when a pod the JobSet's request implies is not bound (p->current is j). */
@@ -1388,14 +1422,15 @@ static int bound_or_moving(void *arg, const char *rj, uint32_t job, uint32_t com
 	return pod_bound(sm->p, rj, job, completion);
 }
 
-/* Only the moving Jobs' pods that are not bound: the rest count as bound. */
+/* Only the moving Jobs' pods, all of them: the rest count as bound. */
 static int bound_or_staying(void *arg, const char *rj, uint32_t job, uint32_t completion)
 {
 	const struct skip_moving *sm = arg;
 
+	(void)completion;
 	for (size_t i = 0; i < sm->moving->count; i++)
 		if (sm->moving->jobs[i].job_index == job && strcmp(sm->moving->names[i], rj) == 0)
-			return pod_bound(sm->p, rj, job, completion);
+			return 0; /* its pods bound now are old ones: every pod takes room anew */
 	return 1;
 }
 
@@ -1833,6 +1868,10 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 		j->stranded_since = 0;
 		j->move_stuck = 0;
 		j->move_failures = 0;
+		/* Placed afresh: no Job of the new placement has started. */
+		free(j->started);
+		j->started = NULL;
+		j->started_count = 0;
 	}
 	if (r->kind == RELOCATE_RESTART)
 		loop->stats.restarts++;
@@ -1894,29 +1933,56 @@ static void move_failed(struct placement_loop *loop, const char *namespace, cons
 	pthread_mutex_unlock(&loop->lock);
 }
 
-/* Notes `job` as moved (its pods count as not bound until `until`). Under lock. */
-static void note_moved(struct pjobset *j, const char *rj, uint32_t job, double until)
+/* Notes `job` as moved until `until`, adding the pods of it bound now to
+ * its old pods (none of its new pods exists before its old Job is gone).
+ * Under lock. */
+static void note_moved(struct placement_loop *loop, struct pjobset *j, const char *rj, uint32_t job,
+		       double until)
 {
-	struct moved_job *grown;
+	const struct topo_jobset_group *group = group_named(j, rj);
+	struct moved_job *m = NULL;
 
-	for (size_t i = 0; i < j->moved_count; i++)
-		if (j->moved[i].job == job && strcmp(j->moved[i].replicated_job, rj) == 0) {
-			j->moved[i].until = until;
-			return;
-		}
-	for (size_t i = 0; i < j->moved_count; i++) /* reuse an expired slot */
+	for (size_t i = 0; i < j->moved_count && !m; i++)
+		if (j->moved[i].job == job && strcmp(j->moved[i].replicated_job, rj) == 0)
+			m = &j->moved[i];
+	for (size_t i = 0; i < j->moved_count && !m; i++) /* reuse an expired slot */
 		if (j->moved[i].until < now_s()) {
-			snprintf(j->moved[i].replicated_job, sizeof(j->moved[i].replicated_job), "%s", rj);
-			j->moved[i].job = job;
-			j->moved[i].until = until;
-			return;
+			m = &j->moved[i];
+			free(m->old_pods);
+			m->old_pods = NULL;
+			m->old_count = 0;
 		}
-	if (!(grown = realloc(j->moved, (j->moved_count + 1) * sizeof(*grown))))
-		return;
-	j->moved = grown;
-	snprintf(grown[j->moved_count].replicated_job, sizeof(grown[0].replicated_job), "%s", rj);
-	grown[j->moved_count].job = job;
-	grown[j->moved_count++].until = until;
+	if (!m) {
+		struct moved_job *grown = realloc(j->moved, (j->moved_count + 1) * sizeof(*grown));
+
+		if (!grown)
+			return;
+		j->moved = grown;
+		m = &grown[j->moved_count++];
+		memset(m, 0, sizeof(*m));
+	}
+	snprintf(m->replicated_job, sizeof(m->replicated_job), "%s", rj);
+	m->job = job;
+	m->until = until;
+	for (unsigned c = 0; group && c < group->pods; c++) {
+		char key[600];
+		const struct bound *b;
+		int known = 0;
+
+		snprintf(key, sizeof(key), "%s/%u/%s/%u/%u", j->uid, j->record_attempt, rj, job, c);
+		if (!(b = (const struct bound *)name_table_find(&loop->bound, j->namespace, key)))
+			continue;
+		for (size_t k = 0; k < m->old_count && !known; k++)
+			known = strcmp(m->old_pods[k], b->pod) == 0;
+		if (!known) {
+			char(*grown)[254] = realloc(m->old_pods, (m->old_count + 1) * sizeof(*grown));
+
+			if (!grown)
+				return;
+			m->old_pods = grown;
+			snprintf(grown[m->old_count++], sizeof(grown[0]), "%s", b->pod);
+		}
+	}
 }
 
 /* Writes a move: the record with the moved Jobs' new runs and, in the same
@@ -2053,7 +2119,7 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 		j->move_refused_noted = 0;
 		j->move_failures = 0;
 		for (size_t i = 0; i < m->count; i++)
-			note_moved(j, m->names[i], m->job_index[i],
+			note_moved(loop, j, m->names[i], m->job_index[i],
 				   now_s() + (due - wall_s()) + MOVED_HOLD_S);
 		if (!loop->next_retire || due < loop->next_retire)
 			loop->next_retire = due;
@@ -2293,10 +2359,11 @@ static void retire_due(struct placement_loop *loop)
 				     "jobset=%s/%s job=%s-%s-%u err=%s cause=\"%s\" action=\"retried\"",
 				     w->namespace, w->name, w->name, w->due[i].replicated_job, w->due[i].job,
 				     kube_err_name(err), cause ? cause : "");
-				move_failed(loop, w->namespace, w->name, w->uid);
 			}
 			free(cause);
 		}
+		if (!done && w->count) /* one failure a JobSet a pass */
+			move_failed(loop, w->namespace, w->name, w->uid);
 		if (done) {
 			struct pjobset *j;
 			struct topo_retire *left = NULL;
@@ -2321,10 +2388,11 @@ static void retire_due(struct placement_loop *loop)
 				}
 				j->retire_count = left_count;
 				j->move_failures = 0;
+				j->move_stuck = 0;
 				loop->stats.jobs_retired += done;
 				for (size_t d = 0; d < w->count; d++)
 					if (w->due[d].due < 0)
-						note_moved(j, w->due[d].replicated_job, w->due[d].job,
+						note_moved(loop, j, w->due[d].replicated_job, w->due[d].job,
 							   now_s() + MOVED_HOLD_S);
 				if (left_count && (left = malloc(left_count * sizeof(*left))))
 					memcpy(left, j->retire, left_count * sizeof(*left));

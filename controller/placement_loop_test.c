@@ -1073,7 +1073,7 @@ static void a_job_made_again_during_the_wait_with_old_pins_is_deleted(void **sta
 	node(&r->fake, "n6", "r3", "True", NULL);
 	gated_pair(&r->fake);
 	pair_jobs(&r->fake);
-	start_with(r, "rack", NULL, 1000);
+	start_with(r, "rack", NULL, 3000);
 	wait_until(&r->fake, placed, "pair", 10, "pair placed");
 	snprintf(lost, sizeof(lost), "%s", rack_of_job(&r->fake, 1));
 	pthread_mutex_lock(&r->fake.lock);
@@ -1136,13 +1136,17 @@ static void moves_that_keep_failing_fall_back_to_the_whole_jobset(void **state)
 }
 
 /* Every pod of train ran (bound); then one is gone (its replacement would
- * be pending) and every node of its rack is deleted. The Job started, so
- * its failure policy decides: no move, no suspend, the record kept.
- * Before, the replacement counted as stranded and the whole JobSet was
- * suspended and placed again at once. */
+ * be pending) and both nodes of its rack get a taint it does not tolerate.
+ * The Job started, so its failure policy decides: no move, no suspend,
+ * the record kept, over several passes. Once the rack's nodes are deleted
+ * too, the replacement could never run (nor fail): the JobSet is placed
+ * again. Before, the replacement counted as stranded and the whole JobSet
+ * was suspended and placed again as soon as the taint came. */
 static void a_job_whose_pods_all_ran_is_left_to_its_failure_policy(void **state)
 {
 	struct run *r = new_run();
+	struct placement_stats stats;
+	uint64_t passes;
 	char *before, *after;
 
 	(void)state;
@@ -1165,14 +1169,25 @@ static void a_job_whose_pods_all_ran_is_left_to_its_failure_policy(void **state)
 			i, i, i, 1 + i / 2);
 		put(&r->fake, PODS, pod);
 	}
-	pause_ms(1500); /* passes see all four bound: the Job started */
+	/* A Node event after the pods' (one watch stream each, in order of
+	 * arrival): the pass it brings sees all four bound, the Job started. */
+	pause_ms(200);
+	placement_loop_stats(r->loop, &stats);
+	passes = stats.passes;
+	node(&r->fake, "n4", "r2", "True", NULL);
+	while (placement_loop_stats(r->loop, &stats), stats.passes <= passes)
+		pause_ms(10);
 	before = record_text(&r->fake, "train");
 	pthread_mutex_lock(&r->fake.lock);
 	delete_locked(&r->fake, PODS, "ns", "train-w-0-3");
-	delete_locked(&r->fake, NODES, "", "n1");
-	delete_locked(&r->fake, NODES, "", "n2");
 	pthread_mutex_unlock(&r->fake.lock);
-	pause_ms(3000); /* several passes, each second */
+	placement_loop_stats(r->loop, &stats);
+	passes = stats.passes;
+	node(&r->fake, "n1", "r1", "True", "maintenance");
+	node(&r->fake, "n2", "r1", "True", "maintenance");
+	pause_ms(2500); /* past --placement-replace-after (1 s here) */
+	placement_loop_stats(r->loop, &stats);
+	assert_true(stats.passes > passes); /* the taint was seen */
 	after = record_text(&r->fake, "train");
 	assert_non_null(before);
 	assert_non_null(after);
@@ -1181,6 +1196,11 @@ static void a_job_whose_pods_all_ran_is_left_to_its_failure_policy(void **state)
 		print_log(&r->fake);
 		fail_msg("a started Job's pending replacement moved the JobSet");
 	}
+	pthread_mutex_lock(&r->fake.lock);
+	delete_locked(&r->fake, NODES, "", "n1");
+	delete_locked(&r->fake, NODES, "", "n2");
+	pthread_mutex_unlock(&r->fake.lock);
+	wait_until(&r->fake, placed_in, "r2", 30, "train placed again in r2 once its rack is gone");
 	free(before);
 	free(after);
 	finish(r);
