@@ -72,8 +72,14 @@ static const char *tied(const struct topo_request *r, const struct topo_group *g
 {
 	if (r->whole.mode != TOPO_MODE_NONE && !g->outside_whole)
 		return "the JobSet's own topology request holds all its Jobs in one domain";
-	if (g->job_pods)
-		return "Kueue places the replicas of a replicated job as one PodSet";
+	/* Kueue's PodSet (every replica as one): a Job moves alone only when
+	 * nothing PodSet-wide holds it, no level for the whole PodSet, and its
+	 * slices never cross Jobs (the slice size divides a Job's pods). */
+	if (g->job_pods &&
+	    ((g->constraint.mode != TOPO_MODE_NONE && g->constraint.mode != TOPO_MODE_UNCONSTRAINED) ||
+	     (g->slice_size > 1 && g->job_pods % g->slice_size != 0)))
+		return "Kueue places the replicas of a replicated job as one PodSet (a level for the whole PodSet, "
+		       "or slices across its Jobs)";
 	if (g->together)
 		return "it is co-placed with other replicated jobs (podset-group-name)";
 	return NULL;
@@ -127,6 +133,10 @@ int topo_move(const struct topo_jobset *jobset, const struct topo_tree *tree,
 		sub_groups[sub.group_count] = groups[g];
 		sub_groups[sub.group_count].replicas = moved;
 		sub_groups[sub.group_count].outside_whole = 0;
+		if (groups[g].job_pods) { /* a PodSet's Jobs, each one instance here */
+			sub_groups[sub.group_count].pods = groups[g].job_pods;
+			sub_groups[sub.group_count].job_pods = 0;
+		}
 		if (!(maps[sub.group_count] = malloc(moved * sizeof(uint32_t)))) {
 			cause_fail(cause, "move: out of memory");
 			goto out;
@@ -134,7 +144,7 @@ int topo_move(const struct topo_jobset *jobset, const struct topo_tree *tree,
 		moved = 0;
 		for (size_t i = 0; i < count; i++)
 			if (strcmp(jobs[i].replicated_job, groups[g].name) == 0) {
-				if (jobs[i].job_index >= groups[g].replicas) {
+				if (jobs[i].job_index >= jobset->groups[g].replicas) {
 					cause_fail(cause, "move: %s has no job %u", groups[g].name,
 						   jobs[i].job_index);
 					goto out;

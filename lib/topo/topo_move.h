@@ -10,7 +10,9 @@
  * A Job moves alone only when nothing ties it to the others: not when the
  * JobSet's own constraint holds its Jobs in one domain (unless the Job's
  * replicated job is outside it), not a Kueue PodSet of several replicas
- * (they are placed as one), not replicated jobs co-placed by
+ * with a level for the whole PodSet or slices across its Jobs (they are
+ * placed as one; a PodSet of slices that each hold within one Job, and no
+ * PodSet-wide level, moves Job by Job), not replicated jobs co-placed by
  * podset-group-name, and not when every Job of the JobSet would move (that
  * is the whole JobSet placed again). Each moved Job gets its own constraint
  * again (required, preferred, slices, exclusive-topology); the domains of an

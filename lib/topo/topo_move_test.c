@@ -216,6 +216,43 @@ static void jobs_tied_together_or_all_moving_are_left_to_the_whole_jobset(void *
 	unmake(&f);
 }
 
+static void a_kueue_podset_of_one_slice_a_job_moves_job_by_job(void **state)
+{
+	struct fixture f;
+	const struct topo_move_job move = { "w", 1 };
+	char where[256], *out = NULL, *cause = NULL;
+	struct topo_record *r;
+	const char *a, *b;
+
+	(void)state;
+	/* Kueue's PodSet of 3 Jobs, each slice of 2 pods (one Job) in a rack,
+	 * no level for the whole PodSet: job 1 moves alone. */
+	make(&f, "", "\"" KUEUE_ANNOTATION_SLICE "\":\"rack\",\"" KUEUE_ANNOTATION_SLICE_SIZE "\":\"2\"",
+	     1u << 2);
+	assert_int_equal(topo_move(f.jobset, f.tree, f.record, &move, 1, &out, where, sizeof(where), &cause),
+			 TOPO_MOVE_PLACED);
+	r = parsed(out);
+	a = selector_of(r, 1, 0);
+	b = selector_of(r, 1, 1);
+	assert_string_equal(a, b); /* the slice in one rack */
+	assert_string_not_equal(a, "block=b1,rack=r2");
+	assert_string_equal(selector_of(r, 0, 0), "block=b1,rack=r1");
+	assert_string_equal(selector_of(r, 2, 1), "block=b2,rack=r3");
+	topo_record_free(r);
+	free(out);
+	unmake(&f);
+	/* With a level for the whole PodSet too, its Jobs are tied. */
+	make(&f, "",
+	     "\"" KUEUE_ANNOTATION_REQUIRED "\":\"block\",\"" KUEUE_ANNOTATION_SLICE
+	     "\":\"rack\",\"" KUEUE_ANNOTATION_SLICE_SIZE "\":\"2\"",
+	     1u << 2);
+	assert_int_equal(topo_move(f.jobset, f.tree, f.record, &move, 1, &out, where, sizeof(where), &cause),
+			 TOPO_MOVE_TIED);
+	assert_non_null(strstr(cause, "PodSet"));
+	free(cause);
+	unmake(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,6 +260,7 @@ int main(void)
 		cmocka_unit_test(a_job_that_is_not_exclusive_may_share_a_staying_jobs_rack),
 		cmocka_unit_test(no_room_anywhere_is_no_room_with_the_cores_sentence),
 		cmocka_unit_test(jobs_tied_together_or_all_moving_are_left_to_the_whole_jobset),
+		cmocka_unit_test(a_kueue_podset_of_one_slice_a_job_moves_job_by_job),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
