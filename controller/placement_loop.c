@@ -1244,6 +1244,21 @@ static void reserve_others(struct pass *p, const struct topo_cluster *snapshot, 
 	p->work_nodes = saved_nodes;
 }
 
+/* Room for a copy of the snapshot's nodes to model j on (malloc'd), and
+ * *level: with no topology at all, the one label the JobSet names, as
+ * decide() does. NULL when j cannot be modelled (no topology and no single
+ * label, a topology problem, no node, no memory). */
+static struct topo_node *model_scratch(const struct topology *top, const struct topo_cluster *snapshot,
+				       const struct pjobset *j, const char **level)
+{
+	*level = NULL;
+	if (top->none && !(*level = single_level(&j->request)))
+		return NULL;
+	if ((top->problem[0] && !top->none) || !snapshot->node_count)
+		return NULL;
+	return malloc(snapshot->node_count * sizeof(struct topo_node));
+}
+
 /* 1 when the JobSet of a relocation would fit the cluster now, its own
  * promise given back (its bound pods still counted: conservative), every
  * other JobSet's taken: placing it again is worth suspending it; 0 when it
@@ -1265,11 +1280,7 @@ static int fits_elsewhere(struct pass *p, const struct topology *top, const stru
 
 	if (!top->read)
 		return -1;
-	/* No topology at all: the one label the JobSet names, as decide() does. */
-	if (top->none && !(level = single_level(&j->request)))
-		return 0;
-	if ((top->problem[0] && !top->none) || !snapshot->node_count ||
-	    !(scratch = malloc(snapshot->node_count * sizeof(*scratch))))
+	if (!(scratch = model_scratch(top, snapshot, j, &level)))
 		return 0;
 	reserve_others(p, snapshot, &c, scratch, j);
 	t = level ? topo_tree_from_levels(&c, &level, 1, &cause) : build_tree(top, &c, &cause);
@@ -1450,12 +1461,7 @@ static int try_move(struct pass *p, const struct topology *top, const struct top
 	char where[256], *text = NULL, *cause = NULL;
 	int rc = -1;
 
-	if (!top->read || !j->record || !j->decoded)
-		return 0;
-	if (top->none && !(level = single_level(&j->request)))
-		return 0;
-	if ((top->problem[0] && !top->none) || !snapshot->node_count ||
-	    !(scratch = malloc(snapshot->node_count * sizeof(*scratch))))
+	if (!top->read || !j->record || !j->decoded || !(scratch = model_scratch(top, snapshot, j, &level)))
 		return 0;
 	/* Which Jobs have pods with no room, every other JobSet's room taken. */
 	reserve_others(p, snapshot, &c, scratch, j);
