@@ -932,6 +932,23 @@ static void a_restart_is_handled_while_the_topology_is_unreadable(void **state)
 	finish(r);
 }
 
+/* four_nodes, and rack r3 (n5 n6) free to move to. */
+static void six_nodes(struct fake *f)
+{
+	four_nodes(f);
+	node(f, "n5", "r3", "True", NULL);
+	node(f, "n6", "r3", "True", NULL);
+}
+
+/* Deletes both nodes of rack r1 or r2. */
+static void lose_rack(struct fake *f, const char *rack)
+{
+	pthread_mutex_lock(&f->lock);
+	delete_locked(f, NODES, "", strcmp(rack, "r1") == 0 ? "n1" : "n3");
+	delete_locked(f, NODES, "", strcmp(rack, "r1") == 0 ? "n2" : "n4");
+	pthread_mutex_unlock(&f->lock);
+}
+
 /* The Jobs of "pair" (2 Jobs of 2 pods of 3 cpu, each alone in a rack:
  * upstream JobSet's exclusive-topology) as JobSet made them. */
 static void pair_jobs(struct fake *f)
@@ -1014,9 +1031,7 @@ static void a_stranded_job_moves_alone_and_the_next_controller_deletes_it(void *
 	char lost[8], kept[8], *text;
 
 	(void)state;
-	four_nodes(&r->fake);
-	node(&r->fake, "n5", "r3", "True", NULL);
-	node(&r->fake, "n6", "r3", "True", NULL);
+	six_nodes(&r->fake);
 	gated_pair(&r->fake);
 	pair_jobs(&r->fake);
 	start_with(r, "rack", NULL, 2000);
@@ -1025,10 +1040,7 @@ static void a_stranded_job_moves_alone_and_the_next_controller_deletes_it(void *
 	snprintf(lost, sizeof(lost), "%s", rack_of_job(&r->fake, 1));
 	assert_string_not_equal(kept, lost);
 	assert_string_not_equal(lost, "r3");
-	pthread_mutex_lock(&r->fake.lock);
-	delete_locked(&r->fake, NODES, "", strcmp(lost, "r1") == 0 ? "n1" : "n3");
-	delete_locked(&r->fake, NODES, "", strcmp(lost, "r1") == 0 ? "n2" : "n4");
-	pthread_mutex_unlock(&r->fake.lock);
+	lose_rack(&r->fake, lost);
 	wait_until(&r->fake, retire_listed, "w/1=job-1@", 10, "job 1 listed to delete");
 	assert_string_equal(rack_of_job(&r->fake, 1), "r3");
 	assert_string_equal(rack_of_job(&r->fake, 0), kept);
@@ -1073,18 +1085,13 @@ static void a_job_made_again_during_the_wait_with_old_pins_is_deleted(void **sta
 	char lost[8], pod[1024];
 
 	(void)state;
-	four_nodes(&r->fake);
-	node(&r->fake, "n5", "r3", "True", NULL);
-	node(&r->fake, "n6", "r3", "True", NULL);
+	six_nodes(&r->fake);
 	gated_pair(&r->fake);
 	pair_jobs(&r->fake);
 	start_with(r, "rack", NULL, 3000);
 	wait_until(&r->fake, placed, "pair", 10, "pair placed");
 	snprintf(lost, sizeof(lost), "%s", rack_of_job(&r->fake, 1));
-	pthread_mutex_lock(&r->fake.lock);
-	delete_locked(&r->fake, NODES, "", strcmp(lost, "r1") == 0 ? "n1" : "n3");
-	delete_locked(&r->fake, NODES, "", strcmp(lost, "r1") == 0 ? "n2" : "n4");
-	pthread_mutex_unlock(&r->fake.lock);
+	lose_rack(&r->fake, lost);
 	wait_until(&r->fake, retire_listed, "w/1=job-1@", 10, "job 1 listed to delete");
 	/* JobSet made job 1 again during the wait; its pod pinned by the old runs. */
 	pthread_mutex_lock(&r->fake.lock);
@@ -1122,18 +1129,13 @@ static void moves_that_keep_failing_fall_back_to_the_whole_jobset(void **state)
 	char lost[8];
 
 	(void)state;
-	four_nodes(&r->fake);
-	node(&r->fake, "n5", "r3", "True", NULL);
-	node(&r->fake, "n6", "r3", "True", NULL);
+	six_nodes(&r->fake);
 	gated_pair(&r->fake);
 	r->fake.jobs_forbidden = 1;
 	start(r, "rack");
 	wait_until(&r->fake, placed, "pair", 10, "pair placed");
 	snprintf(lost, sizeof(lost), "%s", rack_of_job(&r->fake, 1));
-	pthread_mutex_lock(&r->fake.lock);
-	delete_locked(&r->fake, NODES, "", strcmp(lost, "r1") == 0 ? "n1" : "n3");
-	delete_locked(&r->fake, NODES, "", strcmp(lost, "r1") == 0 ? "n2" : "n4");
-	pthread_mutex_unlock(&r->fake.lock);
+	lose_rack(&r->fake, lost);
 	wait_until(&r->fake, suspended_as_stuck, NULL, 20, "pair suspended to be placed again whole");
 	wait_until(&r->fake, placed, "pair", 20, "pair placed again whole");
 	assert_int_equal(logged(&r->fake, 0, "DELETE /apis/batch", NULL), -1);
