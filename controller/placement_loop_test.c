@@ -1182,8 +1182,11 @@ static void a_job_whose_pods_all_ran_is_left_to_its_failure_policy(void **state)
 	placement_loop_stats(r->loop, &stats);
 	passes = stats.passes;
 	node(&r->fake, "n4", "r2", "True", NULL);
-	while (placement_loop_stats(r->loop, &stats), stats.passes <= passes)
+	for (int i = 0; placement_loop_stats(r->loop, &stats), stats.passes <= passes; i++) {
+		if (i == 1000)
+			fail_msg("no pass in 10 s after a Node event");
 		pause_ms(10);
+	}
 	before = record_text(&r->fake, "train");
 	pthread_mutex_lock(&r->fake.lock);
 	delete_locked(&r->fake, PODS, "ns", "train-w-0-3");
