@@ -21,15 +21,38 @@ struct entry {
 	char namespace[64];
 	char jobset[254];
 	struct topo_record *record;
-	time_t read_at;
+	time_t read_at; /* when the GET that read it was sent */
+	int refreshing; /* a lookup is reading it again ahead of its expiry */
 };
 
 struct record_cache {
 	pthread_mutex_t lock; /* the entries */
-	pthread_mutex_t api; /* the client */
+	pthread_mutex_t api; /* the client; held from a GET to the keep() of its answer */
 	struct kube_client *client;
+	time_t (*clock)(void *arg);
+	void *clock_arg;
 	struct entry entries[RECORD_CACHE_ENTRIES];
 };
+
+static time_t monotonic_s(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+void record_cache_set_clock(struct record_cache *cache, time_t (*clock)(void *arg), void *arg)
+{
+	cache->clock = clock ? clock : monotonic_s;
+	cache->clock_arg = arg;
+}
+
+static time_t now_s(const struct record_cache *c)
+{
+	return c->clock(c->clock_arg);
+}
 
 int record_cache_new(struct kube_client *client, struct record_cache **out, char **cause)
 {
@@ -41,6 +64,7 @@ int record_cache_new(struct kube_client *client, struct record_cache **out, char
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->api, NULL);
 	c->client = client;
+	c->clock = monotonic_s;
 	*out = c;
 	return 0;
 }
@@ -56,20 +80,12 @@ void record_cache_free(struct record_cache *cache)
 	free(cache);
 }
 
-static time_t now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
-}
-
 /* The fresh entry for namespace/jobset of this uid and restart attempt, or
  * NULL. Under lock. */
 static struct entry *find(struct record_cache *c, const char *namespace, const char *jobset, const char *uid,
 			  uint32_t attempt)
 {
-	time_t now = now_s();
+	time_t now = now_s(c);
 
 	for (size_t i = 0; i < RECORD_CACHE_ENTRIES; i++) {
 		struct entry *e = &c->entries[i];
@@ -86,7 +102,7 @@ static struct entry *find(struct record_cache *c, const char *namespace, const c
 /* Keeps a record read just now: replaces the entry of that JobSet, else an
  * empty one, else the oldest. Under lock; takes the record. */
 static struct entry *keep(struct record_cache *c, const char *namespace, const char *jobset,
-			  struct topo_record *record)
+			  struct topo_record *record, time_t read_at)
 {
 	struct entry *slot = NULL;
 
@@ -107,11 +123,13 @@ static struct entry *keep(struct record_cache *c, const char *namespace, const c
 	snprintf(slot->namespace, sizeof(slot->namespace), "%s", namespace);
 	snprintf(slot->jobset, sizeof(slot->jobset), "%s", jobset);
 	slot->record = record;
-	slot->read_at = now_s();
+	slot->read_at = read_at;
+	slot->refreshing = 0;
 	return slot;
 }
 
-/* GETs and parses the record; -1 with the cause naming the ConfigMap. */
+/* GETs and parses the record; -1 with the cause naming the ConfigMap. The
+ * caller holds c->api. */
 static int read_record(struct record_cache *c, const char *namespace, const char *jobset, const char *uid,
 		       struct topo_record **out, char **cause)
 {
@@ -127,9 +145,7 @@ static int read_record(struct record_cache *c, const char *namespace, const char
 				  "the placement of record");
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s" MUSTER_PLACEMENT_SUFFIX, namespace,
 		 jobset);
-	pthread_mutex_lock(&c->api);
 	err = kube_get(c->client, path, &configmap, &inner);
-	pthread_mutex_unlock(&c->api);
 	if (err == KUBE_ENOTFOUND) {
 		free(inner);
 		return cause_fail(
@@ -173,55 +189,122 @@ static int read_record(struct record_cache *c, const char *namespace, const char
 	return 0;
 }
 
+/* The entry of namespace/jobset, fresh or not, or NULL. Under lock. */
+static struct entry *entry_of(struct record_cache *c, const char *namespace, const char *jobset)
+{
+	for (size_t i = 0; i < RECORD_CACHE_ENTRIES; i++)
+		if (c->entries[i].record && strcmp(c->entries[i].namespace, namespace) == 0 &&
+		    strcmp(c->entries[i].jobset, jobset) == 0)
+			return &c->entries[i];
+	return NULL;
+}
+
+/* The pod's selector from entry e into `selector`: 1, or 0 with the cause.
+ * Under lock. */
+static int lookup(const struct entry *e, const char *namespace, const char *jobset,
+		  const char *replicated_job, uint32_t job_index, uint32_t completion, char *selector,
+		  size_t size, char **cause)
+{
+	const char *found = NULL;
+	int rc = topo_record_find(e->record, replicated_job, job_index, completion, &found);
+
+	if (rc)
+		snprintf(selector, size, "%s", found);
+	else
+		cause_fail(
+			cause,
+			"the placement of record of JobSet %s/%s has no pod %s job %u index %u (the JobSet "
+			"changed after it was placed?)",
+			namespace, jobset, replicated_job, job_index, completion);
+	return rc;
+}
+
+/* Reads the record of namespace/jobset again while its entry is still fresh
+ * (the entry is marked refreshing): on success the entry is replaced, on
+ * failure it is kept until it expires, and the next lookup after that reads
+ * the API and says why. */
+static void refresh(struct record_cache *c, const char *namespace, const char *jobset, const char *uid)
+{
+	struct topo_record *record = NULL;
+	struct entry *e;
+	char *cause = NULL;
+	time_t sent;
+
+	pthread_mutex_lock(&c->api);
+	sent = now_s(c);
+	if (read_record(c, namespace, jobset, uid, &record, &cause))
+		record = NULL;
+	pthread_mutex_lock(&c->lock);
+	if (record)
+		keep(c, namespace, jobset, record, sent);
+	else if ((e = entry_of(c, namespace, jobset)))
+		e->refreshing = 0;
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->api);
+	free(cause);
+}
+
 int record_cache_selector(struct record_cache *cache, const char *namespace, const char *jobset,
 			  const char *uid, uint32_t attempt, const char *replicated_job, uint32_t job_index,
 			  uint32_t completion, char *selector, size_t size, char **cause)
 {
 	struct entry *e;
 	struct topo_record *record = NULL;
-	const char *found = NULL;
 	uint32_t placed;
-	int rc;
+	time_t sent;
+	int rc, ahead = 0;
 
 	pthread_mutex_lock(&cache->lock);
 	e = find(cache, namespace, jobset, uid, attempt);
+	if (e) {
+		/* Fresh: answered from it. Near its expiry, this lookup alone
+		 * also reads it again, so that the others never wait for it. */
+		if (!e->refreshing && now_s(cache) - e->read_at >= RECORD_CACHE_TTL_S - RECORD_CACHE_AHEAD_S)
+			ahead = e->refreshing = 1;
+		rc = lookup(e, namespace, jobset, replicated_job, job_index, completion, selector, size,
+			    cause);
+		pthread_mutex_unlock(&cache->lock);
+		if (ahead)
+			refresh(cache, namespace, jobset, uid);
+		return rc;
+	}
 	pthread_mutex_unlock(&cache->lock);
-	if (!e) {
-		if (read_record(cache, namespace, jobset, uid, &record, cause))
-			return -1;
-		/* Another attempt's placement never pins this pod: a restart is
-		 * placed afresh (the record of attempt N+1 replaces that of N). */
-		if (topo_record_has_attempt(record) && (placed = topo_record_attempt(record)) != attempt) {
-			topo_record_free(record);
-			return cause_fail(
-				cause,
-				"the placement of record of JobSet %s/%s is for restart attempt %u, this pod "
-				"is of attempt %u (%s): %s",
-				namespace, jobset, placed, attempt, JOBSET_LABEL_RESTART_ATTEMPT,
-				placed < attempt ? "muster-controller places the new attempt afresh; the Job "
-						   "controller retries this pod"
-						 : "a pod of an earlier attempt is not made again");
-		}
+
+	/* Missing or expired: one GET at a time, and a lookup that waited for
+	 * another's uses what that one read. */
+	pthread_mutex_lock(&cache->api);
+	pthread_mutex_lock(&cache->lock);
+	if ((e = find(cache, namespace, jobset, uid, attempt))) {
+		rc = lookup(e, namespace, jobset, replicated_job, job_index, completion, selector, size,
+			    cause);
+		pthread_mutex_unlock(&cache->lock);
+		pthread_mutex_unlock(&cache->api);
+		return rc;
+	}
+	pthread_mutex_unlock(&cache->lock);
+	sent = now_s(cache);
+	if (read_record(cache, namespace, jobset, uid, &record, cause)) {
+		pthread_mutex_unlock(&cache->api);
+		return -1;
+	}
+	/* Another attempt's placement never pins this pod: a restart is
+	 * placed afresh (the record of attempt N+1 replaces that of N). */
+	if (topo_record_has_attempt(record) && (placed = topo_record_attempt(record)) != attempt) {
+		pthread_mutex_unlock(&cache->api);
+		topo_record_free(record);
+		return cause_fail(
+			cause,
+			"the placement of record of JobSet %s/%s is for restart attempt %u, this pod "
+			"is of attempt %u (%s): %s",
+			namespace, jobset, placed, attempt, JOBSET_LABEL_RESTART_ATTEMPT,
+			placed < attempt ? "muster-controller places the new attempt afresh; the Job "
+					   "controller retries this pod"
+					 : "a pod of an earlier attempt is not made again");
 	}
 	pthread_mutex_lock(&cache->lock);
-	if (record)
-		e = keep(cache, namespace, jobset, record);
-	else if (!(e = find(cache, namespace, jobset, uid, attempt))) { /* replaced meanwhile: rare */
-		pthread_mutex_unlock(&cache->lock);
-		return cause_fail(cause,
-				  "the placement record of %s/%s changed while it was read; the Job "
-				  "controller retries",
-				  namespace, jobset);
-	}
-	rc = topo_record_find(e->record, replicated_job, job_index, completion, &found);
-	if (rc)
-		snprintf(selector, size, "%s", found);
+	e = keep(cache, namespace, jobset, record, sent);
+	rc = lookup(e, namespace, jobset, replicated_job, job_index, completion, selector, size, cause);
 	pthread_mutex_unlock(&cache->lock);
-	if (!rc)
-		cause_fail(
-			cause,
-			"the placement of record of JobSet %s/%s has no pod %s job %u index %u (the JobSet "
-			"changed after it was placed?)",
-			namespace, jobset, replicated_job, job_index, completion);
+	pthread_mutex_unlock(&cache->api);
 	return rc;
 }

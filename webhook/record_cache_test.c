@@ -4,10 +4,14 @@
  * the test sets: a pod is pinned only by the record of its own restart
  * attempt, a record of before attempts pins any, a record of another
  * JobSet of the name pins none, and a cached record of an earlier attempt
- * is read again, not used.
+ * is read again, not used. With a clock of the test's and a GET the test
+ * can hold: lookups that miss together make one GET, a record near its
+ * expiry is read again by one lookup while the others use it, and an entry
+ * counts from when its GET was sent.
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -26,7 +31,24 @@
 struct fake {
 	char record[512]; /* data.placement; "" answers 404 */
 	int gets;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	int hold; /* a GET waits while set */
+	int in_get; /* GETs waiting in fake_send */
+	time_t clock; /* the cache's clock, when the test sets it */
+	time_t get_takes; /* seconds a GET moves that clock on */
 };
+
+static time_t fake_clock(void *arg)
+{
+	struct fake *f = arg;
+	time_t now;
+
+	pthread_mutex_lock(&f->lock);
+	now = f->clock;
+	pthread_mutex_unlock(&f->lock);
+	return now;
+}
 
 static int fake_send(void *ctx, const struct kube_request *req, struct kube_response *resp, char **cause)
 {
@@ -36,7 +58,15 @@ static int fake_send(void *ctx, const struct kube_request *req, struct kube_resp
 	(void)cause;
 	assert_int_equal(req->method, KUBE_METHOD_GET);
 	assert_string_equal(req->path, "/api/v1/namespaces/ns/configmaps/train-placement");
+	pthread_mutex_lock(&f->lock);
 	f->gets++;
+	f->in_get++;
+	pthread_cond_broadcast(&f->changed);
+	while (f->hold)
+		pthread_cond_wait(&f->changed, &f->lock);
+	f->in_get--;
+	f->clock += f->get_takes;
+	pthread_mutex_unlock(&f->lock);
 	if (!f->record[0]) {
 		snprintf(body, sizeof(body), "{\"kind\":\"Status\",\"code\":404}");
 		resp->status = 404;
@@ -91,6 +121,8 @@ static void setup(struct setup *s)
 	char *cause = NULL;
 
 	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->fake.lock, NULL);
+	pthread_cond_init(&s->fake.changed, NULL);
 	kube_config_defaults(&cfg);
 	cfg.qps = 0;
 	assert_int_equal(kube_client_new(&cfg, &fake_transport, &s->fake, NULL, &s->client, &cause), 0);
@@ -101,6 +133,8 @@ static void teardown(struct setup *s)
 {
 	record_cache_free(s->cache);
 	kube_client_free(s->client);
+	pthread_cond_destroy(&s->fake.changed);
+	pthread_mutex_destroy(&s->fake.lock);
 }
 
 /* rc of record_cache_selector for pod 0/0 of replicated job w, attempt
@@ -168,11 +202,174 @@ static void records_of_before_attempts_and_of_other_jobsets(void **state)
 	teardown(&s);
 }
 
+static void set_record(struct setup *s, const char *rack)
+{
+	pthread_mutex_lock(&s->fake.lock);
+	snprintf(s->fake.record, sizeof(s->fake.record),
+		 "{\"uid\":\"u1\",\"attempt\":0,\"replicatedJobs\":{\"w\":[[[0,3,\"rack=%s\"]]]}}", rack);
+	pthread_mutex_unlock(&s->fake.lock);
+}
+
+static void set_hold(struct setup *s, int hold)
+{
+	pthread_mutex_lock(&s->fake.lock);
+	s->fake.hold = hold;
+	pthread_cond_broadcast(&s->fake.changed);
+	pthread_mutex_unlock(&s->fake.lock);
+}
+
+static void set_clock(struct setup *s, time_t now)
+{
+	pthread_mutex_lock(&s->fake.lock);
+	s->fake.clock = now;
+	pthread_mutex_unlock(&s->fake.lock);
+}
+
+static int get_count(struct setup *s)
+{
+	int n;
+
+	pthread_mutex_lock(&s->fake.lock);
+	n = s->fake.gets;
+	pthread_mutex_unlock(&s->fake.lock);
+	return n;
+}
+
+/* Waits up to 5 s for `n` GETs to be held in the fake; 1 if they are. */
+static int gets_held(struct setup *s, int n)
+{
+	struct timespec until;
+	int ok;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	pthread_mutex_lock(&s->fake.lock);
+	while (s->fake.in_get < n)
+		if (pthread_cond_timedwait(&s->fake.changed, &s->fake.lock, &until))
+			break;
+	ok = s->fake.in_get >= n;
+	pthread_mutex_unlock(&s->fake.lock);
+	return ok;
+}
+
+struct lookup_thread {
+	pthread_t thread;
+	struct setup *s;
+	int rc;
+	char out[512];
+};
+
+static void *lookup_main(void *arg)
+{
+	struct lookup_thread *t = arg;
+
+	t->rc = pin(t->s, "u1", 0, t->out, sizeof(t->out));
+	return NULL;
+}
+
+/* Pods of one JobSet arriving together while its record is not cached
+ * (the first ones, or all of them when an entry expired): one GET, the
+ * others use what it read. Each used to make its own, one after the
+ * other, while every webhook thread waited. */
+static void lookups_that_miss_together_make_one_get(void **state)
+{
+	struct setup s;
+	struct lookup_thread t[4];
+
+	(void)state;
+	setup(&s);
+	set_record(&s, "r1");
+	set_hold(&s, 1);
+	for (size_t i = 0; i < 4; i++) {
+		t[i].s = &s;
+		assert_int_equal(pthread_create(&t[i].thread, NULL, lookup_main, &t[i]), 0);
+		if (i == 0)
+			assert_true(gets_held(&s, 1));
+	}
+	/* The three others reach the GET's lock meanwhile (or find the entry
+	 * made, which is as good). */
+	nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+	set_hold(&s, 0);
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(t[i].thread, NULL), 0);
+		assert_int_equal(t[i].rc, 1);
+		assert_string_equal(t[i].out, "rack=r1");
+	}
+	assert_int_equal(get_count(&s), 1);
+	teardown(&s);
+}
+
+/* Near its expiry an entry is read again by one lookup, answered first from
+ * the entry; the others go on using it without waiting for that GET, and
+ * after the old entry's expiry the new one answers, no GET needed. */
+static void a_record_near_its_expiry_is_read_again_by_one_lookup_while_the_others_use_it(void **state)
+{
+	struct setup s;
+	struct lookup_thread first = { 0 };
+	char out[512];
+
+	(void)state;
+	setup(&s);
+	record_cache_set_clock(s.cache, fake_clock, &s.fake);
+	set_clock(&s, 100);
+	set_record(&s, "r1");
+	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1);
+	assert_int_equal(get_count(&s), 1);
+	set_clock(&s, 100 + RECORD_CACHE_TTL_S - RECORD_CACHE_AHEAD_S);
+	set_record(&s, "r2");
+	set_hold(&s, 1);
+	first.s = &s;
+	assert_int_equal(pthread_create(&first.thread, NULL, lookup_main, &first), 0);
+	assert_true(gets_held(&s, 1)); /* the first lookup reads it again */
+	/* Meanwhile another pod is pinned by the entry, without waiting. */
+	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1);
+	assert_string_equal(out, "rack=r1");
+	set_hold(&s, 0);
+	assert_int_equal(pthread_join(first.thread, NULL), 0);
+	assert_int_equal(first.rc, 1);
+	assert_string_equal(first.out, "rack=r1"); /* answered before its GET */
+	assert_int_equal(get_count(&s), 2);
+	/* Past the first entry's expiry: the new one pins, no GET. */
+	set_clock(&s, 100 + RECORD_CACHE_TTL_S + 1);
+	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1);
+	assert_string_equal(out, "rack=r2");
+	assert_int_equal(get_count(&s), 2);
+	teardown(&s);
+}
+
+/* A GET that took 2 s: its entry expires RECORD_CACHE_TTL_S after the GET
+ * was sent, not after its answer, so a record the controller rewrote is
+ * read again within the time the controller waits. */
+static void an_entry_counts_from_when_its_get_was_sent(void **state)
+{
+	struct setup s;
+	char out[512];
+
+	(void)state;
+	setup(&s);
+	record_cache_set_clock(s.cache, fake_clock, &s.fake);
+	set_clock(&s, 100);
+	s.fake.get_takes = 2;
+	set_record(&s, "r1");
+	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1);
+	s.fake.get_takes = 0;
+	set_record(&s, "r2");
+	set_clock(&s, 100 + RECORD_CACHE_TTL_S);
+	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1);
+	assert_string_equal(out, "rack=r2");
+	assert_int_equal(get_count(&s), 2);
+	teardown(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_pod_is_pinned_only_by_its_own_attempts_record),
 		cmocka_unit_test(records_of_before_attempts_and_of_other_jobsets),
+		cmocka_unit_test(lookups_that_miss_together_make_one_get),
+		cmocka_unit_test(
+			a_record_near_its_expiry_is_read_again_by_one_lookup_while_the_others_use_it),
+		cmocka_unit_test(an_entry_counts_from_when_its_get_was_sent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -373,6 +373,8 @@ class Agent:
         # status back for seconds.
         self.heartbeats = (concurrent.futures.ThreadPoolExecutor(max_workers=args.heartbeat_workers)
                            if args.heartbeat_workers > 0 else self.writer)
+        self.lease_queued = set()  # node names whose lease renewal is queued or running
+        self.lease_lock = threading.Lock()
         self.pending_status = {}  # uid -> (key, status) waiting to be written
         self.inflight = set()     # uids whose writer is running
         self.pending_lock = threading.Lock()
@@ -582,10 +584,33 @@ class Agent:
             self.kube.create(path, body)
 
     def renew_leases(self):
+        """Queues one renewal per node, skipping a node whose last renewal is
+        still queued or in flight: on a busy apiserver a round can take longer
+        than --lease-seconds, and rounds queued behind each other would renew
+        every lease later and later until kube-controller-manager marks
+        healthy nodes NotReady (kubelet renews each node's lease alone, every
+        10 s, and never queues two renewals)."""
+        behind = 0
         for node in self.nodes.values():
-            if node["created"]:
-                self.heartbeats.submit(self._safe, self.write_lease, node)
+            if not node["created"]:
+                continue
+            with self.lease_lock:
+                if node["name"] in self.lease_queued:
+                    behind += 1
+                    continue
+                self.lease_queued.add(node["name"])
+            self.heartbeats.submit(self._renew_lease, node)
+        if behind:
+            log("lease-renewals-behind", nodes=behind, lease_seconds=self.args.lease_seconds,
+                heartbeat_workers=self.args.heartbeat_workers)
         self.at(time.monotonic() + self.args.lease_seconds, self.renew_leases)
+
+    def _renew_lease(self, node):
+        try:
+            self._safe(self.write_lease, node)
+        finally:
+            with self.lease_lock:
+                self.lease_queued.discard(node["name"])
 
     def _safe(self, function, *args):
         """Runs an API write in a writer thread, retrying connection errors and
@@ -1021,7 +1046,8 @@ def map_path(word, mounts):
     return word
 
 
-def main():
+def arguments(argv=None):
+    """The parsed command line (argv: sys.argv[1:] when None)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--shape", required=True, help="cluster-shape YAML file")
@@ -1038,15 +1064,19 @@ def main():
                         help="loopback block of pod and node addresses (default: derived from the "
                              "kubeconfig's directory, the cluster's state dir)")
     parser.add_argument("--workers", type=int, default=16, help="parallel API writes")
-    parser.add_argument("--heartbeat-workers", type=int, default=4,
+    parser.add_argument("--heartbeat-workers", type=int, default=16,
                         help="parallel lease renewals and node status refreshes, apart from the pod "
                              "status writes (0: share --workers)")
     parser.add_argument("--events", help="append container start/exit events as JSON lines here")
     parser.add_argument("--delete-nodes", action="store_true", help="delete the nodes on exit")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not os.access(args.barrier, os.X_OK):
         parser.error(f"--barrier {args.barrier} is not executable: run `make` first")
-    agent = Agent(args)
+    return args
+
+
+def main():
+    agent = Agent(arguments())
     signal.signal(signal.SIGTERM, lambda *_: agent.stop.set())
     signal.signal(signal.SIGINT, lambda *_: agent.stop.set())
     try:

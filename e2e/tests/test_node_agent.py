@@ -6,6 +6,7 @@ lifecycle, and the real muster-barrier run as an init container.
 import json
 import pathlib
 import socket
+import threading
 import time
 
 import pytest
@@ -236,3 +237,44 @@ def test_agents_of_clusters_side_by_side_hand_out_different_addresses(kube, kube
     # Whole blocks differ, not just the next address.
     assert pod_ips[0].split(".")[1] != pod_ips[1].split(".")[1], pod_ips
     assert host_ips[0].split(".")[1] != host_ips[1].split(".")[1], host_ips
+
+
+def test_a_lease_renewal_still_queued_is_not_queued_again(kubeconfig, tmp_path):
+    """On a busy apiserver a round of lease renewals can outlast
+    --lease-seconds. Rounds queued behind each other used to renew every
+    lease later and later, until kube-controller-manager marked healthy fake
+    nodes NotReady (the placement benchmark's pinned pods then waited for
+    them). A node whose renewal is still queued or running is skipped, and
+    the agent says how many were."""
+    import node_agent
+
+    args = node_agent.arguments(["--kubeconfig", str(kubeconfig), "--shape", str(SHAPES / "small.yaml"),
+                                 "--work-dir", str(tmp_path / "agent"), "--heartbeat-workers", "2"])
+    agent = node_agent.Agent(args)
+    release, lock, writes = threading.Event(), threading.Lock(), []
+
+    class SlowLeases:
+        """A lease PATCH that waits for the test: the apiserver is busy."""
+
+        def patch(self, path, body, **_):
+            with lock:
+                writes.append(path.rsplit("/", 1)[-1])
+            assert release.wait(30), "the test did not release the renewals"
+
+    agent.kube = SlowLeases()
+    try:
+        for node in agent.nodes.values():
+            node["created"] = True
+        agent.renew_leases()
+        agent.renew_leases()  # the first round is still queued and running
+        wait_for(lambda: len(writes) == 2, timeout=10, what="two renewals running")
+        release.set()
+        wait_for(lambda: len(writes) >= len(agent.nodes), timeout=10, what="the renewals done")
+        time.sleep(0.5)  # a renewal queued twice would be written by now
+        assert sorted(writes) == sorted(agent.nodes), "one renewal per node, not two"
+        agent.renew_leases()  # done: the next round renews every node again
+        wait_for(lambda: len(writes) == 2 * len(agent.nodes), timeout=10, what="the next round")
+    finally:
+        release.set()
+        agent.writer.shutdown(wait=True)
+        agent.heartbeats.shutdown(wait=True)
