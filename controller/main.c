@@ -411,8 +411,9 @@ int main(int argc, char **argv)
 		  &placement_options.resources },
 		{ FLAG_NUMBER, "--placement-replace-after", "S",
 		  "seconds pods pinned but not bound may have no room in their\n"
-		  "domain (nodes not Ready, cordoned, tainted, full) before the\n"
-		  "JobSet is placed again (default " MUSTER_API_TEXT(
+		  "domain (nodes not Ready, cordoned, tainted, full) before their\n"
+		  "Job is moved alone, or the JobSet placed again when its Jobs are\n"
+		  "tied together (default " MUSTER_API_TEXT(
 			  PLACEMENT_REPLACE_AFTER_S) ", Kueue's; a domain with no node left: at once)",
 		  0, 86400, NULL, &placement_options.replace_after_s },
 		{ FLAG_SECTION, NULL, NULL,
