@@ -189,16 +189,6 @@ static int read_record(struct record_cache *c, const char *namespace, const char
 	return 0;
 }
 
-/* The entry of namespace/jobset, fresh or not, or NULL. Under lock. */
-static struct entry *entry_of(struct record_cache *c, const char *namespace, const char *jobset)
-{
-	for (size_t i = 0; i < RECORD_CACHE_ENTRIES; i++)
-		if (c->entries[i].record && strcmp(c->entries[i].namespace, namespace) == 0 &&
-		    strcmp(c->entries[i].jobset, jobset) == 0)
-			return &c->entries[i];
-	return NULL;
-}
-
 /* The pod's selector from entry e into `selector`: 1, or 0 with the cause.
  * Under lock. */
 static int lookup(const struct entry *e, const char *namespace, const char *jobset,
@@ -220,13 +210,13 @@ static int lookup(const struct entry *e, const char *namespace, const char *jobs
 }
 
 /* Reads the record of namespace/jobset again while its entry is still fresh
- * (the entry is marked refreshing): on success the entry is replaced, on
- * failure it is kept until it expires, and the next lookup after that reads
- * the API and says why. */
+ * (the entry is marked refreshing): on success the entry is replaced (which
+ * clears the mark). On failure the entry stays marked, so the lookups of its
+ * last seconds do not each try again: it is used until it expires, and the
+ * first lookup after that reads the API and says why. */
 static void refresh(struct record_cache *c, const char *namespace, const char *jobset, const char *uid)
 {
 	struct topo_record *record = NULL;
-	struct entry *e;
 	char *cause = NULL;
 	time_t sent;
 
@@ -234,12 +224,11 @@ static void refresh(struct record_cache *c, const char *namespace, const char *j
 	sent = now_s(c);
 	if (read_record(c, namespace, jobset, uid, &record, &cause))
 		record = NULL;
-	pthread_mutex_lock(&c->lock);
-	if (record)
+	if (record) {
+		pthread_mutex_lock(&c->lock);
 		keep(c, namespace, jobset, record, sent);
-	else if ((e = entry_of(c, namespace, jobset)))
-		e->refreshing = 0;
-	pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(&c->lock);
+	}
 	pthread_mutex_unlock(&c->api);
 	free(cause);
 }
@@ -252,20 +241,24 @@ int record_cache_selector(struct record_cache *cache, const char *namespace, con
 	struct topo_record *record = NULL;
 	uint32_t placed;
 	time_t sent;
-	int rc, ahead = 0;
+	int rc;
 
 	pthread_mutex_lock(&cache->lock);
 	e = find(cache, namespace, jobset, uid, attempt);
+	/* Near its expiry one lookup reads the record again, first, and is
+	 * answered from what it read; the others go on with the fresh entry
+	 * meanwhile and never wait for the API. */
+	if (e && !e->refreshing && now_s(cache) - e->read_at >= RECORD_CACHE_TTL_S - RECORD_CACHE_AHEAD_S) {
+		e->refreshing = 1;
+		pthread_mutex_unlock(&cache->lock);
+		refresh(cache, namespace, jobset, uid);
+		pthread_mutex_lock(&cache->lock);
+		e = find(cache, namespace, jobset, uid, attempt);
+	}
 	if (e) {
-		/* Fresh: answered from it. Near its expiry, this lookup alone
-		 * also reads it again, so that the others never wait for it. */
-		if (!e->refreshing && now_s(cache) - e->read_at >= RECORD_CACHE_TTL_S - RECORD_CACHE_AHEAD_S)
-			ahead = e->refreshing = 1;
 		rc = lookup(e, namespace, jobset, replicated_job, job_index, completion, selector, size,
 			    cause);
 		pthread_mutex_unlock(&cache->lock);
-		if (ahead)
-			refresh(cache, namespace, jobset, uid);
 		return rc;
 	}
 	pthread_mutex_unlock(&cache->lock);

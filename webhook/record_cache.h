@@ -19,13 +19,15 @@
  *
  * Threads: lookups run concurrently under one short lock; the GET is made
  * outside it, one at a time (a second lock), and lookups that waited for a
- * GET use what it read instead of reading again. A lookup that finds its
- * entry within RECORD_CACHE_AHEAD_S of expiry is answered from it and then
- * reads the record again itself, while the others go on using the fresh
- * entry: under a steady stream of pods no lookup waits for the API (when
- * all of them waited at each expiry, a busy apiserver held every pod create
- * of the JobSet for hundreds of milliseconds every 10 s). Without an API
- * client every lookup fails with a sentence saying so.
+ * GET use what it read instead of reading again. The first lookup that
+ * finds its entry within RECORD_CACHE_AHEAD_S of expiry reads the record
+ * again and is answered from what it read, while the others go on using the
+ * fresh entry: under a steady stream of pods one lookup per JobSet and
+ * period waits for the API, not all of them (when all of them waited at each
+ * expiry, a busy apiserver held every pod create of the JobSet for hundreds
+ * of milliseconds every 10 s). A read ahead that fails is not tried again
+ * before the entry expires. Without an API client every lookup fails with a
+ * sentence saying so.
  */
 #ifndef MUSTER_RECORD_CACHE_H
 #define MUSTER_RECORD_CACHE_H

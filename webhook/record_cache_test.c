@@ -6,8 +6,9 @@
  * JobSet of the name pins none, and a cached record of an earlier attempt
  * is read again, not used. With a clock of the test's and a GET the test
  * can hold: lookups that miss together make one GET, a record near its
- * expiry is read again by one lookup while the others use it, and an entry
- * counts from when its GET was sent.
+ * expiry is read again by one lookup while the others use it, a read ahead
+ * that fails is not retried before expiry, and an entry counts from when
+ * its GET was sent.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -299,9 +300,9 @@ static void lookups_that_miss_together_make_one_get(void **state)
 	teardown(&s);
 }
 
-/* Near its expiry an entry is read again by one lookup, answered first from
- * the entry; the others go on using it without waiting for that GET, and
- * after the old entry's expiry the new one answers, no GET needed. */
+/* Near its expiry an entry is read again by one lookup, answered from what
+ * it read; the others go on using the entry without waiting for that GET,
+ * and after the old entry's expiry the new one answers, no GET needed. */
 static void a_record_near_its_expiry_is_read_again_by_one_lookup_while_the_others_use_it(void **state)
 {
 	struct setup s;
@@ -327,13 +328,45 @@ static void a_record_near_its_expiry_is_read_again_by_one_lookup_while_the_other
 	set_hold(&s, 0);
 	assert_int_equal(pthread_join(first.thread, NULL), 0);
 	assert_int_equal(first.rc, 1);
-	assert_string_equal(first.out, "rack=r1"); /* answered before its GET */
+	assert_string_equal(first.out, "rack=r2"); /* answered from what it read */
 	assert_int_equal(get_count(&s), 2);
 	/* Past the first entry's expiry: the new one pins, no GET. */
 	set_clock(&s, 100 + RECORD_CACHE_TTL_S + 1);
 	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1);
 	assert_string_equal(out, "rack=r2");
 	assert_int_equal(get_count(&s), 2);
+	teardown(&s);
+}
+
+/* A read ahead that fails (the record was dropped) is not tried again by
+ * every lookup of the entry's last seconds: the entry pins until it
+ * expires, and the first lookup after that reads the API and says why. */
+static void a_read_ahead_that_fails_is_not_retried_before_expiry(void **state)
+{
+	struct setup s;
+	char out[512];
+
+	(void)state;
+	setup(&s);
+	record_cache_set_clock(s.cache, fake_clock, &s.fake);
+	set_clock(&s, 100);
+	set_record(&s, "r1");
+	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1);
+	pthread_mutex_lock(&s.fake.lock);
+	s.fake.record[0] = '\0'; /* 404 from now on */
+	pthread_mutex_unlock(&s.fake.lock);
+	set_clock(&s, 100 + RECORD_CACHE_TTL_S - RECORD_CACHE_AHEAD_S);
+	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1); /* read ahead: 404 */
+	assert_string_equal(out, "rack=r1");
+	assert_int_equal(get_count(&s), 2);
+	set_clock(&s, 100 + RECORD_CACHE_TTL_S - 1);
+	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1);
+	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1);
+	assert_int_equal(get_count(&s), 2); /* not tried again */
+	set_clock(&s, 100 + RECORD_CACHE_TTL_S);
+	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), -1);
+	assert_non_null(strstr(out, "ns/train-placement is missing"));
+	assert_int_equal(get_count(&s), 3);
 	teardown(&s);
 }
 
@@ -369,6 +402,7 @@ int main(void)
 		cmocka_unit_test(lookups_that_miss_together_make_one_get),
 		cmocka_unit_test(
 			a_record_near_its_expiry_is_read_again_by_one_lookup_while_the_others_use_it),
+		cmocka_unit_test(a_read_ahead_that_fails_is_not_retried_before_expiry),
 		cmocka_unit_test(an_entry_counts_from_when_its_get_was_sent),
 	};
 
