@@ -222,9 +222,7 @@ static void refresh(struct record_cache *c, const char *namespace, const char *j
 
 	pthread_mutex_lock(&c->api);
 	sent = now_s(c);
-	if (read_record(c, namespace, jobset, uid, &record, &cause))
-		record = NULL;
-	if (record) {
+	if (!read_record(c, namespace, jobset, uid, &record, &cause)) {
 		pthread_mutex_lock(&c->lock);
 		keep(c, namespace, jobset, record, sent);
 		pthread_mutex_unlock(&c->lock);

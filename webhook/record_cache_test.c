@@ -226,6 +226,14 @@ static void set_clock(struct setup *s, time_t now)
 	pthread_mutex_unlock(&s->fake.lock);
 }
 
+/* setup() with the cache on the fake's clock, at 100 s. */
+static void setup_clocked(struct setup *s)
+{
+	setup(s);
+	record_cache_set_clock(s->cache, fake_clock, &s->fake);
+	set_clock(s, 100);
+}
+
 static int get_count(struct setup *s)
 {
 	int n;
@@ -310,9 +318,7 @@ static void a_record_near_its_expiry_is_read_again_by_one_lookup_while_the_other
 	char out[512];
 
 	(void)state;
-	setup(&s);
-	record_cache_set_clock(s.cache, fake_clock, &s.fake);
-	set_clock(&s, 100);
+	setup_clocked(&s);
 	set_record(&s, "r1");
 	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1);
 	assert_int_equal(get_count(&s), 1);
@@ -347,9 +353,7 @@ static void a_read_ahead_that_fails_is_not_retried_before_expiry(void **state)
 	char out[512];
 
 	(void)state;
-	setup(&s);
-	record_cache_set_clock(s.cache, fake_clock, &s.fake);
-	set_clock(&s, 100);
+	setup_clocked(&s);
 	set_record(&s, "r1");
 	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1);
 	pthread_mutex_lock(&s.fake.lock);
@@ -379,9 +383,7 @@ static void an_entry_counts_from_when_its_get_was_sent(void **state)
 	char out[512];
 
 	(void)state;
-	setup(&s);
-	record_cache_set_clock(s.cache, fake_clock, &s.fake);
-	set_clock(&s, 100);
+	setup_clocked(&s);
 	s.fake.get_takes = 2;
 	set_record(&s, "r1");
 	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1);
