@@ -269,8 +269,12 @@ def test_a_lease_renewal_still_queued_is_not_queued_again(kubeconfig, tmp_path):
         agent.renew_leases()  # the first round is still queued and running
         wait_for(lambda: len(writes) == 2, timeout=10, what="two renewals running")
         release.set()
-        wait_for(lambda: len(writes) >= len(agent.nodes), timeout=10, what="the renewals done")
-        time.sleep(0.5)  # a renewal queued twice would be written by now
+        # Drained: one task per worker, queued behind every renewal, that
+        # waits for the others; all run together only once every renewal
+        # queued before them has finished (a pool takes its queue in order).
+        together = threading.Barrier(args.heartbeat_workers)
+        for done in [agent.heartbeats.submit(together.wait, 60) for _ in range(args.heartbeat_workers)]:
+            done.result(timeout=120)
         assert sorted(writes) == sorted(agent.nodes), "one renewal per node, not two"
         agent.renew_leases()  # done: the next round renews every node again
         wait_for(lambda: len(writes) == 2 * len(agent.nodes), timeout=10, what="the next round")
