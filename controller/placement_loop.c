@@ -116,6 +116,7 @@ struct placement_loop {
 	struct topo_cache *cache;
 	struct name_table jobsets, bound, pod_keys;
 	int dirty;
+	int pods_changed; /* since the last pass: a bound pod came, changed or went (PLACEMENT_POD_PASS_S) */
 	int nodes_changed; /* since the last pass: a domain may have lost its nodes */
 	int placed_changed; /* since the last pass: a placed JobSet changed (restarted, say) */
 	double next_hold; /* a pass is due then: a held JobSet may be placed (0: none) */
@@ -433,7 +434,14 @@ static int pod_change(void *arg, const struct kube_informer_event *e)
 		if (bound_key(e->object, key, sizeof(key)))
 			bound_note(loop, e->namespace, e->name, key);
 	}
-	mark_dirty(loop);
+	/* Room freed may let a waiting JobSet fit: a pass soon. Otherwise a
+	 * pod's change only updates the checks of placed JobSets (bound,
+	 * started, stranded), which are not urgent: at most one pass every
+	 * PLACEMENT_POD_PASS_S for them, not one per pod event of a large
+	 * JobSet binding. */
+	loop->pods_changed = 1;
+	if (loop->stats.waiting)
+		mark_dirty(loop);
 	pthread_mutex_unlock(&loop->lock);
 	return 0;
 }
@@ -2561,6 +2569,7 @@ static void run_pass(struct placement_loop *loop)
 		loop->next_hold = probe.next_hold;
 		if (!probe.pending_count && !loop->stranded) {
 			loop->dirty = 0;
+			loop->pods_changed = 0;
 			loop->stats.waiting = probe.held;
 			pthread_mutex_unlock(&loop->lock);
 			free(probe.pending);
@@ -2573,6 +2582,7 @@ static void run_pass(struct placement_loop *loop)
 resume_only:
 	pthread_mutex_lock(&loop->lock);
 	loop->dirty = 0;
+	loop->pods_changed = 0;
 	loop->stats.passes++;
 	/* Recorded but not resumed: resumed, not placed again. */
 	name_table_each(&loop->jobsets, collect_recorded, &recorded);
@@ -2688,7 +2698,7 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 		/* Placed JobSets with pods not bound are checked as often: room in
 		 * their domain can go without a Node event (other pods fill it). */
 		due = ready &&
-		      (loop->dirty ||
+		      (loop->dirty || (loop->pods_changed && now_s() - last >= PLACEMENT_POD_PASS_S) ||
 		       ((loop->stats.waiting || loop->promising) && now_s() - last >= PLACEMENT_RETRY_S) ||
 		       (loop->stranded && now_s() - last >= 1.0) ||
 		       (loop->next_hold && now_s() >= loop->next_hold) ||

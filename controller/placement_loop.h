@@ -16,7 +16,8 @@
  *
  * One pass (level-triggered: a change of Nodes, pods or JobSets marks it
  * due; passes are coalesced, at most one per PLACEMENT_COALESCE_MS, and one
- * every PLACEMENT_RETRY_S at least while a JobSet waits):
+ * every PLACEMENT_RETRY_S at least while a JobSet waits; pod events alone,
+ * while no JobSet waits, bring one every PLACEMENT_POD_PASS_S at most):
  *   1. the topology: --placement-levels, the Kueue Topology named by
  *      --placement-topology, HyperNodes with --placement-hypernodes, or by
  *      default the cluster's only Kueue Topology, else its HyperNodes;
@@ -79,6 +80,8 @@
 
 #define PLACEMENT_COALESCE_MS 200
 #define PLACEMENT_RETRY_S 10
+/* At most one pass this often for pod events alone while no JobSet waits. */
+#define PLACEMENT_POD_PASS_S 1.0
 #define PLACEMENT_REPLACE_AFTER_S 30 /* Kueue's NodeFailureDelay */
 /* The resources tracked when --placement-resources is not given. */
 #define PLACEMENT_RESOURCES_DEFAULT "cpu,memory,pods,nvidia.com/gpu,amd.com/gpu,google.com/tpu"

@@ -61,6 +61,66 @@ def proc_figures(pid):
     return hwm, ticks / os.sysconf("SC_CLK_TCK")
 
 
+# The processes of a benchmark round, by a word of their command line.
+CPU_PROCESSES = (("apiserver", "kube-apiserver"), ("etcd", "etcd "), ("scheduler", "kube-scheduler"),
+                 ("kcm", "kube-controller-manager"), ("jobset-standin", "jobset_controller.py"),
+                 ("node-agent", "node_agent.py"), ("muster-controller", "muster-controller"),
+                 ("muster-webhook", "muster-webhook"))
+
+
+def cpu_by_process():
+    """CPU seconds (user + system, all threads) so far of each process of
+    CPU_PROCESSES, summed per name, plus "all" for the whole machine (from
+    /proc/stat, every CPU's busy time). Subtract two readings for a round."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    seconds = {name: 0.0 for name, _ in CPU_PROCESSES}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace") + " "
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        for name, word in CPU_PROCESSES:
+            if word in cmdline.split(" --", 1)[0] + " ":
+                seconds[name] += (int(fields[11]) + int(fields[12])) / ticks
+                break
+    with open("/proc/stat") as handle:
+        cpu = [int(v) for v in handle.readline().split()[1:]]
+    seconds["all"] = (sum(cpu) - cpu[3] - cpu[4]) / ticks  # all but idle and iowait
+    return seconds
+
+
+def cpu_used(before, after):
+    """One line: each process's CPU seconds between two cpu_by_process() readings."""
+    parts = [f"{name} {after[name] - before[name]:.1f}" for name, _ in CPU_PROCESSES]
+    return f"CPU s: {', '.join(parts)}; machine {after['all'] - before['all']:.1f}"
+
+
+def request_counts(kube):
+    """The apiserver's requests so far by (verb, resource/subresource), from
+    its apiserver_request_total counters."""
+    counts = {}
+    for line in kube.text("/metrics").splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
+        resource = labels.get("resource", "") + ("/" + labels["subresource"] if labels.get("subresource") else "")
+        key = (labels.get("verb", ""), resource)
+        counts[key] = counts.get(key, 0) + float(line.rsplit(" ", 1)[1])
+    return counts
+
+
+def requests_made(before, after, top=8):
+    """One line: the `top` most frequent requests between two request_counts()."""
+    made = sorted(((after[k] - before.get(k, 0), k) for k in after), reverse=True)
+    parts = [f"{verb} {resource} {int(n)}" for n, (verb, resource) in made[:top] if n > 0]
+    return f"requests: {sum(n for n, _ in made):.0f}, most: {', '.join(parts)}"
+
+
 class Proc:
     """A subprocess with its output in a log file, in a session of its own (a
     Ctrl-C reaches the benchmark only, which then stops it in order)."""

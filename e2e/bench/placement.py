@@ -21,7 +21,6 @@ times from its log.
 import argparse
 import pathlib
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
@@ -29,7 +28,8 @@ import uuid
 
 import yaml
 
-from benchlib import (JOBSETS, ROOT, Kube, Proc, cluster_kubeconfig, create_namespace, delete_namespace,
+from benchlib import (JOBSETS, ROOT, Kube, Proc, cluster_kubeconfig, cpu_by_process, cpu_used, create_namespace,
+                      delete_namespace, request_counts, requests_made,
                       jobset_body, load_shape, logfmt, register_webhook, start_standin, stop_all, wait_nodes_ready,
                       wait_pods_gone)
 from kube import ApiError, start_watch
@@ -39,6 +39,27 @@ TOPOLOGIES = "/apis/kueue.x-k8s.io/v1beta2/topologies"
 GOAL = 1.10
 
 
+def settle(limit, quiet=0.25, window=3.0):
+    """Waits until the control plane (apiserver, etcd, kube-controller-manager)
+    uses less than `quiet` of a core over `window` seconds, at most `limit`
+    seconds: the previous round's deletions, events and garbage collection (or
+    the nodes' creation, before the first round) finish before the next round
+    is timed instead of slowing it. Says how it ended."""
+    began = time.monotonic()
+    names = ("apiserver", "etcd", "kcm")
+    before = cpu_by_process()
+    while True:
+        time.sleep(window)
+        after = cpu_by_process()
+        used = sum(after[n] - before[n] for n in names) / window
+        waited = time.monotonic() - began
+        if used < quiet:
+            return f"after {waited:.0f} s of settling, at {used:.2f} cores)"
+        if waited >= limit:
+            return f"unsettled after {waited:.0f} s: the control plane used {used:.2f} cores)"
+        before = after
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kubeconfig")
@@ -46,6 +67,10 @@ def main():
     parser.add_argument("--replicas", type=int, default=50, help="child Jobs")
     parser.add_argument("--parallelism", type=int, default=100, help="pods per child Job")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of each mode, alternating")
+    parser.add_argument("--warmup", type=int, default=0,
+                        help="rounds with placement before the measured ones, not counted")
+    parser.add_argument("--settle", type=float, default=120,
+                        help="seconds at most to wait, before each round, for the control plane to be quiet")
     parser.add_argument("--timeout", type=float, default=900, help="seconds for one round at most")
     args = parser.parse_args()
     kubeconfig = cluster_kubeconfig(args.kubeconfig)
@@ -87,13 +112,17 @@ def main():
                     "spec": {"restartPolicy": "Never", "containers": [
                         {"name": "worker", "image": "busybox", "command": ["sleep", "3600"]}]}}
         results = {"with": [], "without": []}
-        for i in range(2 * args.rounds):
-            mode = ("with", "without")[i % 2] if (i // 2) % 2 == 0 else ("without", "with")[i % 2]
+        modes = ["with"] * args.warmup + [("with", "without")[i % 2] if (i // 2) % 2 == 0 else
+                                          ("without", "with")[i % 2] for i in range(2 * args.rounds)]
+        for i, mode in enumerate(modes):
+            warmup = i < args.warmup
+            settled = settle(args.settle)
             body = jobset_body(f"js-{i}", args.replicas, args.parallelism, yaml.safe_load(yaml.safe_dump(template)))
             if mode == "with":
                 body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"].update({
                     "kueue.x-k8s.io/podset-slice-required-topology": BLOCK,
                     "kueue.x-k8s.io/podset-slice-size": str(args.parallelism)})
+            cpu_before, requests_before = cpu_by_process(), request_counts(kube)
             began = time.monotonic()
             kube.create(JOBSETS.format(namespace), body)
             while True:
@@ -106,9 +135,13 @@ def main():
                                      f"{args.timeout:.0f} s")
                 time.sleep(0.2)
             seconds = time.monotonic() - began
-            results[mode].append(seconds)
-            print(f"  round {i + 1} {mode:>7} placement: all {pods_wanted} pods bound {seconds:6.1f} s after the "
-                  f"create ({pods_wanted / seconds:.0f} pods/s)", flush=True)
+            if not warmup:
+                results[mode].append(seconds)
+            name = "warm-up" if warmup else f"round {i - args.warmup + 1}"
+            print(f"  {name:>8} {mode:>7} placement: all {pods_wanted} pods bound {seconds:6.1f} s after the "
+                  f"create ({pods_wanted / seconds:.0f} pods/s; began {settled}", flush=True)
+            print(f"    {cpu_used(cpu_before, cpu_by_process())}", flush=True)
+            print(f"    {requests_made(requests_before, request_counts(kube))}", flush=True)
             kube.delete(f"{JOBSETS.format(namespace)}/js-{i}", body={"propagationPolicy": "Background"})
             deadline = time.monotonic() + args.timeout
             while time.monotonic() < deadline:

@@ -73,6 +73,14 @@ class Kube:
     def get(self, path, **query):
         return self.request("GET", path, query=query or None)
 
+    def text(self, path):
+        """GET of a path that answers in text (the apiserver's /metrics)."""
+        response = self._pool.request("GET", self._host + path, headers=self._headers, timeout=self._timeout,
+                                      retries=False)
+        if response.status != 200:
+            raise ApiError(response.status, "GET", path, {"message": response.data[:200].decode(errors="replace")})
+        return response.data.decode(errors="replace")
+
     def create(self, path, body):
         return self.request("POST", path, body=body)
 

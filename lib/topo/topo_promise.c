@@ -88,11 +88,18 @@ static int take_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint
 	const struct topo_jobset_group *group = NULL;
 	struct topo_shape shape;
 	size_t lo = c->node_count, hi = 0, cursor;
+	uint64_t first = from;
 
 	for (size_t g = 0; g < t->jobset->group_count && !group; g++)
 		if (strcmp(t->jobset->groups[g].name, rj) == 0)
 			group = &t->jobset->groups[g];
 	if (!group || !*selector)
+		return 0;
+	/* Bound pods promise nothing; a run bound to its end needs no scan of
+	 * the nodes (most runs, once a placed JobSet's pods are bound). */
+	while (first <= to && t->bound(t->arg, rj, job, (uint32_t)first))
+		first++;
+	if (first > to)
 		return 0;
 	/* A resource no node tracks takes no room: the rest of the shape still does. */
 	topo_jobset_shape(group, c, &shape, NULL);
@@ -104,11 +111,11 @@ static int take_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint
 	/* First fit: the pods of one run have one shape, and room only shrinks,
 	 * so a node that took no more stays behind the cursor. */
 	cursor = lo;
-	for (uint64_t i = from; i <= to; i++) {
+	for (uint64_t i = first; i <= to; i++) {
 		struct topo_node *fit = NULL;
 		const char *why = NULL;
 
-		if (t->bound(t->arg, rj, job, (uint32_t)i))
+		if (i > first && t->bound(t->arg, rj, job, (uint32_t)i))
 			continue;
 		for (; cursor <= hi && cursor < c->node_count; cursor++)
 			if (topo_record_selector_matches(selector, &t->nodes[cursor]) &&
