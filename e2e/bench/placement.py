@@ -36,6 +36,7 @@ from kube import ApiError, start_watch
 
 BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"
 TOPOLOGIES = "/apis/kueue.x-k8s.io/v1beta2/topologies"
+TOPOLOGY_LABEL = "bench.muster.dev/topology"
 GOAL = 1.10
 
 
@@ -85,8 +86,16 @@ def main():
     try:
         nodes, nodes_seconds = wait_nodes_ready(kube, len(load_shape(args.shape)), args.timeout)
         print(f"nodes: {len(nodes)} Ready in {nodes_seconds:.1f} s", flush=True)
+        # A run killed before its clean-up leaves its Topology, and a second
+        # Topology changes the default of every later placement on this
+        # cluster (the controller takes the only one). One run at a time owns
+        # the fake nodes, so any Topology this benchmark labelled is stale.
+        for stale in kube.list(TOPOLOGIES, labelSelector=TOPOLOGY_LABEL)[0]:
+            name = stale["metadata"]["name"]
+            kube.delete(f"{TOPOLOGIES}/{name}")
+            print(f"deleted Topology {name}, left by an earlier run of this benchmark", flush=True)
         kube.create(TOPOLOGIES, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
-                                 "metadata": {"name": topology},
+                                 "metadata": {"name": topology, "labels": {TOPOLOGY_LABEL: "placement"}},
                                  "spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}]}})
         create_namespace(kube, namespace)
         kube.patch(f"/api/v1/namespaces/{namespace}", {"metadata": {"labels": {label: run}}})
