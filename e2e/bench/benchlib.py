@@ -55,10 +55,14 @@ def proc_figures(pid):
         for line in handle:
             if line.startswith("VmHWM:"):
                 hwm = int(line.split()[1]) / 1024
+    return hwm, cpu_seconds(pid)
+
+
+def cpu_seconds(pid):
+    """CPU seconds (user + system, all threads) a process has used so far."""
     with open(f"/proc/{pid}/stat") as handle:
         fields = handle.read().rsplit(")", 1)[1].split()
-    ticks = int(fields[11]) + int(fields[12])
-    return hwm, ticks / os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # The processes of a benchmark round, by a word of their command line.
@@ -72,25 +76,21 @@ def cpu_by_process():
     """CPU seconds (user + system, all threads) so far of each process of
     CPU_PROCESSES, summed per name, plus "all" for the whole machine (from
     /proc/stat, every CPU's busy time). Subtract two readings for a round."""
-    ticks = os.sysconf("SC_CLK_TCK")
     seconds = {name: 0.0 for name, _ in CPU_PROCESSES}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace") + " "
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
+                program = handle.read().replace(b"\0", b" ").decode(errors="replace").split(" --", 1)[0] + " "
+            name = next((name for name, word in CPU_PROCESSES if word in program), None)
+            if name:
+                seconds[name] += cpu_seconds(entry)
         except OSError:
             continue  # gone meanwhile
-        for name, word in CPU_PROCESSES:
-            if word in cmdline.split(" --", 1)[0] + " ":
-                seconds[name] += (int(fields[11]) + int(fields[12])) / ticks
-                break
     with open("/proc/stat") as handle:
         cpu = [int(v) for v in handle.readline().split()[1:]]
-    seconds["all"] = (sum(cpu) - cpu[3] - cpu[4]) / ticks  # all but idle and iowait
+    seconds["all"] = (sum(cpu) - cpu[3] - cpu[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
     return seconds
 
 

@@ -52,16 +52,7 @@ class Kube:
         """Sends one request and returns the decoded JSON body.
 
         Raises ApiError for a status outside `ok`."""
-        url = self._host + path
-        if query:
-            url += "?" + urllib.parse.urlencode(query)
-        headers = dict(self._headers)
-        data = None
-        if body is not None:
-            headers["Content-Type"] = content_type
-            data = json.dumps(body).encode()
-        response = self._pool.request(method, url, body=data, headers=headers,
-                                      timeout=timeout or self._timeout, retries=False)
+        response = self._send(method, path, body, query, content_type, timeout)
         try:
             decoded = json.loads(response.data) if response.data else {}
         except ValueError:
@@ -70,13 +61,24 @@ class Kube:
             raise ApiError(response.status, method, path, decoded)
         return decoded
 
+    def _send(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
+        url = self._host + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        headers = dict(self._headers)
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = json.dumps(body).encode()
+        return self._pool.request(method, url, body=data, headers=headers,
+                                  timeout=timeout or self._timeout, retries=False)
+
     def get(self, path, **query):
         return self.request("GET", path, query=query or None)
 
     def text(self, path):
         """GET of a path that answers in text (the apiserver's /metrics)."""
-        response = self._pool.request("GET", self._host + path, headers=self._headers, timeout=self._timeout,
-                                      retries=False)
+        response = self._send("GET", path)
         if response.status != 200:
             raise ApiError(response.status, "GET", path, {"message": response.data[:200].decode(errors="replace")})
         return response.data.decode(errors="replace")
