@@ -31,7 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "e2e" / "standins"))
 sys.path.insert(0, str(ROOT / "e2e" / "bench"))
 
-from benchlib import free_port  # noqa: E402
+from benchlib import clean_up_on_sigterm, free_port  # noqa: E402
 from kube import Kube  # noqa: E402
 
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
@@ -67,6 +67,7 @@ def main():
     parser.add_argument("--kubeconfig")
     parser.add_argument("--rounds", type=int, default=60)
     options = parser.parse_args()
+    clean_up_on_sigterm()
     kubeconfig = options.kubeconfig or subprocess.run(["bash", str(ROOT / "e2e" / "cluster" / "up.sh")],
                                                       check=True, capture_output=True,
                                                       text=True).stdout.strip().splitlines()[-1]

@@ -10,6 +10,7 @@ import socket
 import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -28,7 +29,19 @@ JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
 __all__ = ["ROOT", "STANDINS", "PYTHON", "JOBSETS", "ApiError", "Kube", "load_shape", "cluster_kubeconfig",
            "proc_figures", "Proc", "stop_all", "start_standin", "wait_nodes_ready", "create_namespace",
            "delete_namespace", "wait_pods_gone", "jobset_body", "percentile", "logfmt", "EventsTail",
-           "WatchRecorder", "register_webhook"]
+           "WatchRecorder", "register_webhook", "clean_up_on_sigterm"]
+
+
+def clean_up_on_sigterm():
+    """Makes SIGTERM (CI's time budget through `timeout`, a stopped job) stop
+    the benchmark like Ctrl-C: its `finally` blocks run, so the processes it
+    started stop and what it created in the cluster (namespaces, webhook
+    registrations, a Kueue Topology) is deleted instead of changing the next
+    test or benchmark."""
+    def on_sigterm(*_):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def free_port():

@@ -28,7 +28,7 @@ import uuid
 
 import yaml
 
-from benchlib import (JOBSETS, ROOT, Kube, Proc, cluster_kubeconfig, cpu_by_process, cpu_used, create_namespace,
+from benchlib import (JOBSETS, ROOT, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, cpu_by_process, cpu_used, create_namespace,
                       delete_namespace, request_counts, requests_made,
                       jobset_body, load_shape, logfmt, register_webhook, start_standin, stop_all, wait_nodes_ready,
                       wait_pods_gone)
@@ -74,6 +74,7 @@ def main():
                         help="seconds at most to wait, before each round, for the control plane to be quiet")
     parser.add_argument("--timeout", type=float, default=900, help="seconds for one round at most")
     args = parser.parse_args()
+    clean_up_on_sigterm()
     kubeconfig = cluster_kubeconfig(args.kubeconfig)
     kube = Kube(kubeconfig)
     pods_wanted = args.replicas * args.parallelism

@@ -23,7 +23,7 @@ import tempfile
 import time
 import uuid
 
-from benchlib import (JOBSETS, ROOT, Kube, Proc, cluster_kubeconfig, create_namespace, delete_namespace,
+from benchlib import (JOBSETS, ROOT, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, create_namespace, delete_namespace,
                       percentile, proc_figures, register_webhook, start_standin, stop_all)
 from local_images import REAL_NODE_LABEL, images  # noqa: E402 - benchlib puts e2e/standins on the path
 import muster_api as api  # noqa: E402
@@ -92,6 +92,7 @@ def main():
     parser.add_argument("--hold", type=float, default=10, help="seconds the late pods are held unschedulable")
     parser.add_argument("--timeout", type=float, default=300, help="seconds for one round at most")
     args = parser.parse_args()
+    clean_up_on_sigterm()
     kubeconfig = cluster_kubeconfig(args.kubeconfig)
     kube = Kube(kubeconfig)
     built = images()

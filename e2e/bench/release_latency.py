@@ -38,7 +38,6 @@ import datetime
 import json
 import os
 import pathlib
-import signal
 import sys
 import tempfile
 import time
@@ -46,7 +45,7 @@ import uuid
 
 from benchlib import (JOBSETS, ROOT, EventsTail, Kube, Proc, WatchRecorder, cluster_kubeconfig, create_namespace,
                       delete_namespace, jobset_body, load_shape, logfmt, percentile, proc_figures, start_standin,
-                      stop_all, wait_nodes_ready, wait_pods_gone)
+                      stop_all, clean_up_on_sigterm, wait_nodes_ready, wait_pods_gone)
 
 sys.path.insert(0, str(ROOT / "e2e" / "tests"))
 from conftest import barrier_init_container, group_scheduling_volume  # noqa: E402
@@ -507,10 +506,7 @@ def main():
         args.record_dir = ROOT / "build" / "bench" / f"watch-{args.pods}"
     record = not args.no_record and "push" in modes
 
-    def on_sigterm(*_):
-        raise KeyboardInterrupt  # cleans up like Ctrl-C
-
-    signal.signal(signal.SIGTERM, on_sigterm)
+    clean_up_on_sigterm()
     kubeconfig = cluster_kubeconfig(args.kubeconfig)
     kube = Kube(kubeconfig)
     work = args.work_dir or pathlib.Path(tempfile.mkdtemp(prefix="muster-bench-release-"))

@@ -65,7 +65,6 @@ import re
 import resource
 import shlex
 import shutil
-import signal
 import ssl
 import subprocess
 import statistics
@@ -73,7 +72,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import ROOT, Proc, free_port, proc_figures
+from benchlib import ROOT, Proc, clean_up_on_sigterm, free_port, proc_figures
 
 sys.path.insert(0, str(ROOT / "e2e" / "standins"))
 from kube import ApiError, Kube  # noqa: E402
@@ -559,10 +558,7 @@ def main():
     sys.stdout.reconfigure(line_buffering=True)  # in order with webhook_load's progress on stderr
     args = parse_args()
 
-    def on_sigterm(*_):
-        raise KeyboardInterrupt  # stops the webhook like Ctrl-C
-
-    signal.signal(signal.SIGTERM, on_sigterm)
+    clean_up_on_sigterm()
     work = args.work_dir or pathlib.Path(tempfile.mkdtemp(prefix="muster-bench-webhook-"))
     work.mkdir(parents=True, exist_ok=True)
     info = machine()

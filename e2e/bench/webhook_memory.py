@@ -41,7 +41,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "e2e" / "bench"))
-from benchlib import Proc, free_port  # noqa: E402
+from benchlib import Proc, clean_up_on_sigterm, free_port  # noqa: E402
 
 GOAL_MB = 64
 MIB = 1024 * 1024
@@ -161,6 +161,7 @@ def main():
     parser.add_argument("--webhook", type=pathlib.Path, default=ROOT / "bin" / "muster-webhook")
     parser.add_argument("--timeout", type=float, default=60, help="seconds for one answer at most")
     args = parser.parse_args()
+    clean_up_on_sigterm()
     work = pathlib.Path(tempfile.mkdtemp(prefix="muster-bench-webhook-memory-"))
     failed = 0
     peaks = []
