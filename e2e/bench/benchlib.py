@@ -37,8 +37,11 @@ def clean_up_on_sigterm():
     the benchmark like Ctrl-C: its `finally` blocks run, so the processes it
     started stop and what it created in the cluster (namespaces, webhook
     registrations, a Kueue Topology) is deleted instead of changing the next
-    test or benchmark."""
+    test or benchmark. One-shot: `timeout` signals make's process group and
+    make signals its children again, and a second KeyboardInterrupt inside a
+    `finally` would cut the clean-up short (SIGKILL stays the backstop)."""
     def on_sigterm(*_):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_sigterm)

@@ -160,6 +160,7 @@ def main():
             hwm, cpu = proc_figures(pid)
             print(f"real node {node}: {name} peak RSS {hwm:.0f} MB, CPU {cpu:.1f} s since it started", flush=True)
     finally:
+        kube.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {late_label: None}}})  # also when stopped
         stop_all(procs)
         for path in registrations:
             kube.delete(path)
