@@ -285,9 +285,22 @@ def test_crd_patch_keeps_the_field_and_enforces_its_bounds(kube, kubeconfig, nam
     kube.create(JOBSETS.format(going), jobset("doomed", config))
     kube.delete(f"/api/v1/namespaces/{going}")
     version = kube.get(CRD_PATH)["metadata"]["resourceVersion"]
+    # JobSets left by earlier runs (a killed suite) count too, and the tool
+    # lists the first 10 in the API's order, so ours may be counted and not
+    # listed: the count is checked against the cluster's own list.
+    active = {n["metadata"]["name"] for n in kube.list("/api/v1/namespaces")[0]
+              if n.get("status", {}).get("phase") == "Active"}
+    users = sorted(f"{j['metadata']['namespace']}/{j['metadata']['name']}"
+                   for j in kube.list("/apis/jobset.x-k8s.io/v1alpha2/jobsets")[0]
+                   if j["spec"].get("groupSchedulingConfig") and not j["metadata"].get("deletionTimestamp")
+                   and j["metadata"]["namespace"] in active)
+    assert f"{namespace}/{name}" in users and not any(u.startswith(f"{going}/") for u in users), users
     refusal = run(["bash", PATCH_CRD, "--remove"], kubeconfig, check=False)
-    assert refusal.returncode == 1 and f"{namespace}/{name}" in refusal.stderr
-    assert f"{going}/" not in refusal.stderr
+    assert refusal.returncode == 1, refusal.stderr
+    counted = re.search(r"refusing: (\d+) JobSet", refusal.stderr)
+    listed = [line.strip() for line in refusal.stderr.splitlines() if line.startswith("  ")]
+    assert counted and int(counted.group(1)) == len(users), (users, refusal.stderr)
+    assert listed == users[:10], (users, refusal.stderr)
     assert kube.get(CRD_PATH)["metadata"]["resourceVersion"] == version
 
     # --remove --force: the schema goes, stored JobSets read back pruned.
