@@ -206,8 +206,7 @@ bench-webhook: bin/muster-webhook build/host/webhook/webhook_load
 	/usr/bin/python3 e2e/bench/webhook_memory.py
 	/usr/bin/python3 e2e/bench/webhook_latency.py \
 		--pin-kubeconfig "$${MUSTER_KUBECONFIG:-$$(bash e2e/cluster/up.sh | tail -n 1)}" $(WEBHOOK_BENCH_ARGS)
-	/usr/bin/python3 e2e/bench/admission_overhead.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
-		$(ADMISSION_BENCH_ARGS)
+	/usr/bin/python3 e2e/bench/admission_overhead.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG))
 
 bench-micro: bin/muster-barrier $(BENCHES:%=build/host/%)
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/initbarrier/barrier_bench

@@ -28,8 +28,8 @@ import uuid
 
 import yaml
 
-from benchlib import (JOBSETS, ROOT, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, cpu_by_process, cpu_used, create_namespace,
-                      delete_namespace, request_counts, requests_made,
+from benchlib import (JOBSETS, ROOT, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, cpu_by_process, cpu_used,
+                      create_namespace, delete_namespace, request_counts, requests_made,
                       jobset_body, load_shape, logfmt, register_webhook, start_standin, stop_all, wait_nodes_ready,
                       wait_pods_gone)
 from kube import ApiError, start_watch
@@ -186,8 +186,8 @@ def main():
             # First what would change later tests (a second Topology changes
             # the cluster's default), then the slow wait for the pods.
             kube.delete(f"{TOPOLOGIES}/{topology}")
-        except ApiError as error:
-            if error.status != 404:  # none yet when stopped before it was made
+        except (KeyboardInterrupt, Exception) as error:  # noqa: BLE001 - go on stopping the agent
+            if not (isinstance(error, ApiError) and error.status == 404):  # none when stopped before it was made
                 print(f"cleanup: {error!r}")
         try:
             wait_pods_gone(kube, namespace, 300)

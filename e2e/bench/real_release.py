@@ -23,8 +23,8 @@ import tempfile
 import time
 import uuid
 
-from benchlib import (JOBSETS, ROOT, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, create_namespace, delete_namespace,
-                      percentile, proc_figures, register_webhook, start_standin, stop_all)
+from benchlib import (JOBSETS, ROOT, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, create_namespace,
+                      delete_namespace, percentile, proc_figures, register_webhook, start_standin, stop_all)
 from local_images import REAL_NODE_LABEL, images  # noqa: E402 - benchlib puts e2e/standins on the path
 import muster_api as api  # noqa: E402
 
@@ -160,12 +160,12 @@ def main():
             hwm, cpu = proc_figures(pid)
             print(f"real node {node}: {name} peak RSS {hwm:.0f} MB, CPU {cpu:.1f} s since it started", flush=True)
     finally:
-        kube.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {late_label: None}}})  # also when stopped
         stop_all(procs)
         for path in registrations:
             kube.delete(path)
         for namespace in namespaces.values():
             delete_namespace(kube, namespace)
+        kube.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {late_label: None}}})  # also when stopped
 
 
 if __name__ == "__main__":
