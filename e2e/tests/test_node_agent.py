@@ -249,7 +249,7 @@ def test_a_lease_renewal_still_queued_is_not_queued_again(kubeconfig, tmp_path):
     import node_agent
 
     args = node_agent.arguments(["--kubeconfig", str(kubeconfig), "--shape", str(SHAPES / "small.yaml"),
-                                 "--work-dir", str(tmp_path / "agent"), "--heartbeat-workers", "2"])
+                                 "--work-dir", str(tmp_path / "agent"), "--lease-workers", "2"])
     agent = node_agent.Agent(args)
     release, lock, writes = threading.Event(), threading.Lock(), []
 
@@ -272,8 +272,8 @@ def test_a_lease_renewal_still_queued_is_not_queued_again(kubeconfig, tmp_path):
         # Drained: one task per worker, queued behind every renewal, that
         # waits for the others; all run together only once every renewal
         # queued before them has finished (a pool takes its queue in order).
-        together = threading.Barrier(args.heartbeat_workers)
-        for done in [agent.heartbeats.submit(together.wait, 60) for _ in range(args.heartbeat_workers)]:
+        together = threading.Barrier(args.lease_workers)
+        for done in [agent.leases.submit(together.wait, 60) for _ in range(args.lease_workers)]:
             done.result(timeout=120)
         assert sorted(writes) == sorted(agent.nodes), "one renewal per node, not two"
         agent.renew_leases()  # done: the next round renews every node again
@@ -282,3 +282,59 @@ def test_a_lease_renewal_still_queued_is_not_queued_again(kubeconfig, tmp_path):
         release.set()
         agent.writer.shutdown(wait=True)
         agent.heartbeats.shutdown(wait=True)
+        agent.leases.shutdown(wait=True)
+
+
+def test_a_slow_apiserver_delays_each_lease_renewal_by_its_own_latency(kubeconfig, tmp_path, monkeypatch):
+    """1,000 kubelets renew their Leases each on its own, at its own phase: an
+    apiserver that takes 0.6 s a PATCH under load delays each renewal by
+    0.6 s. The agent renewed them all at once through 16 threads, so 1,000
+    renewals took 37 s, leases aged past kube-controller-manager's 40 s grace
+    and healthy fake nodes went NotReady in the placement benchmark. Here
+    200 nodes renew every 2 s against PATCHes of 0.5 s: each node's renewals
+    must stay about 2 s apart (through 16 threads they were 6 s apart), and
+    spread over the period rather than in one burst."""
+    import node_agent
+
+    period, latency, count = 2.0, 0.5, 200
+    args = node_agent.arguments(["--kubeconfig", str(kubeconfig), "--shape", str(SHAPES / "small.yaml"),
+                                 "--work-dir", str(tmp_path / "agent"), "--lease-seconds", str(period)])
+    monkeypatch.setattr(node_agent, "start_watch", lambda *a, **k: None)  # no pods in this test
+    agent = node_agent.Agent(args)
+    # Nodes that exist already (created by an agent before this one): only
+    # their leases are renewed during the test.
+    agent.nodes = {f"lease-{i}": {"name": f"lease-{i}", "created": True, "appear_after": 1e9,
+                                  "ready_after": 1e9} for i in range(count)}
+    lock, starts = threading.Lock(), {}
+
+    class SlowLeases:
+        """Every PATCH takes `latency` seconds: a saturated apiserver."""
+
+        def patch(self, path, body, **_):
+            with lock:
+                starts.setdefault(path.rsplit("/", 1)[-1], []).append(time.monotonic())
+            time.sleep(latency)
+
+    agent.kube = SlowLeases()
+    runner = threading.Thread(target=agent.run, daemon=True)
+    began = time.monotonic()
+    runner.start()
+    try:
+        time.sleep(4.5 * period)
+    finally:
+        agent.stop.set()
+        runner.join(30)
+        agent.leases.shutdown(wait=True, cancel_futures=True)
+        agent.heartbeats.shutdown(wait=True)
+        agent.writer.shutdown(wait=True)
+    assert not runner.is_alive(), "the agent's loop did not stop"
+    with lock:
+        renewed = {name: list(times) for name, times in starts.items()}
+    assert sorted(renewed) == sorted(agent.nodes), "every node renews its lease"
+    gaps = [b - a for times in renewed.values() for a, b in zip(times, times[1:])]
+    assert min(len(times) for times in renewed.values()) >= 3, renewed
+    # kube-controller-manager's grace is twice the agent's period in the benchmarks (40 s, 20 s).
+    assert max(gaps) < 1.5 * period, f"renewals of a node {max(gaps):.2f} s apart, every {period} s wanted"
+    first = sorted(times[0] - began for times in renewed.values())
+    burst = max(sum(1 for t in first if s <= t < s + period / 4) for s in first)
+    assert burst <= count / 2, f"{burst} of {count} first renewals within {period / 4} s: not spread"
