@@ -15,7 +15,17 @@ JobSet stand-in creates the pods, the webhook's /pin route pins each, the
 scheduler binds. Without, the JobSet has no annotation (nothing of muster's
 runs on its path; the webhook is registered all the same). Prints each
 round, the medians and the ratio, and the controller's placement decision
-times from its log.
+times from its log, and for each round what disturbed it (fake nodes not
+Ready, skipped Lease renewals, pods stranded or moved).
+
+The JobSet stand-in creates 64 pods at once (--pod-workers), where the
+e2e suite's default is 16. kube-controller-manager's Job controller syncs 5
+Jobs at once and creates each one's pods in batches of 1, 2, 4, ... 32, so
+it may have well over 100 creates in flight. With 16, on this 2-core
+machine, a create took about half a second under load, the create rate was
+16 / latency, and the `/pin` call's extra latency became a lower create
+rate (ratios 1.2-1.6); with 64 the creates are limited by CPU, as with the
+real controller.
 """
 
 import argparse
@@ -61,6 +71,69 @@ def settle(limit, quiet=0.25, window=3.0):
         before = after
 
 
+def disturbances(agent_log, controller_log, offsets, not_ready):
+    """One line: what in the round came from outside the path measured, from
+    the logs' lines written since `offsets` (the node agent's skipped Lease
+    renewals, the controller's stranded and moved pods) and the fake nodes
+    seen not Ready. A round with any of them is slower for reasons of the
+    machine, not of placement."""
+    counts = {"lease renewals skipped": 0, "placement-stranded": 0, "placement-moved": 0}
+    for index, path in enumerate((agent_log, controller_log)):
+        with open(path, errors="replace") as handle:
+            handle.seek(offsets[index])
+            for line in handle:
+                if " event=lease-renewals-behind " in line:
+                    counts["lease renewals skipped"] += int(logfmt(line).get("nodes", 0))
+                for event in ("placement-stranded", "placement-moved"):
+                    if f" event={event} " in line:
+                        counts[event] += 1
+    counts["nodes not Ready"] = len(not_ready)
+    found = [f"{name} {count}" for name, count in counts.items() if count]
+    return "disturbances: " + (", ".join(found) if found else "none")
+
+
+class Pods:
+    """The benchmark namespace's pods, by name: bound or not, from a watch."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.seen = {}
+
+    def on_event(self, kind, pod):
+        with self.lock:
+            if kind == "DELETED":
+                self.seen.pop(pod["metadata"]["name"], None)
+            else:
+                self.seen[pod["metadata"]["name"]] = bool(pod["spec"].get("nodeName"))
+
+    def on_relist(self, items):
+        """After a re-list (410 Gone while 5,000 pods are deleted), the list is
+        the truth: a pod deleted in between sends no event, and left behind it
+        would hold the wait for an empty namespace and count as bound in the
+        next round."""
+        with self.lock:
+            self.seen = {pod["metadata"]["name"]: bool(pod["spec"].get("nodeName")) for pod in items}
+
+    def bound(self):
+        with self.lock:
+            return sum(self.seen.values())
+
+    def empty(self):
+        with self.lock:
+            return not self.seen
+
+
+def watch_pods(kube, namespace, stop):
+    """A Pods kept up to date by a watch of the namespace until `stop` is set."""
+    pods = Pods()
+    start_watch(kube, f"/api/v1/namespaces/{namespace}/pods", pods.on_event, stop, on_relist=pods.on_relist)
+    return pods
+
+
+def log_sizes(*paths):
+    return [pathlib.Path(path).stat().st_size if pathlib.Path(path).exists() else 0 for path in paths]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kubeconfig")
@@ -72,6 +145,9 @@ def main():
                         help="rounds with placement before the measured ones, not counted")
     parser.add_argument("--settle", type=float, default=120,
                         help="seconds at most to wait, before each round, for the control plane to be quiet")
+    parser.add_argument("--pod-workers", type=int, default=64,
+                        help="pods the JobSet stand-in creates at once (its --pod-workers; "
+                             "kube-controller-manager's Job controller may have over 100 in flight)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds for one round at most")
     args = parser.parse_args()
     clean_up_on_sigterm()
@@ -103,21 +179,21 @@ def main():
         webhook, registrations = register_webhook(kube, kubeconfig, work, run, label)
         procs.append(webhook)
         procs.append(start_standin("jobset_controller.py", kubeconfig, "--namespace", namespace,
-                                   log_path=f"{work}/jobset.log"))
+                                   "--pod-workers", str(args.pod_workers), log_path=f"{work}/jobset.log"))
         controller = Proc([ROOT / "bin" / "muster-controller", "--kubeconfig", kubeconfig, "--namespace", namespace,
                            "--leader-elect", "false", "--metrics-addr", "0", "--placement-topology", topology],
                           work / "controller.log", name="muster-controller")
         procs.append(controller)
         time.sleep(3)  # the registration reaches the apiserver's informer
-        seen, lock = {}, threading.Lock()
+        pods, lock = watch_pods(kube, namespace, stop), threading.Lock()
+        not_ready = set()  # fake nodes seen not Ready since the round began
 
-        def on_pod(kind, pod):
-            with lock:
-                if kind == "DELETED":
-                    seen.pop(pod["metadata"]["name"], None)
-                else:
-                    seen[pod["metadata"]["name"]] = bool(pod["spec"].get("nodeName"))
-        start_watch(kube, f"/api/v1/namespaces/{namespace}/pods", on_pod, stop)
+        def on_node(kind, node):
+            conditions = (node.get("status") or {}).get("conditions") or []
+            if kind != "DELETED" and any(c.get("type") == "Ready" and c.get("status") != "True" for c in conditions):
+                with lock:
+                    not_ready.add(node["metadata"]["name"])
+        start_watch(kube, "/api/v1/nodes", on_node, stop)
         template = {"metadata": {"annotations": {"e2e.muster.dev/run-seconds": "3600"}},
                     "spec": {"restartPolicy": "Never", "containers": [
                         {"name": "worker", "image": "busybox", "command": ["sleep", "3600"]}]}}
@@ -133,11 +209,13 @@ def main():
                     "kueue.x-k8s.io/podset-slice-required-topology": BLOCK,
                     "kueue.x-k8s.io/podset-slice-size": str(args.parallelism)})
             cpu_before, requests_before = cpu_by_process(), request_counts(kube)
+            offsets = log_sizes(work / "agent.log", work / "controller.log")
+            with lock:
+                not_ready.clear()
             began = time.monotonic()
             kube.create(JOBSETS.format(namespace), body)
             while True:
-                with lock:
-                    bound = sum(seen.values())
+                bound = pods.bound()
                 if bound >= pods_wanted:
                     break
                 if time.monotonic() - began > args.timeout:
@@ -152,12 +230,15 @@ def main():
                   f"create ({pods_wanted / seconds:.0f} pods/s; began {settled}", flush=True)
             print(f"    {cpu_used(cpu_before, cpu_by_process())}", flush=True)
             print(f"    {requests_made(requests_before, request_counts(kube))}", flush=True)
+            with lock:
+                seen_not_ready = set(not_ready)
+            print(f"    {disturbances(work / 'agent.log', work / 'controller.log', offsets, seen_not_ready)}",
+                  flush=True)
             kube.delete(f"{JOBSETS.format(namespace)}/js-{i}", body={"propagationPolicy": "Background"})
             deadline = time.monotonic() + args.timeout
             while time.monotonic() < deadline:
-                with lock:
-                    if not seen:
-                        break
+                if pods.empty():
+                    break
                 time.sleep(1)
         decisions = [float(logfmt(line)["ms"]) for line in (work / "controller.log").read_text().splitlines()
                      if " event=placed " in line]

@@ -642,7 +642,7 @@ class Conflict(Exception):
 # ------------------------------------------------------------ the controller
 
 class Controller:
-    def __init__(self, kube, namespace=None):
+    def __init__(self, kube, namespace=None, pod_workers=POD_WORKERS):
         self.kube = kube
         self.namespace = namespace
         self.stop = threading.Event()
@@ -651,7 +651,7 @@ class Controller:
         self.jobs = Store({"jobset": lambda o: [self._jobset_key_of_child(o)]})
         self.pods = Store({"owner": lambda o: [controller_uid(o) or ""],
                            "jobset": lambda o: [self._jobset_key_of_child(o)]})
-        self.pod_pool = concurrent.futures.ThreadPoolExecutor(POD_WORKERS, "pod")
+        self.pod_pool = concurrent.futures.ThreadPoolExecutor(pod_workers, "pod")
         self.api_pool = concurrent.futures.ThreadPoolExecutor(API_WORKERS, "api")
         self.lock = threading.Lock()
         self.inflight = {}          # job uid -> completion indexes being created
@@ -1371,12 +1371,18 @@ def main(argv=None):
     parser.add_argument("--kubeconfig", required=True, help="admin kubeconfig of the cluster")
     parser.add_argument("--namespace", help="watch only this namespace (default: all)")
     parser.add_argument("--log-level", default="info", choices=sorted(LOG_LEVELS, key=LOG_LEVELS.get))
+    parser.add_argument("--pod-workers", type=int, default=POD_WORKERS,
+                        help="pods created at once, over all Jobs (kube-controller-manager's Job "
+                             "controller: 5 Jobs at once, each in batches of 1, 2, 4, ... pods)")
     args = parser.parse_args(argv)
+    if args.pod_workers < 1:
+        parser.error("--pod-workers must be at least 1")
 
     global _log_threshold
     _log_threshold = LOG_LEVELS[args.log_level]
 
-    controller = Controller(Kube(args.kubeconfig, pool_size=POD_WORKERS + API_WORKERS + 8), args.namespace)
+    controller = Controller(Kube(args.kubeconfig, pool_size=args.pod_workers + API_WORKERS + 8), args.namespace,
+                            pod_workers=args.pod_workers)
 
     def on_signal(signum, _frame):
         log("info", "stopping", signal=signal.Signals(signum).name)
@@ -1384,7 +1390,7 @@ def main(argv=None):
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    log("info", "started", namespace=args.namespace or "*", podWorkers=POD_WORKERS)
+    log("info", "started", namespace=args.namespace or "*", podWorkers=args.pod_workers)
     controller.run()
     return 0
 

@@ -338,3 +338,52 @@ def test_a_slow_apiserver_delays_each_lease_renewal_by_its_own_latency(kubeconfi
     first = sorted(times[0] - began for times in renewed.values())
     burst = max(sum(1 for t in first if s <= t < s + period / 4) for s in first)
     assert burst <= count / 2, f"{burst} of {count} first renewals within {period / 4} s: not spread"
+
+
+def test_periodic_node_statuses_are_spread_over_the_period(kubeconfig, tmp_path, monkeypatch):
+    """kubelets started at different times report their node status at
+    different moments. The agent's nodes appear within seconds of each other,
+    and each reported every --node-status-seconds after it appeared: 1,000
+    reports (a GET and a PATCH each) came at once every 5 minutes and slowed
+    whichever placement benchmark round they fell in. Each node now reports
+    at its own phase of the period."""
+    import node_agent
+
+    period = 2.0
+    args = node_agent.arguments(["--kubeconfig", str(kubeconfig), "--shape", str(SHAPES / "small.yaml"),
+                                 "--work-dir", str(tmp_path / "agent"), "--node-status-seconds", str(period),
+                                 "--lease-seconds", "100"])
+    monkeypatch.setattr(node_agent, "start_watch", lambda *a, **k: None)  # no pods in this test
+    agent = node_agent.Agent(args)
+    lock, reports = threading.Lock(), {}
+
+    class Apiserver:
+        """Takes the agent's node writes and notes when each node reports."""
+
+        def create(self, path, body):
+            return body
+
+        def get(self, path):
+            return {"metadata": {"resourceVersion": "1"}, "spec": {"taints": []}}
+
+        def patch(self, path, body, **_):
+            if path.endswith("/status"):
+                with lock:
+                    reports.setdefault(path.split("/")[-2], []).append(time.monotonic())
+
+    agent.kube = Apiserver()
+    runner = threading.Thread(target=agent.run, daemon=True)
+    runner.start()
+    try:
+        wait_for(lambda: len(reports) == len(agent.nodes) and all(len(t) >= 2 for t in reports.values()),
+                 timeout=30, what="two reports of every node")
+    finally:
+        agent.stop.set()
+        runner.join(30)
+        for pool in (agent.leases, agent.heartbeats, agent.writer):
+            pool.shutdown(wait=True, cancel_futures=True)
+    with lock:
+        first = sorted(times[0] for times in reports.values())
+        gaps = [b - a for times in reports.values() for a, b in zip(times, times[1:])]
+    assert first[-1] - first[0] >= period / 2, f"the first reports came within {first[-1] - first[0]:.2f} s"
+    assert max(gaps) < 1.5 * period, f"a node's reports {max(gaps):.2f} s apart, every {period} s wanted"
