@@ -62,7 +62,8 @@ def test_two_replicas_one_acts_and_the_standby_takes_over(kube, kubeconfig, name
         assert len(leader) == 1, [r.output() for r in replicas]
         leader = leader[0]
         standby = replicas[1 - replicas.index(leader)]
-        assert "event=started " in leader.output()
+        # The leader logs lease-acquired, then starts its loop: a few ms later.
+        wait_for(lambda: "event=started " in leader.output(), timeout=10, what="the leader's loop started")
         # The standby waits: it has not started its loop.
         time.sleep(2 * RETRY_SECONDS)
         assert "event=started " not in standby.output(), standby.output()
