@@ -411,6 +411,8 @@ class Agent:
         begun = time.monotonic()
         for node in self.nodes.values():
             self.at(begun + node["appear_after"], lambda n=node: self.appear(n))
+        nodes = list(self.nodes.values())
+        self.lease_slices = [nodes[part::LEASE_SLICES] for part in range(LEASE_SLICES)]
         self.at(begun + self.args.lease_seconds / LEASE_SLICES, lambda: self.renew_lease_slice(0))
         start_watch(self.kube, "/api/v1/pods", lambda t, o: self.events.put(("pod", t, o)), self.stop,
                     query={"fieldSelector": "spec.nodeName!="}, name="pods")
@@ -608,8 +610,7 @@ class Agent:
         so each node renews every --lease-seconds at its own phase, as kubelets
         do, instead of all 1,000 in one burst. Once a period it logs how many
         renewals it skipped because the last one was still running."""
-        nodes = list(self.nodes.values())[part::LEASE_SLICES]
-        self.lease_behind += self.renew_leases(nodes)
+        self.lease_behind += self.renew_leases(self.lease_slices[part])
         if part == LEASE_SLICES - 1 and self.lease_behind:
             log("lease-renewals-behind", nodes=self.lease_behind, lease_seconds=self.args.lease_seconds,
                 lease_workers=self.args.lease_workers)
@@ -1104,6 +1105,8 @@ def arguments(argv=None):
     parser.add_argument("--events", help="append container start/exit events as JSON lines here")
     parser.add_argument("--delete-nodes", action="store_true", help="delete the nodes on exit")
     args = parser.parse_args(argv)
+    if args.lease_workers < 1:
+        parser.error("--lease-workers must be at least 1")
     if not os.access(args.barrier, os.X_OK):
         parser.error(f"--barrier {args.barrier} is not executable: run `make` first")
     return args
