@@ -1831,12 +1831,16 @@ static int daemon_start(struct http_serve *server, int fd, char **cause)
 	struct MHD_OptionItem extra[7];
 	size_t n = 0;
 
-	/* A thread per connection polls its one socket; a pool's threads share
-	 * the connections through epoll. */
+	/* A thread per connection polls its one socket; a pool's threads each
+	 * poll() their share of the connections. Not epoll: libmicrohttpd
+	 * 0.9.75's epoll loop retries a TLS handshake that waits for its client
+	 * without waiting itself, so a thread spun a whole core for as long as
+	 * a client took to answer (or for idle_seconds, after 5 bytes of a
+	 * record): 3 ms of CPU a connection from a local curl, and most of the
+	 * webhook's CPU when a busy apiserver opened connections to it. */
+	flags |= MHD_USE_POLL;
 	if (server->threads == 0)
-		flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
-	else
-		flags |= MHD_USE_EPOLL;
+		flags |= MHD_USE_THREAD_PER_CONNECTION;
 	if (server->threads > 1)
 		extra[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)server->threads,
 						      NULL };

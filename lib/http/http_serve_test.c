@@ -2157,6 +2157,85 @@ static void tls_x25519_first(void **state)
 	http_serve_stop(server);
 }
 
+/* CPU seconds this process (the server's threads, since the test's own
+ * only sleep) has used. */
+static double process_cpu_seconds(void)
+{
+	struct timespec ts;
+
+	assert_int_equal(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts), 0);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int connect_loopback(int port)
+{
+	struct sockaddr_in address = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	address.sin_port = htons((uint16_t)port);
+	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
+	return fd;
+}
+
+/* TLS handshakes that wait for their client cost the server no CPU while
+ * they wait: two clients send 5 bytes of a record header and stop, two send
+ * their ClientHello and never answer the server's flight (as a busy
+ * apiserver is slow to). With libmicrohttpd's epoll loop each such
+ * handshake kept a pool thread spinning: about a core for the second the
+ * test waits, where now the four cost nothing measurable. */
+static void tls_waiting_handshakes_do_not_spin(void **state)
+{
+	struct http_serve_options options = {
+		.tls_cert_file = pki.cert_a, .tls_key_file = pki.key_a, .threads = 4, .idle_seconds = 30
+	};
+	gnutls_certificate_credentials_t credentials;
+	gnutls_session_t sessions[2];
+	struct http_serve *server;
+	int fds[4], silent[2];
+	double before, used;
+
+	(void)state;
+	server = start_with(NULL, &options);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, silent), 0);
+	assert_int_equal(gnutls_certificate_allocate_credentials(&credentials), 0);
+	for (size_t i = 0; i < 2; i++) {
+		fds[i] = connect_loopback(http_serve_port(server));
+		assert_int_equal(write(fds[i], "\x16\x03\x01\x02\x00", 5), 5);
+	}
+	for (size_t i = 0; i < 2; i++) {
+		fds[2 + i] = connect_loopback(http_serve_port(server));
+		assert_int_equal(gnutls_init(&sessions[i], GNUTLS_CLIENT | GNUTLS_NONBLOCK), 0);
+		assert_int_equal(gnutls_set_default_priority(sessions[i]), 0);
+		assert_int_equal(gnutls_credentials_set(sessions[i], GNUTLS_CRD_CERTIFICATE, credentials), 0);
+		/* Sends the ClientHello to the server, reads from a socket
+		 * nobody writes to: the server's answer is never read. */
+		gnutls_transport_set_int2(sessions[i], silent[0], fds[2 + i]);
+		assert_int_equal(gnutls_handshake(sessions[i]), GNUTLS_E_AGAIN);
+	}
+	nanosleep(&(struct timespec){ .tv_nsec = 200 * 1000 * 1000 },
+		  NULL); /* the server reads, then waits */
+	before = process_cpu_seconds();
+	sleep(1);
+	used = process_cpu_seconds() - before;
+	if (used > 0.25)
+		fail_msg(
+			"the server used %.3f s of CPU in 1 s while 4 TLS handshakes waited for their clients",
+			used);
+	/* Still served meanwhile. */
+	assert_call(http_serve_port(server), &(struct call){ .path = "/healthz", .ca = pki.ca_a }, 200,
+		    TEXT_TYPE, "ok\n");
+	for (size_t i = 0; i < 2; i++)
+		gnutls_deinit(sessions[i]);
+	gnutls_certificate_free_credentials(credentials);
+	for (size_t i = 0; i < 4; i++)
+		close(fds[i]);
+	close(silent[0]);
+	close(silent[1]);
+	http_serve_stop(server);
+}
+
 static int make_pki(void)
 {
 	snprintf(pki.dir, sizeof(pki.dir), "/tmp/muster-http-serve-XXXXXX");
@@ -2230,6 +2309,7 @@ int main(void)
 		cmocka_unit_test(tls_versions),
 		cmocka_unit_test(tls_12_only_aead_suites),
 		cmocka_unit_test(tls_x25519_first),
+		cmocka_unit_test(tls_waiting_handshakes_do_not_spin),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
