@@ -16,7 +16,8 @@ scheduler binds. Without, the JobSet has no annotation (nothing of muster's
 runs on its path; the webhook is registered all the same). Prints each
 round, the medians and the ratio, and the controller's placement decision
 times from its log, and for each round what disturbed it (fake nodes not
-Ready, skipped Lease renewals, pods stranded or moved).
+Ready, skipped Lease renewals, pods stranded or moved) and etcd's slow
+requests and compactions from its log.
 
 The JobSet stand-in creates 64 pods at once (--pod-workers), where the
 e2e suite's default is 16. kube-controller-manager's Job controller syncs 5
@@ -29,6 +30,7 @@ real controller.
 """
 
 import argparse
+import os
 import pathlib
 import statistics
 import tempfile
@@ -90,6 +92,53 @@ def disturbances(agent_log, controller_log, offsets, not_ready):
     counts["nodes not Ready"] = len(not_ready)
     found = [f"{name} {count}" for name, count in counts.items() if count]
     return "disturbances: " + (", ".join(found) if found else "none")
+
+
+def etcd_log():
+    """The log etcd writes to (its stderr, as e2e/cluster/up.sh starts it), or
+    None when no etcd runs on this machine or its stderr is not a file."""
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                program = handle.read().split(b"\0", 1)[0]
+            if entry.isdigit() and os.path.basename(program) == b"etcd":
+                path = os.readlink(f"/proc/{entry}/fd/2")
+                return path if os.path.isfile(path) else None
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return None
+
+
+def etcd_slowness(path, offset):
+    """One line: etcd's own account of the round, from its log's lines written
+    since `offset`: requests it logged as taking too long (over 100 ms) and
+    the scheduled compactions with the longest. A round in which etcd's disk
+    or a compaction stalled is slower for reasons of the machine; the count
+    is not zero under load, so it is a figure to compare, not a verdict."""
+    if not path:
+        return "etcd: log not found"
+    slow, compactions = 0, []
+    with open(path, errors="replace") as handle:
+        handle.seek(offset)
+        for line in handle:
+            if "took too long" in line:
+                slow += 1
+            elif "finished scheduled compaction" in line and "(took " in line:
+                took = line.rsplit("(took ", 1)[1].split(")", 1)[0]
+                compactions.append(took)
+    longest = f" (longest {max(compactions, key=go_seconds)})" if compactions else ""
+    return f"etcd: {slow} requests took over 100 ms; {len(compactions)} compactions{longest}"
+
+
+def go_seconds(text):
+    """Seconds of a Go duration as etcd prints one: 1.9s, 850.1ms, 12µs."""
+    for unit, scale in (("ms", 1e-3), ("µs", 1e-6), ("us", 1e-6), ("ns", 1e-9), ("s", 1.0)):
+        if text.endswith(unit):
+            try:
+                return float(text[:-len(unit)]) * scale
+            except ValueError:
+                return 0.0
+    return 0.0
 
 
 class Pods:
@@ -197,7 +246,7 @@ def main():
         template = {"metadata": {"annotations": {"e2e.muster.dev/run-seconds": "3600"}},
                     "spec": {"restartPolicy": "Never", "containers": [
                         {"name": "worker", "image": "busybox", "command": ["sleep", "3600"]}]}}
-        results = {"with": [], "without": []}
+        results, etcd_path = {"with": [], "without": []}, etcd_log()
         modes = ["with"] * args.warmup + [("with", "without")[i % 2] if (i // 2) % 2 == 0 else
                                           ("without", "with")[i % 2] for i in range(2 * args.rounds)]
         for i, mode in enumerate(modes):
@@ -210,6 +259,7 @@ def main():
                     "kueue.x-k8s.io/podset-slice-size": str(args.parallelism)})
             cpu_before, requests_before = cpu_by_process(), request_counts(kube)
             offsets = log_sizes(work / "agent.log", work / "controller.log")
+            etcd_offset = log_sizes(etcd_path)[0] if etcd_path else 0
             with lock:
                 not_ready.clear()
             began = time.monotonic()
@@ -234,6 +284,7 @@ def main():
                 seen_not_ready = set(not_ready)
             print(f"    {disturbances(work / 'agent.log', work / 'controller.log', offsets, seen_not_ready)}",
                   flush=True)
+            print(f"    {etcd_slowness(etcd_path, etcd_offset)}", flush=True)
             kube.delete(f"{JOBSETS.format(namespace)}/js-{i}", body={"propagationPolicy": "Background"})
             deadline = time.monotonic() + args.timeout
             while time.monotonic() < deadline:

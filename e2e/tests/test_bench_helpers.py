@@ -48,3 +48,26 @@ def test_placement_pods_forget_a_pod_deleted_while_the_watch_relisted():
     assert not pods.empty()
     pods.on_event("DELETED", pod("b", "n-2"))
     assert pods.empty()
+
+
+def test_placement_counts_etcd_slow_requests_and_compactions_of_the_round_only(tmp_path):
+    """The per-round etcd line counts what etcd logged after the round began
+    (lines before the offset belong to earlier rounds) and names the longest
+    compaction, whatever unit etcd printed its duration in."""
+    log = tmp_path / "etcd.log"
+    before = ('2026-11-26 21:02:30.580015 I | mvcc: finished scheduled compaction at 1 (took 9.5s)\n'
+              '2026-11-26 21:02:31.000000 W | etcdserver: read-only range request "key:\\"/a\\" " '
+              'with result "range_response_count:1 size:5" took too long (120ms) to execute\n')
+    log.write_text(before +
+                   '2026-11-26 21:11:00.000000 W | etcdserver: read-only range request "key:\\"/b\\" " '
+                   'with result "range_response_count:1 size:5" took too long (1.2s) to execute\n'
+                   '2026-11-26 21:11:01.000000 W | etcdserver: request "header:<ID:1 > txn:<...>" '
+                   'with result "size:20" took too long (150.5ms) to execute\n'
+                   '2026-11-26 21:12:28.987704 I | mvcc: store.index: compact 3335104\n'
+                   '2026-11-26 21:12:30.000000 I | mvcc: finished scheduled compaction at 2 (took 850.1ms)\n'
+                   '2026-11-26 21:12:32.815542 I | mvcc: finished scheduled compaction at 3 (took 3.59906892s)\n')
+    line = placement.etcd_slowness(str(log), len(before.encode()))
+    assert line == "etcd: 2 requests took over 100 ms; 2 compactions (longest 3.59906892s)"
+    assert placement.etcd_slowness(None, 0) == "etcd: log not found"
+    assert abs(placement.go_seconds("850.1ms") - 0.8501) < 1e-9
+    assert abs(placement.go_seconds("12µs") - 12e-6) < 1e-12
