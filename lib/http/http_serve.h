@@ -88,8 +88,8 @@
  *
  * Threads: with options->threads 0 (and always for http_serve_start()) each
  * connection has its own thread, so a slow render or check never delays
- * another client; with N > 0 a pool of N threads polls every connection
- * (poll(), each thread its share), so a slow handler delays the other
+ * another client; with N > 0 a pool of N threads serves the connections,
+ * each thread poll()ing its share, so a slow handler delays the other
  * connections of its thread:
  * handlers should be quick. Checks and POST handlers may run concurrently
  * from several threads; they take their owner's locks.
