@@ -564,6 +564,48 @@ def test_bad_requests_get_clear_answers(webhook):
     assert 'route="mutate"' in metrics and 'result="bad_request"' in metrics, metrics[:2000]
 
 
+def process_cpu_seconds(pid):
+    """User + system CPU seconds a process has used so far."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_clients_that_stall_their_tls_handshake_cost_the_webhook_no_cpu(webhook):
+    """The apiserver opens a connection to the webhook for many of its calls
+    (it keeps 25 idle ones), and on a busy machine it is slow to finish the
+    handshake. muster-webhook's thread pool ran on libmicrohttpd's epoll
+    loop, which retried a waiting handshake without waiting: each one kept a
+    thread spinning a core, and 5 bytes of a TLS record from anyone who can
+    reach the port held it for --idle-timeout. Two clients here send 5 bytes
+    of a record header, two a ClientHello whose answer they never read; the
+    webhook process's CPU over 2 s is measured (CPU time, not wall time: a
+    busy machine does not make it larger)."""
+    stalled = []
+    try:
+        for _ in range(2):
+            raw = socket.create_connection(("127.0.0.1", webhook.port), timeout=5)
+            raw.sendall(b"\x16\x03\x01\x02\x00")
+            stalled.append(raw)
+        for _ in range(2):
+            raw = socket.create_connection(("127.0.0.1", webhook.port), timeout=5)
+            outgoing = ssl.MemoryBIO()
+            hello = webhook.context.wrap_bio(ssl.MemoryBIO(), outgoing, server_hostname="127.0.0.1")
+            with contextlib.suppress(ssl.SSLWantReadError):
+                hello.do_handshake()
+            raw.sendall(outgoing.read())  # the ClientHello; the server's answer is never read
+            stalled.append(raw)
+        time.sleep(0.3)  # the webhook reads what was sent, then waits
+        before = process_cpu_seconds(webhook.process.pid)
+        time.sleep(2)
+        used = process_cpu_seconds(webhook.process.pid) - before
+        assert webhook.ready(), "the webhook did not answer /readyz while handshakes waited"
+    finally:
+        for raw in stalled:
+            raw.close()
+    assert used < 0.5, f"muster-webhook used {used:.2f} CPU s in 2 s while 4 TLS handshakes waited"
+
+
 def served_certificate(webhook):
     with socket.create_connection(("127.0.0.1", webhook.port), timeout=5) as raw:
         with webhook.context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
