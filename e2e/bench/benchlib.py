@@ -88,22 +88,32 @@ CPU_PROCESSES = (("apiserver", "kube-apiserver"), ("etcd", "etcd "), ("scheduler
                  ("muster-webhook", "muster-webhook"))
 
 
-def cpu_by_process():
-    """CPU seconds (user + system, all threads) so far of each process of
-    CPU_PROCESSES, summed per name, plus "all" for the whole machine (from
-    /proc/stat, every CPU's busy time). Subtract two readings for a round."""
-    seconds = {name: 0.0 for name, _ in CPU_PROCESSES}
+def processes():
+    """(pid, raw command line) of each process running now; one gone
+    meanwhile is left out."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                program = handle.read().replace(b"\0", b" ").decode(errors="replace").split(" --", 1)[0] + " "
-            name = next((name for name, word in CPU_PROCESSES if word in program), None)
-            if name:
-                seconds[name] += cpu_seconds(entry)
+                yield entry, handle.read()
         except OSError:
-            continue  # gone meanwhile
+            continue
+
+
+def cpu_by_process():
+    """CPU seconds (user + system, all threads) so far of each process of
+    CPU_PROCESSES, summed per name, plus "all" for the whole machine (from
+    /proc/stat, every CPU's busy time). Subtract two readings for a round."""
+    seconds = {name: 0.0 for name, _ in CPU_PROCESSES}
+    for entry, cmdline in processes():
+        program = cmdline.replace(b"\0", b" ").decode(errors="replace").split(" --", 1)[0] + " "
+        name = next((name for name, word in CPU_PROCESSES if word in program), None)
+        if name:
+            try:
+                seconds[name] += cpu_seconds(entry)
+            except OSError:
+                continue  # gone meanwhile
     with open("/proc/stat") as handle:
         cpu = [int(v) for v in handle.readline().split()[1:]]
     seconds["all"] = (sum(cpu) - cpu[3] - cpu[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait

@@ -42,7 +42,7 @@ import yaml
 
 from benchlib import (JOBSETS, ROOT, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, cpu_by_process, cpu_used,
                       create_namespace, delete_namespace, request_counts, requests_made,
-                      jobset_body, load_shape, logfmt, register_webhook, start_standin, stop_all, wait_nodes_ready,
+                      jobset_body, load_shape, logfmt, processes, register_webhook, start_standin, stop_all, wait_nodes_ready,
                       wait_pods_gone)
 from kube import ApiError, start_watch
 
@@ -97,18 +97,15 @@ def disturbances(agent_log, controller_log, offsets, not_ready):
 def etcd_log():
     """The log etcd writes to (its stderr, as e2e/cluster/up.sh starts it), or
     None when no etcd runs on this machine or its stderr is not a file."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for entry, cmdline in processes():
+        if os.path.basename(cmdline.split(b"\0", 1)[0]) != b"etcd":
             continue
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                program = handle.read().split(b"\0", 1)[0]
-            if os.path.basename(program) == b"etcd":
-                path = os.readlink(f"/proc/{entry}/fd/2")
-                if os.path.isfile(path):
-                    return path
+            path = os.readlink(f"/proc/{entry}/fd/2")
         except OSError:
             continue  # gone meanwhile, or not ours to read
+        if os.path.isfile(path):
+            return path
     return None
 
 

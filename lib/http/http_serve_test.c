@@ -2038,16 +2038,10 @@ static void latency_histogram(void **state)
 static int handshake_with(int port, const char *priorities, gnutls_cipher_algorithm_t *cipher,
 			  gnutls_group_t *group)
 {
-	struct sockaddr_in address = { .sin_family = AF_INET };
 	gnutls_certificate_credentials_t credentials;
 	gnutls_session_t session;
-	int fd, ret;
+	int fd = raw_connect((uint16_t)port, NULL), ret;
 
-	address.sin_port = htons((uint16_t)port);
-	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
 	assert_int_equal(gnutls_certificate_allocate_credentials(&credentials), 0);
 	assert_int_equal(gnutls_init(&session, GNUTLS_CLIENT), 0);
 	assert_int_equal(gnutls_priority_set_direct(session, priorities, NULL), 0);
@@ -2167,18 +2161,6 @@ static double process_cpu_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int connect_loopback(int port)
-{
-	struct sockaddr_in address = { .sin_family = AF_INET };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	address.sin_port = htons((uint16_t)port);
-	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (const struct sockaddr *)&address, sizeof(address)), 0);
-	return fd;
-}
-
 /* TLS handshakes that wait for their client cost the server no CPU while
  * they wait: two clients send 5 bytes of a record header and stop, two send
  * their ClientHello and never answer the server's flight (as a busy
@@ -2201,11 +2183,11 @@ static void tls_waiting_handshakes_do_not_spin(void **state)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, silent), 0);
 	assert_int_equal(gnutls_certificate_allocate_credentials(&credentials), 0);
 	for (size_t i = 0; i < 2; i++) {
-		fds[i] = connect_loopback(http_serve_port(server));
+		fds[i] = raw_connect(http_serve_port(server), NULL);
 		assert_int_equal(write(fds[i], "\x16\x03\x01\x02\x00", 5), 5);
 	}
 	for (size_t i = 0; i < 2; i++) {
-		fds[2 + i] = connect_loopback(http_serve_port(server));
+		fds[2 + i] = raw_connect(http_serve_port(server), NULL);
 		assert_int_equal(gnutls_init(&sessions[i], GNUTLS_CLIENT | GNUTLS_NONBLOCK), 0);
 		assert_int_equal(gnutls_set_default_priority(sessions[i]), 0);
 		assert_int_equal(gnutls_credentials_set(sessions[i], GNUTLS_CRD_CERTIFICATE, credentials), 0);
