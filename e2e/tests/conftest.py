@@ -46,10 +46,10 @@ def kube(kubeconfig):
     return Kube(kubeconfig)
 
 
-@pytest.fixture
-def namespace(kube):
-    """A fresh namespace per test, deleted afterwards (its objects with it)."""
-    name = "e2e-" + uuid.uuid4().hex[:8]
+def new_namespace(kube, prefix="e2e-"):
+    """Creates a namespace with a fresh name and returns that name once pods
+    can be created in it."""
+    name = prefix + uuid.uuid4().hex[:8]
     kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
 
     # The ServiceAccount admission plugin refuses pods until the controllers
@@ -61,6 +61,13 @@ def namespace(kube):
             return None
 
     wait_for(token_ready, timeout=30, what=f"the default service account of {name}")
+    return name
+
+
+@pytest.fixture
+def namespace(kube):
+    """A fresh namespace per test, deleted afterwards (its objects with it)."""
+    name = new_namespace(kube)
     yield name
     kube.delete(f"/api/v1/namespaces/{name}")
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, barrier_init_container, group_scheduling_volume, wait_for
+from conftest import ROOT, barrier_init_container, group_scheduling_volume, new_namespace, wait_for
 from kube import ApiError
 import muster_api as api  # noqa: E402
 
@@ -387,3 +387,35 @@ def test_periodic_node_statuses_are_spread_over_the_period(kubeconfig, tmp_path,
         gaps = [b - a for times in reports.values() for a, b in zip(times, times[1:])]
     assert first[-1] - first[0] >= period / 2, f"the first reports came within {first[-1] - first[0]:.2f} s"
     assert max(gaps) < 1.5 * period, f"a node's reports {max(gaps):.2f} s apart, every {period} s wanted"
+
+
+def test_a_namespace_whose_pods_lost_their_node_is_deleted(kube, agent):
+    """The node agent deletes its nodes on exit (--delete-nodes), as a node
+    pool scaled down or a machine gone for good. The pods bound there, left
+    with no kubelet to confirm their end, must not hold their namespace
+    Terminating for ever: the cluster's pod garbage collector deletes them
+    (up.sh runs kube-controller-manager's podgc), and the namespace goes.
+    Before that, every test's namespace whose agent went first stayed, and the
+    benchmarks after the suite ran on an apiserver carrying their pods."""
+    name = new_namespace(kube, "e2e-orphans-")
+    proc = agent()
+    wait_for(lambda: all(node_ready(kube, f"node-{i}") for i in range(4)), what="nodes Ready")
+    body = pod_body("stranded")
+    body["metadata"]["annotations"] = {"e2e.muster.dev/run-seconds": "600"}
+    kube.create(f"/api/v1/namespaces/{name}/pods", body)
+    wait_for(lambda: phase(kube, name, "stranded", "Running"), timeout=30, what="stranded Running")
+    proc.stop()
+    wait_for(lambda: not any(node_ready(kube, f"node-{i}") is not None for i in range(4)), timeout=10,
+             what="the agent's nodes deleted")
+    kube.delete(f"/api/v1/namespaces/{name}")
+
+    def namespace_gone():
+        try:
+            kube.get(f"/api/v1/namespaces/{name}")
+            return False
+        except ApiError as error:
+            return error.status == 404
+    # podgc checks every 20 s and deletes a pod 40 s after its node went;
+    # then the namespace controller comes back after at most the pod's grace
+    # period (30 s). Twice that, for a busy machine.
+    wait_for(namespace_gone, timeout=180, interval=1, what=f"namespace {name} deleted")
