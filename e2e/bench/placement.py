@@ -181,6 +181,19 @@ def watch_pods(kube, namespace, stop):
     return pods
 
 
+def leftovers(kube):
+    """What else the cluster holds, which every round's apiserver and
+    scheduler carry too: pods, and namespaces still Terminating (pods of
+    nodes deleted with no pod garbage collector running made the
+    benchmarks after the e2e suite 40 % slower)."""
+    pods = kube.get("/api/v1/pods", limit=1)
+    count = len(pods["items"]) + (pods["metadata"].get("remainingItemCount") or 0)
+    terminating = sorted(ns["metadata"]["name"] for ns in kube.list("/api/v1/namespaces")[0]
+                         if ns.get("status", {}).get("phase") == "Terminating")
+    return f"{count} pods; {len(terminating)} namespaces Terminating" + \
+        (f" ({', '.join(terminating[:5])}{', ...' if len(terminating) > 5 else ''})" if terminating else "")
+
+
 def log_sizes(*paths):
     return [pathlib.Path(path).stat().st_size if pathlib.Path(path).exists() else 0 for path in paths]
 
@@ -214,6 +227,7 @@ def main():
     try:
         nodes, nodes_seconds = wait_nodes_ready(kube, len(load_shape(args.shape)), args.timeout)
         print(f"nodes: {len(nodes)} Ready in {nodes_seconds:.1f} s", flush=True)
+        print(f"cluster before the rounds: {leftovers(kube)}", flush=True)
         # A run killed before its clean-up leaves its Topology, and a second
         # Topology changes the default of every later placement on this
         # cluster (the controller takes the only one). One run at a time owns
