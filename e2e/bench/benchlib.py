@@ -28,7 +28,7 @@ JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
 
 __all__ = ["ROOT", "STANDINS", "PYTHON", "JOBSETS", "ApiError", "Kube", "load_shape", "cluster_kubeconfig",
            "proc_figures", "Proc", "stop_all", "start_standin", "wait_nodes_ready", "create_namespace",
-           "delete_namespace", "wait_pods_gone", "jobset_body", "percentile", "logfmt", "EventsTail",
+           "delete_namespace", "terminating_namespaces", "wait_namespaces_gone", "wait_pods_gone", "jobset_body", "percentile", "logfmt", "EventsTail",
            "WatchRecorder", "register_webhook", "clean_up_on_sigterm"]
 
 
@@ -244,10 +244,36 @@ def delete_namespace(kube, name):
         print(f"cleanup: namespace {name}: {error}", flush=True)
 
 
+def terminating_namespaces(kube):
+    """The names of the namespaces being deleted, sorted."""
+    return sorted(ns["metadata"]["name"] for ns in kube.list("/api/v1/namespaces")[0]
+                  if ns.get("status", {}).get("phase") == "Terminating")
+
+
+def wait_namespaces_gone(kube, timeout, names=None, poll=2.0):
+    """Waits at most `timeout` seconds until no namespace is Terminating or,
+    given `names`, until those namespaces are gone. A namespace's deletion
+    (thousands of Events, Jobs, pods) loads the apiserver and etcd for tens of
+    seconds after its pods went; a benchmark timed meanwhile measures it too.
+    Returns (seconds waited, the names still there)."""
+    begun = time.monotonic()
+    while True:
+        if names is None:
+            left = terminating_namespaces(kube)
+        else:
+            present = {ns["metadata"]["name"] for ns in kube.list("/api/v1/namespaces")[0]}
+            left = [name for name in names if name in present]
+        waited = time.monotonic() - begun
+        if not left or waited >= timeout:
+            return waited, left
+        time.sleep(poll)
+
+
 def wait_pods_gone(kube, namespace, timeout):
     """Waits until the namespace holds no pod: the node agent has confirmed
-    every deletion (stop it before, and they stay Terminating for good: this
-    control plane runs no pod garbage collector) and their nodes are free."""
+    every deletion (stop it before, and they stay Terminating until the pod
+    garbage collector removes them, 40 s after the nodes went) and their
+    nodes are free."""
     deadline = time.monotonic() + timeout
     left = None
     while time.monotonic() < deadline:

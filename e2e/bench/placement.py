@@ -41,7 +41,8 @@ import uuid
 import yaml
 
 from benchlib import (JOBSETS, ROOT, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, cpu_by_process, cpu_used,
-                      create_namespace, delete_namespace, request_counts, requests_made,
+                      create_namespace, delete_namespace, request_counts, requests_made, terminating_namespaces,
+                      wait_namespaces_gone,
                       jobset_body, load_shape, logfmt, processes, register_webhook, start_standin, stop_all, wait_nodes_ready,
                       wait_pods_gone)
 from kube import ApiError, start_watch
@@ -188,8 +189,7 @@ def leftovers(kube):
     benchmarks after the e2e suite 40 % slower)."""
     pods = kube.get("/api/v1/pods", limit=1)
     count = len(pods["items"]) + (pods["metadata"].get("remainingItemCount") or 0)
-    terminating = sorted(ns["metadata"]["name"] for ns in kube.list("/api/v1/namespaces")[0]
-                         if ns.get("status", {}).get("phase") == "Terminating")
+    terminating = terminating_namespaces(kube)
     return f"{count} pods; {len(terminating)} namespaces Terminating" + \
         (f" ({', '.join(terminating[:5])}{', ...' if len(terminating) > 5 else ''})" if terminating else "")
 
@@ -227,7 +227,12 @@ def main():
     try:
         nodes, nodes_seconds = wait_nodes_ready(kube, len(load_shape(args.shape)), args.timeout)
         print(f"nodes: {len(nodes)} Ready in {nodes_seconds:.1f} s", flush=True)
-        print(f"cluster before the rounds: {leftovers(kube)}", flush=True)
+        # An earlier benchmark's namespace still being deleted (its Events,
+        # Jobs, pods) would load the first round: 1.767 where the run just
+        # before, whose namespace it was, gave 1.023.
+        waited, _ = wait_namespaces_gone(kube, args.settle)
+        print(f"cluster before the rounds: {leftovers(kube)}" +
+              (f" (after {waited:.0f} s waiting for namespaces being deleted)" if waited >= 1 else ""), flush=True)
         # A run killed before its clean-up leaves its Topology, and a second
         # Topology changes the default of every later placement on this
         # cluster (the controller takes the only one). One run at a time owns
@@ -338,7 +343,12 @@ def main():
             if not (isinstance(error, ApiError) and error.status == 404):  # none when stopped before it was made
                 print(f"cleanup: {error!r}")
         try:
-            wait_pods_gone(kube, namespace, 300)
+            if wait_pods_gone(kube, namespace, 300):
+                # The rest of the namespace, so that the next benchmark does
+                # not run on top of its deletion.
+                waited, left = wait_namespaces_gone(kube, 300, [namespace])
+                if left:
+                    print(f"cleanup: namespace {namespace} still there after {waited:.0f} s", flush=True)
         except (KeyboardInterrupt, Exception) as error:  # noqa: BLE001 - go on stopping the agent
             print(f"cleanup: {error!r}")
         stop_all([agent], timeout=120)
