@@ -42,9 +42,8 @@ import yaml
 
 from benchlib import (JOBSETS, ROOT, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, cpu_by_process, cpu_used,
                       create_namespace, delete_namespace, request_counts, requests_made, terminating_namespaces,
-                      wait_namespaces_gone,
-                      jobset_body, load_shape, logfmt, processes, register_webhook, start_standin, stop_all, wait_nodes_ready,
-                      wait_pods_gone)
+                      jobset_body, load_shape, logfmt, processes, register_webhook, start_standin, stop_all,
+                      wait_namespaces_gone, wait_nodes_ready, wait_pods_gone)
 from kube import ApiError, start_watch
 
 BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"

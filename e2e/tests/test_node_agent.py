@@ -64,6 +64,17 @@ def barrier_pod(name, attempt="0", timeout="60", token=TOKEN, restart_policy="Ne
     return body
 
 
+def absent(kube, path):
+    """True once the object at path is gone (404)."""
+    try:
+        kube.get(path)
+        return False
+    except ApiError as error:
+        if error.status == 404:
+            return True
+        raise
+
+
 def get_pod(kube, namespace, name):
     return kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
 
@@ -182,14 +193,7 @@ def test_deleted_pod_stops_its_barrier(kube, namespace, agent):
     wait_for(lambda: init_running(kube, namespace, "doomed"), timeout=30, what="barrier running")
     kube.delete(f"/api/v1/namespaces/{namespace}/pods/doomed")
 
-    def gone():
-        try:
-            get_pod(kube, namespace, "doomed")
-            return False
-        except ApiError as error:
-            return error.status == 404
-
-    wait_for(gone, timeout=20, what="pod deleted")
+    wait_for(lambda: absent(kube, f"/api/v1/namespaces/{namespace}/pods/doomed"), timeout=20, what="pod deleted")
     wait_for(lambda: "event=pod-removed" in proc.output(), timeout=10, what="agent forgot the pod")
 
 
@@ -398,24 +402,20 @@ def test_a_namespace_whose_pods_lost_their_node_is_deleted(kube, agent):
     Before that, every test's namespace whose agent went first stayed, and the
     benchmarks after the suite ran on an apiserver carrying their pods."""
     name = new_namespace(kube, "e2e-orphans-")
-    proc = agent()
-    wait_for(lambda: all(node_ready(kube, f"node-{i}") for i in range(4)), what="nodes Ready")
-    body = pod_body("stranded")
-    body["metadata"]["annotations"] = {"e2e.muster.dev/run-seconds": "600"}
-    kube.create(f"/api/v1/namespaces/{name}/pods", body)
-    wait_for(lambda: phase(kube, name, "stranded", "Running"), timeout=30, what="stranded Running")
-    proc.stop()
-    wait_for(lambda: not any(node_ready(kube, f"node-{i}") is not None for i in range(4)), timeout=10,
-             what="the agent's nodes deleted")
-    kube.delete(f"/api/v1/namespaces/{name}")
-
-    def namespace_gone():
-        try:
-            kube.get(f"/api/v1/namespaces/{name}")
-            return False
-        except ApiError as error:
-            return error.status == 404
+    try:
+        proc = agent()
+        wait_for(lambda: all(node_ready(kube, f"node-{i}") for i in range(4)), what="nodes Ready")
+        body = pod_body("stranded")
+        body["metadata"]["annotations"] = {"e2e.muster.dev/run-seconds": "600"}
+        kube.create(f"/api/v1/namespaces/{name}/pods", body)
+        wait_for(lambda: phase(kube, name, "stranded", "Running"), timeout=30, what="stranded Running")
+        proc.stop()
+        wait_for(lambda: not any(node_ready(kube, f"node-{i}") is not None for i in range(4)), timeout=10,
+                 what="the agent's nodes deleted")
+    finally:
+        kube.delete(f"/api/v1/namespaces/{name}")
     # podgc checks every 20 s and deletes a pod 40 s after its node went;
     # then the namespace controller comes back after at most the pod's grace
     # period (30 s). Twice that, for a busy machine.
-    wait_for(namespace_gone, timeout=180, interval=1, what=f"namespace {name} deleted")
+    wait_for(lambda: absent(kube, f"/api/v1/namespaces/{name}"), timeout=180, interval=1,
+             what=f"namespace {name} deleted")
