@@ -69,6 +69,7 @@ struct pjobset {
 	int resuming; /* this pass resumes it from its record */
 	double hold_until; /* re-placed: not placed again before (pod route caches expire) */
 	double relocated_at; /* when this controller last suspended it to place it again */
+	int clear_jobs; /* placed again: its Jobs pinned whole by the old record go before it is placed */
 	int relocating; /* suspended by relocate(); the informer has not shown it yet */
 	uint32_t record_attempt; /* the attempt `record` places (a record of before attempts: the current one)
 				  */
@@ -960,7 +961,7 @@ static void collect_pending(void *arg, struct name_node *node)
 	if (strcmp(j->state, MUSTER_PLACEMENT_WAITING) != 0 || j->finished || j->resuming ||
 	    !j->record_checked)
 		return;
-	if (j->hold_until > now_s()) {
+	if (j->hold_until > now_s() || j->clear_jobs) {
 		p->held++;
 		if (!p->next_hold || j->hold_until < p->next_hold)
 			p->next_hold = j->hold_until;
@@ -1878,6 +1879,11 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 		/* The pod route may hold the old record a while; a new attempt's
 		 * pods are never pinned by an earlier attempt's (record_cache.h). */
 		j->hold_until = r->kind == RELOCATE_RESTART ? 0 : now_s() + loop->hold_s;
+		/* Its Jobs stay (JobSet suspends them): a Job pinned whole
+		 * carries the old domain in its pod template. They are deleted
+		 * at the hold's end, once no cached old record can pin a Job
+		 * made again; a new attempt's Jobs are new. */
+		j->clear_jobs = r->kind != RELOCATE_RESTART;
 		j->relocated_at = now_s();
 		j->stranded_since = 0;
 		j->move_stuck = 0;
@@ -2281,6 +2287,35 @@ static int pinned_by_old_runs(struct placement_loop *loop, const struct retiring
 	return stale;
 }
 
+/* 1 when Job `job` (replicated job rj, job index) is pinned whole (its pod
+ * template labelled MUSTER_PLACEMENT_PINNED_BY_JOB) otherwise than the
+ * JobSet's record gives its pods: not one run for all of them, or a run
+ * whose selector its template does not hold. */
+static int template_pinned_by_old_runs(struct placement_loop *loop, const struct retiring *w, const char *rj,
+				       uint32_t job, const cJSON *object)
+{
+	const cJSON *template = kjson_member(kjson_member(object, "spec"), "template");
+	const cJSON *pinned = kjson_member(kjson_member(kjson_member(template, "metadata"), "labels"),
+					   MUSTER_LABEL_PLACEMENT);
+	const cJSON *completions = kjson_member(kjson_member(object, "spec"), "completions");
+	uint32_t pods = cJSON_IsNumber(completions) && completions->valuedouble >= 1
+				? (uint32_t)completions->valuedouble
+				: 1;
+	const char *want = NULL;
+	struct pjobset *j;
+	int stale = 0;
+
+	if (!cJSON_IsString(pinned) || strcmp(pinned->valuestring, MUSTER_PLACEMENT_PINNED_BY_JOB) != 0)
+		return 0;
+	pthread_mutex_lock(&loop->lock);
+	j = (struct pjobset *)name_table_find(&loop->jobsets, w->namespace, w->name);
+	if (j && strcmp(j->uid, w->uid) == 0 && j->record)
+		stale = topo_record_find_range(j->record, rj, job, 0, pods - 1, &want) != 1 ||
+			!pins_to(template, want);
+	pthread_mutex_unlock(&loop->lock);
+	return stale;
+}
+
 /* One listed Job, due: deleted if it is the one moved (by its uid); a Job
  * of the name made since (or when none existed) is deleted only if a pod
  * of it was pinned by the old runs. 0 with *result, or a kube_err. */
@@ -2305,10 +2340,13 @@ static int retire_one(struct placement_loop *loop, const struct retiring *w, con
 		return err;
 	uid = meta_string(job, "uid");
 	snprintf(job_uid, sizeof(job_uid), "%s", uid ? uid : "");
+	/* Made during the wait and pinned whole by a cached copy of the old
+	 * record: its pods, made or to come, would go where it pointed. */
+	stale = template_pinned_by_old_runs(loop, w, e->replicated_job, e->job, job);
 	cJSON_Delete(job);
 	if (!job_uid[0])
 		return kube_cause(cause, KUBE_EPARSE, "the Job has no metadata.uid");
-	if (strcmp(job_uid, e->job_uid) != 0) {
+	if (strcmp(job_uid, e->job_uid) != 0 && !stale) {
 		stale = pinned_by_old_runs(loop, w, e->replicated_job, e->job, job_uid, cause);
 		if (stale < 0)
 			return stale;
@@ -2548,6 +2586,169 @@ static void collect_recorded(void *arg, struct name_node *node)
 		j->resuming = 0; /* no memory: placed again instead */
 }
 
+/* ---- Jobs pinned whole, of a JobSet placed again ---- */
+
+/* A failed read or delete of them is tried again this much later. */
+#define CLEAR_RETRY_S 5
+
+/* A JobSet whose pinned Jobs are due to go. */
+struct clearing {
+	char namespace[64], name[254], uid[129];
+	char groups[TOPO_GROUPS_MAX][64];
+	unsigned replicas[TOPO_GROUPS_MAX];
+	size_t group_count;
+};
+
+struct clear_list {
+	struct clearing *work;
+	size_t count;
+};
+
+static void collect_clear(void *arg, struct name_node *node)
+{
+	struct clear_list *c = arg;
+	struct pjobset *j = (struct pjobset *)node;
+	struct clearing *grown, *w;
+
+	if (!j->clear_jobs || j->hold_until > now_s())
+		return;
+	if (!j->decoded) { /* no Job names to read: nothing of it was pinned by this request */
+		j->clear_jobs = 0;
+		return;
+	}
+	if (!(grown = realloc(c->work, (c->count + 1) * sizeof(*grown))))
+		return;
+	c->work = grown;
+	w = &c->work[c->count++];
+	memset(w, 0, sizeof(*w));
+	snprintf(w->namespace, sizeof(w->namespace), "%s", j->namespace);
+	snprintf(w->name, sizeof(w->name), "%s", j->name);
+	snprintf(w->uid, sizeof(w->uid), "%s", j->uid);
+	for (size_t g = 0; g < j->request.group_count && g < TOPO_GROUPS_MAX; g++) {
+		snprintf(w->groups[g], sizeof(w->groups[g]), "%s", j->request.groups[g].name);
+		w->replicas[g] = j->request.groups[g].replicas;
+		w->group_count++;
+	}
+}
+
+/* Deletes one Job of `w` if its pod template is pinned whole (the label
+ * MUSTER_LABEL_PLACEMENT is MUSTER_PLACEMENT_PINNED_BY_JOB) and it is the
+ * JobSet's own: 1 deleted, 0 nothing to do, or a negative kube_err. */
+static int clear_one(struct placement_loop *loop, const struct clearing *w, const char *rj, unsigned job,
+		     char **cause)
+{
+	char path[KUBE_PATH_MAX], uid[TOPO_RETIRE_UID_MAX];
+	const cJSON *owner, *pinned;
+	cJSON *object = NULL;
+	int ours = 0, whole, err;
+
+	job_path(path, sizeof(path), w->namespace, w->name, rj, job);
+	err = kube_get(loop->api[API_WRITES].client, path, &object, cause);
+	if (err == KUBE_ENOTFOUND) {
+		free(*cause);
+		*cause = NULL;
+		return 0;
+	}
+	if (err)
+		return err;
+	cJSON_ArrayForEach(owner, kjson_member(kjson_member(object, "metadata"), "ownerReferences"))
+	{
+		const cJSON *owner_uid = kjson_member(owner, "uid");
+
+		ours |= cJSON_IsString(owner_uid) && strcmp(owner_uid->valuestring, w->uid) == 0;
+	}
+	pinned = kjson_member(
+		kjson_member(kjson_member(kjson_member(kjson_member(object, "spec"), "template"), "metadata"),
+			     "labels"),
+		MUSTER_LABEL_PLACEMENT);
+	whole = cJSON_IsString(pinned) && strcmp(pinned->valuestring, MUSTER_PLACEMENT_PINNED_BY_JOB) == 0;
+	snprintf(uid, sizeof(uid), "%s", meta_string(object, "uid"));
+	cJSON_Delete(object);
+	if (!ours || !whole || !uid[0])
+		return 0;
+	err = kube_delete_uid_propagated(loop->api[API_WRITES].client, path, uid, "Background", cause);
+	if (err == KUBE_ENOTFOUND || err == KUBE_ECONFLICT) {
+		free(*cause);
+		*cause = NULL;
+		return 0;
+	}
+	return err ? err : 1;
+}
+
+/* The Jobs pinned whole of JobSets placed again whose hold has ended:
+ * deleted (JobSet makes them again once the new record is written; the pin
+ * route refuses them until then), so none runs pods where the old record
+ * pointed. A JobSet is placed only after all of its went; a failure is
+ * logged and tried again next pass. */
+static void clear_due(struct placement_loop *loop)
+{
+	struct clear_list c = { 0 };
+
+	pthread_mutex_lock(&loop->lock);
+	name_table_each(&loop->jobsets, collect_clear, &c);
+	pthread_mutex_unlock(&loop->lock);
+	for (size_t i = 0; i < c.count; i++) {
+		const struct clearing *w = &c.work[i];
+		unsigned deleted = 0;
+		char *cause = NULL;
+		int err = 0;
+
+		for (size_t g = 0; g < w->group_count && !err; g++)
+			for (unsigned r = 0; r < w->replicas[g] && !err; r++) {
+				int rc = clear_one(loop, w, w->groups[g], r, &cause);
+
+				if (rc < 0)
+					err = rc;
+				else
+					deleted += (unsigned)rc;
+			}
+		if (err == KUBE_EUNAUTHORIZED) {
+			/* Without get and delete on jobs.batch nothing can be
+			 * done about them: placed again all the same (a Job
+			 * pinned by the old record strands its pods again, and
+			 * says so). */
+			mlog(MLOG_WARN, "placement-write-failed",
+			     "jobset=%s/%s err=%s cause=\"%s\" action=\"placed again without deleting its Jobs "
+			     "pinned by the old record: muster-controller needs get and delete on jobs.batch\"",
+			     w->namespace, w->name, kube_err_name(err), cause ? cause : "");
+		} else if (err) {
+			mlog(MLOG_WARN, "placement-write-failed",
+			     "jobset=%s/%s err=%s cause=\"%s\" action=\"its Jobs pinned by the old record are "
+			     "deleted before it is placed again; retried in %d s\"",
+			     w->namespace, w->name, kube_err_name(err), cause ? cause : "", CLEAR_RETRY_S);
+			free(cause);
+			pthread_mutex_lock(&loop->lock);
+			{
+				struct pjobset *j = (struct pjobset *)name_table_find(&loop->jobsets,
+										      w->namespace, w->name);
+
+				if (j && strcmp(j->uid, w->uid) == 0)
+					j->hold_until = now_s() + CLEAR_RETRY_S;
+			}
+			pthread_mutex_unlock(&loop->lock);
+			continue;
+		}
+		free(cause);
+		cause = NULL;
+		if (deleted)
+			mlog(MLOG_INFO, "placement-jobs-cleared",
+			     "jobset=%s/%s jobs=%u action=\"deleted: pinned whole by the old record; JobSet "
+			     "makes them again once placed\"",
+			     w->namespace, w->name, deleted);
+		pthread_mutex_lock(&loop->lock);
+		{
+			struct pjobset *j =
+				(struct pjobset *)name_table_find(&loop->jobsets, w->namespace, w->name);
+
+			if (j && strcmp(j->uid, w->uid) == 0)
+				j->clear_jobs = 0;
+			mark_dirty(loop);
+		}
+		pthread_mutex_unlock(&loop->lock);
+	}
+	free(c.work);
+}
+
 static void run_pass(struct placement_loop *loop)
 {
 	struct topology top;
@@ -2559,6 +2760,7 @@ static void run_pass(struct placement_loop *loop)
 	memset(&top, 0, sizeof(top));
 	top.store.chunk = 4096;
 	read_records(loop);
+	clear_due(loop);
 	pthread_mutex_lock(&loop->lock);
 	{
 		struct pass probe = { .loop = loop };

@@ -1158,6 +1158,115 @@ static void a_job_made_again_during_the_wait_with_old_pins_is_deleted(void **sta
 	finish(r);
 }
 
+/* A Job of "train" (job 0 of w) pinned whole in rack `rack` by the pin
+ * route's Job half (its pod template labelled "job"), or, with rack NULL,
+ * one whose pods are pinned one by one. */
+static void train_job(struct fake *f, const char *uid, const char *rack)
+{
+	char json[1024];
+
+	snprintf(json, sizeof(json),
+		 "{\"metadata\":{\"name\":\"train-w-0\",\"namespace\":\"ns\",\"uid\":\"%s\","
+		 "\"labels\":{\"jobset.sigs.k8s.io/jobset-uid\":\"js-train\"},\"ownerReferences\":[{"
+		 "\"kind\":\"JobSet\",\"name\":\"train\",\"uid\":\"js-train\",\"controller\":true}]},"
+		 "\"spec\":{\"completions\":4,\"template\":{\"metadata\":{\"labels\":{"
+		 "\"muster.dev/placement\":\"%s\"}},\"spec\":{%s%s%s\"containers\":[{\"name\":\"c\"}]}}}}",
+		 uid, rack ? "job" : "true", rack ? "\"nodeSelector\":{\"rack\":\"" : "", rack ? rack : "",
+		 rack ? "\"}," : "");
+	put(f, JOBS, json);
+}
+
+/* train is placed in r1 and JobSet made its Job, pinned whole to r1; then
+ * r1's nodes go before its pods are bound. The JobSet is suspended and
+ * placed again in r2, and its Job is deleted (by its uid) after the hold
+ * and before the resume, so that JobSet makes it again pinned by the new
+ * record. Before, the Job stayed, and its pods were made pinned to r1 (the
+ * old domain) for good. A Job whose pods are pinned one by one stays. */
+static void a_jobset_placed_again_whole_deletes_its_jobs_pinned_whole_first(void **state)
+{
+	struct run *r = new_run();
+	int deleted, resumed;
+	size_t mark;
+
+	(void)state;
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "train", 4, "2");
+	start(r, "rack");
+	wait_until(&r->fake, placed_in, "r1", 10, "train placed in r1");
+	train_job(&r->fake, "job-0", "r1");
+	pthread_mutex_lock(&r->fake.lock);
+	mark = r->fake.log_count;
+	delete_locked(&r->fake, NODES, "", "n1");
+	delete_locked(&r->fake, NODES, "", "n2");
+	pthread_mutex_unlock(&r->fake.lock);
+	wait_until(&r->fake, placed_in, "r2", 30, "train placed again in r2");
+	deleted = logged(&r->fake, mark, "DELETE /apis/batch/v1/namespaces/ns/jobs/train-w-0", "\"job-0\"");
+	resumed = logged(&r->fake, mark, "PATCH /apis/jobset.x-k8s.io", "\"suspend\":false");
+	if (deleted < 0 || resumed < 0 || deleted > resumed) {
+		print_log(&r->fake);
+		fail_msg("delete of the Job pinned whole %d, resume %d", deleted, resumed);
+	}
+	assert_true(logged(&r->fake, mark, "DELETE /apis/batch/v1/namespaces/ns/jobs/train-w-0",
+			   "Background") == deleted);
+	finish(r);
+
+	/* Pinned pod by pod: its pods are pinned by the new record, it stays. */
+	r = new_run();
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "train", 4, "2");
+	start(r, "rack");
+	wait_until(&r->fake, placed_in, "r1", 10, "train placed in r1");
+	train_job(&r->fake, "job-0", NULL);
+	pthread_mutex_lock(&r->fake.lock);
+	delete_locked(&r->fake, NODES, "", "n1");
+	delete_locked(&r->fake, NODES, "", "n2");
+	pthread_mutex_unlock(&r->fake.lock);
+	wait_until(&r->fake, placed_in, "r2", 30, "train placed again in r2");
+	assert_int_equal(logged(&r->fake, 0, "DELETE /apis/batch", NULL), -1);
+	finish(r);
+}
+
+/* Like a_job_made_again_during_the_wait_with_old_pins_is_deleted, but the
+ * Job made again was pinned whole by a cached copy of the old record (its
+ * pod template carries the lost rack) and has no pod yet. It is deleted by
+ * its own uid when the wait ends. Before, with no pod to show the old pin,
+ * it was kept ("made again already") and its pods would go to the lost
+ * rack. */
+static void a_job_made_again_pinned_whole_by_the_old_record_is_deleted(void **state)
+{
+	struct run *r = new_run();
+	char lost[8], job[1024];
+
+	(void)state;
+	six_nodes(&r->fake);
+	gated_pair(&r->fake);
+	pair_jobs(&r->fake);
+	start_with(r, "rack", NULL, 3000);
+	wait_until(&r->fake, placed, "pair", 10, "pair placed");
+	snprintf(lost, sizeof(lost), "%s", rack_of_job(&r->fake, 1));
+	lose_rack(&r->fake, lost);
+	wait_until(&r->fake, retire_listed, "w/1=job-1@", 10, "job 1 listed to delete");
+	pthread_mutex_lock(&r->fake.lock);
+	delete_locked(&r->fake, JOBS, "ns", "pair-w-1");
+	pthread_mutex_unlock(&r->fake.lock);
+	snprintf(
+		job, sizeof(job),
+		"{\"metadata\":{\"name\":\"pair-w-1\",\"namespace\":\"ns\",\"uid\":\"job-1b\",\"labels\":{"
+		"\"jobset.sigs.k8s.io/jobset-uid\":\"js-pair\",\"jobset.sigs.k8s.io/restart-attempt\":\"0\"}},"
+		"\"spec\":{\"completions\":2,\"template\":{\"metadata\":{\"labels\":{"
+		"\"muster.dev/placement\":\"job\"}},\"spec\":{\"nodeSelector\":{\"rack\":\"%s\"},"
+		"\"containers\":[{\"name\":\"c\"}]}}}}",
+		lost);
+	put(&r->fake, JOBS, job);
+	wait_until(&r->fake, job_deleted, "DELETE /apis/batch/v1/namespaces/ns/jobs/pair-w-1", 15,
+		   "job 1 deleted");
+	if (logged(&r->fake, 0, "DELETE /apis/batch/v1/namespaces/ns/jobs/pair-w-1", "\"job-1b\"") < 0) {
+		print_log(&r->fake);
+		fail_msg("the Job made again pinned whole by the old record was not deleted by its uid");
+	}
+	finish(r);
+}
+
 /* RBAC without jobs (an install not upgraded): moving Jobs alone fails;
  * after MOVE_FAILURES_MAX tries the whole JobSet is placed again, saying
  * why, instead of its pods waiting for good. */
@@ -1268,6 +1377,8 @@ int main(void)
 		cmocka_unit_test(a_restart_is_handled_while_the_topology_is_unreadable),
 		cmocka_unit_test(a_stranded_job_moves_alone_and_the_next_controller_deletes_it),
 		cmocka_unit_test(a_job_made_again_during_the_wait_with_old_pins_is_deleted),
+		cmocka_unit_test(a_jobset_placed_again_whole_deletes_its_jobs_pinned_whole_first),
+		cmocka_unit_test(a_job_made_again_pinned_whole_by_the_old_record_is_deleted),
 		cmocka_unit_test(moves_that_keep_failing_fall_back_to_the_whole_jobset),
 		cmocka_unit_test(a_job_whose_pods_all_ran_is_left_to_its_failure_policy),
 	};

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prints (stdout) muster's MutatingWebhookConfiguration `muster-jobset-mutate`,
 # ValidatingWebhookConfiguration `muster-jobset-validate` and
-# MutatingWebhookConfiguration `muster-pod-pin` (placement: each pod of a placed
-# JobSet gets its domain's nodeSelector), with the CA's certificate as caBundle.
+# MutatingWebhookConfiguration `muster-pod-pin` (placement: each Job or pod of a
+# placed JobSet gets its domain's nodeSelector), with the CA's certificate as
+# caBundle.
 #
 #   deploy/render-webhooks.sh --ca-file FILE
 #           [--url https://HOST:PORT | --service NAME --namespace NS [--port 443]]
@@ -46,7 +47,11 @@
 # muster's own service accounts. The pod webhook matches pods CREATE carrying
 # the label muster.dev/placement=true (objectSelector: only pods of JobSets
 # muster placed are sent), in the same namespaces; failurePolicy Fail, so that
-# no such pod runs unpinned. Exit codes: 0 printed, 1 failure, 2 bad usage.
+# no such pod runs unpinned. Its second webhook matches Jobs CREATE carrying
+# the same label (JobSet copies it from the gated JobSet's Job templates): a
+# Job whose pods all go to one domain is pinned whole, so that its pods are
+# not sent again, and no such Job is made before its JobSet is placed.
+# Exit codes: 0 printed, 1 failure, 2 bad usage.
 set -euo pipefail
 
 ca_file=
@@ -274,6 +279,24 @@ $(client_config /pin)
         apiVersions: ["v1"]
         operations: ["CREATE"]
         resources: ["pods"]
+        scope: Namespaced
+    matchPolicy: Equivalent
+$(namespace_selector)
+    objectSelector:
+      matchLabels:
+        muster.dev/placement: "true"
+    sideEffects: None
+    admissionReviewVersions: ["v1"]
+    timeoutSeconds: $timeout_seconds
+    failurePolicy: Fail
+    reinvocationPolicy: Never
+  - name: pin.jobs.muster.dev
+$(client_config /pin)
+    rules:
+      - apiGroups: ["batch"]
+        apiVersions: ["v1"]
+        operations: ["CREATE"]
+        resources: ["jobs"]
         scope: Namespaced
     matchPolicy: Equivalent
 $(namespace_selector)

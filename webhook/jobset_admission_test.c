@@ -1077,6 +1077,27 @@ static const char *template_label(const cJSON *jobset, int index, const char *ke
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* The label `key` of replicated job `index`'s Job template (JobSet copies
+ * those onto each Job), or NULL. */
+static const char *job_template_label(const cJSON *jobset, int index, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(
+					cJSON_GetArrayItem(
+						cJSON_GetObjectItemCaseSensitive(
+							cJSON_GetObjectItemCaseSensitive(jobset, "spec"),
+							"replicatedJobs"),
+						index),
+					"template"),
+				"metadata"),
+			"labels"),
+		key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 /* STORY2 with Kueue's required rack on the workers' pod template. */
 static cJSON *story2_with_rack(void)
 {
@@ -1114,6 +1135,9 @@ static void gate_suspends_labels_and_composes_with_the_barrier(void **state)
 			    TOKEN); /* both annotations kept */
 	assert_string_equal(template_label(js, 0, MUSTER_LABEL_PLACEMENT), "true");
 	assert_string_equal(template_label(js, 1, MUSTER_LABEL_PLACEMENT), "true");
+	/* The Job templates too: the pin route's Job half selects the Jobs. */
+	assert_string_equal(job_template_label(js, 0, MUSTER_LABEL_PLACEMENT), "true");
+	assert_string_equal(job_template_label(js, 1, MUSTER_LABEL_PLACEMENT), "true");
 	assert_string_equal(template_label(js, 0, MUSTER_LABEL_GROUP_SCHEDULING), "true");
 	/* The Kueue annotation the workers carried is still there. */
 	assert_non_null(cJSON_GetObjectItemCaseSensitive(
@@ -1178,9 +1202,22 @@ static void gate_cases(void **state)
 		cJSON_AddObjectToObject(cJSON_AddObjectToObject((cJSON *)pin_template_of(js, 1), "metadata"),
 					"labels"),
 		MUSTER_LABEL_PLACEMENT, "true");
+	{
+		cJSON *job_template = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetArrayItem(
+				cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "spec"),
+								 "replicatedJobs"),
+				0),
+			"template");
+
+		cJSON_AddStringToObject(
+			cJSON_AddObjectToObject(cJSON_AddObjectToObject(job_template, "metadata"), "labels"),
+			MUSTER_LABEL_PLACEMENT, "true");
+	}
 	assert_int_equal(gate(js, &after, &skip, &cause), 0);
 	assert_null(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT));
 	assert_null(template_label(after, 1, MUSTER_LABEL_PLACEMENT));
+	assert_null(job_template_label(after, 0, MUSTER_LABEL_PLACEMENT));
 	cJSON_Delete(js);
 	js = story2_with_rack();
 	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(js, 1), "spec"),
@@ -1390,6 +1427,89 @@ static void pod_route_pins_by_job_and_completion_index(void **state)
 	cJSON_Delete(pod);
 }
 
+#define PINNED_JOB(spec_extra, template_labels)                                                              \
+	"{\"metadata\":{\"name\":\"train-w-1\",\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"train\","    \
+	"\"jobset.sigs.k8s.io/jobset-uid\":\"u-1\",\"jobset.sigs.k8s.io/replicatedjob-name\":\"w\","         \
+	"\"jobset.sigs.k8s.io/job-index\":\"1\",\"jobset.sigs.k8s.io/restart-attempt\":\"2\","               \
+	"\"muster.dev/placement\":\"true\"}},\"spec\":{" spec_extra "\"template\":{" template_labels         \
+	"\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}"
+
+/* The pin route's Job half: a Job JobSet made is named by its labels, and
+ * counts its pods; pinned whole, its pod template gets the selector and
+ * the label that keeps its pods from the pod half. */
+static void job_route_pins_a_job_whole(void **state)
+{
+	cJSON *job = cJSON_Parse(
+		      PINNED_JOB("\"completions\":4,\"parallelism\":4,",
+				 "\"metadata\":{\"labels\":{\"muster.dev/placement\":\"true\"}},")),
+	      *patch = cJSON_CreateArray(), *template, *sel;
+	struct pod_pin_key key;
+	uint32_t pods;
+	char *cause = NULL;
+
+	(void)state;
+	assert_int_equal(pod_pin_job_key(job, &key, &pods, &cause), 0);
+	assert_string_equal(key.jobset, "train");
+	assert_string_equal(key.uid, "u-1");
+	assert_string_equal(key.replicated_job, "w");
+	assert_int_equal(key.job_index, 1);
+	assert_int_equal(key.attempt, 2);
+	assert_int_equal(pods, 4);
+	assert_int_equal(pod_pin_job_patch(job, "block=b1,rack=r2", patch, &cause), 0);
+	apply_patch(job, patch);
+	template =
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"), "template");
+	sel = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(template, "spec"),
+					       "nodeSelector");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "block")->valuestring, "b1");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "rack")->valuestring, "r2");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(
+				    cJSON_GetObjectItemCaseSensitive(
+					    cJSON_GetObjectItemCaseSensitive(template, "metadata"), "labels"),
+				    MUSTER_LABEL_PLACEMENT)
+				    ->valuestring,
+			    MUSTER_PLACEMENT_PINNED_BY_JOB);
+	cJSON_Delete(patch);
+	cJSON_Delete(job);
+
+	/* No metadata on the pod template: made; the template's own
+	 * selector contradicting the record: refused, naming both. */
+	job = cJSON_Parse(PINNED_JOB("", ""));
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_job_key(job, &key, &pods, &cause), 0);
+	assert_int_equal(pods, 1); /* neither completions nor parallelism: one pod */
+	assert_int_equal(pod_pin_job_patch(job, "rack=r2", patch, &cause), 0);
+	apply_patch(job, patch);
+	template =
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"), "template");
+	assert_non_null(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(template, "metadata"),
+						 "labels"),
+		MUSTER_LABEL_PLACEMENT));
+	cJSON_Delete(patch);
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_job_patch(job, "rack=r9", patch, &cause), -1);
+	assert_non_null(strstr(cause, "the Job selects rack=r2"));
+	free(cause);
+	cause = NULL;
+	cJSON_Delete(patch);
+	cJSON_Delete(job);
+
+	/* A work queue (parallelism alone): no fixed pods, pinned one by one. */
+	job = cJSON_Parse(PINNED_JOB("\"parallelism\":3,", ""));
+	assert_int_equal(pod_pin_job_key(job, &key, &pods, &cause), 0);
+	assert_int_equal(pods, 0);
+	cJSON_Delete(job);
+
+	/* A Job that does not say which it is: refused, naming the label. */
+	job = cJSON_Parse(
+		"{\"metadata\":{\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"t\"}},\"spec\":{}}");
+	assert_int_equal(pod_pin_job_key(job, &key, &pods, &cause), -1);
+	assert_non_null(strstr(cause, "the Job's label jobset.sigs.k8s.io/jobset-uid"));
+	free(cause);
+	cJSON_Delete(job);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1414,6 +1534,7 @@ int main(void)
 		cmocka_unit_test(gate_cases),
 		cmocka_unit_test(gate_holds_a_resume_until_placed),
 		cmocka_unit_test(pod_route_pins_by_job_and_completion_index),
+		cmocka_unit_test(job_route_pins_a_job_whole),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

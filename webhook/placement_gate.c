@@ -194,6 +194,31 @@ static int set_suspend(cJSON *patch, cJSON *jobset)
 	return spec ? set_value(patch, spec, "suspend", "/spec/suspend", cJSON_CreateTrue()) : -1;
 }
 
+/* metadata.labels[MUSTER_LABEL_PLACEMENT] = "true" on the template object
+ * `template` found at JSON Pointer `base`. */
+static int label_template(cJSON *patch, cJSON *template, const char *base)
+{
+	char path[POINTER_MAX];
+	cJSON *metadata, *labels;
+	const cJSON *now;
+
+	snprintf(path, sizeof(path), "%s/metadata", base);
+	if (!(metadata = object_at(patch, template, "metadata", path)))
+		return -1;
+	snprintf(path, sizeof(path), "%s/metadata/labels", base);
+	if (!(labels = object_at(patch, metadata, "labels", path)))
+		return -1;
+	now = cJSON_GetObjectItemCaseSensitive(labels, MUSTER_LABEL_PLACEMENT);
+	if (cJSON_IsString(now) && strcmp(now->valuestring, "true") == 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s/metadata/labels/" MUSTER_LABEL_PLACEMENT_POINTER, base);
+	return set_value(patch, labels, MUSTER_LABEL_PLACEMENT, path, cJSON_CreateString("true"));
+}
+
+/* Every replicated job's Job template (JobSet copies its labels onto each
+ * Job: the pin route's Job half selects them) and pod template (the pod
+ * half). CREATE only: upstream JobSet keeps a Job template's metadata
+ * immutable. */
 static int label_templates(cJSON *patch, cJSON *jobset)
 {
 	cJSON *rjs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(jobset, "spec"),
@@ -203,27 +228,18 @@ static int label_templates(cJSON *patch, cJSON *jobset)
 
 	cJSON_ArrayForEach(rj, rjs)
 	{
-		char base[POINTER_MAX / 2], path[POINTER_MAX];
+		char base[POINTER_MAX / 2];
 		cJSON *job = cJSON_GetObjectItemCaseSensitive(rj, "template");
 		cJSON *template = cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetObjectItemCaseSensitive(job, "spec"), "template");
-		cJSON *metadata, *labels;
-		const cJSON *now;
 
 		if (!cJSON_IsObject(template))
 			return -1; /* the decoder refused this already */
+		snprintf(base, sizeof(base), "/spec/replicatedJobs/%zu/template", i);
+		if (label_template(patch, job, base))
+			return -1;
 		snprintf(base, sizeof(base), "/spec/replicatedJobs/%zu/template/spec/template", i++);
-		snprintf(path, sizeof(path), "%s/metadata", base);
-		if (!(metadata = object_at(patch, template, "metadata", path)))
-			return -1;
-		snprintf(path, sizeof(path), "%s/metadata/labels", base);
-		if (!(labels = object_at(patch, metadata, "labels", path)))
-			return -1;
-		now = cJSON_GetObjectItemCaseSensitive(labels, MUSTER_LABEL_PLACEMENT);
-		if (cJSON_IsString(now) && strcmp(now->valuestring, "true") == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/metadata/labels/" MUSTER_LABEL_PLACEMENT_POINTER, base);
-		if (set_value(patch, labels, MUSTER_LABEL_PLACEMENT, path, cJSON_CreateString("true")))
+		if (label_template(patch, template, base))
 			return -1;
 	}
 	return 0;
@@ -266,21 +282,29 @@ static int strip(const cJSON *jobset, cJSON *patch)
 		}
 	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
 	{
-		char path[POINTER_MAX];
+		const cJSON *templates[2] = { kjson_member(rj, "template"), jobset_pod_template(rj) };
+		static const char *const tails[2] = { "", "/spec/template" };
 
-		if (kjson_member(kjson_member(kjson_member(jobset_pod_template(rj), "metadata"), "labels"),
-				 MUSTER_LABEL_PLACEMENT)) {
-			cJSON *o = cJSON_CreateObject();
+		for (size_t t = 0; t < 2; t++) {
+			char path[POINTER_MAX];
+			int at;
 
-			snprintf(
-				path, sizeof(path),
-				"/spec/replicatedJobs/%zu/template/spec/template/metadata/labels/" MUSTER_LABEL_PLACEMENT_POINTER,
-				i);
-			if (o && cJSON_AddStringToObject(o, "op", "remove") &&
-			    cJSON_AddStringToObject(o, "path", path) && cJSON_AddItemToArray(patch, o))
-				any = 1;
-			else
-				cJSON_Delete(o);
+			if (!kjson_member(kjson_member(kjson_member(templates[t], "metadata"), "labels"),
+					  MUSTER_LABEL_PLACEMENT))
+				continue;
+			at = snprintf(path, sizeof(path), "/spec/replicatedJobs/%zu/template%s", i, tails[t]);
+			if (at > 0 && (size_t)at < sizeof(path)) {
+				cJSON *o = cJSON_CreateObject();
+
+				snprintf(path + at, sizeof(path) - (size_t)at,
+					 "/metadata/labels/" MUSTER_LABEL_PLACEMENT_POINTER);
+				if (o && cJSON_AddStringToObject(o, "op", "remove") &&
+				    cJSON_AddStringToObject(o, "path", path) &&
+				    cJSON_AddItemToArray(patch, o))
+					any = 1;
+				else
+					cJSON_Delete(o);
+			}
 		}
 		i++;
 	}
@@ -307,6 +331,11 @@ static int stripped(const cJSON *jobset, cJSON *patch, cJSON **modified, char **
 	cJSON_ArrayForEach(rj, cJSON_GetObjectItemCaseSensitive(
 				       cJSON_GetObjectItemCaseSensitive(copy, "spec"), "replicatedJobs"))
 	{
+		labels = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rj, "template"),
+							 "metadata"),
+			"labels");
+		cJSON_DeleteItemFromObjectCaseSensitive(labels, MUSTER_LABEL_PLACEMENT);
 		labels = cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetObjectItemCaseSensitive(
 				cJSON_GetObjectItemCaseSensitive(

@@ -16,24 +16,44 @@
 
 #define LABEL_VALUE_MAX 63
 
-static int take(const cJSON *labels, const char *key, char *dst, size_t max, char **cause)
+/* `kind` is "pod" or "Job", as the messages name the object. */
+static int take(const cJSON *labels, const char *kind, const char *key, char *dst, size_t max, char **cause)
 {
 	char what[128];
 
-	snprintf(what, sizeof(what), "the pod's label %s", key);
+	snprintf(what, sizeof(what), "the %s's label %s", kind, key);
 	return kjson_take_string(kjson_member(labels, key), dst, max, 1, what, cause);
 }
 
-static int number(const cJSON *item, const char *what, uint32_t *out, char **cause)
+static int number(const cJSON *item, const char *kind, const char *what, uint32_t *out, char **cause)
 {
 	long long value;
 
 	if (!item)
-		return cause_fail(cause, "the pod has no %s: is it a pod of an Indexed Job made by JobSet?",
-				  what);
+		return cause_fail(cause, "the %s has no %s: is it a %s made by JobSet?", kind, what,
+				  strcmp(kind, "pod") == 0 ? "pod of an Indexed Job" : "Job");
 	if (kjson_count(item, -1, KJSON_INT32_MAX, &value) != KJSON_OK || value < 0)
-		return cause_fail(cause, "the pod's %s is not an integer from 0", what);
+		return cause_fail(cause, "the %s's %s is not an integer from 0", kind, what);
 	*out = (uint32_t)value;
+	return 0;
+}
+
+/* The labels JobSet puts on its Jobs and their pods alike. */
+static int jobset_key(const cJSON *labels, const char *kind, struct pod_pin_key *key, char **cause)
+{
+	if (take(labels, kind, JOBSET_LABEL_NAME, key->jobset, sizeof(key->jobset) - 1, cause) ||
+	    take(labels, kind, JOBSET_LABEL_UID, key->uid, sizeof(key->uid) - 1, cause) ||
+	    take(labels, kind, JOBSET_LABEL_REPLICATED_JOB, key->replicated_job,
+		 sizeof(key->replicated_job) - 1, cause) ||
+	    number(kjson_member(labels, JOBSET_LABEL_JOB_INDEX), kind, "label " JOBSET_LABEL_JOB_INDEX,
+		   &key->job_index, cause))
+		return -1;
+	/* Absent: attempt 0 (a JobSet that does not label it never restarts
+	 * under another number). */
+	if (kjson_member(labels, JOBSET_LABEL_RESTART_ATTEMPT) &&
+	    number(kjson_member(labels, JOBSET_LABEL_RESTART_ATTEMPT), kind,
+		   "label " JOBSET_LABEL_RESTART_ATTEMPT, &key->attempt, cause))
+		return -1;
 	return 0;
 }
 
@@ -47,35 +67,48 @@ int pod_pin_key(const cJSON *pod, struct pod_pin_key *key, char **cause)
 	memset(key, 0, sizeof(*key));
 	if (!completion)
 		completion = kjson_member(labels, JOB_ANNOTATION_COMPLETION_INDEX);
-	if (take(labels, JOBSET_LABEL_NAME, key->jobset, sizeof(key->jobset) - 1, cause) ||
-	    take(labels, JOBSET_LABEL_UID, key->uid, sizeof(key->uid) - 1, cause) ||
-	    take(labels, JOBSET_LABEL_REPLICATED_JOB, key->replicated_job, sizeof(key->replicated_job) - 1,
-		 cause) ||
-	    number(kjson_member(labels, JOBSET_LABEL_JOB_INDEX), "label " JOBSET_LABEL_JOB_INDEX,
-		   &key->job_index, cause) ||
-	    number(completion, "annotation " JOB_ANNOTATION_COMPLETION_INDEX, &key->completion, cause))
+	if (jobset_key(labels, "pod", key, cause) ||
+	    number(completion, "pod", "annotation " JOB_ANNOTATION_COMPLETION_INDEX, &key->completion, cause))
 		return -1;
-	/* Absent: attempt 0 (a JobSet that does not label it never restarts
-	 * under another number). */
-	if (kjson_member(labels, JOBSET_LABEL_RESTART_ATTEMPT) &&
-	    number(kjson_member(labels, JOBSET_LABEL_RESTART_ATTEMPT), "label " JOBSET_LABEL_RESTART_ATTEMPT,
-		   &key->attempt, cause))
+	return 0;
+}
+
+int pod_pin_job_key(const cJSON *job, struct pod_pin_key *key, uint32_t *pods, char **cause)
+{
+	const cJSON *spec = kjson_member(job, "spec");
+	const cJSON *completions = kjson_member(spec, "completions"),
+		    *parallelism = kjson_member(spec, "parallelism");
+
+	memset(key, 0, sizeof(*key));
+	*pods = 0;
+	if (jobset_key(kjson_member(kjson_member(job, "metadata"), "labels"), "Job", key, cause))
 		return -1;
+	/* The Job API's defaults: neither set is one pod; parallelism alone
+	 * is a work queue, no fixed set of pods to pin as a whole. */
+	if (cJSON_IsNumber(completions))
+		return number(completions, "Job", "spec.completions", pods, cause);
+	if (!parallelism || cJSON_IsNull(parallelism))
+		*pods = 1;
+	return 0;
+}
+
+static int op(cJSON *patch, const char *kind, const char *path, cJSON *value)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !value || !cJSON_AddStringToObject(o, "op", kind) ||
+	    !cJSON_AddStringToObject(o, "path", path) || !cJSON_AddItemToArray(patch, o)) {
+		cJSON_Delete(o);
+		cJSON_Delete(value);
+		return -1;
+	}
+	cJSON_AddItemToObject(o, "value", value);
 	return 0;
 }
 
 static int add(cJSON *patch, const char *path, cJSON *value)
 {
-	cJSON *op = cJSON_CreateObject();
-
-	if (!op || !value || !cJSON_AddStringToObject(op, "op", "add") ||
-	    !cJSON_AddStringToObject(op, "path", path) || !cJSON_AddItemToArray(patch, op)) {
-		cJSON_Delete(op);
-		cJSON_Delete(value);
-		return -1;
-	}
-	cJSON_AddItemToObject(op, "value", value);
-	return 0;
+	return op(patch, "add", path, value);
 }
 
 /* A JSON Pointer token: '~' as "~0", '/' as "~1". */
@@ -94,18 +127,22 @@ static void pointer_token(char *out, size_t size, const char *text, size_t len)
 	out[o] = '\0';
 }
 
-int pod_pin_patch(const cJSON *pod, const char *selector, cJSON *patch, char **cause)
+/* Ops that add `selector` to the pod spec `spec` found at JSON Pointer
+ * `base`; `kind` names the object in messages. */
+static int pin_spec(const cJSON *spec, const char *base, const char *kind, const char *selector, cJSON *patch,
+		    char **cause)
 {
-	const cJSON *spec = kjson_member(pod, "spec");
 	const cJSON *existing = kjson_member(spec, "nodeSelector");
 	int made = cJSON_IsObject(existing);
+	char selector_path[64];
 
 	if (!cJSON_IsObject(spec))
-		return cause_fail(cause, "the pod has no spec");
+		return cause_fail(cause, "the %s has no %s", kind,
+				  strcmp(kind, "pod") == 0 ? "spec" : "pod template");
+	snprintf(selector_path, sizeof(selector_path), "%s/nodeSelector", base);
 	while (*selector) {
 		const char *eq = strchr(selector, '='), *comma;
-		char key[320], value[LABEL_VALUE_MAX + 1],
-			path[sizeof("/spec/nodeSelector/") + 3 * sizeof(key)];
+		char key[320], value[LABEL_VALUE_MAX + 1], path[sizeof(selector_path) + 1 + 3 * sizeof(key)];
 		size_t key_len, value_len;
 		const cJSON *have;
 
@@ -128,19 +165,45 @@ int pod_pin_patch(const cJSON *pod, const char *selector, cJSON *patch, char **c
 				continue;
 			return cause_fail(
 				cause,
-				"the pod selects %s=%s but its placement of record is %s=%s: remove the "
+				"the %s selects %s=%s but its placement of record is %s=%s: remove the "
 				"nodeSelector from the pod template or the topology request",
-				key, have->valuestring, key, value);
+				kind, key, have->valuestring, key, value);
 		}
 		if (!made) {
-			if (add(patch, "/spec/nodeSelector", cJSON_CreateObject()))
+			if (add(patch, selector_path, cJSON_CreateObject()))
 				return cause_fail(cause, "out of memory");
 			made = 1;
 		}
-		memcpy(path, "/spec/nodeSelector/", sizeof("/spec/nodeSelector/"));
+		snprintf(path, sizeof(path), "%s/", selector_path);
 		pointer_token(path + strlen(path), sizeof(path) - strlen(path), key, key_len);
 		if (add(patch, path, cJSON_CreateString(value)))
 			return cause_fail(cause, "out of memory");
 	}
+	return 0;
+}
+
+int pod_pin_patch(const cJSON *pod, const char *selector, cJSON *patch, char **cause)
+{
+	return pin_spec(kjson_member(pod, "spec"), "/spec", "pod", selector, patch, cause);
+}
+
+int pod_pin_job_patch(const cJSON *job, const char *selector, cJSON *patch, char **cause)
+{
+	const cJSON *template = kjson_member(kjson_member(job, "spec"), "template");
+	const cJSON *metadata = kjson_member(template, "metadata");
+	const cJSON *labels = kjson_member(metadata, "labels");
+
+	if (pin_spec(kjson_member(template, "spec"), "/spec/template/spec", "Job", selector, patch, cause))
+		return -1;
+	/* Its pods are pinned already: the label's other value keeps them
+	 * from the pod route (its objectSelector asks for "true"). */
+	if (!cJSON_IsObject(metadata) && add(patch, "/spec/template/metadata", cJSON_CreateObject()))
+		return cause_fail(cause, "out of memory");
+	if (!cJSON_IsObject(labels) && add(patch, "/spec/template/metadata/labels", cJSON_CreateObject()))
+		return cause_fail(cause, "out of memory");
+	if (op(patch, kjson_member(labels, MUSTER_LABEL_PLACEMENT) ? "replace" : "add",
+	       "/spec/template/metadata/labels/" MUSTER_LABEL_PLACEMENT_POINTER,
+	       cJSON_CreateString(MUSTER_PLACEMENT_PINNED_BY_JOB)))
+		return cause_fail(cause, "out of memory");
 	return 0;
 }

@@ -1,7 +1,8 @@
 /*
- * pod_pin: the pod route's pure half (POST /pin, pods CREATE): which pod of
- * which JobSet this is, and the JSON Patch that confines it to the domain
- * the placement of record gives it (docs/placement-live.md, step 4).
+ * pod_pin: the pin route's pure half (POST /pin, pods and Jobs CREATE):
+ * which pod or Job of which JobSet this is, and the JSON Patch that
+ * confines it to the domain the placement of record gives it
+ * (docs/placement-live.md, step 4).
  *
  * A pod is named by the labels JobSet and the Job controller put on it:
  * jobset.sigs.k8s.io/jobset-name, jobset-uid, replicatedjob-name, job-index,
@@ -33,8 +34,21 @@ struct pod_pin_key {
 
 int pod_pin_key(const struct cJSON *pod, struct pod_pin_key *key, char **cause);
 
+/* The same for a Job JobSet made (its labels; completion left 0), and how
+ * many pods it makes: spec.completions, 1 when neither completions nor
+ * parallelism is set, 0 when only parallelism is (a work queue: its pods
+ * are pinned one by one). */
+int pod_pin_job_key(const struct cJSON *job, struct pod_pin_key *key, uint32_t *pods, char **cause);
+
 /* Ops appended to `patch` (a cJSON array) for `selector` ("k=v,k=v"; ""
  * adds nothing). */
 int pod_pin_patch(const struct cJSON *pod, const char *selector, struct cJSON *patch, char **cause);
+
+/* A Job all of whose pods the record sends to one domain is pinned as a
+ * whole: the same ops on its pod template (spec.template.spec.nodeSelector),
+ * and its pod template's label MUSTER_LABEL_PLACEMENT set to
+ * MUSTER_PLACEMENT_PINNED_BY_JOB, so that the pod route does not see its
+ * pods again (docs/placement-live.md, step 4). */
+int pod_pin_job_patch(const struct cJSON *job, const char *selector, struct cJSON *patch, char **cause);
 
 #endif

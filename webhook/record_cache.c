@@ -131,7 +131,7 @@ static struct entry *keep(struct record_cache *c, const char *namespace, const c
 /* GETs and parses the record; -1 with the cause naming the ConfigMap. The
  * caller holds c->api. */
 static int read_record(struct record_cache *c, const char *namespace, const char *jobset, const char *uid,
-		       struct topo_record **out, char **cause)
+		       int job, struct topo_record **out, char **cause)
 {
 	char path[KUBE_PATH_MAX], *inner = NULL;
 	cJSON *configmap = NULL;
@@ -151,9 +151,11 @@ static int read_record(struct record_cache *c, const char *namespace, const char
 		return cause_fail(
 			cause,
 			"no placement of record yet: ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX
-			" is missing (muster-controller writes it when JobSet %s is placed; the Job "
-			"controller retries this pod)",
-			namespace, jobset, jobset);
+			" is missing (muster-controller writes it when JobSet %s is placed; %s)",
+			namespace, jobset, jobset,
+			job ? "JobSet makes this Job once it is placed: until then the JobSet waits "
+			      "suspended, and kubectl describe jobset says why"
+			    : "the Job controller retries this pod");
 	}
 	if (err) {
 		cause_fail(cause, "cannot read ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX ": %s", namespace,
@@ -189,23 +191,29 @@ static int read_record(struct record_cache *c, const char *namespace, const char
 	return 0;
 }
 
-/* The pod's selector from entry e into `selector`: 1, or 0 with the cause.
+/* The selector of completion indexes from..to of one Job from entry e
+ * into `selector`: topo_record_find_range's 1 or 2, or 0 with the cause.
  * Under lock. */
 static int lookup(const struct entry *e, const char *namespace, const char *jobset,
-		  const char *replicated_job, uint32_t job_index, uint32_t completion, char *selector,
-		  size_t size, char **cause)
+		  const char *replicated_job, uint32_t job_index, uint32_t from, uint32_t to, int job,
+		  char *selector, size_t size, char **cause)
 {
 	const char *found = NULL;
-	int rc = topo_record_find(e->record, replicated_job, job_index, completion, &found);
+	int rc = topo_record_find_range(e->record, replicated_job, job_index, from, to, &found);
 
 	if (rc)
 		snprintf(selector, size, "%s", found);
+	else if (job)
+		cause_fail(cause,
+			   "the placement of record of JobSet %s/%s has no Job %s job %u (the JobSet "
+			   "changed after it was placed?)",
+			   namespace, jobset, replicated_job, job_index);
 	else
 		cause_fail(
 			cause,
 			"the placement of record of JobSet %s/%s has no pod %s job %u index %u (the JobSet "
 			"changed after it was placed?)",
-			namespace, jobset, replicated_job, job_index, completion);
+			namespace, jobset, replicated_job, job_index, from);
 	return rc;
 }
 
@@ -222,7 +230,7 @@ static void refresh(struct record_cache *c, const char *namespace, const char *j
 
 	pthread_mutex_lock(&c->api);
 	sent = now_s(c);
-	if (!read_record(c, namespace, jobset, uid, &record, &cause)) {
+	if (!read_record(c, namespace, jobset, uid, 0, &record, &cause)) {
 		pthread_mutex_lock(&c->lock);
 		keep(c, namespace, jobset, record, sent);
 		pthread_mutex_unlock(&c->lock);
@@ -231,9 +239,9 @@ static void refresh(struct record_cache *c, const char *namespace, const char *j
 	free(cause);
 }
 
-int record_cache_selector(struct record_cache *cache, const char *namespace, const char *jobset,
-			  const char *uid, uint32_t attempt, const char *replicated_job, uint32_t job_index,
-			  uint32_t completion, char *selector, size_t size, char **cause)
+static int resolve(struct record_cache *cache, const char *namespace, const char *jobset, const char *uid,
+		   uint32_t attempt, const char *replicated_job, uint32_t job_index, uint32_t from,
+		   uint32_t to, int job, char *selector, size_t size, char **cause)
 {
 	struct entry *e;
 	struct topo_record *record = NULL;
@@ -254,7 +262,7 @@ int record_cache_selector(struct record_cache *cache, const char *namespace, con
 		e = find(cache, namespace, jobset, uid, attempt);
 	}
 	if (e) {
-		rc = lookup(e, namespace, jobset, replicated_job, job_index, completion, selector, size,
+		rc = lookup(e, namespace, jobset, replicated_job, job_index, from, to, job, selector, size,
 			    cause);
 		pthread_mutex_unlock(&cache->lock);
 		return rc;
@@ -266,7 +274,7 @@ int record_cache_selector(struct record_cache *cache, const char *namespace, con
 	pthread_mutex_lock(&cache->api);
 	pthread_mutex_lock(&cache->lock);
 	if ((e = find(cache, namespace, jobset, uid, attempt))) {
-		rc = lookup(e, namespace, jobset, replicated_job, job_index, completion, selector, size,
+		rc = lookup(e, namespace, jobset, replicated_job, job_index, from, to, job, selector, size,
 			    cause);
 		pthread_mutex_unlock(&cache->lock);
 		pthread_mutex_unlock(&cache->api);
@@ -274,7 +282,7 @@ int record_cache_selector(struct record_cache *cache, const char *namespace, con
 	}
 	pthread_mutex_unlock(&cache->lock);
 	sent = now_s(cache);
-	if (read_record(cache, namespace, jobset, uid, &record, cause)) {
+	if (read_record(cache, namespace, jobset, uid, job, &record, cause)) {
 		pthread_mutex_unlock(&cache->api);
 		return -1;
 	}
@@ -285,17 +293,39 @@ int record_cache_selector(struct record_cache *cache, const char *namespace, con
 		topo_record_free(record);
 		return cause_fail(
 			cause,
-			"the placement of record of JobSet %s/%s is for restart attempt %u, this pod "
+			"the placement of record of JobSet %s/%s is for restart attempt %u, this %s "
 			"is of attempt %u (%s): %s",
-			namespace, jobset, placed, attempt, JOBSET_LABEL_RESTART_ATTEMPT,
-			placed < attempt ? "muster-controller places the new attempt afresh; the Job "
-					   "controller retries this pod"
-					 : "a pod of an earlier attempt is not made again");
+			namespace, jobset, placed, job ? "Job" : "pod", attempt, JOBSET_LABEL_RESTART_ATTEMPT,
+			placed > attempt ? (job ? "a Job of an earlier attempt is not made again"
+						: "a pod of an earlier attempt is not made again")
+			: job ? "muster-controller places the new attempt afresh; JobSet makes this "
+				"Job again"
+			      : "muster-controller places the new attempt afresh; the Job "
+				"controller retries this pod");
 	}
 	pthread_mutex_lock(&cache->lock);
 	e = keep(cache, namespace, jobset, record, sent);
-	rc = lookup(e, namespace, jobset, replicated_job, job_index, completion, selector, size, cause);
+	rc = lookup(e, namespace, jobset, replicated_job, job_index, from, to, job, selector, size, cause);
 	pthread_mutex_unlock(&cache->lock);
 	pthread_mutex_unlock(&cache->api);
 	return rc;
+}
+
+int record_cache_selector(struct record_cache *cache, const char *namespace, const char *jobset,
+			  const char *uid, uint32_t attempt, const char *replicated_job, uint32_t job_index,
+			  uint32_t completion, char *selector, size_t size, char **cause)
+{
+	return resolve(cache, namespace, jobset, uid, attempt, replicated_job, job_index, completion,
+		       completion, 0, selector, size, cause);
+}
+
+int record_cache_job_selector(struct record_cache *cache, const char *namespace, const char *jobset,
+			      const char *uid, uint32_t attempt, const char *replicated_job,
+			      uint32_t job_index, uint32_t completions, char *selector, size_t size,
+			      char **cause)
+{
+	if (!completions)
+		return cause_fail(cause, "the Job has no pods to place (completions 0)");
+	return resolve(cache, namespace, jobset, uid, attempt, replicated_job, job_index, 0, completions - 1,
+		       1, selector, size, cause);
 }

@@ -55,6 +55,17 @@ int record_cache_selector(struct record_cache *cache, const char *namespace, con
 			  const char *uid, uint32_t attempt, const char *replicated_job, uint32_t job_index,
 			  uint32_t completion, char *selector, size_t size, char **cause);
 
+/* The selector of a whole Job (completion indexes 0..completions-1, the
+ * Job half of the pin route): 1 when the record gives all of its pods one
+ * selector (copied into `selector`), 2 when it holds the Job's first pod but
+ * its pods go to more than one domain (they are pinned one by one), 0 the
+ * record has no such Job, -1 no record or the API failed (*cause says which,
+ * in words for a Job: JobSet makes it again once the JobSet is placed). */
+int record_cache_job_selector(struct record_cache *cache, const char *namespace, const char *jobset,
+			      const char *uid, uint32_t attempt, const char *replicated_job,
+			      uint32_t job_index, uint32_t completions, char *selector, size_t size,
+			      char **cause);
+
 /* Tests: the clock in seconds the cache counts with (default: monotonic;
  * NULL restores it). */
 void record_cache_set_clock(struct record_cache *cache, time_t (*clock)(void *arg), void *arg);

@@ -203,6 +203,49 @@ static void records_of_before_attempts_and_of_other_jobsets(void **state)
 	teardown(&s);
 }
 
+/* rc of record_cache_job_selector for Job w/0 of `pods` pods. */
+static int pin_job(struct setup *s, const char *uid, uint32_t attempt, uint32_t pods, char *out, size_t size)
+{
+	char *cause = NULL;
+	int rc = record_cache_job_selector(s->cache, "ns", "train", uid, attempt, "w", 0, pods, out, size,
+					   &cause);
+
+	if (rc != 1 && rc != 2)
+		snprintf(out, size, "%s", cause ? cause : "");
+	free(cause);
+	return rc;
+}
+
+/* A Job is pinned whole only when one run holds all of its pods; its
+ * refusals speak of the Job and of JobSet making it again. */
+static void a_job_is_pinned_whole_only_when_one_domain_holds_all_its_pods(void **state)
+{
+	struct setup s;
+	char out[512];
+
+	(void)state;
+	setup(&s);
+	s.fake.record[0] = '\0';
+	assert_int_equal(pin_job(&s, "u1", 0, 4, out, sizeof(out)), -1);
+	assert_non_null(strstr(out, "ns/train-placement is missing"));
+	assert_non_null(strstr(out, "JobSet makes this Job once it is placed"));
+	snprintf(
+		s.fake.record, sizeof(s.fake.record),
+		"{\"uid\":\"u1\",\"attempt\":0,\"replicatedJobs\":{\"w\":[[[0,3,\"rack=r1\"],[4,5,\"rack=r2\"]]]}}");
+	assert_int_equal(pin_job(&s, "u1", 0, 4, out, sizeof(out)), 1);
+	assert_string_equal(out, "rack=r1");
+	assert_int_equal(pin_job(&s, "u1", 0, 6, out, sizeof(out)), 2); /* two racks: pod by pod */
+	assert_int_equal(pin_job(&s, "u1", 0, 0, out, sizeof(out)), -1);
+	assert_int_equal(pin_job(&s, "u1", 1, 4, out, sizeof(out)), -1);
+	assert_non_null(strstr(out, "this Job is of attempt 1"));
+	assert_non_null(strstr(out, "JobSet makes this Job again"));
+	snprintf(s.fake.record, sizeof(s.fake.record),
+		 "{\"uid\":\"u2\",\"attempt\":0,\"replicatedJobs\":{\"v\":[[[0,3,\"rack=r1\"]]]}}");
+	assert_int_equal(pin_job(&s, "u2", 0, 4, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "has no Job w job 0"));
+	teardown(&s);
+}
+
 static void set_record(struct setup *s, const char *rack)
 {
 	pthread_mutex_lock(&s->fake.lock);
@@ -401,6 +444,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_pod_is_pinned_only_by_its_own_attempts_record),
 		cmocka_unit_test(records_of_before_attempts_and_of_other_jobsets),
+		cmocka_unit_test(a_job_is_pinned_whole_only_when_one_domain_holds_all_its_pods),
 		cmocka_unit_test(lookups_that_miss_together_make_one_get),
 		cmocka_unit_test(
 			a_record_near_its_expiry_is_read_again_by_one_lookup_while_the_others_use_it),

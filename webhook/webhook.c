@@ -138,7 +138,7 @@ struct outcome {
 	char *message; /* denial's message, malloc'd */
 	char *patch; /* JSON Patch text, malloc'd; NULL: none */
 	size_t patch_ops;
-	const char *result; /* "allowed", "patched", "denied", "error" */
+	const char *result; /* "allowed", "patched", "denied", "error", "per_pod" */
 };
 
 static void reply_text(struct http_serve_reply *reply, unsigned status, const char *result, const char *text)
@@ -407,22 +407,79 @@ void webhook_validate(void *arg, const char *body, size_t body_len, struct http_
 	review(arg, 0, "validate", body, body_len, reply);
 }
 
-/* POST /pin: a pod of a placed JobSet gets its domain's nodeSelector from
- * the placement of record (pod_pin.h, record_cache.h); a pod whose record
- * is missing is refused, so that it never runs unpinned (the Job controller
- * creates it again). */
+/* A denial of the pin route: 403 and the cause (or "out of memory"). */
+static void pin_denied(struct outcome *o)
+{
+	if (!o->message)
+		o->message = strdup("out of memory");
+	o->code = 403;
+	o->allowed = 0;
+	o->result = "denied";
+}
+
+/* The pin route's answer for a pod: its own selector from the record. */
+static cJSON *pin_pod(struct webhook *w, const struct admission_request *request, char *selector, size_t size,
+		      struct outcome *o)
+{
+	struct pod_pin_key key;
+	cJSON *patch = NULL;
+
+	if (pod_pin_key(request->object, &key, &o->message) ||
+	    record_cache_selector(w->records, request->namespace, key.jobset, key.uid, key.attempt,
+				  key.replicated_job, key.job_index, key.completion, selector, size,
+				  &o->message) != 1 ||
+	    !(patch = cJSON_CreateArray()) || pod_pin_patch(request->object, selector, patch, &o->message))
+		pin_denied(o);
+	return patch;
+}
+
+/* The pin route's answer for a Job: pinned as a whole when the record
+ * sends all its pods to one domain, else let through for its pods to be
+ * pinned one by one; refused while the JobSet has no record (no Job exists
+ * before the placement: JobSet makes it again once placed). */
+static cJSON *pin_job(struct webhook *w, const struct admission_request *request, char *selector, size_t size,
+		      struct outcome *o)
+{
+	struct pod_pin_key key;
+	uint32_t pods;
+	cJSON *patch = NULL;
+	int rc;
+
+	if (pod_pin_job_key(request->object, &key, &pods, &o->message)) {
+		pin_denied(o);
+		return NULL;
+	}
+	if (!pods) {
+		o->result = "per_pod";
+		return NULL;
+	}
+	rc = record_cache_job_selector(w->records, request->namespace, key.jobset, key.uid, key.attempt,
+				       key.replicated_job, key.job_index, pods, selector, size, &o->message);
+	if (rc == 2) {
+		o->result = "per_pod";
+		return NULL;
+	}
+	if (rc != 1 || !(patch = cJSON_CreateArray()) ||
+	    pod_pin_job_patch(request->object, selector, patch, &o->message))
+		pin_denied(o);
+	return patch;
+}
+
+/* POST /pin: a pod or Job of a placed JobSet gets its domain's
+ * nodeSelector from the placement of record (pod_pin.h, record_cache.h); one
+ * whose record is missing is refused, so that it never runs unpinned (the
+ * Job controller, or JobSet, creates it again). */
 void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve_reply *reply)
 {
 	struct webhook *w = arg;
 	struct admission_request request;
 	struct outcome o = { 0 };
-	struct pod_pin_key key;
-	char quoted[512], selector[TOPO_RECORD_SELECTOR_MAX] = "", pod[ADMISSION_NAME_MAX + 72];
-	const char *name;
+	char quoted[512], selector[TOPO_RECORD_SELECTOR_MAX] = "", object[ADMISSION_NAME_MAX + 72];
+	const char *name, *what;
 	const cJSON *generate_name;
 	double started = now_seconds();
 	cJSON *patch = NULL;
-	int large;
+	int large, pod, job;
 
 	if (decode(w, "pin", body, body_len, &request, &large, reply))
 		return;
@@ -430,34 +487,27 @@ void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve
 	name = request.name[0]		       ? request.name
 	       : cJSON_IsString(generate_name) ? generate_name->valuestring
 					       : "";
-	snprintf(pod, sizeof(pod), "%s/%.*s", request.namespace, ADMISSION_NAME_MAX, name);
+	snprintf(object, sizeof(object), "%s/%.*s", request.namespace, ADMISSION_NAME_MAX, name);
+	pod = !request.group[0] && strcmp(request.kind, "Pod") == 0;
+	job = strcmp(request.group, "batch") == 0 && strcmp(request.kind, "Job") == 0;
+	what = job ? "job" : "pod";
 	o.allowed = 1;
 	o.result = "allowed";
-	if (request.group[0] || strcmp(request.kind, "Pod") != 0) {
+	if (!pod && !job) {
 		char message[512];
 
-		snprintf(
-			message, sizeof(message),
-			"muster-webhook pins only core/v1 Pods at /pin, not %s/%s %s: its webhook configuration "
-			"matches the wrong resources",
-			request.group[0] ? request.group : "core", request.version, request.kind);
+		snprintf(message, sizeof(message),
+			 "muster-webhook pins only core/v1 Pods and batch/v1 Jobs at /pin, not %s/%s %s: its "
+			 "webhook configuration matches the wrong resources",
+			 request.group[0] ? request.group : "core", request.version, request.kind);
 		o.message = strdup(message);
 		o.code = 400;
 		o.allowed = 0;
 		o.result = "denied";
 	} else if (request.operation == ADMISSION_CREATE && request.object) {
-		if (pod_pin_key(request.object, &key, &o.message) ||
-		    record_cache_selector(w->records, request.namespace, key.jobset, key.uid, key.attempt,
-					  key.replicated_job, key.job_index, key.completion, selector,
-					  sizeof(selector), &o.message) != 1 ||
-		    !(patch = cJSON_CreateArray()) ||
-		    pod_pin_patch(request.object, selector, patch, &o.message)) {
-			if (!o.message)
-				o.message = strdup("out of memory");
-			o.code = 403;
-			o.allowed = 0;
-			o.result = "denied";
-		} else if ((o.patch_ops = (size_t)cJSON_GetArraySize(patch)) != 0) {
+		patch = job ? pin_job(w, &request, selector, sizeof(selector), &o)
+			    : pin_pod(w, &request, selector, sizeof(selector), &o);
+		if (o.allowed && patch && (o.patch_ops = (size_t)cJSON_GetArraySize(patch)) != 0) {
 			o.patch = cJSON_PrintUnformatted(patch);
 			o.result = "patched";
 			if (!o.patch) {
@@ -476,8 +526,8 @@ void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve
 	reply->result = reply->body ? o.result : "error";
 	if (!w->quiet || !o.allowed)
 		mlog(o.allowed ? MLOG_INFO : MLOG_WARN, "admission",
-		     "route=pin pod=%s uid=%s operation=%s result=%s selector=\"%s\" ms=%.3f%s%s", pod,
-		     request.uid, admission_operation_name(request.operation), o.result, selector,
+		     "route=pin %s=%s uid=%s operation=%s result=%s selector=\"%s\" ms=%.3f%s%s", what,
+		     object, request.uid, admission_operation_name(request.operation), o.result, selector,
 		     (now_seconds() - started) * 1e3, o.message ? " message=" : "",
 		     o.message ? mlog_quote(quoted, sizeof(quoted), o.message, strlen(o.message)) : "");
 	free(o.message);

@@ -1276,6 +1276,7 @@ class Controller:
         path = f"/apis/batch/v1/namespaces/{view.namespace}/jobs"
         futures = [(body, self.api_pool.submit(self.kube.create, path, body)) for body in bodies]
         first_error = None
+        created = False
         for body, future in futures:
             try:
                 job = future.result()
@@ -1287,9 +1288,13 @@ class Controller:
                 continue
             self.job_suspended[meta(job)["uid"]] = view.suspend
             self.jobs.upsert(job, local=True)
+            created = True
             log("info", "job-created", jobset=key, job=meta(job)["name"],
                 restartAttempt=labels_of(job).get(RESTART_ATTEMPT), suspended=view.suspend)
-        self.queue.add(key)  # the Job controller's part runs for the new Jobs
+        if created:
+            self.queue.add(key)  # the Job controller's part runs for the new Jobs
+        # Refused creates (an admission webhook's denial) are retried with the
+        # reconcile's backoff, as upstream's rate-limited requeue does, not at once.
         if first_error is not None:
             raise first_error
 

@@ -552,13 +552,17 @@ def test_rendered_webhooks_apply_and_1_20_drops_match_conditions(kubeconfig, cer
         ("MutatingWebhookConfiguration", "muster-jobset-mutate"),
         ("ValidatingWebhookConfiguration", "muster-jobset-validate"),
         ("MutatingWebhookConfiguration", "muster-pod-pin")]
-    # The pod route: pods CREATE carrying muster's placement label, always Fail.
-    (pin,) = docs[2]["webhooks"]
-    assert pin["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                             "resources": ["pods"], "scope": "Namespaced"}]
-    assert pin["objectSelector"] == {"matchLabels": {api.LABEL_PLACEMENT: "true"}}
-    assert (pin["failurePolicy"], pin["sideEffects"], "matchConditions" in pin) == ("Fail", "None", False)
-    assert pin["clientConfig"].get("url", "https://127.0.0.1:8443/pin").endswith("/pin")
+    # The pin route: pods and Jobs CREATE carrying muster's placement label, always Fail.
+    pods, jobs = docs[2]["webhooks"]
+    assert (pods["name"], jobs["name"]) == ("pin.pods.muster.dev", "pin.jobs.muster.dev")
+    assert pods["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                              "resources": ["pods"], "scope": "Namespaced"}]
+    assert jobs["rules"] == [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                              "resources": ["jobs"], "scope": "Namespaced"}]
+    for pin in (pods, jobs):
+        assert pin["objectSelector"] == {"matchLabels": {api.LABEL_PLACEMENT: "true"}}
+        assert (pin["failurePolicy"], pin["sideEffects"], "matchConditions" in pin) == ("Fail", "None", False)
+        assert pin["clientConfig"].get("url", "https://127.0.0.1:8443/pin").endswith("/pin")
     # Both see UPDATE: the mutating webhook raises the gang generation on a resume.
     for doc, path, operations in zip(docs, ("/mutate", "/validate"), (["CREATE", "UPDATE"], ["CREATE", "UPDATE"])):
         (hook,) = doc["webhooks"]

@@ -135,6 +135,7 @@ def test_kueue_required_rack_gated_placed_pinned_and_bound_by_the_scheduler(kube
     assert created["metadata"]["annotations"][api.ANNOTATION_PLACEMENT] == api.PLACEMENT_WAITING
     template = created["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
     assert template["metadata"]["labels"][api.LABEL_PLACEMENT] == "true"
+    assert created["spec"]["replicatedJobs"][0]["template"]["metadata"]["labels"][api.LABEL_PLACEMENT] == "true"
     wait_for(lambda: state(kube, namespace, "train") == api.PLACEMENT_PLACED, timeout=60, what="train placed")
     assert get_jobset(kube, namespace, "train")["spec"].get("suspend") in (False, None)
     record = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/train{api.PLACEMENT_SUFFIX}")
@@ -148,6 +149,16 @@ def test_kueue_required_rack_gated_placed_pinned_and_bound_by_the_scheduler(kube
         selector = pod["spec"]["nodeSelector"]
         assert (selector[BLOCK], selector[RACK]) == next(iter(racks))
         assert selector["pool"] == "placement"  # the template's own selector kept
+        # Pinned with its Job: the pod route never saw it.
+        assert pod["metadata"]["labels"][api.LABEL_PLACEMENT] == api.PLACEMENT_PINNED_BY_JOB
+    # Each Job's pods all go to that rack: the Job was pinned whole when JobSet made it.
+    jobs = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs",
+                    labelSelector=f"{api.JOBSET_LABEL_NAME}=train")["items"]
+    assert len(jobs) == 2
+    for job in jobs:
+        template = job["spec"]["template"]
+        assert template["metadata"]["labels"][api.LABEL_PLACEMENT] == api.PLACEMENT_PINNED_BY_JOB
+        assert (template["spec"]["nodeSelector"][BLOCK], template["spec"]["nodeSelector"][RACK]) == next(iter(racks))
     assert events_of(kube, namespace, "train", "Placed")
 
 
@@ -173,6 +184,9 @@ def test_no_room_waits_with_its_reason_and_two_at_once_never_share_the_last_rack
     assert events_of(kube, namespace, waiting, "PlacementWaiting")
     assert not kube.get(f"/api/v1/namespaces/{namespace}/pods",
                         labelSelector=f"{api.JOBSET_LABEL_NAME}={waiting}")["items"]  # no pod before placement
+    # Nor any Job: the pin route refuses them until the JobSet is placed.
+    assert not kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs",
+                        labelSelector=f"{api.JOBSET_LABEL_NAME}={waiting}")["items"]
     # muster-topology --explain says the same, and which JobSets hold which racks.
     cli = subprocess.run([str(ROOT / "bin" / "muster-topology"), "--kubeconfig", kubeconfig, "--topology", TOPOLOGY,
                           "--explain", f"{namespace}/{waiting}"], capture_output=True, text=True, timeout=60)

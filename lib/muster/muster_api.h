@@ -103,10 +103,15 @@ enum muster_barrier_exit {
 /* Why a JobSet waits: the placement core's sentence, written by the
  * controller while it waits (also an Event PlacementWaiting). */
 #define MUSTER_ANNOTATION_PLACEMENT_REASON "muster.dev/placement-reason"
-/* Label (value "true") on the pod template of every replicated job of a
- * gated JobSet: the pod webhook (/pin) selects its pods by it. */
+/* Label (value "true") on every replicated job's Job template and pod
+ * template of a gated JobSet: the pin webhook (/pin) selects its Jobs and
+ * pods by it. A Job whose pods all go to one domain is pinned as a whole
+ * (its pod template gets the nodeSelector) and its pod template's value
+ * becomes MUSTER_PLACEMENT_PINNED_BY_JOB, so that its pods are not sent to
+ * /pin again; pods still labelled "true" are pinned one by one. */
 #define MUSTER_LABEL_PLACEMENT "muster.dev/placement"
 #define MUSTER_LABEL_PLACEMENT_POINTER "muster.dev~1placement"
+#define MUSTER_PLACEMENT_PINNED_BY_JOB "job"
 /* The placement of record: ConfigMap `<jobset>` MUSTER_PLACEMENT_SUFFIX,
  * owned by the JobSet, data[MUSTER_PLACEMENT_KEY] (lib/topo/topo_record.h). */
 #define MUSTER_PLACEMENT_SUFFIX "-placement"

@@ -370,8 +370,8 @@ int topo_record_has_attempt(const struct topo_record *record)
 	return record->has_attempt;
 }
 
-int topo_record_find(const struct topo_record *record, const char *replicated_job, uint32_t job_index,
-		     uint32_t completion, const char **selector)
+int topo_record_find_range(const struct topo_record *record, const char *replicated_job, uint32_t job_index,
+			   uint32_t from, uint32_t to, const char **selector)
 {
 	for (size_t g = 0; g < record->group_count; g++) {
 		const struct record_group *group = &record->groups[g];
@@ -385,20 +385,26 @@ int topo_record_find(const struct topo_record *record, const char *replicated_jo
 		job = &record->jobs[group->first_job + job_index];
 		lo = job->first_run;
 		hi = lo + job->run_count;
-		while (lo < hi) { /* the first run ending at or after completion */
+		while (lo < hi) { /* the first run ending at or after `from` */
 			size_t mid = lo + (hi - lo) / 2;
 
-			if (record->runs[mid].to < completion)
+			if (record->runs[mid].to < from)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
-		if (lo == job->first_run + job->run_count || record->runs[lo].from > completion)
+		if (lo == job->first_run + job->run_count || record->runs[lo].from > from)
 			return 0;
 		*selector = record->runs[lo].selector;
-		return 1;
+		return record->runs[lo].to >= to ? 1 : 2;
 	}
 	return 0;
+}
+
+int topo_record_find(const struct topo_record *record, const char *replicated_job, uint32_t job_index,
+		     uint32_t completion, const char **selector)
+{
+	return topo_record_find_range(record, replicated_job, job_index, completion, completion, selector);
 }
 
 int topo_record_foreach(const struct topo_record *record,

@@ -75,6 +75,16 @@ int topo_record_has_attempt(const struct topo_record *record);
 int topo_record_find(const struct topo_record *record, const char *replicated_job, uint32_t job_index,
 		     uint32_t completion, const char **selector);
 
+/* The selector of completion indexes from..to of one Job (from <= to):
+ * 1 and *selector (borrowed) when one run holds them all (runs of one
+ * selector are merged, so the whole range has that selector); 2 and the
+ * selector of `from` when the record holds `from` but the range spans
+ * several runs (or ends past the Job's last run); 0 when the record does
+ * not hold `from`. A Job pinned as a whole (the pod route's Job half)
+ * needs 1 for 0..completions-1. */
+int topo_record_find_range(const struct topo_record *record, const char *replicated_job, uint32_t job_index,
+			   uint32_t from, uint32_t to, const char **selector);
+
 /* Calls fn for every run, in record order; stops when fn returns non-zero
  * (and returns that). */
 int topo_record_foreach(const struct topo_record *record,

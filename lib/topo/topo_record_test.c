@@ -146,6 +146,21 @@ static void runs_and_lookup(void **state)
 	assert_string_equal(selector, "rack=r2,block=b1");
 	assert_int_equal(topo_record_find(r, "w", 0, 10, &selector), 0);
 	assert_int_equal(topo_record_find(r, "d", 0, 0, &selector), 1);
+	/* Ranges, as a Job pinned whole asks: one run holds 0..3 or 6..9. */
+	assert_int_equal(topo_record_find_range(r, "w", 0, 0, 3, &selector), 1);
+	assert_string_equal(selector, "rack=r1");
+	assert_int_equal(topo_record_find_range(r, "w", 0, 6, 9, &selector), 1);
+	assert_string_equal(selector, "rack=r2,block=b1");
+	assert_int_equal(topo_record_find_range(r, "d", 0, 0, 0, &selector), 1);
+	/* Several runs, a gap, or past the last run: not one selector. */
+	assert_int_equal(topo_record_find_range(r, "w", 0, 0, 4, &selector), 2);
+	assert_string_equal(selector, "rack=r1");
+	assert_int_equal(topo_record_find_range(r, "w", 0, 6, 10, &selector), 2);
+	assert_int_equal(topo_record_find_range(r, "d", 0, 0, 1, &selector), 2);
+	/* Not held from its start. */
+	assert_int_equal(topo_record_find_range(r, "w", 0, 5, 5, &selector), 0);
+	assert_int_equal(topo_record_find_range(r, "w", 1, 0, 3, &selector), 0);
+	assert_int_equal(topo_record_find_range(r, "x", 0, 0, 0, &selector), 0);
 	assert_int_equal(topo_record_foreach(r, count_runs, &pods), 0);
 	assert_int_equal(pods, 4 + 1 + 4 + 1);
 	topo_record_free(r);
