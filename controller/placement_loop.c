@@ -2288,7 +2288,7 @@ static int pinned_by_old_runs(struct placement_loop *loop, const struct retiring
 }
 
 /* 1 when Job `job` (replicated job rj, job index) is pinned whole (its pod
- * template labelled MUSTER_PLACEMENT_PINNED_BY_JOB) otherwise than the
+ * template labelled MUSTER_LABEL_JOB_PINNED) otherwise than the
  * JobSet's record gives its pods: not one run for all of them, or a run
  * whose selector its template does not hold. */
 static int template_pinned_by_old_runs(struct placement_loop *loop, const struct retiring *w, const char *rj,
@@ -2296,7 +2296,7 @@ static int template_pinned_by_old_runs(struct placement_loop *loop, const struct
 {
 	const cJSON *template = kjson_member(kjson_member(object, "spec"), "template");
 	const cJSON *pinned = kjson_member(kjson_member(kjson_member(template, "metadata"), "labels"),
-					   MUSTER_LABEL_PLACEMENT);
+					   MUSTER_LABEL_JOB_PINNED);
 	const cJSON *completions = kjson_member(kjson_member(object, "spec"), "completions");
 	uint32_t pods = cJSON_IsNumber(completions) && completions->valuedouble >= 1
 				? (uint32_t)completions->valuedouble
@@ -2305,7 +2305,7 @@ static int template_pinned_by_old_runs(struct placement_loop *loop, const struct
 	struct pjobset *j;
 	int stale = 0;
 
-	if (!cJSON_IsString(pinned) || strcmp(pinned->valuestring, MUSTER_PLACEMENT_PINNED_BY_JOB) != 0)
+	if (!cJSON_IsString(pinned) || strcmp(pinned->valuestring, "true") != 0)
 		return 0;
 	pthread_mutex_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, w->namespace, w->name);
@@ -2632,7 +2632,7 @@ static void collect_clear(void *arg, struct name_node *node)
 }
 
 /* Deletes one Job of `w` if its pod template is pinned whole (the label
- * MUSTER_LABEL_PLACEMENT is MUSTER_PLACEMENT_PINNED_BY_JOB) and it is the
+ * MUSTER_LABEL_JOB_PINNED) and it is the
  * JobSet's own: 1 deleted, 0 nothing to do, or a negative kube_err. */
 static int clear_one(struct placement_loop *loop, const struct clearing *w, const char *rj, unsigned job,
 		     char **cause)
@@ -2660,8 +2660,8 @@ static int clear_one(struct placement_loop *loop, const struct clearing *w, cons
 	pinned = kjson_member(
 		kjson_member(kjson_member(kjson_member(kjson_member(object, "spec"), "template"), "metadata"),
 			     "labels"),
-		MUSTER_LABEL_PLACEMENT);
-	whole = cJSON_IsString(pinned) && strcmp(pinned->valuestring, MUSTER_PLACEMENT_PINNED_BY_JOB) == 0;
+		MUSTER_LABEL_JOB_PINNED);
+	whole = cJSON_IsString(pinned) && strcmp(pinned->valuestring, "true") == 0;
 	snprintf(uid, sizeof(uid), "%s", meta_string(object, "uid"));
 	cJSON_Delete(object);
 	if (!ours || !whole || !uid[0])

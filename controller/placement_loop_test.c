@@ -1159,20 +1159,21 @@ static void a_job_made_again_during_the_wait_with_old_pins_is_deleted(void **sta
 }
 
 /* A Job of "train" (job 0 of w) pinned whole in rack `rack` by the pin
- * route's Job half (its pod template labelled "job"), or, with rack NULL,
+ * route's Job half (its pod template labelled muster.dev/job-pinned), or, with rack NULL,
  * one whose pods are pinned one by one. */
 static void train_job(struct fake *f, const char *uid, const char *rack)
 {
 	char json[1024];
 
-	snprintf(json, sizeof(json),
-		 "{\"metadata\":{\"name\":\"train-w-0\",\"namespace\":\"ns\",\"uid\":\"%s\","
-		 "\"labels\":{\"jobset.sigs.k8s.io/jobset-uid\":\"js-train\"},\"ownerReferences\":[{"
-		 "\"kind\":\"JobSet\",\"name\":\"train\",\"uid\":\"js-train\",\"controller\":true}]},"
-		 "\"spec\":{\"completions\":4,\"template\":{\"metadata\":{\"labels\":{"
-		 "\"muster.dev/placement\":\"%s\"}},\"spec\":{%s%s%s\"containers\":[{\"name\":\"c\"}]}}}}",
-		 uid, rack ? "job" : "true", rack ? "\"nodeSelector\":{\"rack\":\"" : "", rack ? rack : "",
-		 rack ? "\"}," : "");
+	snprintf(
+		json, sizeof(json),
+		"{\"metadata\":{\"name\":\"train-w-0\",\"namespace\":\"ns\",\"uid\":\"%s\","
+		"\"labels\":{\"jobset.sigs.k8s.io/jobset-uid\":\"js-train\"},\"ownerReferences\":[{"
+		"\"kind\":\"JobSet\",\"name\":\"train\",\"uid\":\"js-train\",\"controller\":true}]},"
+		"\"spec\":{\"completions\":4,\"template\":{\"metadata\":{\"labels\":{"
+		"\"muster.dev/placement\":\"true\"%s}},\"spec\":{%s%s%s\"containers\":[{\"name\":\"c\"}]}}}}",
+		uid, rack ? ",\"muster.dev/job-pinned\":\"true\"" : "",
+		rack ? "\"nodeSelector\":{\"rack\":\"" : "", rack ? rack : "", rack ? "\"}," : "");
 	put(f, JOBS, json);
 }
 
@@ -1254,7 +1255,7 @@ static void a_job_made_again_pinned_whole_by_the_old_record_is_deleted(void **st
 		"{\"metadata\":{\"name\":\"pair-w-1\",\"namespace\":\"ns\",\"uid\":\"job-1b\",\"labels\":{"
 		"\"jobset.sigs.k8s.io/jobset-uid\":\"js-pair\",\"jobset.sigs.k8s.io/restart-attempt\":\"0\"}},"
 		"\"spec\":{\"completions\":2,\"template\":{\"metadata\":{\"labels\":{"
-		"\"muster.dev/placement\":\"job\"}},\"spec\":{\"nodeSelector\":{\"rack\":\"%s\"},"
+		"\"muster.dev/placement\":\"true\",\"muster.dev/job-pinned\":\"true\"}},\"spec\":{\"nodeSelector\":{\"rack\":\"%s\"},"
 		"\"containers\":[{\"name\":\"c\"}]}}}}",
 		lost);
 	put(&r->fake, JOBS, job);

@@ -49,8 +49,10 @@
 # muster placed are sent), in the same namespaces; failurePolicy Fail, so that
 # no such pod runs unpinned. Its second webhook matches Jobs CREATE carrying
 # the same label (JobSet copies it from the gated JobSet's Job templates): a
-# Job whose pods all go to one domain is pinned whole, so that its pods are
-# not sent again, and no such Job is made before its JobSet is placed.
+# Job whose pods all go to one domain is pinned whole and its pod template
+# labelled muster.dev/job-pinned, which the pod webhook's objectSelector leaves
+# out, so that its pods are not sent again; and no such Job is made before its
+# JobSet is placed.
 # Exit codes: 0 printed, 1 failure, 2 bad usage.
 set -euo pipefail
 
@@ -285,6 +287,9 @@ $(namespace_selector)
     objectSelector:
       matchLabels:
         muster.dev/placement: "true"
+      matchExpressions:
+        - key: muster.dev/job-pinned
+          operator: DoesNotExist
     sideEffects: None
     admissionReviewVersions: ["v1"]
     timeoutSeconds: $timeout_seconds

@@ -2,8 +2,9 @@
  * libFuzzer target for the AdmissionReview decoder: any bytes must decode or
  * fail with a cause, never crash or leak. What decodes is answered as the
  * webhook would: the settings decoded, the create or update rules applied,
- * the mutation built and the response encoded, so a hostile object inside
- * a well-formed envelope reaches every module of the webhook.
+ * the mutation built and the response encoded, and the object read as a pod
+ * and as a Job of the pin route and pinned, so a hostile object inside a
+ * well-formed envelope reaches every module of the webhook.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include "jobset_mutate.h"
 #include "jobset_validate.h"
 #include "muster_api.h"
+#include "pod_pin.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -50,6 +52,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (strnlen(request.uid, ADMISSION_UID_MAX + 1) > ADMISSION_UID_MAX || !request.uid[0])
 		abort();
+	if (request.object) { /* the pin route's halves, on any object */
+		struct pod_pin_key key;
+		uint32_t pods;
+		cJSON *pin = cJSON_CreateArray();
+
+		if (pin && pod_pin_key(request.object, &key, &cause) == 0 &&
+		    pod_pin_patch(request.object, "block=b1,rack=r~/1", pin, &cause) == 0 &&
+		    !cJSON_IsArray(pin))
+			abort();
+		free(cause);
+		cause = NULL;
+		if (pin && pod_pin_job_key(request.object, &key, &pods, &cause) == 0 &&
+		    pod_pin_job_patch(request.object, "block=b1,rack=r~/1", pin, &cause) == 0 &&
+		    !cJSON_IsArray(pin))
+			abort();
+		free(cause);
+		cause = NULL;
+		cJSON_Delete(pin);
+	}
 	if (request.object && request.old_object) {
 		allowed = jobset_validate_update(request.old_object, request.object, &cause) == 0;
 		if (!allowed && !cause)

@@ -1117,6 +1117,11 @@ static void gate_suspends_labels_and_composes_with_the_barrier(void **state)
 	char *cause = NULL;
 
 	(void)state;
+	/* Copied from a pinned Job's YAML: the pin route's mark, never the user's. */
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(
+								(cJSON *)pin_template_of(js, 0), "metadata"),
+							"labels"),
+				MUSTER_LABEL_JOB_PINNED, "true");
 	assert_int_equal(placement_gate_create(js, patch, &modified, &skip, &cause), 0);
 	assert_null(skip);
 	assert_non_null(modified);
@@ -1135,6 +1140,8 @@ static void gate_suspends_labels_and_composes_with_the_barrier(void **state)
 			    TOKEN); /* both annotations kept */
 	assert_string_equal(template_label(js, 0, MUSTER_LABEL_PLACEMENT), "true");
 	assert_string_equal(template_label(js, 1, MUSTER_LABEL_PLACEMENT), "true");
+	/* The pin route's own mark, copied onto a pod template, is gone. */
+	assert_null(template_label(js, 0, MUSTER_LABEL_JOB_PINNED));
 	/* The Job templates too: the pin route's Job half selects the Jobs. */
 	assert_string_equal(job_template_label(js, 0, MUSTER_LABEL_PLACEMENT), "true");
 	assert_string_equal(job_template_label(js, 1, MUSTER_LABEL_PLACEMENT), "true");
@@ -1463,12 +1470,25 @@ static void job_route_pins_a_job_whole(void **state)
 					       "nodeSelector");
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "block")->valuestring, "b1");
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "rack")->valuestring, "r2");
-	assert_string_equal(cJSON_GetObjectItemCaseSensitive(
-				    cJSON_GetObjectItemCaseSensitive(
-					    cJSON_GetObjectItemCaseSensitive(template, "metadata"), "labels"),
-				    MUSTER_LABEL_PLACEMENT)
-				    ->valuestring,
-			    MUSTER_PLACEMENT_PINNED_BY_JOB);
+	{
+		const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(template, "metadata"), "labels");
+
+		/* Its pods skip the pod route; the selector label stays as it was. */
+		assert_string_equal(
+			cJSON_GetObjectItemCaseSensitive(labels, MUSTER_LABEL_JOB_PINNED)->valuestring,
+			"true");
+		assert_string_equal(
+			cJSON_GetObjectItemCaseSensitive(labels, MUSTER_LABEL_PLACEMENT)->valuestring,
+			"true");
+	}
+	/* Pinned one by one instead: a job-pinned label it carries goes. */
+	cJSON_Delete(patch);
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_job_unpinned(job, patch), 0);
+	assert_int_equal(cJSON_GetArraySize(patch), 1);
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(patch, 0), "op")->valuestring,
+			    "remove");
 	cJSON_Delete(patch);
 	cJSON_Delete(job);
 
@@ -1485,7 +1505,11 @@ static void job_route_pins_a_job_whole(void **state)
 	assert_non_null(cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(template, "metadata"),
 						 "labels"),
-		MUSTER_LABEL_PLACEMENT));
+		MUSTER_LABEL_JOB_PINNED));
+	cJSON_Delete(patch);
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_job_unpinned(cJSON_GetObjectItemCaseSensitive(job, "nothing"), patch), 0);
+	assert_int_equal(cJSON_GetArraySize(patch), 0);
 	cJSON_Delete(patch);
 	patch = cJSON_CreateArray();
 	assert_int_equal(pod_pin_job_patch(job, "rack=r9", patch, &cause), -1);

@@ -257,6 +257,53 @@ static const char *state_of(const cJSON *jobset)
 	return cJSON_IsString(state) ? state->valuestring : NULL;
 }
 
+/* The pin route's mark of a Job pinned whole (MUSTER_LABEL_JOB_PINNED) on a
+ * JobSet's pod template is never the user's to give: copied there (from a
+ * Job's YAML, say), it would keep the pods of a Job pinned one by one from
+ * the pod route. Appends the remove ops; 1 when any. */
+static int strip_job_pinned(const cJSON *jobset, cJSON *patch)
+{
+	const cJSON *rj;
+	size_t i = 0;
+	int any = 0;
+
+	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
+	{
+		if (kjson_member(kjson_member(kjson_member(jobset_pod_template(rj), "metadata"), "labels"),
+				 MUSTER_LABEL_JOB_PINNED)) {
+			char path[POINTER_MAX];
+			cJSON *o = cJSON_CreateObject();
+
+			snprintf(
+				path, sizeof(path),
+				"/spec/replicatedJobs/%zu/template/spec/template/metadata/labels/" MUSTER_LABEL_JOB_PINNED_POINTER,
+				i);
+			if (o && cJSON_AddStringToObject(o, "op", "remove") &&
+			    cJSON_AddStringToObject(o, "path", path) && cJSON_AddItemToArray(patch, o))
+				any = 1;
+			else
+				cJSON_Delete(o);
+		}
+		i++;
+	}
+	return any;
+}
+
+/* Drops MUSTER_LABEL_JOB_PINNED from the pod templates of `copy`. */
+static void drop_job_pinned(cJSON *copy)
+{
+	cJSON *rj;
+
+	cJSON_ArrayForEach(rj, cJSON_GetObjectItemCaseSensitive(
+				       cJSON_GetObjectItemCaseSensitive(copy, "spec"), "replicatedJobs"))
+		cJSON_DeleteItemFromObjectCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive((cJSON *)jobset_pod_template(rj),
+								 "metadata"),
+				"labels"),
+			MUSTER_LABEL_JOB_PINNED);
+}
+
 /* A JobSet muster does not gate carries none of the gate's marks: one
  * copied from a placed JobSet would hold its resumes or send its pods to
  * /pin, where no record waits. Appends the remove ops; 1 when any. */
@@ -280,6 +327,7 @@ static int strip(const cJSON *jobset, cJSON *patch)
 			else
 				cJSON_Delete(o);
 		}
+	any |= strip_job_pinned(jobset, patch);
 	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
 	{
 		const cJSON *templates[2] = { kjson_member(rj, "template"), jobset_pod_template(rj) };
@@ -346,6 +394,7 @@ static int stripped(const cJSON *jobset, cJSON *patch, cJSON **modified, char **
 			"labels");
 		cJSON_DeleteItemFromObjectCaseSensitive(labels, MUSTER_LABEL_PLACEMENT);
 	}
+	drop_job_pinned(copy);
 	*modified = copy;
 	return 0;
 }
@@ -387,6 +436,8 @@ int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, c
 		err = set_suspend(patch, copy);
 	if (!err)
 		err = label_templates(patch, copy);
+	if (!err && strip_job_pinned(copy, patch))
+		drop_job_pinned(copy);
 	if (err) {
 		cJSON_Delete(copy);
 		return cause_fail(cause, "out of memory");

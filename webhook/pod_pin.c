@@ -195,15 +195,33 @@ int pod_pin_job_patch(const cJSON *job, const char *selector, cJSON *patch, char
 
 	if (pin_spec(kjson_member(template, "spec"), "/spec/template/spec", "Job", selector, patch, cause))
 		return -1;
-	/* Its pods are pinned already: the label's other value keeps them
-	 * from the pod route (its objectSelector asks for "true"). */
+	/* Its pods are pinned already: the label keeps them from the pod
+	 * route (its objectSelector leaves out pods that carry it). */
 	if (!cJSON_IsObject(metadata) && add(patch, "/spec/template/metadata", cJSON_CreateObject()))
 		return cause_fail(cause, "out of memory");
 	if (!cJSON_IsObject(labels) && add(patch, "/spec/template/metadata/labels", cJSON_CreateObject()))
 		return cause_fail(cause, "out of memory");
-	if (op(patch, kjson_member(labels, MUSTER_LABEL_PLACEMENT) ? "replace" : "add",
-	       "/spec/template/metadata/labels/" MUSTER_LABEL_PLACEMENT_POINTER,
-	       cJSON_CreateString(MUSTER_PLACEMENT_PINNED_BY_JOB)))
+	if (op(patch, kjson_member(labels, MUSTER_LABEL_JOB_PINNED) ? "replace" : "add",
+	       "/spec/template/metadata/labels/" MUSTER_LABEL_JOB_PINNED_POINTER, cJSON_CreateString("true")))
 		return cause_fail(cause, "out of memory");
+	return 0;
+}
+
+int pod_pin_job_unpinned(const cJSON *job, cJSON *patch)
+{
+	const cJSON *labels = kjson_member(
+		kjson_member(kjson_member(kjson_member(job, "spec"), "template"), "metadata"), "labels");
+	cJSON *o;
+
+	if (!kjson_member(labels, MUSTER_LABEL_JOB_PINNED))
+		return 0;
+	o = cJSON_CreateObject();
+	if (!o || !cJSON_AddStringToObject(o, "op", "remove") ||
+	    !cJSON_AddStringToObject(o, "path",
+				     "/spec/template/metadata/labels/" MUSTER_LABEL_JOB_PINNED_POINTER) ||
+	    !cJSON_AddItemToArray(patch, o)) {
+		cJSON_Delete(o);
+		return -1;
+	}
 	return 0;
 }

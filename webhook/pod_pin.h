@@ -46,9 +46,14 @@ int pod_pin_patch(const struct cJSON *pod, const char *selector, struct cJSON *p
 
 /* A Job all of whose pods the record sends to one domain is pinned as a
  * whole: the same ops on its pod template (spec.template.spec.nodeSelector),
- * and its pod template's label MUSTER_LABEL_PLACEMENT set to
- * MUSTER_PLACEMENT_PINNED_BY_JOB, so that the pod route does not see its
- * pods again (docs/placement-live.md, step 4). */
+ * and the label MUSTER_LABEL_JOB_PINNED on its pod template, so that the pod
+ * route does not see its pods again (docs/placement-live.md, step 4). */
 int pod_pin_job_patch(const struct cJSON *job, const char *selector, struct cJSON *patch, char **cause);
+
+/* A Job whose pods are pinned one by one: the op that removes
+ * MUSTER_LABEL_JOB_PINNED from its pod template when it carries one that
+ * muster did not put there (its pods would skip the pod route unpinned);
+ * 0, or -1 out of memory. */
+int pod_pin_job_unpinned(const struct cJSON *job, struct cJSON *patch);
 
 #endif

@@ -449,15 +449,18 @@ static cJSON *pin_job(struct webhook *w, const struct admission_request *request
 		pin_denied(o);
 		return NULL;
 	}
-	if (!pods) {
+	rc = pods ? record_cache_job_selector(w->records, request->namespace, key.jobset, key.uid,
+					      key.attempt, key.replicated_job, key.job_index, pods, selector,
+					      size, &o->message)
+		  : 2;
+	if (rc == 2) { /* its pods are pinned one by one: none may skip the pod route */
 		o->result = "per_pod";
-		return NULL;
-	}
-	rc = record_cache_job_selector(w->records, request->namespace, key.jobset, key.uid, key.attempt,
-				       key.replicated_job, key.job_index, pods, selector, size, &o->message);
-	if (rc == 2) {
-		o->result = "per_pod";
-		return NULL;
+		selector[0] = '\0';
+		if (!(patch = cJSON_CreateArray()) || pod_pin_job_unpinned(request->object, patch)) {
+			o->message = strdup("out of memory");
+			pin_denied(o);
+		}
+		return patch;
 	}
 	if (rc != 1 || !(patch = cJSON_CreateArray()) ||
 	    pod_pin_job_patch(request->object, selector, patch, &o->message))

@@ -45,6 +45,7 @@ from benchlib import (JOBSETS, ROOT, Kube, Proc, clean_up_on_sigterm, cluster_ku
                       jobset_body, load_shape, logfmt, processes, register_webhook, start_standin, stop_all,
                       wait_namespaces_gone, wait_nodes_ready, wait_pods_gone)
 from kube import ApiError, start_watch
+import muster_api as api  # noqa: E402 (benchlib puts e2e/standins on the path)
 
 BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"
 TOPOLOGIES = "/apis/kueue.x-k8s.io/v1beta2/topologies"
@@ -203,6 +204,10 @@ def main():
     parser.add_argument("--shape", default=str(ROOT / "e2e" / "shapes" / "scale.yaml"))
     parser.add_argument("--replicas", type=int, default=50, help="child Jobs")
     parser.add_argument("--parallelism", type=int, default=100, help="pods per child Job")
+    parser.add_argument("--level", choices=("block", "rack"), default="block",
+                        help="each Job in one of these (podset-slice-required-topology); a Job that fits "
+                             "in one rack is pinned whole (no admission call per pod), one of 100 pods "
+                             "spans two racks of 80 and its pods are pinned one by one")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of each mode, alternating")
     parser.add_argument("--warmup", type=int, default=0,
                         help="rounds with placement before the measured ones, not counted")
@@ -275,7 +280,7 @@ def main():
             body = jobset_body(f"js-{i}", args.replicas, args.parallelism, yaml.safe_load(yaml.safe_dump(template)))
             if mode == "with":
                 body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"].update({
-                    "kueue.x-k8s.io/podset-slice-required-topology": BLOCK,
+                    "kueue.x-k8s.io/podset-slice-required-topology": BLOCK if args.level == "block" else RACK,
                     "kueue.x-k8s.io/podset-slice-size": str(args.parallelism)})
             cpu_before, requests_before = cpu_by_process(), request_counts(kube)
             offsets = log_sizes(work / "agent.log", work / "controller.log")
@@ -305,6 +310,11 @@ def main():
             print(f"    {disturbances(work / 'agent.log', work / 'controller.log', offsets, seen_not_ready)}",
                   flush=True)
             print(f"    {etcd_slowness(etcd_path, etcd_offset)}", flush=True)
+            if mode == "with":
+                whole = kube.get(f"/api/v1/namespaces/{namespace}/pods",
+                                 labelSelector=f"{api.LABEL_JOB_PINNED}=true")["items"]
+                print(f"    pods pinned with their Job (no admission call of their own): {len(whole)} of "
+                      f"{pods_wanted}", flush=True)
             kube.delete(f"{JOBSETS.format(namespace)}/js-{i}", body={"propagationPolicy": "Background"})
             deadline = time.monotonic() + args.timeout
             while time.monotonic() < deadline:
@@ -314,10 +324,11 @@ def main():
         decisions = [float(logfmt(line)["ms"]) for line in (work / "controller.log").read_text().splitlines()
                      if " event=placed " in line]
         with_s, without_s = statistics.median(results["with"]), statistics.median(results["without"])
-        print(f"command: /usr/bin/python3 e2e/bench/placement.py --rounds {args.rounds}")
+        print(f"command: /usr/bin/python3 e2e/bench/placement.py --rounds {args.rounds} --replicas {args.replicas} "
+              f"--parallelism {args.parallelism} --level {args.level}")
         print(f"{pods_wanted}-pod JobSet ({args.replicas} Jobs x {args.parallelism}) on {len(nodes)} nodes, "
               f"create to all pods bound, median of {args.rounds} each:")
-        print(f"  with placement (each Job in one block): {with_s:6.1f} s ({pods_wanted / with_s:.0f} pods/s)")
+        print(f"  with placement (each Job in one {args.level:5}): {with_s:6.1f} s ({pods_wanted / with_s:.0f} pods/s)")
         print(f"  without:                                {without_s:6.1f} s ({pods_wanted / without_s:.0f} pods/s)")
         print(f"  ratio with / without: {with_s / without_s:.3f} (goal <= {GOAL:.2f}: "
               f"{'goal met' if with_s / without_s <= GOAL else 'goal missed'})")

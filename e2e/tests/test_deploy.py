@@ -559,8 +559,11 @@ def test_rendered_webhooks_apply_and_1_20_drops_match_conditions(kubeconfig, cer
                               "resources": ["pods"], "scope": "Namespaced"}]
     assert jobs["rules"] == [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE"],
                               "resources": ["jobs"], "scope": "Namespaced"}]
+    assert jobs["objectSelector"] == {"matchLabels": {api.LABEL_PLACEMENT: "true"}}
+    # A Job's pods pinned with it (its pod template's label) cost no call of their own.
+    assert pods["objectSelector"] == {"matchLabels": {api.LABEL_PLACEMENT: "true"}, "matchExpressions": [
+        {"key": api.LABEL_JOB_PINNED, "operator": "DoesNotExist"}]}
     for pin in (pods, jobs):
-        assert pin["objectSelector"] == {"matchLabels": {api.LABEL_PLACEMENT: "true"}}
         assert (pin["failurePolicy"], pin["sideEffects"], "matchConditions" in pin) == ("Fail", "None", False)
         assert pin["clientConfig"].get("url", "https://127.0.0.1:8443/pin").endswith("/pin")
     # Both see UPDATE: the mutating webhook raises the gang generation on a resume.

@@ -150,14 +150,14 @@ def test_kueue_required_rack_gated_placed_pinned_and_bound_by_the_scheduler(kube
         assert (selector[BLOCK], selector[RACK]) == next(iter(racks))
         assert selector["pool"] == "placement"  # the template's own selector kept
         # Pinned with its Job: the pod route never saw it.
-        assert pod["metadata"]["labels"][api.LABEL_PLACEMENT] == api.PLACEMENT_PINNED_BY_JOB
+        assert pod["metadata"]["labels"][api.LABEL_JOB_PINNED] == "true"
     # Each Job's pods all go to that rack: the Job was pinned whole when JobSet made it.
     jobs = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs",
                     labelSelector=f"{api.JOBSET_LABEL_NAME}=train")["items"]
     assert len(jobs) == 2
     for job in jobs:
         template = job["spec"]["template"]
-        assert template["metadata"]["labels"][api.LABEL_PLACEMENT] == api.PLACEMENT_PINNED_BY_JOB
+        assert template["metadata"]["labels"][api.LABEL_JOB_PINNED] == "true"
         assert (template["spec"]["nodeSelector"][BLOCK], template["spec"]["nodeSelector"][RACK]) == next(iter(racks))
     assert events_of(kube, namespace, "train", "Placed")
 

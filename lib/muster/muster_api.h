@@ -105,13 +105,19 @@ enum muster_barrier_exit {
 #define MUSTER_ANNOTATION_PLACEMENT_REASON "muster.dev/placement-reason"
 /* Label (value "true") on every replicated job's Job template and pod
  * template of a gated JobSet: the pin webhook (/pin) selects its Jobs and
- * pods by it. A Job whose pods all go to one domain is pinned as a whole
- * (its pod template gets the nodeSelector) and its pod template's value
- * becomes MUSTER_PLACEMENT_PINNED_BY_JOB, so that its pods are not sent to
- * /pin again; pods still labelled "true" are pinned one by one. */
+ * pods by it. */
 #define MUSTER_LABEL_PLACEMENT "muster.dev/placement"
 #define MUSTER_LABEL_PLACEMENT_POINTER "muster.dev~1placement"
-#define MUSTER_PLACEMENT_PINNED_BY_JOB "job"
+/* Label (value "true") the pin route puts on the pod template of a Job whose
+ * pods all go to one domain, pinned whole (the template got the
+ * nodeSelector): the pod webhook's objectSelector leaves out pods that carry
+ * it, so they cost no admission call of their own. A label of its own, not
+ * another value of MUSTER_LABEL_PLACEMENT: JobSet's resume merges the
+ * JobSet's pod template labels over the Job's, which would set that one
+ * back to "true", while keys the JobSet lacks stay. The gate and the Job
+ * route remove it wherever muster did not put it. */
+#define MUSTER_LABEL_JOB_PINNED "muster.dev/job-pinned"
+#define MUSTER_LABEL_JOB_PINNED_POINTER "muster.dev~1job-pinned"
 /* The placement of record: ConfigMap `<jobset>` MUSTER_PLACEMENT_SUFFIX,
  * owned by the JobSet, data[MUSTER_PLACEMENT_KEY] (lib/topo/topo_record.h). */
 #define MUSTER_PLACEMENT_SUFFIX "-placement"
