@@ -177,7 +177,7 @@ fuzz: $(FUZZERS:%=build/fuzz/%)
 # plane (which records the controller's input), then the controller's event
 # rate replaying that recording. `make bench-micro` runs the first part only.
 # BENCH_SIZE=ci runs the cluster benchmarks smaller (1,000 pods for the
-# release, one round of 2,000 for placement, one round of real pods, 10 s
+# release, one round of 2,000 for each placement shape, one round of real pods, 10 s
 # webhook runs; the micro benchmarks, webhook memory and admission overhead as
 # they are), about 40 % of the full time: what `.ci/run` runs in the time its
 # tests leave. The figures of record in docs/benchmarks.md come from the full
@@ -189,6 +189,7 @@ WEBHOOK_BENCH_ARGS ?= --duration 10 --warmup 2 --wrk-seconds 5
 RELEASE_BENCH_ARGS ?= --pods 1000
 BENCH_RECORD ?= build/bench/watch-1000
 PLACEMENT_BENCH_ARGS ?= --rounds 1 --replicas 20
+PLACEMENT_RACK_BENCH_ARGS ?= --rounds 1 --replicas 40
 REAL_BENCH_ARGS ?= --rounds 1
 else ifneq ($(BENCH_SIZE),)
 $(error BENCH_SIZE is "ci" or empty (the full size), not "$(BENCH_SIZE)")
@@ -223,10 +224,14 @@ bench-release: all
 
 # Placement's cost end to end: a 5,000-pod JobSet on 1,000 fake nodes, create
 # to all pods bound, with and without placement, alternating
-# (e2e/bench/placement.py).
+# (e2e/bench/placement.py): Jobs of 100 pods each in one block (they span two
+# racks of 80, so their pods are pinned one by one), then Jobs of 50 pods each
+# in one rack (each Job pinned whole, no admission call per pod).
 bench-placement: all
 	/usr/bin/python3 e2e/bench/placement.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
 		$(PLACEMENT_BENCH_ARGS)
+	/usr/bin/python3 e2e/bench/placement.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
+		--replicas 100 --parallelism 50 --level rack $(PLACEMENT_RACK_BENCH_ARGS)
 
 # Release latency on real pods (the local cluster's real node, kubelet's
 # default sync): push versus volume only, image sizes, the node's memory

@@ -10,9 +10,13 @@ in the same run, alternating. Goal: with / without <= 1.10 (upstream
 JobSet's exclusive placement measured 58 vs 266 pods/s, 4.6x slower).
 
 With placement the path is the whole of muster's: the webhook suspends the
-JobSet, muster-controller places it and writes the record, resumes it, the
-JobSet stand-in creates the pods, the webhook's /pin route pins each, the
-scheduler binds. Without, the JobSet has no annotation (nothing of muster's
+JobSet (and refuses its Jobs until it is placed), muster-controller places it
+and writes the record, resumes it, the JobSet stand-in creates the Jobs and
+pods, the webhook's /pin route pins each Job whose pods share one domain
+whole, and each pod of the others, the scheduler binds. With --level block
+(the default) a Job of 100 pods spans two racks of 80, so its pods are pinned
+one by one; with --level rack and Jobs of at most 80 pods, each Job is pinned
+whole and its pods make no admission call (each round prints how many). Without, the JobSet has no annotation (nothing of muster's
 runs on its path; the webhook is registered all the same). Prints each
 round, the medians and the ratio, and the controller's placement decision
 times from its log, and for each round what disturbed it (fake nodes not
