@@ -276,6 +276,13 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 			free(j);
 			goto out;
 		}
+		/* Found waiting by a LIST (this controller's start, a new
+		 * leader, a watch expired): it may be one the last leader was
+		 * placing again, whose Jobs pinned whole by the old record
+		 * stay; they go before it is placed (clear_due). One made
+		 * since, not placed yet, has no Job (the pin route refuses
+		 * them until it is placed): a GET of each name finds none. */
+		j->clear_jobs = e->relist && strcmp(state, MUSTER_PLACEMENT_WAITING) == 0;
 	}
 	/* The request as it is now, while it is not placed (the user may fix
 	 * it while it waits); a placed JobSet keeps the one it was placed by. */
@@ -2317,8 +2324,9 @@ static int template_pinned_by_old_runs(struct placement_loop *loop, const struct
 }
 
 /* One listed Job, due: deleted if it is the one moved (by its uid); a Job
- * of the name made since (or when none existed) is deleted only if a pod
- * of it was pinned by the old runs. 0 with *result, or a kube_err. */
+ * of the name made since (or when none existed) is deleted only if it
+ * (pinned whole) or a pod of it was pinned by the old runs. 0 with *result,
+ * or a kube_err. */
 static int retire_one(struct placement_loop *loop, const struct retiring *w, const struct topo_retire *e,
 		      const char **result, char **cause)
 {
@@ -2361,7 +2369,7 @@ static int retire_one(struct placement_loop *loop, const struct retiring *w, con
 	free(*cause);
 	*cause = NULL;
 	*result = strcmp(job_uid, e->job_uid) != 0
-			  ? "made during the wait, a pod pinned by the old record: "
+			  ? "made during the wait, it or a pod of it pinned by the old record: "
 			    "deleted, JobSet makes it again"
 			  : "deleted: JobSet makes it again, pinned by the new record";
 	return 0;
@@ -2631,6 +2639,24 @@ static void collect_clear(void *arg, struct name_node *node)
 	}
 }
 
+/* 1 when a Job has finished (condition Complete or Failed): it makes no
+ * pod again, so its pins no longer matter, and deleted it would run again. */
+static int job_finished(const cJSON *job)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, kjson_member(kjson_member(job, "status"), "conditions"))
+	{
+		const cJSON *type = kjson_member(c, "type"), *status = kjson_member(c, "status");
+
+		if (cJSON_IsString(type) && cJSON_IsString(status) &&
+		    strcmp(status->valuestring, "True") == 0 &&
+		    (strcmp(type->valuestring, "Complete") == 0 || strcmp(type->valuestring, "Failed") == 0))
+			return 1;
+	}
+	return 0;
+}
+
 /* Deletes one Job of `w` if its pod template is pinned whole (the label
  * MUSTER_LABEL_JOB_PINNED) and it is the
  * JobSet's own: 1 deleted, 0 nothing to do, or a negative kube_err. */
@@ -2661,7 +2687,7 @@ static int clear_one(struct placement_loop *loop, const struct clearing *w, cons
 		kjson_member(kjson_member(kjson_member(kjson_member(object, "spec"), "template"), "metadata"),
 			     "labels"),
 		MUSTER_LABEL_JOB_PINNED);
-	whole = cJSON_IsString(pinned) && strcmp(pinned->valuestring, "true") == 0;
+	whole = cJSON_IsString(pinned) && strcmp(pinned->valuestring, "true") == 0 && !job_finished(object);
 	snprintf(uid, sizeof(uid), "%s", meta_string(object, "uid"));
 	cJSON_Delete(object);
 	if (!ours || !whole || !uid[0])

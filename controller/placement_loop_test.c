@@ -1227,6 +1227,50 @@ static void a_jobset_placed_again_whole_deletes_its_jobs_pinned_whole_first(void
 	finish(r);
 }
 
+/* A controller that finds a JobSet waiting when it starts (the last leader
+ * stopped while placing it again, during the hold) deletes its Jobs pinned
+ * whole by the old record before it places it: none of them makes pods in
+ * the old domain. Before, only the controller that suspended it knew, and
+ * a new one placed it at once. A finished Job pinned whole stays (deleted,
+ * it would run again). */
+static void a_jobset_found_waiting_at_start_loses_its_jobs_pinned_whole_first(void **state)
+{
+	struct run *r = new_run();
+	int deleted, resumed;
+
+	(void)state;
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "train", 4, "2");
+	train_job(&r->fake, "job-0", "r9");
+	start(r, "rack");
+	wait_until(&r->fake, placed, "train", 10, "train placed");
+	deleted = logged(&r->fake, 0, "DELETE /apis/batch/v1/namespaces/ns/jobs/train-w-0", "\"job-0\"");
+	resumed = logged(&r->fake, 0, "PATCH /apis/jobset.x-k8s.io", "\"suspend\":false");
+	if (deleted < 0 || resumed < 0 || deleted > resumed) {
+		print_log(&r->fake);
+		fail_msg("delete of the Job pinned whole %d, resume %d", deleted, resumed);
+	}
+	finish(r);
+
+	r = new_run();
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "train", 4, "2");
+	train_job(&r->fake, "job-0", "r9");
+	{
+		cJSON *job = get(&r->fake, JOBS, "train-w-0");
+
+		cJSON_AddRawToObject(job, "status",
+				     "{\"conditions\":[{\"type\":\"Complete\",\"status\":\"True\"}]}");
+		pthread_mutex_lock(&r->fake.lock);
+		put_locked(&r->fake, JOBS, job);
+		pthread_mutex_unlock(&r->fake.lock);
+	}
+	start(r, "rack");
+	wait_until(&r->fake, placed, "train", 10, "train placed");
+	assert_int_equal(logged(&r->fake, 0, "DELETE /apis/batch", NULL), -1);
+	finish(r);
+}
+
 /* Like a_job_made_again_during_the_wait_with_old_pins_is_deleted, but the
  * Job made again was pinned whole by a cached copy of the old record (its
  * pod template carries the lost rack) and has no pod yet. It is deleted by
@@ -1380,6 +1424,7 @@ int main(void)
 		cmocka_unit_test(a_job_made_again_during_the_wait_with_old_pins_is_deleted),
 		cmocka_unit_test(a_jobset_placed_again_whole_deletes_its_jobs_pinned_whole_first),
 		cmocka_unit_test(a_job_made_again_pinned_whole_by_the_old_record_is_deleted),
+		cmocka_unit_test(a_jobset_found_waiting_at_start_loses_its_jobs_pinned_whole_first),
 		cmocka_unit_test(moves_that_keep_failing_fall_back_to_the_whole_jobset),
 		cmocka_unit_test(a_job_whose_pods_all_ran_is_left_to_its_failure_policy),
 	};

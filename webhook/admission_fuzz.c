@@ -57,18 +57,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint32_t pods;
 		cJSON *pin = cJSON_CreateArray();
 
-		if (pin && pod_pin_key(request.object, &key, &cause) == 0 &&
-		    pod_pin_patch(request.object, "block=b1,rack=r~/1", pin, &cause) == 0 &&
-		    !cJSON_IsArray(pin))
-			abort();
+		const cJSON *op;
+
+		if (pin && pod_pin_key(request.object, &key, &cause) == 0)
+			pod_pin_patch(request.object, "block=b1,rack=r~/1", pin, &cause);
 		free(cause);
 		cause = NULL;
-		if (pin && pod_pin_job_key(request.object, &key, &pods, &cause) == 0 &&
-		    pod_pin_job_patch(request.object, "block=b1,rack=r~/1", pin, &cause) == 0 &&
-		    !cJSON_IsArray(pin))
-			abort();
+		if (pin && pod_pin_job_key(request.object, &key, &pods, &cause) == 0) {
+			pod_pin_job_patch(request.object, "block=b1,rack=r~/1", pin, &cause);
+			pod_pin_job_unpinned(request.object, pin);
+		}
 		free(cause);
 		cause = NULL;
+		/* Every op names what it does and a pointer into the spec. */
+		cJSON_ArrayForEach(op, pin)
+		{
+			const cJSON *kind = cJSON_GetObjectItemCaseSensitive(op, "op"),
+				    *path = cJSON_GetObjectItemCaseSensitive(op, "path");
+
+			if (!cJSON_IsString(kind) || !cJSON_IsString(path) ||
+			    strncmp(path->valuestring, "/spec/", 6) != 0)
+				abort();
+		}
 		cJSON_Delete(pin);
 	}
 	if (request.object && request.old_object) {

@@ -449,10 +449,13 @@ static cJSON *pin_job(struct webhook *w, const struct admission_request *request
 		pin_denied(o);
 		return NULL;
 	}
-	rc = pods ? record_cache_job_selector(w->records, request->namespace, key.jobset, key.uid,
-					      key.attempt, key.replicated_job, key.job_index, pods, selector,
-					      size, &o->message)
-		  : 2;
+	/* The record first, for every Job: none exists before the placement. A
+	 * work queue (no fixed pods) is then pinned pod by pod. */
+	rc = record_cache_job_selector(w->records, request->namespace, key.jobset, key.uid, key.attempt,
+				       key.replicated_job, key.job_index, pods ? pods : 1, selector, size,
+				       &o->message);
+	if (rc == 1 && !pods)
+		rc = 2;
 	if (rc == 2) { /* its pods are pinned one by one: none may skip the pod route */
 		o->result = "per_pod";
 		selector[0] = '\0';
