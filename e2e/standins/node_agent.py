@@ -40,6 +40,7 @@ a lot when thousands of barriers exit at once.
 
 import argparse
 import concurrent.futures
+import fcntl
 import hashlib
 import heapq
 import json
@@ -53,6 +54,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -170,20 +172,36 @@ def is_barrier(container):
     return container.get("name") == BARRIER_NAME or "muster-barrier" in container.get("image", "")
 
 
-# Loopback addresses per cluster: block b gives pods 127.(16+2b).x.y and nodes
-# 127.(17+2b).x.y. Agents of clusters side by side (each with its own state
-# dir) then hand out different addresses, so their barriers never collide on
-# IP:port. 127.0-15.x.y stay free for other tests (push_fanout_test: 127.3).
+# Loopback addresses per agent: block b gives pods 127.(16+2b).x.y and nodes
+# 127.(17+2b).x.y. Each agent holds its block (an flock on a file of
+# <tmp>/muster-node-agent-blocks) while it runs, starting from one derived
+# from its cluster's state dir and taking the next free one: agents side by
+# side, of one cluster or of several, never hand out the same addresses, so
+# their barriers never collide on IP:port (a hash alone collided once in 120
+# pairs of state dirs). 127.0-15.x.y stay free for other tests
+# (push_fanout_test: 127.3).
 ADDRESS_BLOCKS = 120
+BLOCK_LOCKS = os.path.join(tempfile.gettempdir(), "muster-node-agent-blocks")
 
 
 def address_octets(args):
-    """(pod octet, node octet) of the agent's address block."""
-    block = args.address_block
-    if block is None:
-        state_dir = os.path.dirname(os.path.realpath(args.kubeconfig))
-        block = int(hashlib.sha256(state_dir.encode()).hexdigest(), 16) % ADDRESS_BLOCKS
-    return 16 + 2 * block, 17 + 2 * block
+    """(pod octet, node octet) of the agent's address block, and the open
+    lock file that holds it for the agent's life (None for --address-block)."""
+    if args.address_block is not None:
+        return 16 + 2 * args.address_block, 17 + 2 * args.address_block, None
+    state_dir = os.path.dirname(os.path.realpath(args.kubeconfig))
+    preferred = int(hashlib.sha256(state_dir.encode()).hexdigest(), 16) % ADDRESS_BLOCKS
+    os.makedirs(BLOCK_LOCKS, exist_ok=True)
+    for step in range(ADDRESS_BLOCKS):
+        block = (preferred + step) % ADDRESS_BLOCKS
+        held = open(os.path.join(BLOCK_LOCKS, f"{block}.lock"), "a")
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            held.close()
+            continue
+        return 16 + 2 * block, 17 + 2 * block, held
+    raise SystemExit(f"node_agent: all {ADDRESS_BLOCKS} address blocks are held by other agents ({BLOCK_LOCKS})")
 
 
 def expand(text, env):
@@ -392,7 +410,7 @@ class Agent:
         self.events_file = open(args.events, "a") if args.events else None
         self.events_lock = threading.Lock()
         self.exit_clock = ExitClock() if args.events else None
-        self.pod_octet, node_octet = address_octets(args)
+        self.pod_octet, node_octet, self.address_lock = address_octets(args)
         log("addresses", pods=f"127.{self.pod_octet}.0.0/16", nodes=f"127.{node_octet}.0.0/16")
         for index, node in enumerate(self.nodes.values()):
             node["ip"] = f"127.{node_octet}.{index // 250}.{index % 250 + 1}"
@@ -1094,8 +1112,8 @@ def arguments(argv=None):
     parser.add_argument("--max-run-seconds", type=float, default=0.0, help="cap simulated runs (0: none)")
     parser.add_argument("--backoff-scale", type=float, default=1.0, help="scales crash-loop back-off")
     parser.add_argument("--address-block", type=int, choices=range(ADDRESS_BLOCKS), metavar=f"0..{ADDRESS_BLOCKS - 1}",
-                        help="loopback block of pod and node addresses (default: derived from the "
-                             "kubeconfig's directory, the cluster's state dir)")
+                        help="loopback block of pod and node addresses (default: the first free one "
+                             "from a block derived from the kubeconfig's directory, the cluster's state dir)")
     parser.add_argument("--workers", type=int, default=16, help="parallel API writes")
     parser.add_argument("--heartbeat-workers", type=int, default=16,
                         help="parallel node status refreshes, apart from the pod status writes "

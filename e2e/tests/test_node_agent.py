@@ -3,7 +3,9 @@ control plane: nodes, scheduling through the real kube-scheduler, pod
 lifecycle, and the real muster-barrier run as an init container.
 """
 
+import hashlib
 import json
+import os
 import pathlib
 import socket
 import threading
@@ -214,10 +216,17 @@ def test_agents_of_clusters_side_by_side_hand_out_different_addresses(kube, kube
     """Two node agents for two clusters (two state dirs: here two copies of the
     kubeconfig, as two suites or a demo beside a test run would have) give
     their pods and nodes addresses of different blocks, so barriers of both
-    can listen on IP:9443 at once."""
+    can listen on IP:9443 at once. The two state dirs are chosen so that
+    both derive the same block (1 pair in 120 does; CI met one): the second
+    agent takes the next free one. Before, both handed out 127.18.0.2."""
+    def derived(directory):
+        real = os.path.realpath(directory)
+        return int(hashlib.sha256(real.encode()).hexdigest(), 16) % 120
+    left = tmp_path / "left"
+    right = next(tmp_path / f"right-{i}" for i in range(100000)
+                 if derived(tmp_path / f"right-{i}") == derived(left))
     shapes, pods = [], []
-    for side in ("left", "right"):
-        state_dir = tmp_path / side
+    for side, state_dir in (("left", left), ("right", right)):
         state_dir.mkdir()
         copy = state_dir / "admin.kubeconfig"
         copy.write_text(pathlib.Path(kubeconfig).read_text())
