@@ -173,21 +173,29 @@ static const char *label(const cJSON *object, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* Completed or Failed (a JobSet's terminal conditions). */
-static int finished(const cJSON *jobset)
+/* 1 when `object` has a condition of type `done` or "Failed" whose status
+ * is "True": a JobSet's terminal conditions (Completed, Failed) and a Job's
+ * (Complete, Failed). */
+static int condition_done(const cJSON *object, const char *done)
 {
 	const cJSON *c;
 
-	cJSON_ArrayForEach(c, kjson_member(kjson_member(jobset, "status"), "conditions"))
+	cJSON_ArrayForEach(c, kjson_member(kjson_member(object, "status"), "conditions"))
 	{
 		const cJSON *type = kjson_member(c, "type"), *status = kjson_member(c, "status");
 
 		if (cJSON_IsString(type) && cJSON_IsString(status) &&
 		    strcmp(status->valuestring, "True") == 0 &&
-		    (strcmp(type->valuestring, "Completed") == 0 || strcmp(type->valuestring, "Failed") == 0))
+		    (strcmp(type->valuestring, done) == 0 || strcmp(type->valuestring, "Failed") == 0))
 			return 1;
 	}
 	return 0;
+}
+
+/* Completed or Failed (a JobSet's terminal conditions). */
+static int finished(const cJSON *jobset)
+{
+	return condition_done(jobset, "Completed");
 }
 
 static void mark_dirty(struct placement_loop *loop)
@@ -2643,18 +2651,7 @@ static void collect_clear(void *arg, struct name_node *node)
  * pod again, so its pins no longer matter, and deleted it would run again. */
 static int job_finished(const cJSON *job)
 {
-	const cJSON *c;
-
-	cJSON_ArrayForEach(c, kjson_member(kjson_member(job, "status"), "conditions"))
-	{
-		const cJSON *type = kjson_member(c, "type"), *status = kjson_member(c, "status");
-
-		if (cJSON_IsString(type) && cJSON_IsString(status) &&
-		    strcmp(status->valuestring, "True") == 0 &&
-		    (strcmp(type->valuestring, "Complete") == 0 || strcmp(type->valuestring, "Failed") == 0))
-			return 1;
-	}
-	return 0;
+	return condition_done(job, "Complete");
 }
 
 /* Deletes one Job of `w` if its pod template is pinned whole (the label
