@@ -28,6 +28,8 @@ TOPOLOGIES = "/apis/kueue.x-k8s.io/v1beta2/topologies"
 TOPOLOGY = "e2e-placement"
 REPLACE_AFTER_S = 5  # --placement-replace-after: how long pinned pods may have no room
 
+CONTROLLERS = {}  # namespace: the placing fixture's controller (its log, for a failure's message)
+
 pytestmark = pytest.mark.skipif(not (ROOT.parent / "shared" / "kueue").is_dir(),
                                 reason="../shared/kueue is absent (the Topology CRD)")
 
@@ -39,9 +41,13 @@ def placing(placing_cluster, kube, kubeconfig, tmp_path):
     controller = Controller(kubeconfig, namespace, tmp_path / "controller.log",
                             extra=["--placement-topology", TOPOLOGY,
                                    "--placement-replace-after", str(REPLACE_AFTER_S)])
+    CONTROLLERS[namespace] = controller
     yield namespace
+    CONTROLLERS.pop(namespace, None)
+    alive = controller.alive()
     controller.stop()
     print(controller.output()[-8000:])
+    assert alive, f"the controller ended before the test did (exit {controller.process.returncode})"
 
 
 @pytest.fixture
@@ -70,6 +76,17 @@ def placing_cluster(run_standin, kube, kubeconfig, hooked, tmp_path):  # noqa: F
         return len(items) == 8 and all(c["status"] == "True" for n in items for c in n["status"]["conditions"]
                                        if c["type"] == "Ready")
     wait_for(ready, timeout=60, what="8 nodes Ready")
+
+    def leftovers():
+        """Pods of an earlier test's namespace, still being deleted, bound to
+        nodes of the names this test's nodes have (the agent ends them):
+        until they are gone the blocks are not as the tests lay them out."""
+        names = {n["metadata"]["name"] for n in kube.get("/api/v1/nodes", labelSelector="pool=placement")["items"]}
+        return [f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+                for p in kube.get("/api/v1/pods", fieldSelector="spec.nodeName!=")["items"]
+                if p["spec"]["nodeName"] in names and p["metadata"]["namespace"] != namespace]
+    # The namespace controller's deletion of the last test's pods and the agent's sync.
+    wait_for(lambda: not leftovers(), timeout=120, interval=0.5, what="no pod of an earlier test on the nodes")
     yield namespace
     kube.delete(f"{TOPOLOGIES}/{TOPOLOGY}")
 
@@ -118,6 +135,19 @@ def node_labels(kube):
 
 def rack_of(labels, node):
     return labels[node][BLOCK], labels[node][RACK]
+
+
+def story(kube, namespace, last=25):
+    """What a failure's message says of the namespace: its pods (node,
+    phase, deleting) and the controller's lines of note (not its passes)."""
+    pods = [f"{p['metadata']['name']} node={p['spec'].get('nodeName')} phase={p['status'].get('phase')}"
+            f"{' deleting' if p['metadata'].get('deletionTimestamp') else ''}"
+            for p in kube.get(f"/api/v1/namespaces/{namespace}/pods")["items"]]
+    controller = CONTROLLERS.get(namespace)
+    lines = [line for line in (controller.output() if controller else "").splitlines()
+             if "event=placement-pass " not in line]
+    ended = "" if not controller or controller.alive() else f" (ended: exit {controller.process.returncode})"
+    return "\npods:\n  " + "\n  ".join(pods) + f"\ncontroller{ended}:\n  " + "\n  ".join(lines[-last:])
 
 
 def events_of(kube, namespace, name, reason):
@@ -445,8 +475,11 @@ def test_a_node_lost_under_one_pending_job_moves_that_job_alone_and_the_jobset_c
         assert not events_of(kube, namespace, "pair", "PlacementMoved")
         kube.delete(f"{JOBSETS.format(namespace)}/fill-block", body={"propagationPolicy": "Foreground"})
         # The pods of fill-block go (the node agent's sync), then a pass, the write.
-        events = wait_for(lambda: events_of(kube, namespace, "pair", "PlacementMoved"), timeout=90,
-                          what="the PlacementMoved Event")
+        try:
+            events = wait_for(lambda: events_of(kube, namespace, "pair", "PlacementMoved"), timeout=90,
+                              what="the PlacementMoved Event")
+        except AssertionError as error:
+            raise AssertionError(f"{error}{story(kube, namespace)}") from None
         message = events[0]["message"]
         assert "moved alone" in message and "ported/0" in message, message
 
