@@ -1326,6 +1326,72 @@ static int suspended_now(const cJSON *js)
 		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "spec"), "suspend"));
 }
 
+/* Sets the label `key` on replicated job `index`'s pod template. */
+static void set_template_label(cJSON *jobset, int index, const char *key, const char *value)
+{
+	cJSON *tmpl = (cJSON *)pin_template_of(jobset, index);
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(tmpl, "metadata"), *labels;
+
+	if (!md)
+		md = cJSON_AddObjectToObject(tmpl, "metadata");
+	if (!(labels = cJSON_GetObjectItemCaseSensitive(md, "labels")))
+		labels = cJSON_AddObjectToObject(md, "labels");
+	cJSON_DeleteItemFromObjectCaseSensitive(labels, key);
+	cJSON_AddStringToObject(labels, key, value);
+}
+
+/* An update that adds the pin route's mark of a Job pinned whole to a pod
+ * template of a gated JobSet (upstream JobSet lets a suspended JobSet's pod
+ * templates change) loses it, as a JobSet created with it does: JobSet
+ * would copy it onto each Job's pods, and the pod route would never see
+ * them, pinned or not. A mark the JobSet had before stays (its template may
+ * be immutable by then: removing it would get the update refused). Before,
+ * only CREATE removed it. */
+static void gate_strips_a_job_pinned_mark_an_update_adds(void **state)
+{
+	cJSON *old = story2_with_rack(), *now, *patch = cJSON_CreateArray(), *modified = NULL;
+	char *cause = NULL;
+
+	(void)state;
+	cJSON_AddTrueToObject(cJSON_GetObjectItemCaseSensitive(old, "spec"), "suspend");
+	cJSON_AddStringToObject(
+		cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(old, "metadata"), "annotations"),
+		MUSTER_ANNOTATION_PLACEMENT, MUSTER_PLACEMENT_WAITING);
+	set_template_label(old, 1, MUSTER_LABEL_JOB_PINNED, "true"); /* from before: kept */
+	now = cJSON_Duplicate(old, 1);
+	set_template_label(now, 0, MUSTER_LABEL_JOB_PINNED, "true");
+	assert_int_equal(placement_gate_update(old, now, 0, patch, &modified, &cause), 0);
+	assert_non_null(modified);
+	assert_null(template_label(modified, 0, MUSTER_LABEL_JOB_PINNED));
+	assert_string_equal(template_label(modified, 1, MUSTER_LABEL_JOB_PINNED), "true");
+	apply_patch(now, patch);
+	assert_null(template_label(now, 0, MUSTER_LABEL_JOB_PINNED));
+	assert_string_equal(template_label(now, 1, MUSTER_LABEL_JOB_PINNED), "true");
+	/* Nothing else changed: still waiting, still suspended. */
+	assert_string_equal(annotation_of(now, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_WAITING);
+	assert_true(cJSON_IsTrue(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "spec"), "suspend")));
+	cJSON_Delete(modified);
+	cJSON_Delete(patch);
+	/* The controller's resume passes as before, the mark of before with it. */
+	patch = cJSON_CreateArray();
+	modified = NULL;
+	cJSON_Delete(now);
+	now = cJSON_Duplicate(old, 1);
+	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "spec"), "suspend",
+					       cJSON_CreateBool(0));
+	cJSON_ReplaceItemInObjectCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "metadata"),
+						 "annotations"),
+		MUSTER_ANNOTATION_PLACEMENT, cJSON_CreateString(MUSTER_PLACEMENT_PLACED));
+	assert_int_equal(placement_gate_update(old, now, 1, patch, &modified, &cause), 0);
+	assert_null(modified);
+	assert_int_equal(cJSON_GetArraySize(patch), 0);
+	cJSON_Delete(patch);
+	cJSON_Delete(now);
+	cJSON_Delete(old);
+}
+
 static void gate_holds_a_resume_until_placed(void **state)
 {
 	cJSON *js;
@@ -1557,6 +1623,7 @@ int main(void)
 		cmocka_unit_test(gate_suspends_labels_and_composes_with_the_barrier),
 		cmocka_unit_test(gate_cases),
 		cmocka_unit_test(gate_holds_a_resume_until_placed),
+		cmocka_unit_test(gate_strips_a_job_pinned_mark_an_update_adds),
 		cmocka_unit_test(pod_route_pins_by_job_and_completion_index),
 		cmocka_unit_test(job_route_pins_a_job_whole),
 	};

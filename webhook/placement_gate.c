@@ -257,11 +257,31 @@ static const char *state_of(const cJSON *jobset)
 	return cJSON_IsString(state) ? state->valuestring : NULL;
 }
 
+/* 1 when the pod template of replicated job `i` of `jobset` carries the pin
+ * route's mark of a Job pinned whole (MUSTER_LABEL_JOB_PINNED). */
+static int pinned_mark_at(const cJSON *jobset, size_t i)
+{
+	const cJSON *rj;
+	size_t at = 0;
+
+	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
+	{
+		if (at++ == i)
+			return kjson_member(kjson_member(kjson_member(jobset_pod_template(rj), "metadata"),
+							 "labels"),
+					    MUSTER_LABEL_JOB_PINNED) != NULL;
+	}
+	return 0;
+}
+
 /* The pin route's mark of a Job pinned whole (MUSTER_LABEL_JOB_PINNED) on a
  * JobSet's pod template is never the user's to give: copied there (from a
  * Job's YAML, say), it would keep the pods of a Job pinned one by one from
- * the pod route. Appends the remove ops; 1 when any. */
-static int strip_job_pinned(const cJSON *jobset, cJSON *patch)
+ * the pod route. Appends the remove ops for the pod templates that carry it
+ * and whose counterpart in `old` does not (`old` NULL: a CREATE; on an
+ * UPDATE a mark the JobSet had before is left alone: the template may be
+ * immutable by then, and the update refused for it); 1 when any. */
+static int strip_job_pinned(const cJSON *old, const cJSON *jobset, cJSON *patch)
 {
 	const cJSON *rj;
 	size_t i = 0;
@@ -270,7 +290,8 @@ static int strip_job_pinned(const cJSON *jobset, cJSON *patch)
 	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
 	{
 		if (kjson_member(kjson_member(kjson_member(jobset_pod_template(rj), "metadata"), "labels"),
-				 MUSTER_LABEL_JOB_PINNED)) {
+				 MUSTER_LABEL_JOB_PINNED) &&
+		    !(old && pinned_mark_at(old, i))) {
 			char path[POINTER_MAX];
 			cJSON *o = cJSON_CreateObject();
 
@@ -289,19 +310,25 @@ static int strip_job_pinned(const cJSON *jobset, cJSON *patch)
 	return any;
 }
 
-/* Drops MUSTER_LABEL_JOB_PINNED from the pod templates of `copy`. */
-static void drop_job_pinned(cJSON *copy)
+/* Drops MUSTER_LABEL_JOB_PINNED from the pod templates of `copy`, as
+ * strip_job_pinned(old, ...) removes it. */
+static void drop_job_pinned(const cJSON *old, cJSON *copy)
 {
 	cJSON *rj;
+	size_t i = 0;
 
 	cJSON_ArrayForEach(rj, cJSON_GetObjectItemCaseSensitive(
 				       cJSON_GetObjectItemCaseSensitive(copy, "spec"), "replicatedJobs"))
-		cJSON_DeleteItemFromObjectCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(
-				cJSON_GetObjectItemCaseSensitive((cJSON *)jobset_pod_template(rj),
-								 "metadata"),
-				"labels"),
-			MUSTER_LABEL_JOB_PINNED);
+	{
+		if (!(old && pinned_mark_at(old, i)))
+			cJSON_DeleteItemFromObjectCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(
+					cJSON_GetObjectItemCaseSensitive((cJSON *)jobset_pod_template(rj),
+									 "metadata"),
+					"labels"),
+				MUSTER_LABEL_JOB_PINNED);
+		i++;
+	}
 }
 
 /* A JobSet muster does not gate carries none of the gate's marks: one
@@ -327,7 +354,7 @@ static int strip(const cJSON *jobset, cJSON *patch)
 			else
 				cJSON_Delete(o);
 		}
-	any |= strip_job_pinned(jobset, patch);
+	any |= strip_job_pinned(NULL, jobset, patch);
 	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
 	{
 		const cJSON *templates[2] = { kjson_member(rj, "template"), jobset_pod_template(rj) };
@@ -394,7 +421,7 @@ static int stripped(const cJSON *jobset, cJSON *patch, cJSON **modified, char **
 			"labels");
 		cJSON_DeleteItemFromObjectCaseSensitive(labels, MUSTER_LABEL_PLACEMENT);
 	}
-	drop_job_pinned(copy);
+	drop_job_pinned(NULL, copy);
 	*modified = copy;
 	return 0;
 }
@@ -436,8 +463,8 @@ int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, c
 		err = set_suspend(patch, copy);
 	if (!err)
 		err = label_templates(patch, copy);
-	if (!err && strip_job_pinned(copy, patch))
-		drop_job_pinned(copy);
+	if (!err && strip_job_pinned(NULL, copy, patch))
+		drop_job_pinned(NULL, copy);
 	if (err) {
 		cJSON_Delete(copy);
 		return cause_fail(cause, "out of memory");
@@ -451,19 +478,21 @@ int placement_gate_update(const cJSON *old_jobset, const cJSON *jobset, int from
 {
 	const char *was = state_of(old_jobset), *now = state_of(jobset), *want = NULL;
 	cJSON *copy;
-	int hold = 0, err = 0;
+	int hold = 0, err = 0, pinned;
 
 	*modified = NULL;
 	if (!was)
 		return 0; /* not gated at creation: nothing to keep */
+	/* A mark of a Job pinned whole added by this update goes, as at creation. */
+	pinned = strip_job_pinned(old_jobset, jobset, patch);
 	if (strcmp(was, MUSTER_PLACEMENT_PLACED) == 0 && now && strcmp(now, MUSTER_PLACEMENT_WAITING) == 0 &&
-	    suspended(jobset))
-		return 0; /* placed again, suspended meanwhile (the controller's move after a node is lost) */
-	if (strcmp(was, MUSTER_PLACEMENT_PLACED) == 0) {
+	    suspended(jobset)) {
+		/* placed again, suspended meanwhile (the controller's move after a node is lost) */
+	} else if (strcmp(was, MUSTER_PLACEMENT_PLACED) == 0) {
 		if (!now || strcmp(now, was) != 0)
 			want = was; /* the record of the gate stays */
 	} else if (now && strcmp(now, MUSTER_PLACEMENT_PLACED) == 0 && from_controller) {
-		return 0; /* the controller's resume, after the record was written */
+		/* the controller's resume, after the record was written */
 	} else if (!suspended(jobset)) {
 		/* A resume of a JobSet not placed yet: held until it is. */
 		hold = 1;
@@ -471,7 +500,7 @@ int placement_gate_update(const cJSON *old_jobset, const cJSON *jobset, int from
 	} else if (!now || strcmp(now, was) != 0) {
 		want = was;
 	}
-	if (!want && !hold)
+	if (!want && !hold && !pinned)
 		return 0;
 	if (!(copy = cJSON_Duplicate(jobset, 1)))
 		return cause_fail(cause, "out of memory");
@@ -483,6 +512,8 @@ int placement_gate_update(const cJSON *old_jobset, const cJSON *jobset, int from
 		cJSON_Delete(copy);
 		return cause_fail(cause, "out of memory");
 	}
+	if (pinned)
+		drop_job_pinned(old_jobset, copy);
 	*modified = copy;
 	return 0;
 }

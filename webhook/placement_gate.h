@@ -26,7 +26,9 @@
  * `from_controller` (the request's user is the controller's); from anyone
  * else "placed" is not believed: the stored state is kept and a resume held.
  * A placed JobSet may go back to waiting while suspended (the controller
- * places it again after a node is lost).
+ * places it again after a node is lost). The pin route's mark of a Job
+ * pinned whole (muster.dev/job-pinned) is removed from a pod template at
+ * CREATE, and at UPDATE when the update adds it.
  *
  * Both return 0 and, when something changes, *modified: a copy of the
  * JobSet with the changes made (so that the barrier's patch is computed on

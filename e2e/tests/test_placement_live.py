@@ -262,6 +262,14 @@ def test_kueue_managed_jobsets_are_left_to_kueue_and_a_users_suspend_is_kept(kub
     held = kube.create(JOBSETS.format(namespace), jobset("held", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=4,
                                                          suspend=True))
     assert held["metadata"]["annotations"][api.ANNOTATION_PLACEMENT] == api.PLACEMENT_USER_HELD
+    # The pin route's mark of a Job pinned whole is never the user's to give,
+    # at an update as at creation: JobSet would copy it onto the pods, which
+    # the pod route would then never see.
+    held["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"].setdefault(
+        "labels", {})[api.LABEL_JOB_PINNED] = "true"
+    updated = kube.put(f"{JOBSETS.format(namespace)}/held", held)
+    assert api.LABEL_JOB_PINNED not in \
+        updated["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["labels"]
     resumed = kube.patch(f"{JOBSETS.format(namespace)}/held", {"spec": {"suspend": False}})
     assert resumed["spec"]["suspend"] is True  # held by the webhook until placed
     assert resumed["metadata"]["annotations"][api.ANNOTATION_PLACEMENT] == api.PLACEMENT_WAITING
