@@ -51,6 +51,21 @@ def test_placement_pods_forget_a_pod_deleted_while_the_watch_relisted():
     assert pods.empty()
 
 
+def test_placement_counts_pods_pinned_with_their_job_from_its_watch():
+    """The count of pods pinned with their Job comes from the benchmark's pod
+    watch. Before, it was a LIST of the round's 5,000 pods by label, which
+    timed out (30 s) on the busy apiserver after the last round of a
+    full-size run and lost the run's summary."""
+    pods = placement.Pods()
+    pinned = pod("a", "n-1")
+    pinned["metadata"]["labels"] = {placement.api.LABEL_JOB_PINNED: "true"}
+    pods.on_event("ADDED", pinned)
+    pods.on_event("ADDED", pod("b"))
+    assert (pods.bound(), pods.pinned()) == (1, 1)
+    pods.on_relist([pod("b", "n-2")])
+    assert (pods.bound(), pods.pinned()) == (1, 0)
+
+
 def test_placement_counts_etcd_slow_requests_and_compactions_of_the_round_only(tmp_path):
     """The per-round etcd line counts what etcd logged after the round began
     (lines before the offset belong to earlier rounds) and names the longest
