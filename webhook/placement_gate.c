@@ -257,21 +257,22 @@ static const char *state_of(const cJSON *jobset)
 	return cJSON_IsString(state) ? state->valuestring : NULL;
 }
 
-/* 1 when the pod template of replicated job `i` of `jobset` carries the pin
- * route's mark of a Job pinned whole (MUSTER_LABEL_JOB_PINNED). */
-static int pinned_mark_at(const cJSON *jobset, size_t i)
+/* 1 when replicated job `rj`'s pod template carries the pin route's mark of
+ * a Job pinned whole (MUSTER_LABEL_JOB_PINNED). */
+static int has_pinned_mark(const cJSON *rj)
 {
-	const cJSON *rj;
-	size_t at = 0;
+	return kjson_member(kjson_member(kjson_member(jobset_pod_template(rj), "metadata"), "labels"),
+			    MUSTER_LABEL_JOB_PINNED) != NULL;
+}
 
-	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
-	{
-		if (at++ == i)
-			return kjson_member(kjson_member(kjson_member(jobset_pod_template(rj), "metadata"),
-							 "labels"),
-					    MUSTER_LABEL_JOB_PINNED) != NULL;
-	}
-	return 0;
+/* The first replicated job of `old` (NULL for a CREATE), to walk beside the
+ * new JobSet's: one step per replicated job, never a search (a review may
+ * hold thousands). */
+static const cJSON *first_rj(const cJSON *old)
+{
+	const cJSON *rjs = old ? jobset_replicated_jobs(old) : NULL;
+
+	return cJSON_IsArray(rjs) ? rjs->child : NULL;
 }
 
 /* The pin route's mark of a Job pinned whole (MUSTER_LABEL_JOB_PINNED) on a
@@ -283,15 +284,13 @@ static int pinned_mark_at(const cJSON *jobset, size_t i)
  * immutable by then, and the update refused for it); 1 when any. */
 static int strip_job_pinned(const cJSON *old, const cJSON *jobset, cJSON *patch)
 {
-	const cJSON *rj;
+	const cJSON *rj, *was = first_rj(old);
 	size_t i = 0;
 	int any = 0;
 
 	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
 	{
-		if (kjson_member(kjson_member(kjson_member(jobset_pod_template(rj), "metadata"), "labels"),
-				 MUSTER_LABEL_JOB_PINNED) &&
-		    !(old && pinned_mark_at(old, i))) {
+		if (has_pinned_mark(rj) && !(was && has_pinned_mark(was))) {
 			char path[POINTER_MAX];
 			cJSON *o = cJSON_CreateObject();
 
@@ -305,6 +304,7 @@ static int strip_job_pinned(const cJSON *old, const cJSON *jobset, cJSON *patch)
 			else
 				cJSON_Delete(o);
 		}
+		was = was ? was->next : NULL;
 		i++;
 	}
 	return any;
@@ -314,20 +314,20 @@ static int strip_job_pinned(const cJSON *old, const cJSON *jobset, cJSON *patch)
  * strip_job_pinned(old, ...) removes it. */
 static void drop_job_pinned(const cJSON *old, cJSON *copy)
 {
+	const cJSON *was = first_rj(old);
 	cJSON *rj;
-	size_t i = 0;
 
 	cJSON_ArrayForEach(rj, cJSON_GetObjectItemCaseSensitive(
 				       cJSON_GetObjectItemCaseSensitive(copy, "spec"), "replicatedJobs"))
 	{
-		if (!(old && pinned_mark_at(old, i)))
+		if (!(was && has_pinned_mark(was)))
 			cJSON_DeleteItemFromObjectCaseSensitive(
 				cJSON_GetObjectItemCaseSensitive(
 					cJSON_GetObjectItemCaseSensitive((cJSON *)jobset_pod_template(rj),
 									 "metadata"),
 					"labels"),
 				MUSTER_LABEL_JOB_PINNED);
-		i++;
+		was = was ? was->next : NULL;
 	}
 }
 
