@@ -783,6 +783,8 @@ static cJSON *record_body(const char *namespace, const char *name, const char *u
 	return body;
 }
 
+#define RECORD_CREATE_TRIES 3
+
 /* Writes the record: created; or, when one exists, kept if it is this
  * JobSet's for this restart attempt (*kept set: the placement of record is
  * that one), replaced if it is an earlier JobSet's of the name (or this
@@ -803,16 +805,27 @@ static int record_write(struct placement_loop *loop, const char *namespace, cons
 	if (!body)
 		return kube_cause(cause, KUBE_ENOMEM, "no memory for the placement record");
 	record_path(path, sizeof(path), namespace, name, 1);
-	err = kube_create(loop->api[API_WRITES].client, path, body, NULL, cause);
-	if (err != KUBE_ECONFLICT)
-		goto out;
-	free(*cause);
-	*cause = NULL;
-	if ((err = record_get(loop, namespace, name, uid, &configmap, &owner, cause)) != 0)
-		goto out;
-	if (!configmap) { /* deleted meanwhile: the next pass writes it */
-		err = kube_cause(cause, KUBE_ECONFLICT, "the placement record was deleted while written");
-		goto out;
+	/* A ConfigMap of the name deleted between the create and the read (its
+	 * owner removing it as muster said): the name is free, so created again
+	 * at once, a few times at most. */
+	for (int tries = 0;; tries++) {
+		err = kube_create(loop->api[API_WRITES].client, path, body, NULL, cause);
+		if (err != KUBE_ECONFLICT)
+			goto out;
+		free(*cause);
+		*cause = NULL;
+		if ((err = record_get(loop, namespace, name, uid, &configmap, &owner, cause)) != 0)
+			goto out;
+		if (configmap)
+			break;
+		if (tries == RECORD_CREATE_TRIES - 1) { /* retried by the next passes */
+			err = kube_cause(
+				cause, KUBE_ECONFLICT,
+				"the placement record's name was taken and freed again %d times while "
+				"written",
+				RECORD_CREATE_TRIES);
+			goto out;
+		}
 	}
 	if (owner == RELEASE_OWNER_FOREIGN) {
 		*foreign = 1;
@@ -1768,6 +1781,9 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 			a->reason_changed =
 				j && strcmp(j->uid, a->uid) == 0 && strcmp(j->reason, a->reason) != 0;
 		}
+		/* Waiting: tried again every PLACEMENT_RETRY_S (ConfigMaps are not
+		 * watched; its removal brings no event). */
+		loop->stats.waiting++;
 		pthread_mutex_unlock(&loop->lock);
 		return act(loop, a, started);
 	}
@@ -1792,6 +1808,9 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 	if (err) {
 		pthread_mutex_lock(&loop->lock);
 		loop->stats.record_failures++;
+		/* Still waiting (or recorded, not resumed): the next passes, every
+		 * PLACEMENT_RETRY_S at least, try again whatever else happens. */
+		loop->stats.waiting++;
 		pthread_mutex_unlock(&loop->lock);
 		mlog(MLOG_WARN, "placement-write-failed",
 		     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"", a->namespace, a->name,
@@ -2830,12 +2849,15 @@ resume_only:
 		int err = resume(loop, recorded.items[i].namespace, recorded.items[i].name,
 				 recorded.items[i].uid, &cause);
 
-		if (err)
+		if (err) {
 			mlog(MLOG_WARN, "placement-write-failed",
 			     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"",
 			     recorded.items[i].namespace, recorded.items[i].name, kube_err_name(err),
 			     cause ? cause : "");
-		else
+			pthread_mutex_lock(&loop->lock);
+			loop->stats.waiting++; /* resumed by a pass PLACEMENT_RETRY_S later at most */
+			pthread_mutex_unlock(&loop->lock);
+		} else
 			mark_placed(loop, recorded.items[i].namespace, recorded.items[i].name,
 				    recorded.items[i].uid);
 		if (!err)

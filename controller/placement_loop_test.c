@@ -55,6 +55,9 @@ struct fake {
 	int topology_reads; /* GETs of Kueue Topologies and HyperNodes */
 	int jobs_forbidden; /* answer 403 to every request on Jobs (RBAC without them) */
 	int configmap_gets;
+	/* this many ConfigMap creates answered 409 although none of the name
+	 * exists (one was there at the create, deleted before the read) */
+	int configmap_post_conflicts;
 };
 
 static const char *const method_names[] = { "GET", "POST", "PUT", "PATCH", "DELETE" };
@@ -278,7 +281,10 @@ static int fake_send(void *ctx, const struct kube_request *req, struct kube_resp
 		char uid[32];
 
 		assert_non_null(body);
-		if (find(f, (enum kind)k, ns, meta(body, "name"), NULL)) {
+		if (k == CONFIGMAPS && f->configmap_post_conflicts > 0) {
+			f->configmap_post_conflicts--;
+			err = respond(resp, 409, CONFLICT);
+		} else if (find(f, (enum kind)k, ns, meta(body, "name"), NULL)) {
 			err = respond(resp, 409, CONFLICT);
 		} else {
 			snprintf(uid, sizeof(uid), "uid-%u", f->rv + 1);
@@ -1334,6 +1340,68 @@ static void moves_that_keep_failing_fall_back_to_the_whole_jobset(void **state)
 	finish(r);
 }
 
+/* The record's create meets a ConfigMap of its name (409) that is gone by
+ * the read that follows (its owner deleted it, as muster asked): the name
+ * is free, so the record is written at once. Before, the write failed
+ * ("retried") and, the JobSet not counted as waiting, no later pass came
+ * while nothing else in the cluster changed: it waited for ever (the CI
+ * run of afa5826). */
+static void a_record_name_freed_while_written_is_written_at_once(void **state)
+{
+	struct run *r = new_run();
+
+	(void)state;
+	four_nodes(&r->fake);
+	r->fake.configmap_post_conflicts = 2;
+	gated_jobset(&r->fake, "train", 4, "2");
+	start(r, "rack");
+	wait_until(&r->fake, placed, "train", 5, "train placed in the pass that met the conflicts");
+	assert_int_equal(r->fake.configmap_post_conflicts, 0);
+	finish(r);
+}
+
+static int waits_for_the_users_configmap(struct fake *f, const char *name)
+{
+	cJSON *js = get(f, JOBSETS, name);
+	const cJSON *reason = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "metadata"),
+						 "annotations"),
+		"muster.dev/placement-reason");
+	int yes = cJSON_IsString(reason) && strstr(reason->valuestring, "muster never touches it");
+
+	cJSON_Delete(js);
+	return yes;
+}
+
+/* A user's ConfigMap of the record's name keeps the JobSet waiting, saying
+ * so; once the user deletes it, a later pass places the JobSet, though
+ * ConfigMaps are not watched and nothing else changes. Before, a JobSet
+ * the core could place but whose record could not be written did not
+ * count as waiting, so no timed pass came. */
+static void a_jobset_kept_waiting_by_a_users_configmap_is_placed_once_it_goes(void **state)
+{
+	struct run *r = new_run();
+
+	(void)state;
+	four_nodes(&r->fake);
+	put(&r->fake, CONFIGMAPS,
+	    "{\"metadata\":{\"name\":\"train-placement\",\"namespace\":\"ns\",\"uid\":\"users\"},"
+	    "\"data\":{\"placement\":\"the user's own notes\"}}");
+	gated_jobset(&r->fake, "train", 4, "2");
+	start(r, "rack");
+	wait_until(&r->fake, waits_for_the_users_configmap, "train", 10,
+		   "train waiting for the user's ConfigMap");
+	pause_ms(300); /* the pass that the reason's write brings */
+	assert_false(placed(&r->fake, "train"));
+	pthread_mutex_lock(&r->fake.lock);
+	delete_locked(&r->fake, CONFIGMAPS, "ns", "train-placement");
+	pthread_mutex_unlock(&r->fake.lock);
+	/* A pass every PLACEMENT_RETRY_S while a JobSet waits, and one more
+	 * for a busy machine. */
+	wait_until(&r->fake, placed, "train", 2 * PLACEMENT_RETRY_S, "train placed once the ConfigMap went");
+	finish(r);
+}
+
 /* Every pod of train ran (bound); then one is gone (its replacement would
  * be pending) and both nodes of its rack get a taint it does not tolerate.
  * The Job started, so its failure policy decides: no move, no suspend,
@@ -1427,6 +1495,8 @@ int main(void)
 		cmocka_unit_test(a_jobset_found_waiting_at_start_loses_its_jobs_pinned_whole_first),
 		cmocka_unit_test(moves_that_keep_failing_fall_back_to_the_whole_jobset),
 		cmocka_unit_test(a_job_whose_pods_all_ran_is_left_to_its_failure_policy),
+		cmocka_unit_test(a_record_name_freed_while_written_is_written_at_once),
+		cmocka_unit_test(a_jobset_kept_waiting_by_a_users_configmap_is_placed_once_it_goes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
