@@ -4,6 +4,7 @@ Ready, namespaces, the JobSet body, raw watch recording and small statistics.
 Run under /usr/bin/python3 (Debian's python3-kubernetes and python3-yaml).
 """
 
+import fcntl
 import json
 import math
 import socket
@@ -27,7 +28,7 @@ from node_agent import load_shape  # noqa: E402
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
 
 __all__ = ["ROOT", "STANDINS", "PYTHON", "JOBSETS", "ApiError", "Kube", "load_shape", "cluster_kubeconfig",
-           "proc_figures", "Proc", "stop_all", "start_standin", "wait_nodes_ready", "create_namespace",
+           "proc_figures", "Proc", "stop_all", "start_standin", "hold_fake_nodes", "wait_nodes_ready", "create_namespace",
            "delete_namespace", "terminating_namespaces", "wait_namespaces_gone", "wait_pods_gone", "jobset_body", "percentile", "logfmt", "EventsTail",
            "WatchRecorder", "register_webhook", "clean_up_on_sigterm"]
 
@@ -197,7 +198,43 @@ def stop_all(procs, timeout=120):
         proc.wait(timeout)
 
 
+_held = []  # lock files held for the process's life
+
+
+def hold_fake_nodes(kubeconfig, poll=1.0):
+    """Waits until no other benchmark runs fake nodes on this cluster, then
+    holds that until this process ends (an flock on `fake-nodes.lock` beside
+    the kubeconfig; the kernel drops it however the process ends). Two
+    benchmarks' node agents manage Nodes of the same names: a run started
+    while an earlier one still deleted its nodes counted them Ready, saw
+    them deleted under its own agent and waited out its 900 s timeout."""
+    path = pathlib.Path(kubeconfig).resolve().parent / "fake-nodes.lock"
+    if any(held.name == str(path) for held in _held):
+        return path  # this process holds it already (a second flock would wait for itself)
+    lock = open(path, "a+")
+    said = False
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if not said:
+                lock.seek(0)
+                holder = lock.read().strip() or "another process"
+                print(f"waiting for {holder} to end: it runs the fake nodes of this cluster ({path})", flush=True)
+                said = True
+            time.sleep(poll)
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"pid {os.getpid()} ({' '.join(sys.argv[:1])})\n")
+    lock.flush()
+    _held.append(lock)
+    return path
+
+
 def start_standin(script, kubeconfig, *args, log_path, name=None):
+    if script == "node_agent.py":
+        hold_fake_nodes(kubeconfig)
     return Proc([PYTHON, STANDINS / script, "--kubeconfig", kubeconfig, *args], log_path, name=name or script)
 
 

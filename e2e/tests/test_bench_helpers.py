@@ -1,7 +1,10 @@
 """The benchmarks' own helpers, where a mistake would change a figure."""
 
+import os
+import subprocess
 import sys
 import threading
+import time
 
 from conftest import ROOT, wait_for
 
@@ -113,3 +116,33 @@ def test_benchmarks_wait_for_namespaces_being_deleted():
     kube = Apiserver([[active, going], [active]])
     assert benchlib.wait_namespaces_gone(kube, 10, ["old"], poll=0.01)[1] == []
     assert benchlib.terminating_namespaces(Apiserver([[going, ("a", "Terminating"), active]])) == ["a", "old"]
+
+
+def test_a_second_benchmark_waits_for_the_fake_nodes_of_the_first(tmp_path):
+    """Two benchmarks' node agents manage Nodes of the same names. A
+    placement run started while the run before it still deleted its nodes
+    counted those Ready, lost them under its own agent and waited out its
+    900 s timeout. The second now waits, saying for whom, until the first
+    process ends (here: holds the lock 2 s), and holds it after."""
+    kubeconfig = tmp_path / "admin.kubeconfig"
+    kubeconfig.write_text("")
+    first = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; sys.path.insert(0, sys.argv[1]); import benchlib; "
+         "benchlib.hold_fake_nodes(sys.argv[2]); print('held', flush=True); time.sleep(2)",
+         str(ROOT / "e2e" / "bench"), str(kubeconfig)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline().strip() == "held"
+        began = time.monotonic()
+        path = benchlib.hold_fake_nodes(str(kubeconfig), poll=0.05)
+        waited = time.monotonic() - began
+        # The first holds it 2 s after saying so, then exits (the kernel
+        # drops the lock as its files close, just before its exit status).
+        assert waited > 1.5, f"the second holder got the lock after {waited:.2f} s, while the first ran"
+        assert first.wait(timeout=10) == 0
+        assert f"pid {os.getpid()}" in path.read_text()
+        assert benchlib.hold_fake_nodes(str(kubeconfig)) == path, "a second call in one process waits for itself"
+    finally:
+        first.kill()
+        first.wait()
