@@ -118,6 +118,10 @@ struct placement_loop {
 	struct name_table jobsets, bound, pod_keys;
 	int dirty;
 	int pods_changed; /* since the last pass: a bound pod came, changed or went (PLACEMENT_POD_PASS_S) */
+	/* of stats.waiting, the JobSets whose record or resume failed in the
+	 * last pass, or that a user's ConfigMap blocks: retried by the timed
+	 * pass; room freed (a pod's event) does not help them */
+	size_t retrying;
 	int nodes_changed; /* since the last pass: a domain may have lost its nodes */
 	int placed_changed; /* since the last pass: a placed JobSet changed (restarted, say) */
 	double next_hold; /* a pass is due then: a held JobSet may be placed (0: none) */
@@ -456,7 +460,7 @@ static int pod_change(void *arg, const struct kube_informer_event *e)
 	 * PLACEMENT_POD_PASS_S for them, not one per pod event of a large
 	 * JobSet binding. */
 	loop->pods_changed = 1;
-	if (loop->stats.waiting)
+	if (loop->stats.waiting > loop->retrying)
 		mark_dirty(loop);
 	pthread_mutex_unlock(&loop->lock);
 	return 0;
@@ -1707,6 +1711,7 @@ static void decide(struct pass *p, const struct topology *top)
 			a->reason_changed = strcmp(a->reason, j->reason) != 0;
 	}
 	loop->stats.waiting = p->held;
+	loop->retrying = 0;
 	for (size_t i = 0; i < p->action_count; i++)
 		loop->stats.waiting += !p->actions[i].place;
 	if (p->pending_count || p->relocation_count)
@@ -1784,6 +1789,7 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 		/* Waiting: tried again every PLACEMENT_RETRY_S (ConfigMaps are not
 		 * watched; its removal brings no event). */
 		loop->stats.waiting++;
+		loop->retrying++;
 		pthread_mutex_unlock(&loop->lock);
 		return act(loop, a, started);
 	}
@@ -1811,6 +1817,7 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 		/* Still waiting (or recorded, not resumed): the next passes, every
 		 * PLACEMENT_RETRY_S at least, try again whatever else happens. */
 		loop->stats.waiting++;
+		loop->retrying++;
 		pthread_mutex_unlock(&loop->lock);
 		mlog(MLOG_WARN, "placement-write-failed",
 		     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"", a->namespace, a->name,
@@ -2815,6 +2822,7 @@ static void run_pass(struct placement_loop *loop)
 			loop->dirty = 0;
 			loop->pods_changed = 0;
 			loop->stats.waiting = probe.held;
+			loop->retrying = 0;
 			pthread_mutex_unlock(&loop->lock);
 			free(probe.pending);
 			goto resume_only;
@@ -2856,6 +2864,7 @@ resume_only:
 			     cause ? cause : "");
 			pthread_mutex_lock(&loop->lock);
 			loop->stats.waiting++; /* resumed by a pass PLACEMENT_RETRY_S later at most */
+			loop->retrying++;
 			pthread_mutex_unlock(&loop->lock);
 		} else
 			mark_placed(loop, recorded.items[i].namespace, recorded.items[i].name,

@@ -16,7 +16,8 @@
  *
  * One pass (level-triggered: a change of Nodes, pods or JobSets marks it
  * due; passes are coalesced, at most one per PLACEMENT_COALESCE_MS, and one
- * every PLACEMENT_RETRY_S at least while a JobSet waits; pod events alone,
+ * every PLACEMENT_RETRY_S at least while a JobSet waits, counting one whose
+ * record or resume failed or that a user's ConfigMap blocks; pod events alone,
  * while no JobSet waits, bring one every PLACEMENT_POD_PASS_S at most):
  *   1. the topology: --placement-levels, the Kueue Topology named by
  *      --placement-topology, HyperNodes with --placement-hypernodes, or by
