@@ -533,14 +533,19 @@ static char *record_text(struct fake *f, const char *jobset)
 	return out;
 }
 
+static const cJSON *annotation(const cJSON *o, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"),
+						 "annotations"),
+		key);
+}
+
 /* 1 when the JobSet is placed and resumed. */
 static int placed(struct fake *f, const char *name)
 {
 	cJSON *js = get(f, JOBSETS, name);
-	const cJSON *state = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "metadata"),
-						 "annotations"),
-		"muster.dev/placement");
+	const cJSON *state = annotation(js, "muster.dev/placement");
 	const cJSON *suspend =
 		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "spec"), "suspend");
 	int yes =
@@ -1355,7 +1360,8 @@ static void a_record_name_freed_while_written_is_written_at_once(void **state)
 	r->fake.configmap_post_conflicts = 2;
 	gated_jobset(&r->fake, "train", 4, "2");
 	start(r, "rack");
-	wait_until(&r->fake, placed, "train", 5, "train placed in the pass that met the conflicts");
+	/* Under the timed retry (PLACEMENT_RETRY_S): the pass that met them. */
+	wait_until(&r->fake, placed, "train", 8, "train placed in the pass that met the conflicts");
 	assert_int_equal(r->fake.configmap_post_conflicts, 0);
 	finish(r);
 }
@@ -1363,10 +1369,7 @@ static void a_record_name_freed_while_written_is_written_at_once(void **state)
 static int waits_for_the_users_configmap(struct fake *f, const char *name)
 {
 	cJSON *js = get(f, JOBSETS, name);
-	const cJSON *reason = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "metadata"),
-						 "annotations"),
-		"muster.dev/placement-reason");
+	const cJSON *reason = annotation(js, "muster.dev/placement-reason");
 	int yes = cJSON_IsString(reason) && strstr(reason->valuestring, "muster never touches it");
 
 	cJSON_Delete(js);
