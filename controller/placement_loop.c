@@ -2681,13 +2681,14 @@ static int job_finished(const cJSON *job)
 }
 
 /* Deletes one Job of `w` if its pod template is pinned whole (the label
- * MUSTER_LABEL_JOB_PINNED) and it is the
+ * MUSTER_LABEL_JOB_PINNED) or holds the domain of most of its pods (the
+ * annotation MUSTER_ANNOTATION_JOB_SELECTOR) and it is the
  * JobSet's own: 1 deleted, 0 nothing to do, or a negative kube_err. */
 static int clear_one(struct placement_loop *loop, const struct clearing *w, const char *rj, unsigned job,
 		     char **cause)
 {
 	char path[KUBE_PATH_MAX], uid[TOPO_RETIRE_UID_MAX];
-	const cJSON *owner, *pinned;
+	const cJSON *owner, *pinned, *template_meta;
 	cJSON *object = NULL;
 	int ours = 0, whole, err;
 
@@ -2706,11 +2707,14 @@ static int clear_one(struct placement_loop *loop, const struct clearing *w, cons
 
 		ours |= cJSON_IsString(owner_uid) && strcmp(owner_uid->valuestring, w->uid) == 0;
 	}
-	pinned = kjson_member(
-		kjson_member(kjson_member(kjson_member(kjson_member(object, "spec"), "template"), "metadata"),
-			     "labels"),
-		MUSTER_LABEL_JOB_PINNED);
-	whole = cJSON_IsString(pinned) && strcmp(pinned->valuestring, "true") == 0 && !job_finished(object);
+	template_meta = kjson_member(kjson_member(kjson_member(object, "spec"), "template"), "metadata");
+	pinned = kjson_member(kjson_member(template_meta, "labels"), MUSTER_LABEL_JOB_PINNED);
+	/* Its pod template carries a domain of the old record: pinned whole,
+	 * or given the domain of most of its pods. */
+	whole = ((cJSON_IsString(pinned) && strcmp(pinned->valuestring, "true") == 0) ||
+		 cJSON_IsString(kjson_member(kjson_member(template_meta, "annotations"),
+					     MUSTER_ANNOTATION_JOB_SELECTOR))) &&
+		!job_finished(object);
 	snprintf(uid, sizeof(uid), "%s", meta_string(object, "uid"));
 	cJSON_Delete(object);
 	if (!ours || !whole || !uid[0])

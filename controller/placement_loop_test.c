@@ -29,6 +29,7 @@
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_transport.h"
+#include "muster_api.h"
 #include "placement_loop.h"
 
 #define MAX_EVENTS 512
@@ -1188,12 +1189,33 @@ static void train_job(struct fake *f, const char *uid, const char *rack)
 	put(f, JOBS, json);
 }
 
+/* A Job of "train" whose pods the pin route's Job half pins one by one, its
+ * pod template given the rack of most of them (`rack`, the annotation
+ * muster.dev/job-selector). */
+static void train_job_shared(struct fake *f, const char *uid, const char *rack)
+{
+	char json[1024];
+
+	snprintf(
+		json, sizeof(json),
+		"{\"metadata\":{\"name\":\"train-w-0\",\"namespace\":\"ns\",\"uid\":\"%s\","
+		"\"labels\":{\"jobset.sigs.k8s.io/jobset-uid\":\"js-train\"},\"ownerReferences\":[{"
+		"\"kind\":\"JobSet\",\"name\":\"train\",\"uid\":\"js-train\",\"controller\":true}]},"
+		"\"spec\":{\"completions\":4,\"template\":{\"metadata\":{\"labels\":{"
+		"\"muster.dev/placement\":\"true\"},\"annotations\":{\"" MUSTER_ANNOTATION_JOB_SELECTOR
+		"\":\"rack=%s\"}},\"spec\":{\"nodeSelector\":{\"rack\":\"%s\"},\"containers\":[{\"name\":\"c\"}]}}}}",
+		uid, rack, rack);
+	put(f, JOBS, json);
+}
+
 /* train is placed in r1 and JobSet made its Job, pinned whole to r1; then
  * r1's nodes go before its pods are bound. The JobSet is suspended and
  * placed again in r2, and its Job is deleted (by its uid) after the hold
  * and before the resume, so that JobSet makes it again pinned by the new
  * record. Before, the Job stayed, and its pods were made pinned to r1 (the
- * old domain) for good. A Job whose pods are pinned one by one stays. */
+ * old domain) for good. So does a Job pinned pod by pod whose pod template
+ * got the rack of most of its pods (it carries the old domain too); one
+ * pinned pod by pod with no such share stays. */
 static void a_jobset_placed_again_whole_deletes_its_jobs_pinned_whole_first(void **state)
 {
 	struct run *r = new_run();
@@ -1235,6 +1257,27 @@ static void a_jobset_placed_again_whole_deletes_its_jobs_pinned_whole_first(void
 	pthread_mutex_unlock(&r->fake.lock);
 	wait_until(&r->fake, placed_in, "r2", 30, "train placed again in r2");
 	assert_int_equal(logged(&r->fake, 0, "DELETE /apis/batch", NULL), -1);
+	finish(r);
+
+	/* Pinned pod by pod, its template given r1: deleted before the resume. */
+	r = new_run();
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "train", 4, "2");
+	start(r, "rack");
+	wait_until(&r->fake, placed_in, "r1", 10, "train placed in r1");
+	train_job_shared(&r->fake, "job-0", "r1");
+	pthread_mutex_lock(&r->fake.lock);
+	mark = r->fake.log_count;
+	delete_locked(&r->fake, NODES, "", "n1");
+	delete_locked(&r->fake, NODES, "", "n2");
+	pthread_mutex_unlock(&r->fake.lock);
+	wait_until(&r->fake, placed_in, "r2", 30, "train placed again in r2");
+	deleted = logged(&r->fake, mark, "DELETE /apis/batch/v1/namespaces/ns/jobs/train-w-0", "\"job-0\"");
+	resumed = logged(&r->fake, mark, "PATCH /apis/jobset.x-k8s.io", "\"suspend\":false");
+	if (deleted < 0 || resumed < 0 || deleted > resumed) {
+		print_log(&r->fake);
+		fail_msg("delete of the Job given a share of the old record %d, resume %d", deleted, resumed);
+	}
 	finish(r);
 }
 

@@ -1507,6 +1507,103 @@ static void pod_route_pins_by_job_and_completion_index(void **state)
 	"\"muster.dev/placement\":\"true\"}},\"spec\":{" spec_extra "\"template\":{" template_labels         \
 	"\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}"
 
+/* A Job whose pods go to two racks: its pod template gets the rack of most
+ * of them, recorded in an annotation; its pods in that rack then need no op
+ * at the pod route, and the others get that value replaced. */
+static void a_job_split_over_racks_gets_the_rack_of_most_of_its_pods(void **state)
+{
+	cJSON *job = cJSON_Parse(PINNED_JOB(
+		      "\"completions\":100,\"parallelism\":100,",
+		      "\"metadata\":{\"labels\":{\"muster.dev/placement\":\"true\",\"muster.dev/job-pinned\":\"true\"}},")),
+	      *patch = cJSON_CreateArray(), *template, *pod, *sel;
+	const cJSON *meta;
+	char *cause = NULL;
+
+	(void)state;
+	assert_int_equal(pod_pin_job_share_patch(job, "block=b1,rack=r2", patch, &cause), 0);
+	apply_patch(job, patch);
+	cJSON_Delete(patch);
+	template =
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"), "template");
+	meta = cJSON_GetObjectItemCaseSensitive(template, "metadata");
+	sel = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(template, "spec"),
+					       "nodeSelector");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "rack")->valuestring, "r2");
+	assert_string_equal(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
+						 MUSTER_ANNOTATION_JOB_SELECTOR)
+			->valuestring,
+		"block=b1,rack=r2");
+	/* Its pods go to the pod route: not marked pinned whole. */
+	assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "labels"),
+						     MUSTER_LABEL_JOB_PINNED));
+
+	/* A pod made from that template. */
+	pod = cJSON_Parse(PINNED_POD("\"nodeSelector\":{\"block\":\"b1\",\"rack\":\"r2\"},"));
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(
+					cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "annotations"),
+				MUSTER_ANNOTATION_JOB_SELECTOR, "block=b1,rack=r2");
+	/* In the template's rack: no op, so the apiserver applies nothing. */
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_patch(pod, "block=b1,rack=r2", patch, &cause), 0);
+	assert_int_equal(cJSON_GetArraySize(patch), 0);
+	cJSON_Delete(patch);
+	/* In the other rack: that value replaced, the rest kept. */
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_patch(pod, "block=b1,rack=r1", patch, &cause), 0);
+	assert_int_equal(cJSON_GetArraySize(patch), 1);
+	apply_patch(pod, patch);
+	cJSON_Delete(patch);
+	sel = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"), "nodeSelector");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "rack")->valuestring, "r1");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "block")->valuestring, "b1");
+	/* A value the annotation does not hold (now r1, the annotation says
+	 * r2) is the user's: a contradiction, refused as before. */
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_patch(pod, "block=b1,rack=r3", patch, &cause), -1);
+	assert_non_null(strstr(cause, "rack=r1"));
+	free(cause);
+	cause = NULL;
+	cJSON_Delete(patch);
+	cJSON_Delete(pod);
+	cJSON_Delete(job);
+
+	/* A template whose own selector contradicts the share: refused. */
+	job = cJSON_Parse(PINNED_JOB("\"completions\":100,",
+				     "\"metadata\":{\"annotations\":{\"muster.dev/job-selector\":\"x\"}},"));
+	cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(
+				      cJSON_GetObjectItemCaseSensitive(
+					      cJSON_GetObjectItemCaseSensitive(job, "spec"), "template"),
+				      "spec"),
+			      "nodeSelector", cJSON_Parse("{\"rack\":\"r7\"}"));
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_job_share_patch(job, "block=b1,rack=r2", patch, &cause), -1);
+	assert_non_null(strstr(cause, "rack=r7"));
+	free(cause);
+	cause = NULL;
+	cJSON_Delete(patch);
+	/* An annotation of the name it carries already is replaced. */
+	cJSON_DeleteItemFromObjectCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"),
+							 "template"),
+			"spec"),
+		"nodeSelector");
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_job_share_patch(job, "block=b1,rack=r2", patch, &cause), 0);
+	apply_patch(job, patch);
+	cJSON_Delete(patch);
+	meta = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"), "template"),
+		"metadata");
+	assert_string_equal(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
+						 MUSTER_ANNOTATION_JOB_SELECTOR)
+			->valuestring,
+		"block=b1,rack=r2");
+	cJSON_Delete(job);
+}
+
 /* The pin route's Job half: a Job JobSet made is named by its labels, and
  * counts its pods; pinned whole, its pod template gets the selector and
  * the label that keeps its pods from the pod half. */
@@ -1626,6 +1723,7 @@ int main(void)
 		cmocka_unit_test(gate_strips_a_job_pinned_mark_an_update_adds),
 		cmocka_unit_test(pod_route_pins_by_job_and_completion_index),
 		cmocka_unit_test(job_route_pins_a_job_whole),
+		cmocka_unit_test(a_job_split_over_racks_gets_the_rack_of_most_of_its_pods),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

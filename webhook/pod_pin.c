@@ -127,10 +127,32 @@ static void pointer_token(char *out, size_t size, const char *text, size_t len)
 	out[o] = '\0';
 }
 
+/* 1 when selector `owned` ("k=v,k=v", may be NULL) holds key=value. */
+static int owns(const char *owned, const char *key, size_t key_len, const char *value)
+{
+	size_t value_len = strlen(value);
+
+	while (owned && *owned) {
+		size_t len = strcspn(owned, ",");
+		const char *eq = memchr(owned, '=', len);
+
+		if (eq && (size_t)(eq - owned) == key_len && memcmp(owned, key, key_len) == 0 &&
+		    len - key_len - 1 == value_len && memcmp(eq + 1, value, value_len) == 0)
+			return 1;
+		owned += len;
+		if (*owned)
+			owned++;
+	}
+	return 0;
+}
+
 /* Ops that add `selector` to the pod spec `spec` found at JSON Pointer
- * `base`; `kind` names the object in messages. */
-static int pin_spec(const cJSON *spec, const char *base, const char *kind, const char *selector, cJSON *patch,
-		    char **cause)
+ * `base`; `kind` names the object in messages. A key the spec selects with
+ * another value is replaced when `owned` (the pod's
+ * MUSTER_ANNOTATION_JOB_SELECTOR, or NULL) says the pin route put that
+ * value there, and refused otherwise. */
+static int pin_spec(const cJSON *spec, const char *base, const char *kind, const char *selector,
+		    const char *owned, cJSON *patch, char **cause)
 {
 	const cJSON *existing = kjson_member(spec, "nodeSelector");
 	int made = cJSON_IsObject(existing);
@@ -160,9 +182,18 @@ static int pin_spec(const cJSON *spec, const char *base, const char *kind, const
 		value[value_len] = '\0';
 		selector = comma ? comma + 1 : eq + 1 + value_len;
 		have = kjson_member(existing, key);
+		snprintf(path, sizeof(path), "%s/", selector_path);
+		pointer_token(path + strlen(path), sizeof(path) - strlen(path), key, key_len);
 		if (cJSON_IsString(have)) {
 			if (strcmp(have->valuestring, value) == 0)
 				continue;
+			/* Its Job's share, from the pod template: this pod's
+			 * own domain instead. */
+			if (owns(owned, key, key_len, have->valuestring)) {
+				if (op(patch, "replace", path, cJSON_CreateString(value)))
+					return cause_fail(cause, "out of memory");
+				continue;
+			}
 			return cause_fail(
 				cause,
 				"the %s selects %s=%s but its placement of record is %s=%s: remove the "
@@ -174,8 +205,6 @@ static int pin_spec(const cJSON *spec, const char *base, const char *kind, const
 				return cause_fail(cause, "out of memory");
 			made = 1;
 		}
-		snprintf(path, sizeof(path), "%s/", selector_path);
-		pointer_token(path + strlen(path), sizeof(path) - strlen(path), key, key_len);
 		if (add(patch, path, cJSON_CreateString(value)))
 			return cause_fail(cause, "out of memory");
 	}
@@ -184,7 +213,11 @@ static int pin_spec(const cJSON *spec, const char *base, const char *kind, const
 
 int pod_pin_patch(const cJSON *pod, const char *selector, cJSON *patch, char **cause)
 {
-	return pin_spec(kjson_member(pod, "spec"), "/spec", "pod", selector, patch, cause);
+	const cJSON *owned = kjson_member(kjson_member(kjson_member(pod, "metadata"), "annotations"),
+					  MUSTER_ANNOTATION_JOB_SELECTOR);
+
+	return pin_spec(kjson_member(pod, "spec"), "/spec", "pod", selector,
+			cJSON_IsString(owned) ? owned->valuestring : NULL, patch, cause);
 }
 
 int pod_pin_job_patch(const cJSON *job, const char *selector, cJSON *patch, char **cause)
@@ -193,7 +226,8 @@ int pod_pin_job_patch(const cJSON *job, const char *selector, cJSON *patch, char
 	const cJSON *metadata = kjson_member(template, "metadata");
 	const cJSON *labels = kjson_member(metadata, "labels");
 
-	if (pin_spec(kjson_member(template, "spec"), "/spec/template/spec", "Job", selector, patch, cause))
+	if (pin_spec(kjson_member(template, "spec"), "/spec/template/spec", "Job", selector, NULL, patch,
+		     cause))
 		return -1;
 	/* Its pods are pinned already: the label keeps them from the pod
 	 * route (its objectSelector leaves out pods that carry it). */
@@ -223,5 +257,27 @@ int pod_pin_job_unpinned(const cJSON *job, cJSON *patch)
 		cJSON_Delete(o);
 		return -1;
 	}
+	return 0;
+}
+
+int pod_pin_job_share_patch(const cJSON *job, const char *selector, cJSON *patch, char **cause)
+{
+	const cJSON *template = kjson_member(kjson_member(job, "spec"), "template");
+	const cJSON *metadata = kjson_member(template, "metadata");
+	const cJSON *annotations = kjson_member(metadata, "annotations");
+
+	if (pin_spec(kjson_member(template, "spec"), "/spec/template/spec", "Job", selector, NULL, patch,
+		     cause))
+		return -1;
+	if (!cJSON_IsObject(metadata) && add(patch, "/spec/template/metadata", cJSON_CreateObject()))
+		return cause_fail(cause, "out of memory");
+	if (!cJSON_IsObject(annotations) &&
+	    add(patch, "/spec/template/metadata/annotations", cJSON_CreateObject()))
+		return cause_fail(cause, "out of memory");
+	if (op(patch, kjson_member(annotations, MUSTER_ANNOTATION_JOB_SELECTOR) ? "replace" : "add",
+	       "/spec/template/metadata/annotations/" MUSTER_ANNOTATION_JOB_SELECTOR_POINTER,
+	       cJSON_CreateString(selector)) ||
+	    pod_pin_job_unpinned(job, patch))
+		return cause_fail(cause, "out of memory");
 	return 0;
 }

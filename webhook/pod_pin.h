@@ -13,8 +13,11 @@
  * that attempt pins it.
  *
  * The patch adds each key=value of the selector to spec.nodeSelector (made
- * when absent). A key the pod already selects with another value is a
- * contradiction muster does not resolve: refused, naming both values. No
+ * when absent); a pod that selects them all already gets no op. A key the
+ * pod selects with another value is replaced when its annotation
+ * MUSTER_ANNOTATION_JOB_SELECTOR holds that key=value (its Job's pod
+ * template got it from the pin route: pod_pin_job_share_patch); otherwise it
+ * is a contradiction muster does not resolve: refused, naming both values. No
  * I/O, no state; errors are -1 and a malloc'd cause.
  */
 #ifndef MUSTER_POD_PIN_H
@@ -49,6 +52,15 @@ int pod_pin_patch(const struct cJSON *pod, const char *selector, struct cJSON *p
  * and the label MUSTER_LABEL_JOB_PINNED on its pod template, so that the pod
  * route does not see its pods again (docs/placement-live.md, step 4). */
 int pod_pin_job_patch(const struct cJSON *job, const char *selector, struct cJSON *patch, char **cause);
+
+/* A Job whose pods go to several domains of one depth, pinned one by one:
+ * `selector`, the domain of most of them (topo_record_job_template), merged
+ * into its pod template's nodeSelector as for a Job pinned whole, and
+ * recorded in its pod template's annotation MUSTER_ANNOTATION_JOB_SELECTOR,
+ * so that the pod route answers the pods of that domain with no patch and
+ * replaces those values for the others (pod_pin_patch); a
+ * MUSTER_LABEL_JOB_PINNED it carries is removed (pod_pin_job_unpinned). */
+int pod_pin_job_share_patch(const struct cJSON *job, const char *selector, struct cJSON *patch, char **cause);
 
 /* A Job whose pods are pinned one by one: the op that removes
  * MUSTER_LABEL_JOB_PINNED from its pod template when it carries one that

@@ -201,6 +201,10 @@ static int lookup(const struct entry *e, const char *namespace, const char *jobs
 	const char *found = NULL;
 	int rc = topo_record_find_range(e->record, replicated_job, job_index, from, to, &found);
 
+	/* A Job pinned pod by pod: its pod template's share, or none. */
+	if (job && rc == 2 &&
+	    !topo_record_job_template(e->record, replicated_job, job_index, from, to, &found))
+		found = "";
 	if (rc)
 		snprintf(selector, size, "%s", found);
 	else if (job)

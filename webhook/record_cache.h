@@ -58,7 +58,8 @@ int record_cache_selector(struct record_cache *cache, const char *namespace, con
 /* The selector of a whole Job (completion indexes 0..completions-1, the
  * Job half of the pin route): 1 when the record gives all of its pods one
  * selector (copied into `selector`), 2 when it holds the Job's first pod but
- * its pods go to more than one domain (they are pinned one by one), 0 the
+ * its pods go to more than one domain (they are pinned one by one; `selector`
+ * is then what its pod template gets, topo_record_job_template, or ""), 0 the
  * record has no such Job, -1 no record or the API failed (*cause says which,
  * in words for a Job: JobSet makes it again once the JobSet is placed). */
 int record_cache_job_selector(struct record_cache *cache, const char *namespace, const char *jobset,

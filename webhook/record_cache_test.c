@@ -235,6 +235,7 @@ static void a_job_is_pinned_whole_only_when_one_domain_holds_all_its_pods(void *
 	assert_int_equal(pin_job(&s, "u1", 0, 4, out, sizeof(out)), 1);
 	assert_string_equal(out, "rack=r1");
 	assert_int_equal(pin_job(&s, "u1", 0, 6, out, sizeof(out)), 2); /* two racks: pod by pod */
+	assert_string_equal(out, "rack=r1"); /* its template: the rack of 4 of its 6 pods */
 	assert_int_equal(pin_job(&s, "u1", 0, 0, out, sizeof(out)), -1);
 	assert_int_equal(pin_job(&s, "u1", 1, 4, out, sizeof(out)), -1);
 	assert_non_null(strstr(out, "this Job is of attempt 1"));
@@ -243,6 +244,11 @@ static void a_job_is_pinned_whole_only_when_one_domain_holds_all_its_pods(void *
 		 "{\"uid\":\"u2\",\"attempt\":0,\"replicatedJobs\":{\"v\":[[[0,3,\"rack=r1\"]]]}}");
 	assert_int_equal(pin_job(&s, "u2", 0, 4, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "has no Job w job 0"));
+	snprintf(
+		s.fake.record, sizeof(s.fake.record),
+		"{\"uid\":\"u3\",\"attempt\":0,\"replicatedJobs\":{\"w\":[[[0,1,\"rack=r1\"],[2,5,\"block=b2\"]]]}}");
+	assert_int_equal(pin_job(&s, "u3", 0, 6, out, sizeof(out)), 2);
+	assert_string_equal(out, ""); /* domains of two depths: no template */
 	teardown(&s);
 }
 

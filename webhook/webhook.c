@@ -456,6 +456,15 @@ static cJSON *pin_job(struct webhook *w, const struct admission_request *request
 				       &o->message);
 	if (rc == 1 && !pods)
 		rc = 2;
+	if (rc == 2 && pods && selector[0]) {
+		/* Pinned one by one, its pod template in the domain of most of
+		 * its pods: those cost the apiserver no patch at the pod route. */
+		o->result = "per_pod";
+		if (!(patch = cJSON_CreateArray()) ||
+		    pod_pin_job_share_patch(request->object, selector, patch, &o->message))
+			pin_denied(o);
+		return patch;
+	}
 	if (rc == 2) { /* its pods are pinned one by one: none may skip the pod route */
 		o->result = "per_pod";
 		selector[0] = '\0';

@@ -15,7 +15,9 @@ and writes the record, resumes it, the JobSet stand-in creates the Jobs and
 pods, the webhook's /pin route pins each Job whose pods share one domain
 whole, and each pod of the others, the scheduler binds. With --level block
 (the default) a Job of 100 pods spans two racks of 80, so its pods are pinned
-one by one; with --level rack and Jobs of at most 80 pods, each Job is pinned
+one by one (its pod template gets the rack of its 80, and the pod route
+answers those with no patch; the other 20 get their rack patched in); with
+--level rack and Jobs of at most 80 pods, each Job is pinned
 whole and its pods make no admission call (each round prints how many). Without, the JobSet has no annotation (nothing of muster's
 runs on its path; the webhook is registered all the same). Prints each
 round, the medians and the ratio, and the controller's placement decision
@@ -150,7 +152,11 @@ def go_seconds(text):
 
 class Pods:
     """The benchmark namespace's pods, by name: bound or not, pinned with
-    their Job or not (the label muster.dev/job-pinned), from a watch."""
+    their Job or not (the label muster.dev/job-pinned), and, for a Job pinned
+    pod by pod, in the domain its pod template was given or not (the
+    annotation muster.dev/job-selector, all of whose key=value pairs the
+    pod's nodeSelector holds: the pod route answered it with no patch), from
+    a watch."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -159,7 +165,11 @@ class Pods:
     @staticmethod
     def _state(pod):
         labels = pod["metadata"].get("labels") or {}
-        return bool(pod["spec"].get("nodeName")), labels.get(api.LABEL_JOB_PINNED) == "true"
+        share = (pod["metadata"].get("annotations") or {}).get(api.ANNOTATION_JOB_SELECTOR)
+        selector = pod["spec"].get("nodeSelector") or {}
+        in_share = bool(share) and all(selector.get(key) == value for key, _, value in
+                                       (pair.partition("=") for pair in share.split(",")))
+        return bool(pod["spec"].get("nodeName")), labels.get(api.LABEL_JOB_PINNED) == "true", in_share
 
     def on_event(self, kind, pod):
         with self.lock:
@@ -178,13 +188,19 @@ class Pods:
 
     def bound(self):
         with self.lock:
-            return sum(bound for bound, _ in self.seen.values())
+            return sum(state[0] for state in self.seen.values())
 
     def pinned(self):
         """Pods pinned with their Job: no LIST of 5,000 pods (one timed out
         after a full-size round and lost the run's summary)."""
         with self.lock:
-            return sum(pinned for _, pinned in self.seen.values())
+            return sum(state[1] for state in self.seen.values())
+
+    def in_share(self):
+        """Pods of Jobs pinned pod by pod that the pod route let through
+        with no patch (their pod template's domain is theirs)."""
+        with self.lock:
+            return sum(state[2] for state in self.seen.values())
 
     def empty(self):
         with self.lock:
@@ -328,7 +344,8 @@ def main():
             print(f"    {etcd_slowness(etcd_path, etcd_offset)}", flush=True)
             if mode == "with":
                 print(f"    pods pinned with their Job (no admission call of their own): {pods.pinned()} of "
-                      f"{pods_wanted}", flush=True)
+                      f"{pods_wanted}; in the domain their Job's template was given (admitted with no "
+                      f"patch): {pods.in_share()}", flush=True)
             kube.delete(f"{JOBSETS.format(namespace)}/js-{i}", body={"propagationPolicy": "Background"})
             deadline = time.monotonic() + args.timeout
             while time.monotonic() < deadline:

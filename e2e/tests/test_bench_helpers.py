@@ -69,6 +69,21 @@ def test_placement_counts_pods_pinned_with_their_job_from_its_watch():
     assert (pods.bound(), pods.pinned()) == (1, 0)
 
 
+def test_placement_counts_pods_left_in_their_jobs_share_from_its_watch():
+    """A pod of a Job pinned pod by pod counts as admitted with no patch when
+    its nodeSelector holds every pair of the annotation its Job's template
+    was given; one whose rack the pod route replaced does not."""
+    pods = placement.Pods()
+    share = f"{placement.BLOCK}=b1,{placement.RACK}=r2"
+    for name, rack in (("a", "r2"), ("b", "r3")):
+        item = pod(name, "n-1")
+        item["metadata"]["annotations"] = {placement.api.ANNOTATION_JOB_SELECTOR: share}
+        item["spec"]["nodeSelector"] = {placement.BLOCK: "b1", placement.RACK: rack, "pool": "x"}
+        pods.on_event("ADDED", item)
+    pods.on_event("ADDED", pod("c", "n-2"))
+    assert (pods.bound(), pods.pinned(), pods.in_share()) == (3, 0, 1)
+
+
 def test_placement_counts_etcd_slow_requests_and_compactions_of_the_round_only(tmp_path):
     """The per-round etcd line counts what etcd logged after the round began
     (lines before the offset belong to earlier rounds) and names the longest

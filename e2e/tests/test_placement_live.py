@@ -192,6 +192,50 @@ def test_kueue_required_rack_gated_placed_pinned_and_bound_by_the_scheduler(kube
     assert events_of(kube, namespace, "train", "Placed")
 
 
+def test_a_job_split_over_two_racks_carries_the_rack_of_most_of_its_pods_and_those_need_no_patch(
+        kube, placing, webhook):  # noqa: F811 - the imported fixture
+    """A Job of 12 pods required in one block spans two racks of 8: its pod
+    template gets the rack of its 8 pods (and says so in an annotation), so
+    the pod route answers those 8 with no patch, which costs the apiserver
+    neither a patch nor its admission chain run again; the other 4 get that
+    rack replaced by their own. Before, all 12 were patched one by one."""
+    namespace = placing
+    kube.create(JOBSETS.format(namespace), jobset("split", {api.KUEUE_ANNOTATION_REQUIRED: BLOCK}, pods=12))
+    wait_for(lambda: state(kube, namespace, "split") == api.PLACEMENT_PLACED, timeout=60, what="split placed")
+    pods = bound_pods(kube, namespace, "split", 12)
+    labels = node_labels(kube)
+    runs = json.loads(kube.get(f"/api/v1/namespaces/{namespace}/configmaps/split{api.PLACEMENT_SUFFIX}")
+                      ["data"][api.PLACEMENT_KEY])["replicatedJobs"]["workers"][0]
+    assert len(runs) == 2 and sorted(to - start + 1 for start, to, _ in runs) == [4, 8], runs
+    wide = next(selector for start, to, selector in runs if to - start + 1 == 8)
+    by_rack = {}
+    for pod in pods:
+        index = int(pod["metadata"]["annotations"][api.JOB_ANNOTATION_COMPLETION_INDEX])
+        want = next(selector for start, to, selector in runs if start <= index <= to)
+        block, rack = rack_of(labels, pod["spec"]["nodeName"])
+        # Bound by kube-scheduler in its own rack of record, its selector that rack.
+        assert want == f"{BLOCK}={block},{RACK}={rack}", (pod["metadata"]["name"], want, block, rack)
+        assert (pod["spec"]["nodeSelector"][BLOCK], pod["spec"]["nodeSelector"][RACK]) == (block, rack)
+        assert pod["spec"]["nodeSelector"]["pool"] == "placement"  # the template's own selector kept
+        assert api.LABEL_JOB_PINNED not in pod["metadata"]["labels"]
+        by_rack.setdefault(want, []).append(pod["metadata"]["name"])
+    assert sorted(len(names) for names in by_rack.values()) == [4, 8], by_rack
+    jobs = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs",
+                    labelSelector=f"{api.JOBSET_LABEL_NAME}=split")["items"]
+    assert len(jobs) == 1
+    template = jobs[0]["spec"]["template"]
+    assert template["metadata"]["annotations"][api.ANNOTATION_JOB_SELECTOR] == wide
+    assert f"{BLOCK}={template['spec']['nodeSelector'][BLOCK]},{RACK}={template['spec']['nodeSelector'][RACK]}" \
+        == wide
+    assert api.LABEL_JOB_PINNED not in template["metadata"].get("labels", {})
+    # The pod route's answers for these pods: 8 with no patch, 4 patched.
+    answers = [line for line in webhook.output().splitlines()
+               if "route=pin pod=" + namespace + "/" in line and "result=" in line]
+    allowed = [line for line in answers if "result=allowed" in line]
+    patched = [line for line in answers if "result=patched" in line]
+    assert (len(allowed), len(patched)) == (8, 4), "\n".join(answers[-20:])
+
+
 def test_no_room_waits_with_its_reason_and_two_at_once_never_share_the_last_rack(kube, kubeconfig, placing):
     namespace = placing
     # Fill a whole block and one rack of the other: one rack (8 cpu) is left.

@@ -118,6 +118,15 @@ enum muster_barrier_exit {
  * route remove it wherever muster did not put it. */
 #define MUSTER_LABEL_JOB_PINNED "muster.dev/job-pinned"
 #define MUSTER_LABEL_JOB_PINNED_POINTER "muster.dev~1job-pinned"
+/* Annotation the pin route puts on the pod template of a Job whose pods go
+ * to several domains of one depth (pinned one by one): the selector
+ * ("k=v,k=v") it merged into that template's nodeSelector, the domain of
+ * most of its pods (lib/topo/topo_record.h, topo_record_job_template). The
+ * pod route answers a pod already in its domain with no patch (the apiserver
+ * then neither applies a patch nor runs its admission chain again) and, for
+ * the others, replaces only values its pod template got this way. */
+#define MUSTER_ANNOTATION_JOB_SELECTOR "muster.dev/job-selector"
+#define MUSTER_ANNOTATION_JOB_SELECTOR_POINTER "muster.dev~1job-selector"
 /* The placement of record: ConfigMap `<jobset>` MUSTER_PLACEMENT_SUFFIX,
  * owned by the JobSet, data[MUSTER_PLACEMENT_KEY] (lib/topo/topo_record.h). */
 #define MUSTER_PLACEMENT_SUFFIX "-placement"

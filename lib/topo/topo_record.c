@@ -401,6 +401,67 @@ int topo_record_find_range(const struct topo_record *record, const char *replica
 	return 0;
 }
 
+/* 1 when selectors a and b ("k=v,k=v") name the same keys in the same
+ * order. */
+static int same_keys(const char *a, const char *b)
+{
+	for (;;) {
+		size_t ka = strcspn(a, "="), kb = strcspn(b, "=");
+
+		if (ka != kb || memcmp(a, b, ka) != 0)
+			return 0;
+		a += ka;
+		b += kb;
+		a += strcspn(a, ",");
+		b += strcspn(b, ",");
+		if (!*a || !*b)
+			return !*a && !*b;
+		a++;
+		b++;
+	}
+}
+
+int topo_record_job_template(const struct topo_record *record, const char *replicated_job, uint32_t job_index,
+			     uint32_t from, uint32_t to, const char **selector)
+{
+	const struct record_run *widest = NULL;
+	uint64_t widest_count = 0, covered = 0;
+	const char *first;
+
+	if (from > to || !topo_record_find_range(record, replicated_job, job_index, from, to, &first))
+		return 0;
+	for (size_t g = 0; g < record->group_count; g++) {
+		const struct record_group *group = &record->groups[g];
+		const struct record_job *job;
+
+		if (strcmp(group->name, replicated_job) != 0)
+			continue;
+		job = &record->jobs[group->first_job + job_index];
+		for (uint32_t r = 0; r < job->run_count; r++) {
+			const struct record_run *run = &record->runs[job->first_run + r];
+			uint32_t lo = run->from > from ? run->from : from, hi = run->to < to ? run->to : to;
+			uint64_t n;
+
+			if (run->to < from || run->from > to)
+				continue;
+			if (!run->selector[0] || (widest && !same_keys(run->selector, widest->selector)))
+				return 0;
+			n = (uint64_t)hi - lo + 1;
+			covered += n;
+			if (n > widest_count) {
+				widest = run;
+				widest_count = n;
+			}
+		}
+		break;
+	}
+	/* Every index in a run: runs ascend without overlap. */
+	if (!widest || covered != (uint64_t)to - from + 1)
+		return 0;
+	*selector = widest->selector;
+	return 1;
+}
+
 int topo_record_find(const struct topo_record *record, const char *replicated_job, uint32_t job_index,
 		     uint32_t completion, const char **selector)
 {

@@ -85,6 +85,16 @@ int topo_record_find(const struct topo_record *record, const char *replicated_jo
 int topo_record_find_range(const struct topo_record *record, const char *replicated_job, uint32_t job_index,
 			   uint32_t from, uint32_t to, const char **selector);
 
+/* The selector a Job pinned pod by pod gets on its pod template (the pin
+ * route's Job half, docs/placement-live.md step 4): that of the run holding
+ * the most of completion indexes from..to (the first of equal ones), when
+ * the record holds all of them and every one of their runs selects the same
+ * keys (so that each pod's own selector only changes values). 1 and
+ * *selector (borrowed, not ""), else 0: such a Job's pods get their whole
+ * selector one by one. */
+int topo_record_job_template(const struct topo_record *record, const char *replicated_job, uint32_t job_index,
+			     uint32_t from, uint32_t to, const char **selector);
+
 /* Calls fn for every run, in record order; stops when fn returns non-zero
  * (and returns that). */
 int topo_record_foreach(const struct topo_record *record,

@@ -166,6 +166,44 @@ static void runs_and_lookup(void **state)
 	topo_record_free(r);
 }
 
+/* A Job pinned pod by pod: its pod template gets the domain of most of its
+ * pods, only when every run selects the same keys and none is "anywhere". */
+static void a_jobs_template_gets_the_domain_of_most_of_its_pods(void **state)
+{
+	static const char text[] = "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":["
+				   "[[0,19,\"block=b1,rack=r1\"],[20,99,\"block=b1,rack=r2\"]],"
+				   "[[0,49,\"block=b1,rack=r1\"],[50,99,\"block=b1,rack=r3\"]],"
+				   "[[0,3,\"block=b1,rack=r1\"],[4,9,\"block=b2\"]],"
+				   "[[0,3,\"block=b1,rack=r1\"],[4,9,\"\"]],"
+				   "[[0,3,\"block=b1,rack=r1\"],[5,9,\"block=b1,rack=r2\"]],"
+				   "[[0,3,\"block=b1,rack=r1\"],[4,9,\"block=b1,host=r2\"]]]}}";
+	struct topo_record *r = NULL;
+	const char *selector = NULL;
+
+	(void)state;
+	assert_int_equal(topo_record_parse(text, strlen(text), &r, NULL), 0);
+	/* 20 and 80 pods: the 80 pods' rack. */
+	assert_int_equal(topo_record_job_template(r, "w", 0, 0, 99, &selector), 1);
+	assert_string_equal(selector, "block=b1,rack=r2");
+	/* Within the range only: 0..29 holds 20 of r1 and 10 of r2. */
+	assert_int_equal(topo_record_job_template(r, "w", 0, 0, 29, &selector), 1);
+	assert_string_equal(selector, "block=b1,rack=r1");
+	/* Equal shares: the first. */
+	assert_int_equal(topo_record_job_template(r, "w", 1, 0, 99, &selector), 1);
+	assert_string_equal(selector, "block=b1,rack=r1");
+	/* Runs of other depths, "anywhere", a gap, other keys, past the
+	 * end, no such Job: none. */
+	assert_int_equal(topo_record_job_template(r, "w", 2, 0, 9, &selector), 0);
+	assert_int_equal(topo_record_job_template(r, "w", 3, 0, 9, &selector), 0);
+	assert_int_equal(topo_record_job_template(r, "w", 4, 0, 9, &selector), 0);
+	assert_int_equal(topo_record_job_template(r, "w", 5, 0, 9, &selector), 0);
+	assert_int_equal(topo_record_job_template(r, "w", 0, 0, 100, &selector), 0);
+	assert_int_equal(topo_record_job_template(r, "w", 6, 0, 9, &selector), 0);
+	assert_int_equal(topo_record_job_template(r, "x", 0, 0, 9, &selector), 0);
+	assert_int_equal(topo_record_job_template(r, "w", 0, 9, 0, &selector), 0);
+	topo_record_free(r);
+}
+
 static void bad_records_are_refused(void **state)
 {
 	static const struct {
@@ -220,6 +258,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(placement_round_trip),
 		cmocka_unit_test(runs_and_lookup),
+		cmocka_unit_test(a_jobs_template_gets_the_domain_of_most_of_its_pods),
 		cmocka_unit_test(bad_records_are_refused),
 		cmocka_unit_test(selectors_match_labels_and_hostnames),
 	};
