@@ -28,6 +28,12 @@ static int check_run(void *arg, const char *rj, uint32_t job, uint32_t from, uin
 	    topo_record_find(w->r, rj, job, to, &found) != 1)
 		abort();
 	(void)selector;
+	/* A Job's template share, at its first run only (each call walks the
+	 * Job's runs): one of its runs' selectors, never "". */
+	if (from == 0 && topo_record_job_template(w->r, rj, job, 0, UINT32_MAX - 1, &found) == 1)
+		abort(); /* no record holds indexes up to 2^32 - 2 */
+	if (from == 0 && topo_record_job_template(w->r, rj, job, 0, to, &found) == 1 && !found[0])
+		abort();
 	return 0;
 }
 
