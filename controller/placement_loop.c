@@ -69,7 +69,7 @@ struct pjobset {
 	int resuming; /* this pass resumes it from its record */
 	double hold_until; /* re-placed: not placed again before (pod route caches expire) */
 	double relocated_at; /* when this controller last suspended it to place it again */
-	int clear_jobs; /* placed again: its Jobs pinned whole by the old record go before it is placed */
+	int clear_jobs; /* placed again: its Jobs pinned (whole or a share) by the old record go before it is placed */
 	int relocating; /* suspended by relocate(); the informer has not shown it yet */
 	uint32_t record_attempt; /* the attempt `record` places (a record of before attempts: the current one)
 				  */
@@ -2728,7 +2728,7 @@ static int clear_one(struct placement_loop *loop, const struct clearing *w, cons
 	return err ? err : 1;
 }
 
-/* The Jobs pinned whole of JobSets placed again whose hold has ended:
+/* The Jobs pinned whole (or given a share) of JobSets placed again whose hold has ended:
  * deleted (JobSet makes them again once the new record is written; the pin
  * route refuses them until then), so none runs pods where the old record
  * pointed. A JobSet is placed only after all of its went; a failure is
@@ -2785,7 +2785,7 @@ static void clear_due(struct placement_loop *loop)
 		cause = NULL;
 		if (deleted)
 			mlog(MLOG_INFO, "placement-jobs-cleared",
-			     "jobset=%s/%s jobs=%u action=\"deleted: pinned whole by the old record; JobSet "
+			     "jobset=%s/%s jobs=%u action=\"deleted: pinned whole or given a share by the old record; JobSet "
 			     "makes them again once placed\"",
 			     w->namespace, w->name, deleted);
 		pthread_mutex_lock(&loop->lock);

@@ -66,9 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (pin && pod_pin_job_key(request.object, &key, &pods, &cause) == 0) {
 			pod_pin_job_patch(request.object, "block=b1,rack=r~/1", pin, &cause);
 			pod_pin_job_unpinned(request.object, pin);
-			free(cause);
-			cause = NULL;
-			pod_pin_job_share_patch(request.object, "block=b1,rack=r~/1", pin, &cause);
+			pod_pin_job_share_patch(request.object, "block=b1,rack=r~/1", pin);
 		}
 		free(cause);
 		cause = NULL;

@@ -1122,6 +1122,11 @@ static void gate_suspends_labels_and_composes_with_the_barrier(void **state)
 								(cJSON *)pin_template_of(js, 0), "metadata"),
 							"labels"),
 				MUSTER_LABEL_JOB_PINNED, "true");
+	cJSON_AddStringToObject(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(js, 0), "metadata"),
+			"annotations"),
+		MUSTER_ANNOTATION_JOB_SELECTOR, "rack=r1");
 	assert_int_equal(placement_gate_create(js, patch, &modified, &skip, &cause), 0);
 	assert_null(skip);
 	assert_non_null(modified);
@@ -1140,8 +1145,12 @@ static void gate_suspends_labels_and_composes_with_the_barrier(void **state)
 			    TOKEN); /* both annotations kept */
 	assert_string_equal(template_label(js, 0, MUSTER_LABEL_PLACEMENT), "true");
 	assert_string_equal(template_label(js, 1, MUSTER_LABEL_PLACEMENT), "true");
-	/* The pin route's own mark, copied onto a pod template, is gone. */
+	/* The pin route's own marks, copied onto a pod template, are gone. */
 	assert_null(template_label(js, 0, MUSTER_LABEL_JOB_PINNED));
+	assert_null(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(pin_template_of(js, 0), "metadata"), "annotations"),
+		MUSTER_ANNOTATION_JOB_SELECTOR));
 	/* The Job templates too: the pin route's Job half selects the Jobs. */
 	assert_string_equal(job_template_label(js, 0, MUSTER_LABEL_PLACEMENT), "true");
 	assert_string_equal(job_template_label(js, 1, MUSTER_LABEL_PLACEMENT), "true");
@@ -1507,6 +1516,21 @@ static void pod_route_pins_by_job_and_completion_index(void **state)
 	"\"muster.dev/placement\":\"true\"}},\"spec\":{" spec_extra "\"template\":{" template_labels         \
 	"\"spec\":{\"containers\":[{\"name\":\"c\"}]}}}}"
 
+/* The share annotation of a Job's pod template, or NULL. */
+static const char *share_of(const cJSON *job)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(
+					cJSON_GetObjectItemCaseSensitive(job, "spec"), "template"),
+				"metadata"),
+			"annotations"),
+		MUSTER_ANNOTATION_JOB_SELECTOR);
+
+	return cJSON_IsString(a) ? a->valuestring : NULL;
+}
+
 /* A Job whose pods go to two racks: its pod template gets the rack of most
  * of them, recorded in an annotation; its pods in that rack then need no op
  * at the pod route, and the others get that value replaced. */
@@ -1520,7 +1544,7 @@ static void a_job_split_over_racks_gets_the_rack_of_most_of_its_pods(void **stat
 	char *cause = NULL;
 
 	(void)state;
-	assert_int_equal(pod_pin_job_share_patch(job, "block=b1,rack=r2", patch, &cause), 0);
+	assert_int_equal(pod_pin_job_share_patch(job, "block=b1,rack=r2", patch), 0);
 	apply_patch(job, patch);
 	cJSON_Delete(patch);
 	template =
@@ -1529,11 +1553,7 @@ static void a_job_split_over_racks_gets_the_rack_of_most_of_its_pods(void **stat
 	sel = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(template, "spec"),
 					       "nodeSelector");
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "rack")->valuestring, "r2");
-	assert_string_equal(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
-						 MUSTER_ANNOTATION_JOB_SELECTOR)
-			->valuestring,
-		"block=b1,rack=r2");
+	assert_string_equal(share_of(job), "block=b1,rack=r2");
 	/* Its pods go to the pod route: not marked pinned whole. */
 	assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "labels"),
 						     MUSTER_LABEL_JOB_PINNED));
@@ -1548,6 +1568,18 @@ static void a_job_split_over_racks_gets_the_rack_of_most_of_its_pods(void **stat
 	assert_int_equal(pod_pin_patch(pod, "block=b1,rack=r2", patch, &cause), 0);
 	assert_int_equal(cJSON_GetArraySize(patch), 0);
 	cJSON_Delete(patch);
+	/* A domain of another depth, or "anywhere" (the share came from
+	 * another record): the share's pairs it does not name go. */
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_patch(pod, "block=b2", patch, &cause), 0);
+	assert_int_equal(cJSON_GetArraySize(patch), 2);
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(patch, 1), "op")->valuestring,
+			    "remove");
+	cJSON_Delete(patch);
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_patch(pod, "", patch, &cause), 0);
+	assert_int_equal(cJSON_GetArraySize(patch), 2);
+	cJSON_Delete(patch);
 	/* In the other rack: that value replaced, the rest kept. */
 	patch = cJSON_CreateArray();
 	assert_int_equal(pod_pin_patch(pod, "block=b1,rack=r1", patch, &cause), 0);
@@ -1558,49 +1590,52 @@ static void a_job_split_over_racks_gets_the_rack_of_most_of_its_pods(void **stat
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "rack")->valuestring, "r1");
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(sel, "block")->valuestring, "b1");
 	/* A value the annotation does not hold (now r1, the annotation says
-	 * r2) is the user's: a contradiction, refused as before. */
+	 * r2) is the user's: a contradiction, refused as before, and not
+	 * removed either. */
 	patch = cJSON_CreateArray();
 	assert_int_equal(pod_pin_patch(pod, "block=b1,rack=r3", patch, &cause), -1);
 	assert_non_null(strstr(cause, "rack=r1"));
 	free(cause);
 	cause = NULL;
 	cJSON_Delete(patch);
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_patch(pod, "block=b1", patch, &cause), 0);
+	assert_int_equal(cJSON_GetArraySize(patch), 0);
+	cJSON_Delete(patch);
 	cJSON_Delete(pod);
 	cJSON_Delete(job);
 
-	/* A template whose own selector contradicts the share: refused. */
-	job = cJSON_Parse(PINNED_JOB("\"completions\":100,",
-				     "\"metadata\":{\"annotations\":{\"muster.dev/job-selector\":\"x\"}},"));
-	cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(
-				      cJSON_GetObjectItemCaseSensitive(
-					      cJSON_GetObjectItemCaseSensitive(job, "spec"), "template"),
-				      "spec"),
-			      "nodeSelector", cJSON_Parse("{\"rack\":\"r7\"}"));
+	/* A template whose own selector contradicts the share: no share, its
+	 * pods pinned one by one (a copied annotation goes); one that selects
+	 * part of it: only the pairs muster added are recorded. */
+	job = cJSON_Parse(
+		PINNED_JOB("\"completions\":100,",
+			   "\"metadata\":{\"annotations\":{\"muster.dev/job-selector\":\"x=y\"}},"));
+	template =
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"), "template");
+	cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(template, "spec"), "nodeSelector",
+			      cJSON_Parse("{\"rack\":\"r7\"}"));
 	patch = cJSON_CreateArray();
-	assert_int_equal(pod_pin_job_share_patch(job, "block=b1,rack=r2", patch, &cause), -1);
-	assert_non_null(strstr(cause, "rack=r7"));
-	free(cause);
-	cause = NULL;
-	cJSON_Delete(patch);
-	/* An annotation of the name it carries already is replaced. */
-	cJSON_DeleteItemFromObjectCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"),
-							 "template"),
-			"spec"),
-		"nodeSelector");
-	patch = cJSON_CreateArray();
-	assert_int_equal(pod_pin_job_share_patch(job, "block=b1,rack=r2", patch, &cause), 0);
+	assert_int_equal(pod_pin_job_share_patch(job, "block=b1,rack=r2", patch), 0);
 	apply_patch(job, patch);
 	cJSON_Delete(patch);
-	meta = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "spec"), "template"),
-		"metadata");
-	assert_string_equal(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
-						 MUSTER_ANNOTATION_JOB_SELECTOR)
-			->valuestring,
-		"block=b1,rack=r2");
+	assert_null(share_of(job));
+	sel = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(template, "spec"),
+					       "nodeSelector");
+	assert_int_equal(cJSON_GetArraySize(sel), 1); /* untouched */
+	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(template, "spec"),
+					       "nodeSelector", cJSON_Parse("{\"block\":\"b1\"}"));
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_job_share_patch(job, "block=b1,rack=r2", patch), 0);
+	apply_patch(job, patch);
+	cJSON_Delete(patch);
+	assert_string_equal(share_of(job), "rack=r2");
+	/* Selecting it all already: nothing to share. */
+	patch = cJSON_CreateArray();
+	assert_int_equal(pod_pin_job_share_patch(job, "block=b1,rack=r2", patch), 0);
+	apply_patch(job, patch);
+	cJSON_Delete(patch);
+	assert_null(share_of(job));
 	cJSON_Delete(job);
 }
 

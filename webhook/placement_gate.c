@@ -257,12 +257,25 @@ static const char *state_of(const cJSON *jobset)
 	return cJSON_IsString(state) ? state->valuestring : NULL;
 }
 
-/* 1 when replicated job `rj`'s pod template carries the pin route's mark of
- * a Job pinned whole (MUSTER_LABEL_JOB_PINNED). */
-static int has_pinned_mark(const cJSON *rj)
+/* The pin route's marks on a Job's pod template, never the user's to give
+ * on a JobSet's: MUSTER_LABEL_JOB_PINNED (the pods of a Job pinned one by one
+ * would skip the pod route) and MUSTER_ANNOTATION_JOB_SELECTOR (the pod route
+ * would replace values of the user's: on a resume JobSet merges the JobSet's
+ * pod template annotations over its Jobs'). */
+static const struct {
+	const char *field, *key, *pointer;
+} pin_marks[] = {
+	{ "labels", MUSTER_LABEL_JOB_PINNED, "labels/" MUSTER_LABEL_JOB_PINNED_POINTER },
+	{ "annotations", MUSTER_ANNOTATION_JOB_SELECTOR,
+	  "annotations/" MUSTER_ANNOTATION_JOB_SELECTOR_POINTER },
+};
+
+/* 1 when replicated job `rj`'s pod template carries pin mark `m`. */
+static int has_pin_mark(const cJSON *rj, size_t m)
 {
-	return kjson_member(kjson_member(kjson_member(jobset_pod_template(rj), "metadata"), "labels"),
-			    MUSTER_LABEL_JOB_PINNED) != NULL;
+	return kjson_member(
+		       kjson_member(kjson_member(jobset_pod_template(rj), "metadata"), pin_marks[m].field),
+		       pin_marks[m].key) != NULL;
 }
 
 /* The first replicated job of `old` (NULL for a CREATE), to walk beside the
@@ -275,14 +288,13 @@ static const cJSON *first_rj(const cJSON *old)
 	return cJSON_IsArray(rjs) ? rjs->child : NULL;
 }
 
-/* The pin route's mark of a Job pinned whole (MUSTER_LABEL_JOB_PINNED) on a
- * JobSet's pod template is never the user's to give: copied there (from a
- * Job's YAML, say), it would keep the pods of a Job pinned one by one from
- * the pod route. Appends the remove ops for the pod templates that carry it
- * and whose counterpart in `old` does not (`old` NULL: a CREATE; on an
- * UPDATE a mark the JobSet had before is left alone: the template may be
- * immutable by then, and the update refused for it); 1 when any. */
-static int strip_job_pinned(const cJSON *old, const cJSON *jobset, cJSON *patch)
+/* The pin route's marks (pin_marks) on a JobSet's pod templates: copied
+ * there (from a Job's YAML, say), they would reach its Jobs. Appends the
+ * remove ops for the pod templates that carry one and whose counterpart in
+ * `old` does not (`old` NULL: a CREATE; on an UPDATE a mark the JobSet had
+ * before is left alone: the template may be immutable by then, and the
+ * update refused for it); 1 when any. */
+static int strip_pin_marks(const cJSON *old, const cJSON *jobset, cJSON *patch)
 {
 	const cJSON *rj, *was = first_rj(old);
 	size_t i = 0;
@@ -290,14 +302,16 @@ static int strip_job_pinned(const cJSON *old, const cJSON *jobset, cJSON *patch)
 
 	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
 	{
-		if (has_pinned_mark(rj) && !(was && has_pinned_mark(was))) {
+		for (size_t m = 0; m < sizeof(pin_marks) / sizeof(pin_marks[0]); m++) {
 			char path[POINTER_MAX];
-			cJSON *o = cJSON_CreateObject();
+			cJSON *o;
 
-			snprintf(
-				path, sizeof(path),
-				"/spec/replicatedJobs/%zu/template/spec/template/metadata/labels/" MUSTER_LABEL_JOB_PINNED_POINTER,
-				i);
+			if (!has_pin_mark(rj, m) || (was && has_pin_mark(was, m)))
+				continue;
+			o = cJSON_CreateObject();
+			snprintf(path, sizeof(path),
+				 "/spec/replicatedJobs/%zu/template/spec/template/metadata/%s", i,
+				 pin_marks[m].pointer);
 			if (o && cJSON_AddStringToObject(o, "op", "remove") &&
 			    cJSON_AddStringToObject(o, "path", path) && cJSON_AddItemToArray(patch, o))
 				any = 1;
@@ -310,9 +324,9 @@ static int strip_job_pinned(const cJSON *old, const cJSON *jobset, cJSON *patch)
 	return any;
 }
 
-/* Drops MUSTER_LABEL_JOB_PINNED from the pod templates of `copy`, as
- * strip_job_pinned(old, ...) removes it. */
-static void drop_job_pinned(const cJSON *old, cJSON *copy)
+/* Drops the pin marks from the pod templates of `copy`, as
+ * strip_pin_marks(old, ...) removes them. */
+static void drop_pin_marks(const cJSON *old, cJSON *copy)
 {
 	const cJSON *was = first_rj(old);
 	cJSON *rj;
@@ -320,13 +334,14 @@ static void drop_job_pinned(const cJSON *old, cJSON *copy)
 	cJSON_ArrayForEach(rj, cJSON_GetObjectItemCaseSensitive(
 				       cJSON_GetObjectItemCaseSensitive(copy, "spec"), "replicatedJobs"))
 	{
-		if (!(was && has_pinned_mark(was)))
-			cJSON_DeleteItemFromObjectCaseSensitive(
-				cJSON_GetObjectItemCaseSensitive(
-					cJSON_GetObjectItemCaseSensitive((cJSON *)jobset_pod_template(rj),
-									 "metadata"),
-					"labels"),
-				MUSTER_LABEL_JOB_PINNED);
+		for (size_t m = 0; m < sizeof(pin_marks) / sizeof(pin_marks[0]); m++)
+			if (!(was && has_pin_mark(was, m)))
+				cJSON_DeleteItemFromObjectCaseSensitive(
+					cJSON_GetObjectItemCaseSensitive(
+						cJSON_GetObjectItemCaseSensitive(
+							(cJSON *)jobset_pod_template(rj), "metadata"),
+						pin_marks[m].field),
+					pin_marks[m].key);
 		was = was ? was->next : NULL;
 	}
 }
@@ -354,7 +369,7 @@ static int strip(const cJSON *jobset, cJSON *patch)
 			else
 				cJSON_Delete(o);
 		}
-	any |= strip_job_pinned(NULL, jobset, patch);
+	any |= strip_pin_marks(NULL, jobset, patch);
 	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
 	{
 		const cJSON *templates[2] = { kjson_member(rj, "template"), jobset_pod_template(rj) };
@@ -421,7 +436,7 @@ static int stripped(const cJSON *jobset, cJSON *patch, cJSON **modified, char **
 			"labels");
 		cJSON_DeleteItemFromObjectCaseSensitive(labels, MUSTER_LABEL_PLACEMENT);
 	}
-	drop_job_pinned(NULL, copy);
+	drop_pin_marks(NULL, copy);
 	*modified = copy;
 	return 0;
 }
@@ -463,8 +478,8 @@ int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, c
 		err = set_suspend(patch, copy);
 	if (!err)
 		err = label_templates(patch, copy);
-	if (!err && strip_job_pinned(NULL, copy, patch))
-		drop_job_pinned(NULL, copy);
+	if (!err && strip_pin_marks(NULL, copy, patch))
+		drop_pin_marks(NULL, copy);
 	if (err) {
 		cJSON_Delete(copy);
 		return cause_fail(cause, "out of memory");
@@ -483,8 +498,8 @@ int placement_gate_update(const cJSON *old_jobset, const cJSON *jobset, int from
 	*modified = NULL;
 	if (!was)
 		return 0; /* not gated at creation: nothing to keep */
-	/* A mark of a Job pinned whole added by this update goes, as at creation. */
-	pinned = strip_job_pinned(old_jobset, jobset, patch);
+	/* A pin mark added by this update goes, as at creation. */
+	pinned = strip_pin_marks(old_jobset, jobset, patch);
 	if (strcmp(was, MUSTER_PLACEMENT_PLACED) == 0 && now && strcmp(now, MUSTER_PLACEMENT_WAITING) == 0 &&
 	    suspended(jobset)) {
 		/* placed again, suspended meanwhile (the controller's move after a node is lost) */
@@ -513,7 +528,7 @@ int placement_gate_update(const cJSON *old_jobset, const cJSON *jobset, int from
 		return cause_fail(cause, "out of memory");
 	}
 	if (pinned)
-		drop_job_pinned(old_jobset, copy);
+		drop_pin_marks(old_jobset, copy);
 	*modified = copy;
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include "muster_api.h"
 
 #define LABEL_VALUE_MAX 63
+#define SHARE_MAX 2048 /* a share's pairs: at most a record selector's */
 
 /* `kind` is "pod" or "Job", as the messages name the object. */
 static int take(const cJSON *labels, const char *kind, const char *key, char *dst, size_t max, char **cause)
@@ -127,36 +128,74 @@ static void pointer_token(char *out, size_t size, const char *text, size_t len)
 	out[o] = '\0';
 }
 
-/* 1 when selector `owned` ("k=v,k=v", may be NULL) holds key=value. */
-static int owns(const char *owned, const char *key, size_t key_len, const char *value)
+/* A remove op for `path`. */
+static int remove_op(cJSON *patch, const char *path)
 {
-	size_t value_len = strlen(value);
+	cJSON *o = cJSON_CreateObject();
 
-	while (owned && *owned) {
-		size_t len = strcspn(owned, ",");
-		const char *eq = memchr(owned, '=', len);
-
-		if (eq && (size_t)(eq - owned) == key_len && memcmp(owned, key, key_len) == 0 &&
-		    len - key_len - 1 == value_len && memcmp(eq + 1, value, value_len) == 0)
-			return 1;
-		owned += len;
-		if (*owned)
-			owned++;
+	if (!o || !cJSON_AddStringToObject(o, "op", "remove") || !cJSON_AddStringToObject(o, "path", path) ||
+	    !cJSON_AddItemToArray(patch, o)) {
+		cJSON_Delete(o);
+		return -1;
 	}
 	return 0;
+}
+
+/* The value of `key` (key_len bytes) in selector `selector` ("k=v,k=v", may
+ * be NULL): its start and *len, or NULL. */
+static const char *selector_value(const char *selector, const char *key, size_t key_len, size_t *len)
+{
+	while (selector && *selector) {
+		size_t pair = strcspn(selector, ",");
+		const char *eq = memchr(selector, '=', pair);
+
+		if (eq && (size_t)(eq - selector) == key_len && memcmp(selector, key, key_len) == 0) {
+			*len = pair - key_len - 1;
+			return eq + 1;
+		}
+		selector += pair;
+		if (*selector)
+			selector++;
+	}
+	return NULL;
+}
+
+/* 1 when selector `owned` (may be NULL) holds key=value. */
+static int owns(const char *owned, const char *key, size_t key_len, const char *value)
+{
+	size_t len;
+	const char *have = selector_value(owned, key, key_len, &len);
+
+	return have && len == strlen(value) && memcmp(have, value, len) == 0;
+}
+
+/* Appends "key=value" to `added` (a selector being built, `size` bytes). */
+static void note_added(char *added, size_t size, const char *key, const char *value)
+{
+	size_t at;
+
+	if (!added)
+		return;
+	at = strlen(added);
+	if (at < size)
+		snprintf(added + at, size - at, "%s%s=%s", at ? "," : "", key, value);
 }
 
 /* Ops that add `selector` to the pod spec `spec` found at JSON Pointer
  * `base`; `kind` names the object in messages. A key the spec selects with
  * another value is replaced when `owned` (the pod's
  * MUSTER_ANNOTATION_JOB_SELECTOR, or NULL) says the pin route put that
- * value there, and refused otherwise. */
+ * value there, and refused otherwise; a key of `owned` that `selector` does
+ * not name is removed while the spec still selects the owned value (the
+ * template's share came from another record than this pod's). The pairs
+ * added are noted in `added` (`added_size` bytes; NULL: not noted). */
 static int pin_spec(const cJSON *spec, const char *base, const char *kind, const char *selector,
-		    const char *owned, cJSON *patch, char **cause)
+		    const char *owned, char *added, size_t added_size, cJSON *patch, char **cause)
 {
 	const cJSON *existing = kjson_member(spec, "nodeSelector");
 	int made = cJSON_IsObject(existing);
 	char selector_path[64];
+	const char *all = selector;
 
 	if (!cJSON_IsObject(spec))
 		return cause_fail(cause, "the %s has no %s", kind,
@@ -207,6 +246,32 @@ static int pin_spec(const cJSON *spec, const char *base, const char *kind, const
 		}
 		if (add(patch, path, cJSON_CreateString(value)))
 			return cause_fail(cause, "out of memory");
+		note_added(added, added_size, key, value);
+	}
+	/* Keys of the share this pod's domain does not name (a domain of
+	 * another depth, or "anywhere"): the share's values go. */
+	for (const char *o = owned; o && *o;) {
+		size_t pair = strcspn(o, ","), len;
+		const char *eq = memchr(o, '=', pair);
+
+		if (eq && (size_t)(eq - o) < 320 && !selector_value(all, o, (size_t)(eq - o), &len)) {
+			char key[320], path[sizeof(selector_path) + 1 + 3 * sizeof(key)];
+			const cJSON *have;
+
+			memcpy(key, o, (size_t)(eq - o));
+			key[eq - o] = '\0';
+			have = kjson_member(existing, key);
+			if (cJSON_IsString(have) && owns(owned, key, strlen(key), have->valuestring)) {
+				snprintf(path, sizeof(path), "%s/", selector_path);
+				pointer_token(path + strlen(path), sizeof(path) - strlen(path), key,
+					      strlen(key));
+				if (remove_op(patch, path))
+					return cause_fail(cause, "out of memory");
+			}
+		}
+		o += pair;
+		if (*o)
+			o++;
 	}
 	return 0;
 }
@@ -217,67 +282,96 @@ int pod_pin_patch(const cJSON *pod, const char *selector, cJSON *patch, char **c
 					  MUSTER_ANNOTATION_JOB_SELECTOR);
 
 	return pin_spec(kjson_member(pod, "spec"), "/spec", "pod", selector,
-			cJSON_IsString(owned) ? owned->valuestring : NULL, patch, cause);
+			cJSON_IsString(owned) ? owned->valuestring : NULL, NULL, 0, patch, cause);
+}
+
+/* The op removing the pod template's `field` (labels or annotations) `key`
+ * (JSON Pointer token `token`) when it has one: 0, or -1 out of memory. */
+static int drop_mark(const cJSON *job, const char *field, const char *key, const char *token, cJSON *patch)
+{
+	char path[128];
+
+	if (!kjson_member(kjson_member(kjson_member(kjson_member(kjson_member(job, "spec"), "template"),
+						    "metadata"),
+				       field),
+			  key))
+		return 0;
+	snprintf(path, sizeof(path), "/spec/template/metadata/%s/%s", field, token);
+	return remove_op(patch, path);
+}
+
+/* Sets the pod template's `field` (labels or annotations) `key` to `value`,
+ * making what is missing on the way. */
+static int set_mark(const cJSON *job, const char *field, const char *key, const char *token,
+		    const char *value, cJSON *patch)
+{
+	const cJSON *metadata = kjson_member(kjson_member(kjson_member(job, "spec"), "template"), "metadata");
+	const cJSON *map = kjson_member(metadata, field);
+	char path[128];
+
+	if (!cJSON_IsObject(metadata) && add(patch, "/spec/template/metadata", cJSON_CreateObject()))
+		return -1;
+	snprintf(path, sizeof(path), "/spec/template/metadata/%s", field);
+	if (!cJSON_IsObject(map) && add(patch, path, cJSON_CreateObject()))
+		return -1;
+	snprintf(path, sizeof(path), "/spec/template/metadata/%s/%s", field, token);
+	return op(patch, kjson_member(map, key) ? "replace" : "add", path, cJSON_CreateString(value));
 }
 
 int pod_pin_job_patch(const cJSON *job, const char *selector, cJSON *patch, char **cause)
 {
 	const cJSON *template = kjson_member(kjson_member(job, "spec"), "template");
-	const cJSON *metadata = kjson_member(template, "metadata");
-	const cJSON *labels = kjson_member(metadata, "labels");
 
-	if (pin_spec(kjson_member(template, "spec"), "/spec/template/spec", "Job", selector, NULL, patch,
-		     cause))
+	if (pin_spec(kjson_member(template, "spec"), "/spec/template/spec", "Job", selector, NULL, NULL, 0,
+		     patch, cause))
 		return -1;
 	/* Its pods are pinned already: the label keeps them from the pod
 	 * route (its objectSelector leaves out pods that carry it). */
-	if (!cJSON_IsObject(metadata) && add(patch, "/spec/template/metadata", cJSON_CreateObject()))
-		return cause_fail(cause, "out of memory");
-	if (!cJSON_IsObject(labels) && add(patch, "/spec/template/metadata/labels", cJSON_CreateObject()))
-		return cause_fail(cause, "out of memory");
-	if (op(patch, kjson_member(labels, MUSTER_LABEL_JOB_PINNED) ? "replace" : "add",
-	       "/spec/template/metadata/labels/" MUSTER_LABEL_JOB_PINNED_POINTER, cJSON_CreateString("true")))
+	if (set_mark(job, "labels", MUSTER_LABEL_JOB_PINNED, MUSTER_LABEL_JOB_PINNED_POINTER, "true",
+		     patch) ||
+	    drop_mark(job, "annotations", MUSTER_ANNOTATION_JOB_SELECTOR,
+		      MUSTER_ANNOTATION_JOB_SELECTOR_POINTER, patch))
 		return cause_fail(cause, "out of memory");
 	return 0;
 }
 
 int pod_pin_job_unpinned(const cJSON *job, cJSON *patch)
 {
-	const cJSON *labels = kjson_member(
-		kjson_member(kjson_member(kjson_member(job, "spec"), "template"), "metadata"), "labels");
-	cJSON *o;
-
-	if (!kjson_member(labels, MUSTER_LABEL_JOB_PINNED))
-		return 0;
-	o = cJSON_CreateObject();
-	if (!o || !cJSON_AddStringToObject(o, "op", "remove") ||
-	    !cJSON_AddStringToObject(o, "path",
-				     "/spec/template/metadata/labels/" MUSTER_LABEL_JOB_PINNED_POINTER) ||
-	    !cJSON_AddItemToArray(patch, o)) {
-		cJSON_Delete(o);
-		return -1;
-	}
-	return 0;
+	return drop_mark(job, "labels", MUSTER_LABEL_JOB_PINNED, MUSTER_LABEL_JOB_PINNED_POINTER, patch) ||
+			       drop_mark(job, "annotations", MUSTER_ANNOTATION_JOB_SELECTOR,
+					 MUSTER_ANNOTATION_JOB_SELECTOR_POINTER, patch)
+		       ? -1
+		       : 0;
 }
 
-int pod_pin_job_share_patch(const cJSON *job, const char *selector, cJSON *patch, char **cause)
+int pod_pin_job_share_patch(const cJSON *job, const char *selector, cJSON *patch)
 {
 	const cJSON *template = kjson_member(kjson_member(job, "spec"), "template");
-	const cJSON *metadata = kjson_member(template, "metadata");
-	const cJSON *annotations = kjson_member(metadata, "annotations");
+	cJSON *ops = cJSON_CreateArray(), *o;
+	char added[SHARE_MAX] = "";
+	char *cause = NULL;
+	int rc;
 
-	if (pin_spec(kjson_member(template, "spec"), "/spec/template/spec", "Job", selector, NULL, patch,
-		     cause))
+	if (!ops)
 		return -1;
-	if (!cJSON_IsObject(metadata) && add(patch, "/spec/template/metadata", cJSON_CreateObject()))
-		return cause_fail(cause, "out of memory");
-	if (!cJSON_IsObject(annotations) &&
-	    add(patch, "/spec/template/metadata/annotations", cJSON_CreateObject()))
-		return cause_fail(cause, "out of memory");
-	if (op(patch, kjson_member(annotations, MUSTER_ANNOTATION_JOB_SELECTOR) ? "replace" : "add",
-	       "/spec/template/metadata/annotations/" MUSTER_ANNOTATION_JOB_SELECTOR_POINTER,
-	       cJSON_CreateString(selector)) ||
-	    pod_pin_job_unpinned(job, patch))
-		return cause_fail(cause, "out of memory");
-	return 0;
+	rc = pin_spec(kjson_member(template, "spec"), "/spec/template/spec", "Job", selector, NULL, added,
+		      sizeof(added), ops, &cause);
+	free(cause);
+	/* Its own selector says otherwise (or it has no pod spec), or it
+	 * selects the share already: no share, its pods are pinned one by
+	 * one (or refused) as before. */
+	if (rc || !added[0] || strlen(added) + 1 >= sizeof(added)) {
+		cJSON_Delete(ops);
+		return pod_pin_job_unpinned(job, patch);
+	}
+	while ((o = cJSON_DetachItemFromArray(ops, 0)) != NULL)
+		cJSON_AddItemToArray(patch, o);
+	cJSON_Delete(ops);
+	/* Only the pairs muster added: those the pod route may change. */
+	return set_mark(job, "annotations", MUSTER_ANNOTATION_JOB_SELECTOR,
+			MUSTER_ANNOTATION_JOB_SELECTOR_POINTER, added, patch) ||
+			       drop_mark(job, "labels", MUSTER_LABEL_JOB_PINNED,
+					 MUSTER_LABEL_JOB_PINNED_POINTER, patch)
+		       ? -1
+		       : 0;
 }

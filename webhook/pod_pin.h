@@ -17,7 +17,9 @@
  * pod selects with another value is replaced when its annotation
  * MUSTER_ANNOTATION_JOB_SELECTOR holds that key=value (its Job's pod
  * template got it from the pin route: pod_pin_job_share_patch); otherwise it
- * is a contradiction muster does not resolve: refused, naming both values. No
+ * is a contradiction muster does not resolve: refused, naming both values.
+ * A pair of that annotation the selector does not name, still selected by
+ * the pod, is removed (the share came from another record's domains). No
  * I/O, no state; errors are -1 and a malloc'd cause.
  */
 #ifndef MUSTER_POD_PIN_H
@@ -55,17 +57,20 @@ int pod_pin_job_patch(const struct cJSON *job, const char *selector, struct cJSO
 
 /* A Job whose pods go to several domains of one depth, pinned one by one:
  * `selector`, the domain of most of them (topo_record_job_template), merged
- * into its pod template's nodeSelector as for a Job pinned whole, and
- * recorded in its pod template's annotation MUSTER_ANNOTATION_JOB_SELECTOR,
- * so that the pod route answers the pods of that domain with no patch and
- * replaces those values for the others (pod_pin_patch); a
- * MUSTER_LABEL_JOB_PINNED it carries is removed (pod_pin_job_unpinned). */
-int pod_pin_job_share_patch(const struct cJSON *job, const char *selector, struct cJSON *patch, char **cause);
+ * into its pod template's nodeSelector as for a Job pinned whole, and the
+ * pairs that added recorded in its pod template's annotation
+ * MUSTER_ANNOTATION_JOB_SELECTOR, so that the pod route answers the pods of
+ * that domain with no patch and changes only those values for the others
+ * (pod_pin_patch). A template whose own selector contradicts `selector`, or
+ * holds it already, gets no share (pod_pin_job_unpinned's ops only). A
+ * MUSTER_LABEL_JOB_PINNED it carries is removed. 0, or -1 out of memory. */
+int pod_pin_job_share_patch(const struct cJSON *job, const char *selector, struct cJSON *patch);
 
-/* A Job whose pods are pinned one by one: the op that removes
- * MUSTER_LABEL_JOB_PINNED from its pod template when it carries one that
- * muster did not put there (its pods would skip the pod route unpinned);
- * 0, or -1 out of memory. */
+/* A Job whose pods are pinned one by one with no share: the ops that remove
+ * MUSTER_LABEL_JOB_PINNED (its pods would skip the pod route unpinned) and
+ * MUSTER_ANNOTATION_JOB_SELECTOR (the pod route would change values of the
+ * template's own) from its pod template when it carries them, muster having
+ * not put them there; 0, or -1 out of memory. */
 int pod_pin_job_unpinned(const struct cJSON *job, struct cJSON *patch);
 
 #endif

@@ -461,8 +461,10 @@ static cJSON *pin_job(struct webhook *w, const struct admission_request *request
 		 * its pods: those cost the apiserver no patch at the pod route. */
 		o->result = "per_pod";
 		if (!(patch = cJSON_CreateArray()) ||
-		    pod_pin_job_share_patch(request->object, selector, patch, &o->message))
+		    pod_pin_job_share_patch(request->object, selector, patch)) {
+			o->message = strdup("out of memory");
 			pin_denied(o);
+		}
 		return patch;
 	}
 	if (rc == 2) { /* its pods are pinned one by one: none may skip the pod route */
