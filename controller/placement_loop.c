@@ -69,7 +69,8 @@ struct pjobset {
 	int resuming; /* this pass resumes it from its record */
 	double hold_until; /* re-placed: not placed again before (pod route caches expire) */
 	double relocated_at; /* when this controller last suspended it to place it again */
-	int clear_jobs; /* placed again: its Jobs pinned (whole or a share) by the old record go before it is placed */
+	int clear_jobs; /* placed again: its Jobs pinned (whole or a share) by the old record go before it is
+			   placed */
 	int relocating; /* suspended by relocate(); the informer has not shown it yet */
 	uint32_t record_attempt; /* the attempt `record` places (a record of before attempts: the current one)
 				  */
