@@ -124,7 +124,9 @@ enum muster_barrier_exit {
  * most of its pods (lib/topo/topo_record.h, topo_record_job_template). The
  * pod route answers a pod already in its domain with no patch (the apiserver
  * then neither applies a patch nor runs its admission chain again) and, for
- * the others, replaces only values its pod template got this way. */
+ * the others, changes only values its pod template got this way. Only the
+ * pairs muster added are listed; the gate and the Job route remove it
+ * wherever muster did not put it. */
 #define MUSTER_ANNOTATION_JOB_SELECTOR "muster.dev/job-selector"
 #define MUSTER_ANNOTATION_JOB_SELECTOR_POINTER "muster.dev~1job-selector"
 /* The placement of record: ConfigMap `<jobset>` MUSTER_PLACEMENT_SUFFIX,
