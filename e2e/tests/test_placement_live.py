@@ -309,11 +309,17 @@ def test_kueue_managed_jobsets_are_left_to_kueue_and_a_users_suspend_is_kept(kub
     # The pin route's mark of a Job pinned whole is never the user's to give,
     # at an update as at creation: JobSet would copy it onto the pods, which
     # the pod route would then never see.
+    # Its share of a Job split over domains neither: the pod route would
+    # change values of the user's it names.
     held["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"].setdefault(
         "labels", {})[api.LABEL_JOB_PINNED] = "true"
+    held["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"].setdefault(
+        "annotations", {})[api.ANNOTATION_JOB_SELECTOR] = f"{RACK}=r9"
     updated = kube.put(f"{JOBSETS.format(namespace)}/held", held)
     assert api.LABEL_JOB_PINNED not in \
         updated["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["labels"]
+    assert api.ANNOTATION_JOB_SELECTOR not in \
+        updated["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"]
     resumed = kube.patch(f"{JOBSETS.format(namespace)}/held", {"spec": {"suspend": False}})
     assert resumed["spec"]["suspend"] is True  # held by the webhook until placed
     assert resumed["metadata"]["annotations"][api.ANNOTATION_PLACEMENT] == api.PLACEMENT_WAITING
