@@ -27,7 +27,11 @@
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_transport.h"
+#include <cjson/cJSON.h>
+
+#include "muster_api.h"
 #include "record_cache.h"
+#include "webhook.h"
 
 struct fake {
 	char record[512]; /* data.placement; "" answers 404 */
@@ -445,6 +449,136 @@ static void an_entry_counts_from_when_its_get_was_sent(void **state)
 	teardown(&s);
 }
 
+/* The JSON Patch of a /pin answer (base64 in response.patch), or NULL
+ * when the answer carries none; `allowed` set from the answer. */
+static cJSON *answer_patch(const struct http_serve_reply *reply, int *allowed)
+{
+	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	cJSON *review = cJSON_ParseWithLength(reply->body, reply->body_len), *patch = NULL;
+	const cJSON *response = cJSON_GetObjectItemCaseSensitive(review, "response");
+	const cJSON *encoded = cJSON_GetObjectItemCaseSensitive(response, "patch");
+	char decoded[4096];
+	size_t o = 0;
+	unsigned bits = 0, have = 0;
+
+	assert_non_null(review);
+	*allowed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(response, "allowed"));
+	if (cJSON_IsString(encoded)) {
+		for (const char *c = encoded->valuestring; *c && *c != '=' && o + 1 < sizeof(decoded); c++) {
+			const char *at = strchr(alphabet, *c);
+
+			assert_non_null(at);
+			bits = (bits << 6) | (unsigned)(at - alphabet);
+			if ((have += 6) >= 8) {
+				have -= 8;
+				decoded[o++] = (char)((bits >> have) & 0xff);
+			}
+		}
+		decoded[o] = '\0';
+		patch = cJSON_Parse(decoded);
+		assert_non_null(patch);
+	}
+	cJSON_Delete(review);
+	return patch;
+}
+
+/* One Job CREATE through webhook_pin: its answer's patch (or NULL). */
+static cJSON *pin_job_review(struct webhook *w, const char *spec, int *allowed)
+{
+	char body[2048];
+	struct http_serve_reply reply = { 0 };
+	cJSON *patch;
+
+	snprintf(
+		body, sizeof(body),
+		"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+		"\"uid\":\"r-1\",\"kind\":{\"group\":\"batch\",\"version\":\"v1\",\"kind\":\"Job\"},"
+		"\"resource\":{\"group\":\"batch\",\"version\":\"v1\",\"resource\":\"jobs\"},"
+		"\"namespace\":\"ns\",\"name\":\"train-w-0\",\"operation\":\"CREATE\",\"userInfo\":{},"
+		"\"object\":{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"train-w-0\","
+		"\"namespace\":\"ns\",\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"train\","
+		"\"jobset.sigs.k8s.io/jobset-uid\":\"u1\",\"jobset.sigs.k8s.io/replicatedjob-name\":\"w\","
+		"\"jobset.sigs.k8s.io/job-index\":\"0\",\"muster.dev/placement\":\"true\"}},\"spec\":{%s"
+		"\"template\":{\"metadata\":{\"labels\":{\"muster.dev/placement\":\"true\"}},"
+		"\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}}}",
+		spec);
+	webhook_pin(w, body, strlen(body), &reply);
+	assert_int_equal(reply.status, 200);
+	patch = answer_patch(&reply, allowed);
+	free(reply.body);
+	return patch;
+}
+
+/* 1 when `patch` holds an op at `path`. */
+static int has_op(const cJSON *patch, const char *path)
+{
+	const cJSON *op;
+
+	cJSON_ArrayForEach(op, patch)
+	{
+		if (strcmp(cJSON_GetObjectItemCaseSensitive(op, "path")->valuestring, path) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* The pin route's Job half, end to end in the webhook: a Job of 6 pods over
+ * two racks gets its share (the rack of 4) on its pod template and the
+ * annotation; a work queue (parallelism alone, no fixed pods) gets none;
+ * a Job whose pods share one rack is pinned whole. */
+static void the_pin_routes_job_half_gives_a_split_job_its_share_and_a_work_queue_none(void **state)
+{
+	struct setup s;
+	struct webhook_options options = { .barrier = { .barrier_image = "b",
+							.image_pull_policy = "IfNotPresent",
+							.cpu_request = "10m",
+							.memory_request = "16Mi" },
+					   .quiet = 1 };
+	struct webhook *w = NULL;
+	char *cause = NULL;
+	cJSON *patch;
+	int allowed;
+
+	(void)state;
+	setup(&s);
+	snprintf(
+		s.fake.record, sizeof(s.fake.record),
+		"{\"uid\":\"u1\",\"attempt\":0,\"replicatedJobs\":{\"w\":[[[0,1,\"rack=r1\"],[2,5,\"rack=r2\"]]]}}");
+	options.api = s.client;
+	assert_int_equal(webhook_new(&options, &w, &cause), 0);
+
+	patch = pin_job_review(w, "\"completions\":6,\"parallelism\":6,", &allowed);
+	assert_true(allowed);
+	assert_non_null(patch);
+	assert_true(has_op(patch, "/spec/template/spec/nodeSelector/rack"));
+	assert_true(
+		has_op(patch, "/spec/template/metadata/annotations/" MUSTER_ANNOTATION_JOB_SELECTOR_POINTER));
+	assert_false(has_op(patch, "/spec/template/metadata/labels/" MUSTER_LABEL_JOB_PINNED_POINTER));
+	{
+		char *text = cJSON_PrintUnformatted(patch);
+
+		assert_non_null(strstr(text, "\"r2\""));
+		assert_null(strstr(text, "\"r1\""));
+		free(text);
+	}
+	cJSON_Delete(patch);
+
+	/* A work queue: let through with no patch at all. */
+	patch = pin_job_review(w, "\"parallelism\":6,", &allowed);
+	assert_true(allowed);
+	assert_null(patch);
+
+	/* Its first 2 pods only (completions 2): one rack, pinned whole. */
+	patch = pin_job_review(w, "\"completions\":2,", &allowed);
+	assert_true(allowed);
+	assert_true(has_op(patch, "/spec/template/metadata/labels/" MUSTER_LABEL_JOB_PINNED_POINTER));
+	assert_false(
+		has_op(patch, "/spec/template/metadata/annotations/" MUSTER_ANNOTATION_JOB_SELECTOR_POINTER));
+	cJSON_Delete(patch);
+	webhook_free(w);
+	teardown(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -456,6 +590,7 @@ int main(void)
 			a_record_near_its_expiry_is_read_again_by_one_lookup_while_the_others_use_it),
 		cmocka_unit_test(a_read_ahead_that_fails_is_not_retried_before_expiry),
 		cmocka_unit_test(an_entry_counts_from_when_its_get_was_sent),
+		cmocka_unit_test(the_pin_routes_job_half_gives_a_split_job_its_share_and_a_work_queue_none),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
