@@ -394,7 +394,15 @@ def test_host_network_pods_sharing_a_node_are_all_released_by_the_push(kube, gan
     wait_for(lambda: len(starts(events_path, BARRIER, left)) == 3, timeout=60, interval=0.2,
              what="three barriers on the first node")
     pods = wait_pods(kube, namespace, 6, "the six pods", **{api.JOBSET_LABEL_UID: uid})
-    ips = {kube.get(f"/api/v1/namespaces/{namespace}/pods/{p.split('/')[1]}")["status"].get("podIP") for p in left}
+
+    def addresses():
+        """The first node's pods' addresses, once each has reported one: a
+        barrier's start comes from the container, the pod's status (with
+        its podIP) from the node's later status write."""
+        found = {kube.get(f"/api/v1/namespaces/{namespace}/pods/{p.split('/')[1]}")["status"].get("podIP")
+                 for p in left}
+        return found if None not in found else None
+    ips = wait_for(addresses, timeout=30, interval=0.2, what="the first node's pods' addresses in their status")
     assert len(ips) == 1, f"the first node's pods do not share one address: {ips}"
     main, barrier = assert_held_then_released_together(kube, events_path, namespace, pods)
     # Released by the push (the volume syncs hourly): all six well within seconds.
