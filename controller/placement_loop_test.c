@@ -1208,6 +1208,28 @@ static void train_job_shared(struct fake *f, const char *uid, const char *rack)
 	put(f, JOBS, json);
 }
 
+/* train placed in r1, its Job made by `make_job` (rack r1 or NULL), then
+ * r1's nodes deleted; returns once train is placed again in r2, with *mark
+ * the fake's log position before the delete. */
+static struct run *placed_again_after_r1_lost(void (*make_job)(struct fake *, const char *, const char *),
+					      const char *rack, size_t *mark)
+{
+	struct run *r = new_run();
+
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "train", 4, "2");
+	start(r, "rack");
+	wait_until(&r->fake, placed_in, "r1", 10, "train placed in r1");
+	make_job(&r->fake, "job-0", rack);
+	pthread_mutex_lock(&r->fake.lock);
+	*mark = r->fake.log_count;
+	delete_locked(&r->fake, NODES, "", "n1");
+	delete_locked(&r->fake, NODES, "", "n2");
+	pthread_mutex_unlock(&r->fake.lock);
+	wait_until(&r->fake, placed_in, "r2", 30, "train placed again in r2");
+	return r;
+}
+
 /* train is placed in r1 and JobSet made its Job, pinned whole to r1; then
  * r1's nodes go before its pods are bound. The JobSet is suspended and
  * placed again in r2, and its Job is deleted (by its uid) after the hold
@@ -1218,22 +1240,12 @@ static void train_job_shared(struct fake *f, const char *uid, const char *rack)
  * pinned pod by pod with no such share stays. */
 static void a_jobset_placed_again_whole_deletes_its_jobs_pinned_whole_first(void **state)
 {
-	struct run *r = new_run();
+	struct run *r;
 	int deleted, resumed;
 	size_t mark;
 
 	(void)state;
-	four_nodes(&r->fake);
-	gated_jobset(&r->fake, "train", 4, "2");
-	start(r, "rack");
-	wait_until(&r->fake, placed_in, "r1", 10, "train placed in r1");
-	train_job(&r->fake, "job-0", "r1");
-	pthread_mutex_lock(&r->fake.lock);
-	mark = r->fake.log_count;
-	delete_locked(&r->fake, NODES, "", "n1");
-	delete_locked(&r->fake, NODES, "", "n2");
-	pthread_mutex_unlock(&r->fake.lock);
-	wait_until(&r->fake, placed_in, "r2", 30, "train placed again in r2");
+	r = placed_again_after_r1_lost(train_job, "r1", &mark);
 	deleted = logged(&r->fake, mark, "DELETE /apis/batch/v1/namespaces/ns/jobs/train-w-0", "\"job-0\"");
 	resumed = logged(&r->fake, mark, "PATCH /apis/jobset.x-k8s.io", "\"suspend\":false");
 	if (deleted < 0 || resumed < 0 || deleted > resumed) {
@@ -1245,33 +1257,12 @@ static void a_jobset_placed_again_whole_deletes_its_jobs_pinned_whole_first(void
 	finish(r);
 
 	/* Pinned pod by pod: its pods are pinned by the new record, it stays. */
-	r = new_run();
-	four_nodes(&r->fake);
-	gated_jobset(&r->fake, "train", 4, "2");
-	start(r, "rack");
-	wait_until(&r->fake, placed_in, "r1", 10, "train placed in r1");
-	train_job(&r->fake, "job-0", NULL);
-	pthread_mutex_lock(&r->fake.lock);
-	delete_locked(&r->fake, NODES, "", "n1");
-	delete_locked(&r->fake, NODES, "", "n2");
-	pthread_mutex_unlock(&r->fake.lock);
-	wait_until(&r->fake, placed_in, "r2", 30, "train placed again in r2");
+	r = placed_again_after_r1_lost(train_job, NULL, &mark);
 	assert_int_equal(logged(&r->fake, 0, "DELETE /apis/batch", NULL), -1);
 	finish(r);
 
 	/* Pinned pod by pod, its template given r1: deleted before the resume. */
-	r = new_run();
-	four_nodes(&r->fake);
-	gated_jobset(&r->fake, "train", 4, "2");
-	start(r, "rack");
-	wait_until(&r->fake, placed_in, "r1", 10, "train placed in r1");
-	train_job_shared(&r->fake, "job-0", "r1");
-	pthread_mutex_lock(&r->fake.lock);
-	mark = r->fake.log_count;
-	delete_locked(&r->fake, NODES, "", "n1");
-	delete_locked(&r->fake, NODES, "", "n2");
-	pthread_mutex_unlock(&r->fake.lock);
-	wait_until(&r->fake, placed_in, "r2", 30, "train placed again in r2");
+	r = placed_again_after_r1_lost(train_job_shared, "r1", &mark);
 	deleted = logged(&r->fake, mark, "DELETE /apis/batch/v1/namespaces/ns/jobs/train-w-0", "\"job-0\"");
 	resumed = logged(&r->fake, mark, "PATCH /apis/jobset.x-k8s.io", "\"suspend\":false");
 	if (deleted < 0 || resumed < 0 || deleted > resumed) {
