@@ -1602,6 +1602,24 @@ static void a_job_split_over_racks_gets_the_rack_of_most_of_its_pods(void **stat
 	assert_int_equal(pod_pin_patch(pod, "block=b1", patch, &cause), 0);
 	assert_int_equal(cJSON_GetArraySize(patch), 0);
 	cJSON_Delete(patch);
+	/* An annotation longer than any share muster writes is not muster's:
+	 * ignored, so the value it names is the user's (refused). */
+	{
+		char huge[4096];
+		size_t at = (size_t)snprintf(huge, sizeof(huge), "rack=r1");
+
+		while (at + 8 < sizeof(huge))
+			at += (size_t)snprintf(huge + at, sizeof(huge) - at, ",k%zu=v", at);
+		cJSON_ReplaceItemInObjectCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+							 "annotations"),
+			MUSTER_ANNOTATION_JOB_SELECTOR, cJSON_CreateString(huge));
+		patch = cJSON_CreateArray();
+		assert_int_equal(pod_pin_patch(pod, "block=b1,rack=r3", patch, &cause), -1);
+		free(cause);
+		cause = NULL;
+		cJSON_Delete(patch);
+	}
 	cJSON_Delete(pod);
 	cJSON_Delete(job);
 

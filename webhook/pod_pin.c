@@ -257,11 +257,15 @@ static int pin_spec(const cJSON *spec, const char *base, const char *kind, const
 		if (eq && (size_t)(eq - o) < 320 && !selector_value(all, o, (size_t)(eq - o), &len)) {
 			char key[320], path[sizeof(selector_path) + 1 + 3 * sizeof(key)];
 			const cJSON *have;
+			size_t value_len = pair - (size_t)(eq - o) - 1;
 
 			memcpy(key, o, (size_t)(eq - o));
 			key[eq - o] = '\0';
 			have = kjson_member(existing, key);
-			if (cJSON_IsString(have) && owns(owned, key, strlen(key), have->valuestring)) {
+			/* Still the share's value (this pair's): one scan of the
+			 * annotation in all, not one per pair. */
+			if (cJSON_IsString(have) && strlen(have->valuestring) == value_len &&
+			    memcmp(have->valuestring, eq + 1, value_len) == 0) {
 				snprintf(path, sizeof(path), "%s/", selector_path);
 				pointer_token(path + strlen(path), sizeof(path) - strlen(path), key,
 					      strlen(key));
@@ -281,8 +285,12 @@ int pod_pin_patch(const cJSON *pod, const char *selector, cJSON *patch, char **c
 	const cJSON *owned = kjson_member(kjson_member(kjson_member(pod, "metadata"), "annotations"),
 					  MUSTER_ANNOTATION_JOB_SELECTOR);
 
+	/* Longer than any share muster writes: not muster's, ignored (and
+	 * no pod's annotation makes the scans above cost more than this). */
 	return pin_spec(kjson_member(pod, "spec"), "/spec", "pod", selector,
-			cJSON_IsString(owned) ? owned->valuestring : NULL, NULL, 0, patch, cause);
+			cJSON_IsString(owned) && strlen(owned->valuestring) < SHARE_MAX ? owned->valuestring
+											: NULL,
+			NULL, 0, patch, cause);
 }
 
 /* The op removing the pod template's `field` (labels or annotations) `key`
