@@ -177,7 +177,7 @@ fuzz: $(FUZZERS:%=build/fuzz/%)
 # plane (which records the controller's input), then the controller's event
 # rate replaying that recording. `make bench-micro` runs the first part only.
 # BENCH_SIZE=ci runs the cluster benchmarks smaller (1,000 pods for the
-# release, one round of 2,000 for each placement shape, one round of real pods, 10 s
+# release, one pair of rounds of 2,000 for each placement shape, one round of real pods, 10 s
 # webhook runs; the micro benchmarks, webhook memory and admission overhead as
 # they are), about 40 % of the full time: what `.ci/run` runs in the time its
 # tests leave. The figures of record in docs/benchmarks.md come from the full
@@ -223,8 +223,9 @@ bench-release: all
 		$(RELEASE_BENCH_ARGS)
 
 # Placement's cost end to end: a 5,000-pod JobSet on 1,000 fake nodes, create
-# to all pods bound, with and without placement, alternating
-# (e2e/bench/placement.py): Jobs of 100 pods each in one block (they span two
+# to all pods bound, with and without placement, alternating in pairs after a
+# warm-up round (e2e/bench/placement.py; 4 pairs at full size, 1 at CI's):
+# Jobs of 100 pods each in one block (they span two
 # racks of 80, so their pods are pinned one by one), then Jobs of 50 pods each
 # in one rack (each Job pinned whole, no admission call per pod).
 bench-placement: all

@@ -6,7 +6,9 @@ The issue's figure: a 5,000-pod JobSet (50 Jobs of 100 pods) on the
 nodes, 8 pods a node), time from the JobSet's create to all its pods bound
 by the real kube-scheduler, with placement (every Job in one block, Kueue's
 podset-slice-required-topology, and a Kueue Topology object) and without,
-in the same run, alternating. Goal: with / without <= 1.10 (upstream
+in the same run, alternating in pairs (with, without, without, with, ...)
+after one warm-up round with placement that is not counted (--warmup). Goal:
+with / without of the medians <= 1.10 (upstream
 JobSet's exclusive placement measured 58 vs 266 pods/s, 4.6x slower).
 
 With placement the path is the whole of muster's: the webhook suspends the
@@ -20,7 +22,7 @@ answers those with no patch; the other 20 get their rack patched in); with
 --level rack and Jobs of at most 80 pods, each Job is pinned
 whole and its pods make no admission call (each round prints how many). Without, the JobSet has no annotation (nothing of muster's
 runs on its path; the webhook is registered all the same). Prints each
-round, the medians and the ratio, and the controller's placement decision
+round, the medians and their ratio, each pair's ratio, and the controller's placement decision
 times from its log, and for each round what disturbed it (fake nodes not
 Ready, skipped Lease renewals, pods stranded or moved) and etcd's slow
 requests and compactions from its log.
@@ -240,9 +242,12 @@ def main():
                         help="each Job in one of these (podset-slice-required-topology); a Job that fits "
                              "in one rack is pinned whole (no admission call per pod), one of 100 pods "
                              "spans two racks of 80 and its pods are pinned one by one")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of each mode, alternating")
-    parser.add_argument("--warmup", type=int, default=0,
-                        help="rounds with placement before the measured ones, not counted")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="rounds of each mode, alternating in pairs (with, without, without, with, ...)")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="rounds with placement before the measured ones, not counted: the first round "
+                             "after the benchmark's processes start pays for their first connections and "
+                             "caches, and would always be a round with placement")
     parser.add_argument("--settle", type=float, default=120,
                         help="seconds at most to wait, before each round, for the control plane to be quiet")
     parser.add_argument("--pod-workers", type=int, default=64,
@@ -355,14 +360,17 @@ def main():
         decisions = [float(logfmt(line)["ms"]) for line in (work / "controller.log").read_text().splitlines()
                      if " event=placed " in line]
         with_s, without_s = statistics.median(results["with"]), statistics.median(results["without"])
-        print(f"command: /usr/bin/python3 e2e/bench/placement.py --rounds {args.rounds} --replicas {args.replicas} "
-              f"--parallelism {args.parallelism} --level {args.level}")
+        print(f"command: /usr/bin/python3 e2e/bench/placement.py --warmup {args.warmup} --rounds {args.rounds} "
+              f"--replicas {args.replicas} --parallelism {args.parallelism} --level {args.level}")
         print(f"{pods_wanted}-pod JobSet ({args.replicas} Jobs x {args.parallelism}) on {len(nodes)} nodes, "
               f"create to all pods bound, median of {args.rounds} each:")
         print(f"  with placement (each Job in one {args.level:5}): {with_s:6.1f} s ({pods_wanted / with_s:.0f} pods/s)")
         print(f"  without:                                {without_s:6.1f} s ({pods_wanted / without_s:.0f} pods/s)")
         print(f"  ratio with / without: {with_s / without_s:.3f} (goal <= {GOAL:.2f}: "
               f"{'goal met' if with_s / without_s <= GOAL else 'goal missed'})")
+        pairs = [w / wo for w, wo in zip(results["with"], results["without"])]
+        print(f"  ratio of each pair of rounds (with / without, in the order run): "
+              f"{', '.join(f'{r:.3f}' for r in pairs)}")
         if decisions:
             print(f"  controller, pass start to record written and JobSet resumed: "
                   f"{', '.join(f'{d:.0f}' for d in decisions)} ms")
