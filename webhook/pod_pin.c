@@ -285,11 +285,13 @@ int pod_pin_patch(const cJSON *pod, const char *selector, cJSON *patch, char **c
 	const cJSON *owned = kjson_member(kjson_member(kjson_member(pod, "metadata"), "annotations"),
 					  MUSTER_ANNOTATION_JOB_SELECTOR);
 
-	/* Longer than any share muster writes: not muster's, ignored (and
-	 * no pod's annotation makes the scans above cost more than this). */
+	/* Longer than any share muster writes: not muster's, ignored (found
+	 * without reading past SHARE_MAX; no pod's annotation makes the scans
+	 * above cost more than this). */
 	return pin_spec(kjson_member(pod, "spec"), "/spec", "pod", selector,
-			cJSON_IsString(owned) && strlen(owned->valuestring) < SHARE_MAX ? owned->valuestring
-											: NULL,
+			cJSON_IsString(owned) && strnlen(owned->valuestring, SHARE_MAX) < SHARE_MAX
+				? owned->valuestring
+				: NULL,
 			NULL, 0, patch, cause);
 }
 
