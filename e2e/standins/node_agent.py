@@ -40,6 +40,7 @@ a lot when thousands of barriers exit at once.
 
 import argparse
 import concurrent.futures
+import datetime
 import fcntl
 import hashlib
 import heapq
@@ -78,6 +79,10 @@ DEFAULT_TERMINATION_PATH = "/dev/termination-log"
 # Lease renewals are spread over --lease-seconds in this many slices: node i
 # renews in slice i % LEASE_SLICES, at its own phase of the period.
 LEASE_SLICES = 20
+# Every Node an agent makes carries this label; with a Lease not renewed for
+# --leftover-seconds, one not in the running agent's shape is a leftover.
+FAKE_NODE_LABEL = ("type", "muster-fake-node")
+NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 
 
 def log(event, **fields):
@@ -106,7 +111,7 @@ def load_shape(path):
         for i in range(count):
             name = f"{prefix}-{i}"
             labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                      "kubernetes.io/arch": "amd64", "type": "muster-fake-node"}
+                      "kubernetes.io/arch": "amd64", FAKE_NODE_LABEL[0]: FAKE_NODE_LABEL[1]}
             labels.update({k: str(v) for k, v in (group.get("labels") or {}).items()})
             if blocks:
                 rack_global = i // per_rack
@@ -425,6 +430,46 @@ class Agent:
         self.timer_seq += 1
         heapq.heappush(self.timers, (when, self.timer_seq, callback))
 
+    def delete_leftovers(self):
+        """Before this agent's nodes appear: deletes the fake Nodes (and their
+        Leases) that are not in its shape and whose Lease has not been renewed
+        for --leftover-seconds, or that have no Lease and are that old. An
+        agent that ended without deleting its nodes (killed, or stopped with
+        its CI run) left them behind in etcd, which a reused machine keeps:
+        1,000 NotReady nodes of the scale shape then carried the topology
+        labels of the tests' nodes, so a test's rack of 2 nodes had 10, and
+        a test counting its 4 nodes by label found 1,004. A running agent
+        renews every --lease-seconds, so its nodes are never taken here."""
+        label = "=".join(FAKE_NODE_LABEL)
+        nodes, _ = self.kube.list("/api/v1/nodes", labelSelector=label)
+        leases = {lease["metadata"]["name"]: lease for lease in self.kube.list(NODE_LEASES)[0]}
+        now = time.time()
+
+        def age(stamp):
+            return now - datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+        def stale(node):
+            lease = leases.get(node["metadata"]["name"])
+            renewed = lease and (lease.get("spec") or {}).get("renewTime")
+            return age(renewed or node["metadata"]["creationTimestamp"]) > self.args.leftover_seconds
+
+        doomed = [node["metadata"]["name"] for node in nodes
+                  if node["metadata"]["name"] not in self.nodes and stale(node)]
+        if not doomed:
+            return
+
+        def delete(name):
+            try:
+                self.kube.delete(f"/api/v1/nodes/{name}")
+                self.kube.delete(f"{NODE_LEASES}/{name}")
+            except Exception as error:  # noqa: BLE001 - one left still leaves the others deleted
+                log("delete-failed", node=name, error=repr(error))
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=self.args.workers) as pool:
+            list(pool.map(delete, doomed))
+        log("leftover-nodes-deleted", nodes=len(doomed), label=label, first=doomed[0],
+            leftover_seconds=self.args.leftover_seconds)
+
     def run(self):
         begun = time.monotonic()
         for node in self.nodes.values():
@@ -482,7 +527,7 @@ class Agent:
             def delete(name):
                 try:
                     self.kube.delete(f"/api/v1/nodes/{name}")
-                    self.kube.delete(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}")
+                    self.kube.delete(f"{NODE_LEASES}/{name}")
                 except Exception as error:  # noqa: BLE001 - best effort at exit
                     log("delete-failed", node=name, error=repr(error))
 
@@ -611,7 +656,7 @@ class Agent:
                 self.clear_not_ready_taint(node)
 
     def write_lease(self, node):
-        path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+        path = NODE_LEASES
         renew = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
         body = {"metadata": {"name": node["name"]},
                 "spec": {"holderIdentity": node["name"], "leaseDurationSeconds": 40, "renewTime": renew}}
@@ -1122,6 +1167,9 @@ def arguments(argv=None):
                         help="parallel Lease renewals, apart from every other write")
     parser.add_argument("--events", help="append container start/exit events as JSON lines here")
     parser.add_argument("--delete-nodes", action="store_true", help="delete the nodes on exit")
+    parser.add_argument("--leftover-seconds", type=float, default=120.0,
+                        help="at start, delete fake nodes not in the shape whose Lease is this much older "
+                             "(left by an agent that ended without deleting them)")
     args = parser.parse_args(argv)
     if args.lease_workers < 1:
         parser.error("--lease-workers must be at least 1")
@@ -1135,6 +1183,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: agent.stop.set())
     signal.signal(signal.SIGINT, lambda *_: agent.stop.set())
     try:
+        agent.delete_leftovers()
         agent.run()
     finally:
         agent.shutdown()

@@ -19,6 +19,7 @@ import muster_api as api  # noqa: E402
 
 SHAPES = ROOT / "e2e" / "shapes"
 TOKEN = "e2e-token-0123456789abcdef"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 
 
 @pytest.fixture
@@ -428,3 +429,38 @@ def test_a_namespace_whose_pods_lost_their_node_is_deleted(kube, agent):
     # period (30 s). Twice that, for a busy machine.
     wait_for(lambda: absent(kube, f"/api/v1/namespaces/{name}"), timeout=180, interval=1,
              what=f"namespace {name} deleted")
+
+
+def test_fake_nodes_left_by_an_agent_that_is_gone_are_deleted_at_start(kube, agent):
+    """A node agent killed before it deleted its nodes (a CI run stopped,
+    SIGKILL) leaves them in etcd, which a reused machine keeps: a later run
+    found 1,000 NotReady nodes of the scale shape carrying its tests' topology
+    labels. An agent starting deletes the fake nodes that are not its own and
+    whose Lease is long expired; a fake node renewed a moment ago (another
+    agent running) and a node that is not a fake one stay."""
+    hour_ago = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(time.time() - 3600))
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+    made = {"leftover-stale": ({"type": "muster-fake-node"}, hour_ago),
+            "leftover-renewed": ({"type": "muster-fake-node"}, now),
+            "not-fake-stale": ({"pool": "other"}, hour_ago)}
+    for name in made:
+        kube.delete(f"/api/v1/nodes/{name}")
+        kube.delete(f"{LEASES}/{name}")
+        wait_for(lambda: absent(kube, f"/api/v1/nodes/{name}") and absent(kube, f"{LEASES}/{name}"),
+                 what=f"a leftover {name} of this test gone")
+    try:
+        for name, (labels, renewed) in made.items():
+            kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
+                                          "metadata": {"name": name, "labels": {**labels, "e2e": "leftovers"}}})
+            kube.create(LEASES, {"metadata": {"name": name},
+                                 "spec": {"holderIdentity": name, "leaseDurationSeconds": 40,
+                                          "renewTime": renewed}})
+        agent()
+        wait_for(lambda: all(node_ready(kube, f"node-{i}") for i in range(4)), what="the agent's nodes Ready")
+        left = {n["metadata"]["name"] for n in kube.get("/api/v1/nodes", labelSelector="e2e=leftovers")["items"]}
+        assert left == {"leftover-renewed", "not-fake-stale"}, left
+        assert absent(kube, f"{LEASES}/leftover-stale")
+    finally:
+        for name in made:
+            kube.delete(f"/api/v1/nodes/{name}")
+            kube.delete(f"{LEASES}/{name}")
