@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STANDINS = ROOT / "e2e" / "standins"
@@ -117,14 +118,73 @@ def cpu_by_process():
                 continue  # gone meanwhile
     with open("/proc/stat") as handle:
         cpu = [int(v) for v in handle.readline().split()[1:]]
-    seconds["all"] = (sum(cpu) - cpu[3] - cpu[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
+    # user nice system idle iowait irq softirq steal (guest is inside user)
+    seconds["all"] = sum(cpu[:8]) - cpu[3] - cpu[4] - cpu[7]
+    seconds["steal"] = cpu[7] if len(cpu) > 7 else 0
+    for key in ("all", "steal"):
+        seconds[key] /= os.sysconf("SC_CLK_TCK")
     return seconds
 
 
 def cpu_used(before, after):
-    """One line: each process's CPU seconds between two cpu_by_process() readings."""
+    """One line: each process's CPU seconds between two cpu_by_process()
+    readings, the machine's busy CPU seconds, and the seconds the hypervisor
+    ran something else while this VM had work (steal: not in the machine's)."""
     parts = [f"{name} {after[name] - before[name]:.1f}" for name, _ in CPU_PROCESSES]
-    return f"CPU s: {', '.join(parts)}; machine {after['all'] - before['all']:.1f}"
+    return (f"CPU s: {', '.join(parts)}; machine {after['all'] - before['all']:.1f}, "
+            f"stolen by the hypervisor {after['steal'] - before['steal']:.1f}")
+
+
+def scheduler_url(kubeconfig):
+    """Where the cluster's kube-scheduler serves /metrics (e2e/cluster/up.sh
+    writes it beside the kubeconfig), or None."""
+    path = pathlib.Path(kubeconfig).resolve().parent / "kube-scheduler.url"
+    return (path.read_text().strip() if path.is_file() else "") or None  # empty: it serves nowhere
+
+
+SCHEDULER_SUMS = {"scheduler_scheduling_algorithm_duration_seconds": "algorithm",
+                  "scheduler_binding_duration_seconds": "binding",
+                  "scheduler_e2e_scheduling_duration_seconds": "attempt"}
+
+
+def scheduler_counts(url):
+    """kube-scheduler's counters so far: its attempts by result, and the
+    seconds (sum, count) of its algorithm, its bindings and whole attempts.
+    An error instead of the counters when it does not answer."""
+    if not url:
+        return "kube-scheduler serves no metrics (see e2e/cluster/up.sh)"
+    try:
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+    except OSError as error:
+        return f"kube-scheduler's metrics at {url}: {error}"
+    counts = {}
+    for line in text.splitlines():
+        if line.startswith("#") or " " not in line:
+            continue
+        name, value = line.split("{", 1)[0].split(" ", 1)[0], line.rsplit(" ", 1)[-1]
+        if name == "scheduler_schedule_attempts_total":
+            result = dict(re.findall(r'(\w+)="([^"]*)"', line)).get("result", "?")
+            counts[result] = counts.get(result, 0) + float(value)
+        elif name.endswith(("_sum", "_count")) and name.rsplit("_", 1)[0] in SCHEDULER_SUMS:
+            key = (SCHEDULER_SUMS[name.rsplit("_", 1)[0]], name.rsplit("_", 1)[1])
+            counts[key] = counts.get(key, 0) + float(value)
+    return counts
+
+
+def scheduling_done(before, after):
+    """One line: kube-scheduler's attempts by result between two
+    scheduler_counts(), and the mean milliseconds of each timed step."""
+    if isinstance(before, str) or isinstance(after, str):
+        return f"scheduler: {before if isinstance(before, str) else after}"
+    results = [f"{key} {after[key] - before.get(key, 0):.0f}" for key in sorted(k for k in after if isinstance(k, str))]
+    means = []
+    for step in SCHEDULER_SUMS.values():
+        count = after.get((step, "count"), 0) - before.get((step, "count"), 0)
+        if count:
+            total = after[(step, "sum")] - before.get((step, "sum"), 0)
+            means.append(f"{step} {1000 * total / count:.2f} ms ({total:.1f} s in all)")
+    return f"scheduler attempts: {', '.join(results) or 'none'}; mean {', '.join(means) or '-'}"
 
 
 def request_counts(kube):

@@ -49,8 +49,8 @@ import uuid
 import yaml
 
 from benchlib import (JOBSETS, ROOT, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, cpu_by_process, cpu_used,
-                      create_namespace, delete_namespace, request_counts, requests_made, terminating_namespaces,
-                      jobset_body, load_shape, logfmt, processes, register_webhook, start_standin, stop_all,
+                      create_namespace, delete_namespace, request_counts, requests_made, scheduler_counts,
+                      scheduler_url, scheduling_done, terminating_namespaces, jobset_body, load_shape, logfmt, processes, register_webhook, start_standin, stop_all,
                       wait_namespaces_gone, wait_nodes_ready, wait_pods_gone)
 from kube import ApiError, start_watch
 import muster_api as api  # noqa: E402 (benchlib puts e2e/standins on the path)
@@ -257,6 +257,7 @@ def main():
     args = parser.parse_args()
     clean_up_on_sigterm()
     kubeconfig = cluster_kubeconfig(args.kubeconfig)
+    scheduler = scheduler_url(kubeconfig)
     kube = Kube(kubeconfig)
     pods_wanted = args.replicas * args.parallelism
     work = pathlib.Path(tempfile.mkdtemp(prefix="muster-bench-placement-"))
@@ -320,6 +321,7 @@ def main():
                     "kueue.x-k8s.io/podset-slice-required-topology": BLOCK if args.level == "block" else RACK,
                     "kueue.x-k8s.io/podset-slice-size": str(args.parallelism)})
             cpu_before, requests_before = cpu_by_process(), request_counts(kube)
+            scheduler_before = scheduler_counts(scheduler)
             offsets = log_sizes(work / "agent.log", work / "controller.log")
             etcd_offset = log_sizes(etcd_path)[0] if etcd_path else 0
             with lock:
@@ -342,6 +344,7 @@ def main():
                   f"create ({pods_wanted / seconds:.0f} pods/s; began {settled}", flush=True)
             print(f"    {cpu_used(cpu_before, cpu_by_process())}", flush=True)
             print(f"    {requests_made(requests_before, request_counts(kube))}", flush=True)
+            print(f"    {scheduling_done(scheduler_before, scheduler_counts(scheduler))}", flush=True)
             with lock:
                 seen_not_ready = set(not_ready)
             print(f"    {disturbances(work / 'agent.log', work / 'controller.log', offsets, seen_not_ready)}",

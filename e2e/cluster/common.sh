@@ -27,6 +27,11 @@ KUBECONFIG_PATH=$CLUSTER_DIR/admin.kubeconfig
 APISERVER_PORT=${MUSTER_APISERVER_PORT:-16443}
 ETCD_PORT=${MUSTER_ETCD_PORT:-12379}
 ETCD_PEER_PORT=${MUSTER_ETCD_PEER_PORT:-12380}
+# kube-scheduler's /metrics and /debug/pprof, plain HTTP on loopback only (the
+# benchmarks read its scheduling attempts); its URL is written to
+# $SCHEDULER_URL_FILE while it serves there.
+SCHEDULER_METRICS_PORT=${MUSTER_SCHEDULER_METRICS_PORT:-16251}
+SCHEDULER_URL_FILE=$CLUSTER_DIR/kube-scheduler.url
 
 # Start order; stop in reverse.
 COMPONENTS=(etcd kube-apiserver kube-scheduler kube-controller-manager)

@@ -16,7 +16,8 @@
 # kubeconfig; everything else goes to stderr. down.sh undoes it.
 #
 # Environment: MUSTER_CACHE, MUSTER_CLUSTER_DIR, MUSTER_APISERVER_PORT (16443),
-# MUSTER_ETCD_PORT (12379), MUSTER_ETCD_PEER_PORT (12380), MUSTER_JOBSET_CRD,
+# MUSTER_ETCD_PORT (12379), MUSTER_ETCD_PEER_PORT (12380),
+# MUSTER_SCHEDULER_METRICS_PORT (16251), MUSTER_JOBSET_CRD,
 # MUSTER_CONTROLLERS, MUSTER_READY_TIMEOUT (seconds, 60).
 
 set -euo pipefail
@@ -299,15 +300,32 @@ start_apiserver() {
 # bind 5,000 pods) and of the controller-manager (20 QPS: the garbage
 # collector then removes 30-40 pods/s) are raised, as large clusters do, so
 # that a 5,000-pod JobSet is limited by muster and the apiserver, not by them.
+#
+# Its metrics and profile are served on 127.0.0.1:$SCHEDULER_METRICS_PORT
+# (the insecure port of 1.20, loopback only) unless that port is taken: then
+# nowhere, and the benchmarks print no scheduler figures.
 start_scheduler() {
+	local port=$SCHEDULER_METRICS_PORT
+	rm -f -- "$SCHEDULER_URL_FILE"
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		log "warning: 127.0.0.1:$port is taken: kube-scheduler serves no metrics (MUSTER_SCHEDULER_METRICS_PORT)"
+		port=0
+	fi
 	step "starting kube-scheduler"
 	start_component kube-scheduler "$K8S_BIN_DIR/kube-scheduler" \
 		--kubeconfig="$KUBECONFIG_PATH" \
 		--leader-elect=false \
 		--kube-api-qps=500 \
 		--kube-api-burst=1000 \
-		--port=0 \
+		--address=127.0.0.1 \
+		--port="$port" \
 		--secure-port=0
+	# Empty when it serves nowhere: the file says this up.sh started it.
+	if [ "$port" != 0 ]; then
+		printf 'http://127.0.0.1:%s\n' "$port" >"$SCHEDULER_URL_FILE"
+	else
+		: >"$SCHEDULER_URL_FILE"
+	fi
 }
 
 start_controller_manager() {
@@ -411,6 +429,12 @@ main() {
 			install_crd
 		elif ! topology_crds_present; then
 			install_topology_crds
+		fi
+		if [[ ! -e $SCHEDULER_URL_FILE ]]; then
+			# Started by an up.sh that did not serve its metrics yet.
+			log "restarting kube-scheduler to serve its metrics"
+			stop_component kube-scheduler || die "could not stop kube-scheduler"
+			start_scheduler
 		fi
 		log "reusing the running control plane in $CLUSTER_DIR ($APISERVER_URL)"
 		start_real_nodes

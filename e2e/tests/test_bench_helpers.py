@@ -161,3 +161,18 @@ def test_a_second_benchmark_waits_for_the_fake_nodes_of_the_first(tmp_path):
     finally:
         first.kill()
         first.wait()
+
+
+def test_the_clusters_scheduler_serves_the_counters_a_round_subtracts(kubeconfig):
+    """e2e/cluster/up.sh serves kube-scheduler's metrics on loopback and says
+    where beside the kubeconfig; the placement benchmark prints, per round,
+    the difference of two readings: attempts by result and mean step times."""
+    url = benchlib.scheduler_url(kubeconfig)
+    assert url and url.startswith("http://127.0.0.1:"), url
+    counts = benchlib.scheduler_counts(url)
+    assert isinstance(counts, dict) and ("binding", "count") in counts, counts
+    before = {"scheduled": 10.0, ("binding", "sum"): 1.0, ("binding", "count"): 10.0}
+    after = {"scheduled": 5010.0, "unschedulable": 7.0, ("binding", "sum"): 11.0, ("binding", "count"): 5010.0}
+    assert benchlib.scheduling_done(before, after) == \
+        "scheduler attempts: scheduled 5000, unschedulable 7; mean binding 2.00 ms (10.0 s in all)"
+    assert benchlib.scheduling_done(before, "down") == "scheduler: down"
