@@ -50,7 +50,7 @@ import yaml
 
 from benchlib import (JOBSETS, ROOT, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, cpu_by_process, cpu_used,
                       create_namespace, delete_namespace, request_counts, requests_made, scheduler_counts,
-                      scheduler_url, scheduling_done, terminating_namespaces, jobset_body, load_shape, logfmt, processes, register_webhook, start_standin, stop_all,
+                      scheduler_url, scheduling_done, SpeedGauge, terminating_namespaces, jobset_body, load_shape, logfmt, processes, register_webhook, start_standin, stop_all,
                       wait_namespaces_gone, wait_nodes_ready, wait_pods_gone)
 from kube import ApiError, start_watch
 import muster_api as api  # noqa: E402 (benchlib puts e2e/standins on the path)
@@ -310,6 +310,8 @@ def main():
                     "spec": {"restartPolicy": "Never", "containers": [
                         {"name": "worker", "image": "busybox", "command": ["sleep", "3600"]}]}}
         results, etcd_path = {"with": [], "without": []}, etcd_log()
+        speeds = {"with": [], "without": []}
+        gauge = SpeedGauge().start()
         modes = ["with"] * args.warmup + [("with", "without")[i % 2] if (i // 2) % 2 == 0 else
                                           ("without", "with")[i % 2] for i in range(2 * args.rounds)]
         for i, mode in enumerate(modes):
@@ -337,12 +339,16 @@ def main():
                                      f"{args.timeout:.0f} s")
                 time.sleep(0.2)
             seconds = time.monotonic() - began
+            speed, samples = gauge.between(began, began + seconds)
             if not warmup:
                 results[mode].append(seconds)
+                speeds[mode].append(speed)
             name = "warm-up" if warmup else f"round {i - args.warmup + 1}"
             print(f"  {name:>8} {mode:>7} placement: all {pods_wanted} pods bound {seconds:6.1f} s after the "
                   f"create ({pods_wanted / seconds:.0f} pods/s; began {settled}", flush=True)
             print(f"    {cpu_used(cpu_before, cpu_by_process())}", flush=True)
+            print(f"    speed gauge: the fixed work took {speed:.1f} CPU ms (median of {samples}; more is a slower "
+                  f"machine)", flush=True)
             print(f"    {requests_made(requests_before, request_counts(kube))}", flush=True)
             print(f"    {scheduling_done(scheduler_before, scheduler_counts(scheduler))}", flush=True)
             with lock:
@@ -374,6 +380,8 @@ def main():
         pairs = [w / wo for w, wo in zip(results["with"], results["without"])]
         print(f"  ratio of each pair of rounds (with / without, in the order run): "
               f"{', '.join(f'{r:.3f}' for r in pairs)}")
+        print(f"  speed gauge, CPU ms of the fixed work in each pair (with / without): "
+              f"{', '.join(f'{w:.1f}/{wo:.1f}' for w, wo in zip(speeds['with'], speeds['without']))}")
         if decisions:
             print(f"  controller, pass start to record written and JobSet resumed: "
                   f"{', '.join(f'{d:.0f}' for d in decisions)} ms")

@@ -176,3 +176,19 @@ def test_the_clusters_scheduler_serves_the_counters_a_round_subtracts(kubeconfig
     assert benchlib.scheduling_done(before, after) == \
         "scheduler attempts: scheduled 5000, unschedulable 7; mean binding 2.00 ms (10.0 s in all)"
     assert benchlib.scheduling_done(before, "down") == "scheduler: down"
+
+
+def test_the_speed_gauge_reports_the_cpu_time_of_its_work_in_a_window():
+    """The placement benchmark prints, per round, the median CPU ms of the
+    gauge's fixed work in that round's window only."""
+    gauge = benchlib.SpeedGauge(period=0.05).start()
+    began = time.monotonic()
+    time.sleep(1.0)
+    ended = time.monotonic()
+    time.sleep(0.3)
+    gauge.close()
+    median, count = gauge.between(began, ended)
+    assert 5 <= count < len(gauge.samples), (count, len(gauge.samples))
+    assert 0 < median < 1000, median
+    nothing, none = gauge.between(ended + 100, ended + 200)
+    assert none == 0 and nothing != nothing  # NaN: no sample in the window
