@@ -24,7 +24,7 @@ PYTHON = "/usr/bin/python3"
 sys.path.insert(0, str(STANDINS))
 
 from kube import ApiError, Kube  # noqa: E402 - re-exported for the benchmarks
-from node_agent import load_shape  # noqa: E402
+from node_agent import FAKE_NODE_LABEL, load_shape  # noqa: E402
 
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
 
@@ -304,7 +304,7 @@ def wait_nodes_ready(kube, expected, timeout, check=None):
     stand-in died)."""
     begun = time.monotonic()
     while True:
-        nodes, _ = kube.list("/api/v1/nodes", labelSelector="type=muster-fake-node")
+        nodes, _ = kube.list("/api/v1/nodes", labelSelector="=".join(FAKE_NODE_LABEL))
         ready = sum(1 for n in nodes if any(c["type"] == "Ready" and c["status"] == "True"
                                             for c in n["status"].get("conditions", []))
                     and not any(t["key"] == "node.kubernetes.io/not-ready"
