@@ -120,7 +120,7 @@ def cpu_by_process():
         cpu = [int(v) for v in handle.readline().split()[1:]]
     # user nice system idle iowait irq softirq steal (guest is inside user)
     seconds["all"] = sum(cpu[:8]) - cpu[3] - cpu[4] - cpu[7]
-    seconds["steal"] = cpu[7] if len(cpu) > 7 else 0
+    seconds["steal"] = cpu[7]
     for key in ("all", "steal"):
         seconds[key] /= os.sysconf("SC_CLK_TCK")
     return seconds

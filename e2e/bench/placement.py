@@ -50,8 +50,9 @@ import yaml
 
 from benchlib import (JOBSETS, ROOT, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, cpu_by_process, cpu_used,
                       create_namespace, delete_namespace, request_counts, requests_made, scheduler_counts,
-                      scheduler_url, scheduling_done, SpeedGauge, terminating_namespaces, jobset_body, load_shape, logfmt, processes, register_webhook, start_standin, stop_all,
-                      wait_namespaces_gone, wait_nodes_ready, wait_pods_gone)
+                      scheduler_url, scheduling_done, SpeedGauge, terminating_namespaces, jobset_body, load_shape,
+                      logfmt, processes, register_webhook, start_standin, stop_all, wait_namespaces_gone,
+                      wait_nodes_ready, wait_pods_gone)
 from kube import ApiError, start_watch
 import muster_api as api  # noqa: E402 (benchlib puts e2e/standins on the path)
 

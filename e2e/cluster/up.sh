@@ -307,7 +307,7 @@ start_apiserver() {
 start_scheduler() {
 	local port=$SCHEDULER_METRICS_PORT
 	rm -f -- "$SCHEDULER_URL_FILE"
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+	if port_in_use "$port"; then
 		log "warning: 127.0.0.1:$port is taken: kube-scheduler serves no metrics (MUSTER_SCHEDULER_METRICS_PORT)"
 		port=0
 	fi

@@ -446,7 +446,11 @@ class Agent:
         now = time.time()
 
         def age(stamp):
-            return now - datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+            """Seconds since an API timestamp; 0 (kept) for one that does not parse."""
+            try:
+                return now - datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+            except (AttributeError, ValueError):
+                return 0.0
 
         def stale(node):
             lease = leases.get(node["metadata"]["name"])

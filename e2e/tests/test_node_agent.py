@@ -19,7 +19,6 @@ import muster_api as api  # noqa: E402
 
 SHAPES = ROOT / "e2e" / "shapes"
 TOKEN = "e2e-token-0123456789abcdef"
-LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 
 
 @pytest.fixture
@@ -438,10 +437,13 @@ def test_fake_nodes_left_by_an_agent_that_is_gone_are_deleted_at_start(kube, age
     labels. An agent starting deletes the fake nodes that are not its own and
     whose Lease is long expired; a fake node renewed a moment ago (another
     agent running) and a node that is not a fake one stay."""
+    from node_agent import FAKE_NODE_LABEL, NODE_LEASES as LEASES
+
     hour_ago = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(time.time() - 3600))
     now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
-    made = {"leftover-stale": ({"type": "muster-fake-node"}, hour_ago),
-            "leftover-renewed": ({"type": "muster-fake-node"}, now),
+    fake = dict([FAKE_NODE_LABEL])
+    made = {"leftover-stale": (fake, hour_ago),
+            "leftover-renewed": (fake, now),
             "not-fake-stale": ({"pool": "other"}, hour_ago)}
     for name in made:
         kube.delete(f"/api/v1/nodes/{name}")
