@@ -1,5 +1,6 @@
 """The benchmarks' own helpers, where a mistake would change a figure."""
 
+import copy
 import os
 import subprocess
 import sys
@@ -82,6 +83,50 @@ def test_placement_counts_pods_left_in_their_jobs_share_from_its_watch():
         pods.on_event("ADDED", item)
     pods.on_event("ADDED", pod("c", "n-2"))
     assert (pods.bound(), pods.pinned(), pods.in_share()) == (3, 0, 1)
+
+
+def test_placement_notes_when_the_first_and_the_last_pod_of_a_round_were_created():
+    """Each round prints when its first and its last pod appeared, so that a
+    slow round with placement shows whether the time went before the pods
+    (the gate, the decision, the resume) or while they were made and bound:
+    nothing before expect(), the first pod at once, the last at the count."""
+    pods = placement.Pods()
+    pods.on_event("ADDED", pod("left-over"))
+    assert pods.created() == (None, None)
+    pods.on_event("DELETED", pod("left-over"))
+    before = time.monotonic()
+    pods.expect(3)
+    pods.on_event("ADDED", pod("a"))
+    first, last = pods.created()
+    assert first is not None and first >= before and last is None
+    pods.on_event("MODIFIED", pod("a", "n-1"))
+    pods.on_event("ADDED", pod("b"))
+    assert pods.created() == (first, None)
+    pods.on_event("ADDED", pod("c"))
+    first_again, last = pods.created()
+    assert first_again == first and last is not None and last >= first
+    pods.expect(1)
+    assert pods.created() == (None, None)
+
+
+def test_placement_asks_with_kueues_slices_or_with_upstream_jobsets_exclusive_topology():
+    """A round with placement asks for each Job in one domain by Kueue's
+    slice annotations on the pod template; with --exclusive by upstream
+    JobSet's exclusive-topology on the JobSet (the request of upstream's own
+    exclusive-placement figure), and then by nothing else."""
+    template = {"metadata": {"annotations": {"keep": "1"}}, "spec": {"containers": []}}
+    sliced = benchlib.jobset_body("a", 2, 100, copy.deepcopy(template))
+    placement.ask_for_placement(sliced, "block", 100, exclusive=False)
+    annotations = sliced["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {"keep": "1", "kueue.x-k8s.io/podset-slice-required-topology": placement.BLOCK,
+                           "kueue.x-k8s.io/podset-slice-size": "100"}
+    assert placement.EXCLUSIVE not in (sliced["metadata"].get("annotations") or {})
+
+    exclusive = benchlib.jobset_body("b", 2, 50, copy.deepcopy(template))
+    placement.ask_for_placement(exclusive, "rack", 50, exclusive=True)
+    assert exclusive["metadata"]["annotations"] == {placement.EXCLUSIVE: placement.RACK}
+    annotations = exclusive["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {"keep": "1"}
 
 
 def test_placement_counts_etcd_slow_requests_and_compactions_of_the_round_only(tmp_path):
