@@ -523,3 +523,56 @@ def test_upstream_example_is_accepted_and_gets_its_pods(kube, namespace, control
             done, progress = condition(js, "StartupPolicyCompleted"), condition(js, "StartupPolicyInProgress")
             return done and done["status"] == "True" and progress["status"] == "False"
         wait_for(startup_completed, 10, what="StartupPolicyCompleted True, InProgress False")
+
+
+def _deleted(standin, store, names):
+    for name in names:
+        store.delete({"metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1"}})
+
+
+def test_the_stand_ins_tombstones_keep_a_deleted_object_out_until_they_expire(monkeypatch):
+    """A create's answer that arrives after the watch reported the object
+    deleted must not bring it back: its tombstone refuses it for
+    TOMBSTONE_SECONDS, then expires (oldest first; before, tombstones were
+    dropped only once over 1,000 were kept, by rebuilding the whole set)."""
+    import types
+    import jobset_controller as standin
+    clock = types.SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(standin, "time", types.SimpleNamespace(monotonic=lambda: clock.now))
+    store = standin.Store({})
+    pod = {"metadata": {"name": "a", "uid": "uid-a", "resourceVersion": "2"}}
+    assert store.upsert(pod)
+    _deleted(standin, store, ["a"])
+    assert not store.upsert(pod) and store.get("uid-a") is None
+    clock.now += standin.TOMBSTONE_SECONDS / 2
+    _deleted(standin, store, ["b"])
+    assert not store.upsert(pod)
+    clock.now += standin.TOMBSTONE_SECONDS / 2 + 1
+    _deleted(standin, store, ["c"])  # a's tombstone expires here; b's and c's stay
+    assert store.upsert(pod) and store.get("uid-a") is not None
+    assert not store.upsert({"metadata": {"name": "b", "uid": "uid-b", "resourceVersion": "2"}})
+
+
+def test_the_stand_ins_deletes_cost_the_same_however_many_tombstones_it_keeps():
+    """Every delete past 1,000 tombstones rebuilt the whole set of them: the
+    5,000 pods of a benchmark round, deleted after it, cost the JobSet
+    stand-in 12 to 23 CPU seconds more in the rounds run within 10 minutes of
+    15,000 earlier deletes, into the next timed round. Measured side by side
+    here: 5,000 deletes with 30,000 tombstones kept against 5,000 with none
+    (the fastest of 3 tries each); the old way was about 10 times slower with
+    them."""
+    import jobset_controller as standin
+
+    def cost(kept):
+        best = None
+        for attempt in range(3):
+            store = standin.Store({})
+            _deleted(standin, store, (f"old-{attempt}-{i}" for i in range(kept)))
+            began = time.perf_counter()
+            _deleted(standin, store, (f"new-{attempt}-{i}" for i in range(5000)))
+            took = time.perf_counter() - began
+            best = took if best is None else min(best, took)
+        return best
+
+    alone, among = cost(0), cost(30000)
+    assert among < 3 * alone, f"5,000 deletes took {among:.3f} s among 30,000 tombstones, {alone:.3f} s alone"
