@@ -195,8 +195,19 @@ remove_cgroups() {
 	done
 }
 
+# node_ready NAME SINCE: the Node's Ready condition is True and was posted
+# at or after SINCE (epoch seconds): by the kubelet running now, not one
+# killed before it (the condition stays True for the node controller's
+# 40 s grace, so a restarted node looked Ready before its kubelet ran).
 node_ready() {
-	[[ $(kubectl_admin get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) == True ]]
+	local got status beat
+	got=$(kubectl_admin get node "$1" \
+		-o jsonpath='{range .status.conditions[?(@.type=="Ready")]}{.status} {.lastHeartbeatTime}{end}' 2>/dev/null) ||
+		return 1
+	read -r status beat <<<"$got"
+	[[ $status == True && -n $beat ]] || return 1
+	beat=$(date -d "$beat" +%s 2>/dev/null) || return 1
+	((beat >= $2))
 }
 
 # import_images DIR: every image of images.txt the node's containerd does not
@@ -270,11 +281,13 @@ start_node() {
 }
 
 wait_ready() {
-	local i=$1 name dir deadline
+	local i=$1 name dir deadline since
 	name=$(node_name "$i")
 	dir=$(node_dir "$i")
 	deadline=$((SECONDS + READY_SECONDS))
-	until node_ready "$name"; do
+	# The pid file is written as kubelet starts (start above).
+	since=$(stat -c %Y -- "$dir/kubelet.pid") || die "no $dir/kubelet.pid"
+	until node_ready "$name" "$since"; do
 		pid_of "$dir/kubelet.pid" kubelet "$dir" >/dev/null ||
 			die "kubelet of $name exited; last lines of $dir/kubelet.log: $(tail -n 5 -- "$dir/kubelet.log" | tr '\n' ' ')"
 		((SECONDS < deadline)) || die "node $name not Ready within $READY_SECONDS s; see $dir/kubelet.log"

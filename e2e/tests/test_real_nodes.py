@@ -467,3 +467,87 @@ def test_a_second_real_node_comes_and_goes_leaving_nothing(kube, kubeconfig, nam
              what="Node 127.0.0.3 deleted")
     first = kube.get(f"/api/v1/nodes/{real_node}")
     assert any(c["type"] == "Ready" and c["status"] == "True" for c in first["status"]["conditions"])
+
+
+def descendants(pids):
+    """pids and every process below them."""
+    children = {}
+    for proc in pathlib.Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit():
+                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(proc.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    found, todo = [], list(pids)
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def test_a_real_node_killed_with_its_pod_comes_back_ready_only_when_its_kubelet_is(
+        kube, kubeconfig, namespace, real_node):
+    """A session's end kills a node's kubelet, containerd, shims and
+    containers with SIGKILL; make cluster then starts the node again on its
+    kept state. node.sh up must say Ready only once the new kubelet has
+    posted it: the killed one's Ready stays True for the node controller's
+    40 s grace, and node.sh used to return on it within a second, before the
+    new kubelet ran. The pod network the killed pod left is removed, a new
+    pod runs, and node.sh down leaves no network behind."""
+    node_sh = ROOT / "e2e" / "cluster" / "node.sh"
+    state = pathlib.Path(kubeconfig).parent / "nodes" / "127.0.0.3"
+    env = dict(os.environ, MUSTER_CLUSTER_DIR=str(pathlib.Path(kubeconfig).parent))
+
+    def pod_networks():
+        out = subprocess.run(["ip", "-o", "link", "show", "master", "mstr2"], capture_output=True, text=True)
+        return [line.split(":")[1].strip().split("@")[0] for line in out.stdout.splitlines() if line.strip()]
+
+    def run_pod(name):
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+               "spec": real_pod_template("127.0.0.3", seconds=3600)["spec"]}
+        kube.create(f"/api/v1/namespaces/{namespace}/pods", pod)
+        wait_for(lambda: kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}")["status"].get("phase")
+                 == "Running", timeout=120, interval=1, what=f"pod {name} running on 127.0.0.3")
+        return kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}")["status"]["podIP"]
+
+    subprocess.run(["bash", str(node_sh), "up", "2"], check=True, timeout=300, env=env, capture_output=True)
+    try:
+        run_pod("before")
+        assert len(pod_networks()) == 1
+
+        sock = str(state / "containerd.sock")
+        shims = subprocess.run(["pgrep", "-f", f"containerd-shim-runc-v2 .*-address {sock}"],
+                               capture_output=True, text=True).stdout.split()
+        daemons = [int((state / f"{name}.pid").read_text()) for name in ("kubelet", "containerd")]
+        victims = descendants([int(p) for p in shims]) + daemons
+        assert len(victims) >= 5, victims  # kubelet, containerd, a shim, pause, sleep
+        for pid in victims:
+            os.kill(pid, 9)
+        wait_for(lambda: not any(pathlib.Path(f"/proc/{pid}").exists() for pid in victims), timeout=30,
+                 interval=0.2, what="the killed node's processes gone")
+
+        up = subprocess.run(["bash", str(node_sh), "up", "2"], timeout=300, env=env, capture_output=True,
+                            text=True)
+        assert up.returncode == 0, up.stderr
+        started = (state / "kubelet.pid").stat().st_mtime
+        ready = [c for c in kube.get("/api/v1/nodes/127.0.0.3")["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True"
+        assert when(ready[0]["lastHeartbeatTime"]) >= int(started), (ready, started, up.stderr)
+
+        # The new kubelet ends the killed pod's sandbox, and CNI DEL its network.
+        wait_for(lambda: len(pod_networks()) == 0, timeout=120, interval=1,
+                 what="the killed pod's network removed")
+        assert run_pod("after")
+        assert len(pod_networks()) == 1
+    finally:
+        done = subprocess.run(["bash", str(node_sh), "down", "2"], timeout=180, env=env, capture_output=True,
+                              text=True)
+        delete_now(kubeconfig, namespace)
+    assert done.returncode == 0, done.stderr
+    assert subprocess.run(["ip", "link", "show", "mstr2"], capture_output=True).returncode != 0
+    wait_for(lambda: absent(kube, "/api/v1/nodes/127.0.0.3"), timeout=30, interval=1,
+             what="Node 127.0.0.3 deleted")
+    first = kube.get(f"/api/v1/nodes/{real_node}")
+    assert any(c["type"] == "Ready" and c["status"] == "True" for c in first["status"]["conditions"])
