@@ -391,8 +391,8 @@ def main():
                   f"create ({pods_wanted / seconds:.0f} pods/s; began {settled}", flush=True)
             first, every = pods.created()
             print(f"    first pod created {first - began:.1f} s after the create, the last "
-                  f"{every - began:.1f} s after it" if first and every else "    pods created: not seen",
-                  flush=True)
+                  + (f"{every - began:.1f} s after it" if every else "not seen by the watch (re-listed)")
+                  if first else "    pods created: not seen by the watch", flush=True)
             print(f"    {cpu_used(cpu_before, cpu_by_process())}", flush=True)
             print(f"    speed gauge: the fixed work took {speed:.1f} CPU ms (median of {samples}; more is a slower "
                   f"machine)", flush=True)

@@ -559,8 +559,8 @@ def test_the_stand_ins_deletes_cost_the_same_however_many_tombstones_it_keeps():
     stand-in use 12 to 23 CPU seconds in the next timed round, where it used
     about 7 in rounds without so many earlier deletes. Measured side by side
     here: 5,000 deletes with 30,000 tombstones kept against 5,000 with none
-    (the fastest of 5 tries each, so that a busy machine's pauses do not decide); the old way was about 10 times slower with
-    them."""
+    (the fastest of 5 tries each, so that a busy machine's pauses do not
+    decide); the old way was about 10 times slower with them."""
     import jobset_controller as standin
 
     def cost(kept):
