@@ -487,6 +487,14 @@ def descendants(pids):
     return found
 
 
+def alive(pid):
+    """pid runs (a zombie left unreaped by the sandbox's init does not)."""
+    try:
+        return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def test_a_real_node_killed_with_its_pod_comes_back_ready_only_when_its_kubelet_is(
         kube, kubeconfig, namespace, real_node):
     """A session's end kills a node's kubelet, containerd, shims and
@@ -525,7 +533,7 @@ def test_a_real_node_killed_with_its_pod_comes_back_ready_only_when_its_kubelet_
         assert len(victims) >= 5, victims  # kubelet, containerd, a shim, pause, sleep
         for pid in victims:
             os.kill(pid, 9)
-        wait_for(lambda: not any(pathlib.Path(f"/proc/{pid}").exists() for pid in victims), timeout=30,
+        wait_for(lambda: not any(alive(pid) for pid in victims), timeout=30,
                  interval=0.2, what="the killed node's processes gone")
 
         up = subprocess.run(["bash", str(node_sh), "up", "2"], timeout=300, env=env, capture_output=True,
