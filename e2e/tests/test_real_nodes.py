@@ -9,6 +9,7 @@ installed from deploy/ with kubectl apply -k, in the second.
 """
 
 import datetime
+import json
 import os
 import pathlib
 import subprocess
@@ -331,6 +332,46 @@ def muster_processes():
     return found
 
 
+def write_user_layer(layer, refs):
+    """The user's own kustomize layer over e2e/deploy-local: their release's
+    image references (refs: name -> "repo:tag"), nothing else. Written as
+    JSON, which kustomize reads as YAML: every string stays quoted. PyYAML
+    left a tag such as 66269e9 (a commit) bare, which it reads as a string
+    and kustomize's YAML 1.2 as the number 6.6269e13 ("cannot unmarshal
+    number into ... newTag of type string": a CI run failed so)."""
+    def name_and_tag(ref):
+        name, tag = ref.rsplit(":", 1)
+        return {"name": name.replace(name.rsplit("/", 1)[0], "ghcr.io/muster-dev"), "newName": name, "newTag": tag}
+
+    layer.mkdir(parents=True, exist_ok=True)
+    (layer / "kustomization.yaml").write_text(json.dumps({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": ["../../e2e/deploy-local"],
+        "images": [name_and_tag(refs["muster-webhook"]), name_and_tag(refs["muster-controller"])],
+        "patches": [{"target": {"kind": "Deployment", "name": "muster-webhook"}, "patch": json.dumps([
+            {"op": "test", "path": "/spec/template/spec/containers/0/args/6", "value": "--barrier-image"},
+            {"op": "replace", "path": "/spec/template/spec/containers/0/args/7",
+             "value": refs["muster-barrier"]}])}]}, indent=2) + "\n")
+
+
+def test_the_users_layer_keeps_a_tag_that_reads_as_a_number_a_string(tmp_path):
+    """A commit such as 66269e9 is the image tag of make images; the user's
+    layer must give it to kustomize as a string (kubectl kustomize, as
+    kubectl apply -k reads it), or the install fails before it starts."""
+    refs = {name: f"muster.local/{name}:66269e9" for name in ("muster-webhook", "muster-controller",
+                                                              "muster-barrier")}
+    layer = tmp_path / "build" / "deploy-local"
+    (tmp_path / "e2e").mkdir()
+    (tmp_path / "e2e" / "deploy-local").symlink_to(ROOT / "e2e" / "deploy-local")
+    write_user_layer(layer, refs)
+    out = subprocess.run(["kubectl", "kustomize", str(layer)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    images = {c["image"] for doc in yaml.safe_load_all(out.stdout) if doc and doc["kind"] == "Deployment"
+              for c in doc["spec"]["template"]["spec"]["containers"]}
+    assert images == {"muster.local/muster-webhook:66269e9", "muster.local/muster-controller:66269e9"}
+    assert "muster.local/muster-barrier:66269e9" in out.stdout
+
+
 def test_installed_with_kubectl_apply_k_gang_starts_real_pods(kube, kubeconfig, namespace, real_node, run_standin,
                                                               tmp_path):
     """deploy/ as a user installs it (kubectl apply -k, gen-certs.sh, a TLS
@@ -339,21 +380,7 @@ def test_installed_with_kubectl_apply_k_gang_starts_real_pods(kube, kubeconfig, 
     the barrier and the in-cluster controller releases it by push."""
     refs = image_refs()
     layer = ROOT / "build" / "deploy-local"
-    layer.mkdir(parents=True, exist_ok=True)
-
-    def name_and_tag(ref):
-        name, tag = ref.rsplit(":", 1)
-        return {"name": name.replace(name.rsplit("/", 1)[0], "ghcr.io/muster-dev"), "newName": name, "newTag": tag}
-
-    # The user's own layer: their release's image references, nothing else.
-    (layer / "kustomization.yaml").write_text(yaml.safe_dump({
-        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-        "resources": ["../../e2e/deploy-local"],
-        "images": [name_and_tag(refs["muster-webhook"]), name_and_tag(refs["muster-controller"])],
-        "patches": [{"target": {"kind": "Deployment", "name": "muster-webhook"}, "patch": yaml.safe_dump([
-            {"op": "test", "path": "/spec/template/spec/containers/0/args/6", "value": "--barrier-image"},
-            {"op": "replace", "path": "/spec/template/spec/containers/0/args/7",
-             "value": refs["muster-barrier"]}])}]}))
+    write_user_layer(layer, refs)
     certs = tmp_path / "certs"
     subprocess.run(["bash", str(DEPLOY / "gen-certs.sh"), "--out", str(certs)], check=True, capture_output=True)
     subprocess.run(["bash", str(DEPLOY / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig], check=True,
