@@ -23,6 +23,7 @@
 #include "kube_client.h"
 #include "kube_curl.h"
 #include "kube_informer.h"
+#include "kube_path.h"
 #include "name_table.h"
 #include "mlog.h"
 #include "push_fanout.h"
@@ -31,7 +32,6 @@
 #include "watch_set.h"
 #include "release_line.h"
 
-#define JOBSETS_GROUP_PATH "/apis/jobset.x-k8s.io/v1alpha2"
 #define LIST_PAGE_SIZE 500u
 
 /* One group-scheduled JobSet. */
@@ -349,7 +349,8 @@ static int list_pods(struct controller_group *group, struct entry *e, char **cau
 	struct list_context context = { .entry = e, .seq = now_ms(group) };
 	int err;
 
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", e->namespace);
+	if ((err = kube_path(path, sizeof(path), &KUBE_PODS, e->namespace, NULL, cause)) != 0)
+		return err;
 	snprintf(selector, sizeof(selector), "%s,%s=%s", MUSTER_LABEL_GROUP_SCHEDULING, JOBSET_LABEL_NAME,
 		 e->name);
 	group_tracker_relist_begin(e->tracker);
@@ -924,15 +925,18 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 	pthread_t writer;
 	int err, watch_err;
 
-	if (group->namespace[0])
-		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_GROUP_PATH "/namespaces/%s/jobsets",
-			 group->namespace);
-	else
-		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_GROUP_PATH "/jobsets");
-	if (group->namespace[0])
-		snprintf(pods.path, sizeof(pods.path), "/api/v1/namespaces/%s/pods", group->namespace);
-	else
-		snprintf(pods.path, sizeof(pods.path), "/api/v1/pods");
+	/* Every request of the loop ends at once on a stop, however much of a
+	 * LIST or of a new JobSet's reads is left. */
+	kube_client_set_stop(group->jobset_api.client, stop);
+	kube_client_set_stop(group->pod_api.client, stop);
+	kube_client_set_stop(group->read_api.client, stop);
+	kube_client_set_stop(group->write_api.client, stop);
+	kube_client_set_stop(group->side_api.client, stop);
+	if ((err = kube_path(jobsets.path, sizeof(jobsets.path), &KUBE_JOBSETS,
+			     group->namespace[0] ? group->namespace : NULL, NULL, cause)) ||
+	    (err = kube_path(pods.path, sizeof(pods.path), &KUBE_PODS,
+			     group->namespace[0] ? group->namespace : NULL, NULL, cause)))
+		return err;
 	watch_set_add(&watches, &jobsets);
 	watch_set_add(&watches, &pods);
 	if ((err = side_queue_start(&group->side, cause)))
@@ -1085,6 +1089,7 @@ static void stats_sum(struct kube_client_stats *into, const struct kube_client_s
 	into->watch_streams += add->watch_streams;
 	into->relists += add->relists;
 	into->watch_events += add->watch_events;
+	into->list_pages_shrunk += add->list_pages_shrunk;
 }
 
 void controller_group_stats(struct controller_group *group, struct controller_group_stats *out)

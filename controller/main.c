@@ -31,6 +31,9 @@
 
 static atomic_int stop_requested;
 
+/* The largest API answer the controller reads (kube_list shrinks pages to it). */
+#define CONTROLLER_MAX_RESPONSE (8u * 1024u * 1024u)
+
 static void on_signal(int signal_number)
 {
 	(void)signal_number;
@@ -165,6 +168,9 @@ static int collect(void *arg, struct metrics_writer *w)
 		metrics_write_counter(w, "muster_api_retries_total",
 				      "API requests repeated after a transient failure", client, 1,
 				      (double)s->retries);
+		metrics_write_counter(w, "muster_api_list_pages_shrunk_total",
+				      "LIST pages asked again with half the items, the answer too large",
+				      client, 1, (double)s->list_pages_shrunk);
 		for (int code = 1; code < KUBE_STATS_ERROR_SLOTS; code++) {
 			if (!s->errors[code])
 				continue;
@@ -198,6 +204,14 @@ static int collect(void *arg, struct metrics_writer *w)
 		placement_loop_stats(app->placement, &ps);
 		metrics_write_gauge(w, "muster_placement_waiting", "JobSets waiting for a placement", NULL, 0,
 				    (double)ps.waiting);
+		{
+			struct metrics_label client[1] = { { "client", "placement" } };
+
+			metrics_write_counter(
+				w, "muster_api_list_pages_shrunk_total",
+				"LIST pages asked again with half the items, the answer too large", client, 1,
+				(double)ps.list_pages_shrunk);
+		}
 		metrics_write_counter(w, "muster_placements_total",
 				      "JobSets placed (record written, resumed)", NULL, 0,
 				      (double)ps.placements);
@@ -486,6 +500,11 @@ int main(int argc, char **argv)
 		goto out;
 	cfg.qps = (double)qps;
 	cfg.burst = (unsigned)burst;
+	/* A LIST page larger than this is asked again with half the items
+	 * (kube_list): what muster keeps, not what the apiserver sends, sets
+	 * its memory. One object is at most about 3 MiB (the apiserver's
+	 * request limit). */
+	cfg.max_response_bytes = CONTROLLER_MAX_RESPONSE;
 
 	observer.arg = &app;
 	options.observer = &observer;

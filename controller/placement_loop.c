@@ -17,6 +17,7 @@
 #include "kube_curl.h"
 #include "kube_error.h"
 #include "kube_informer.h"
+#include "kube_path.h"
 #include "mlog.h"
 #include "release_record.h"
 #include "muster_api.h"
@@ -30,7 +31,6 @@
 #include "topo_retire.h"
 #include "watch_set.h"
 
-#define JOBSETS_PATH "/apis/jobset.x-k8s.io/v1alpha2"
 #define TOPOLOGIES_PATH "/apis/kueue.x-k8s.io/v1beta2/topologies"
 #define TOPOLOGIES_PATH_V1BETA1 "/apis/kueue.x-k8s.io/v1beta1/topologies"
 #define HYPERNODES_PATH "/apis/topology.volcano.sh/v1alpha1/hypernodes"
@@ -592,12 +592,14 @@ static void read_topology(struct placement_loop *loop, struct topology *t)
 		return;
 	}
 	if (loop->topology) {
-		snprintf(path, sizeof(path), TOPOLOGIES_PATH "/%s", loop->topology);
-		err = kube_get(loop->api[API_WRITES].client, path, &object, &cause);
+		err = kube_path(path, sizeof(path), &KUBE_KUEUE_TOPOLOGIES, NULL, loop->topology, &cause);
+		if (!err)
+			err = kube_get(loop->api[API_WRITES].client, path, &object, &cause);
 		if (err == KUBE_ENOTFOUND) {
 			free(cause);
 			cause = NULL;
-			snprintf(path, sizeof(path), TOPOLOGIES_PATH_V1BETA1 "/%s", loop->topology);
+			kube_path(path, sizeof(path), &KUBE_KUEUE_TOPOLOGIES_V1BETA1, NULL, loop->topology,
+				  NULL);
 			err = kube_get(loop->api[API_WRITES].client, path, &object, &cause);
 		}
 		if (err)
@@ -659,13 +661,15 @@ out:
 
 /* ---- records ---- */
 
-static void record_path(char *path, size_t size, const char *namespace, const char *name, int collection)
+/* The path of the record of JobSet namespace/name (or of the ConfigMaps of
+ * its namespace): 0, or KUBE_EINVAL with a cause (kube_path.h). */
+static int record_path(char *path, size_t size, const char *namespace, const char *name, int collection,
+		       char **cause)
 {
-	if (collection)
-		snprintf(path, size, "/api/v1/namespaces/%s/configmaps", namespace);
-	else
-		snprintf(path, size, "/api/v1/namespaces/%s/configmaps/%s" MUSTER_PLACEMENT_SUFFIX, namespace,
-			 name);
+	char record[KUBE_NAME_MAX + sizeof(MUSTER_PLACEMENT_SUFFIX)];
+
+	snprintf(record, sizeof(record), "%s" MUSTER_PLACEMENT_SUFFIX, name);
+	return kube_path(path, size, &KUBE_CONFIGMAPS, namespace, collection ? NULL : record, cause);
 }
 
 /* Reads the record of a JobSet: 0 and *out (NULL when there is none, or it
@@ -682,8 +686,9 @@ static int record_get(struct placement_loop *loop, const char *namespace, const 
 	int err;
 
 	*configmap = NULL;
-	record_path(path, sizeof(path), namespace, name, 0);
-	err = kube_get(loop->api[API_WRITES].client, path, configmap, cause);
+	err = record_path(path, sizeof(path), namespace, name, 0, cause);
+	if (!err)
+		err = kube_get(loop->api[API_WRITES].client, path, configmap, cause);
 	if (err == KUBE_ENOTFOUND) {
 		free(*cause);
 		*cause = NULL;
@@ -747,8 +752,9 @@ static int record_drop(struct placement_loop *loop, const char *namespace, const
 		return err;
 	cm_uid = kjson_member(kjson_member(configmap, "metadata"), "uid");
 	if (owner == RELEASE_OWNER_OURS && cJSON_IsString(cm_uid)) {
-		record_path(path, sizeof(path), namespace, name, 0);
-		err = kube_delete_uid(loop->api[API_WRITES].client, path, cm_uid->valuestring, cause);
+		err = record_path(path, sizeof(path), namespace, name, 0, cause);
+		if (!err)
+			err = kube_delete_uid(loop->api[API_WRITES].client, path, cm_uid->valuestring, cause);
 		if (err == KUBE_ENOTFOUND ||
 		    err == KUBE_ECONFLICT) { /* gone, or made again: not ours to drop */
 			free(*cause);
@@ -809,7 +815,8 @@ static int record_write(struct placement_loop *loop, const char *namespace, cons
 	*foreign = 0;
 	if (!body)
 		return kube_cause(cause, KUBE_ENOMEM, "no memory for the placement record");
-	record_path(path, sizeof(path), namespace, name, 1);
+	if ((err = record_path(path, sizeof(path), namespace, name, 1, cause)) != 0)
+		goto out;
 	/* A ConfigMap of the name deleted between the create and the read (its
 	 * owner removing it as muster said): the name is free, so created again
 	 * at once, a few times at most. */
@@ -857,15 +864,17 @@ static int record_write(struct placement_loop *loop, const char *namespace, cons
 	     owner == RELEASE_OWNER_OURS ? "unreadable or of an earlier restart attempt"
 					 : "written for an earlier JobSet of this name");
 	cm_uid = kjson_member(kjson_member(configmap, "metadata"), "uid");
-	record_path(path, sizeof(path), namespace, name, 0);
-	err = cJSON_IsString(cm_uid)
+	err = record_path(path, sizeof(path), namespace, name, 0, cause);
+	err = err ? err
+	      : cJSON_IsString(cm_uid)
 		      ? kube_delete_uid(loop->api[API_WRITES].client, path, cm_uid->valuestring, cause)
 		      : kube_cause(cause, KUBE_EPARSE, "the placement record has no metadata.uid");
 	if (!err || err == KUBE_ENOTFOUND) {
 		free(*cause);
 		*cause = NULL;
-		record_path(path, sizeof(path), namespace, name, 1);
-		err = kube_create(loop->api[API_WRITES].client, path, body, NULL, cause);
+		err = record_path(path, sizeof(path), namespace, name, 1, cause);
+		if (!err)
+			err = kube_create(loop->api[API_WRITES].client, path, body, NULL, cause);
 	}
 out:
 	cJSON_Delete(configmap);
@@ -879,8 +888,10 @@ static int resume(struct placement_loop *loop, const char *namespace, const char
 		  char **cause)
 {
 	char path[KUBE_PATH_MAX], patch[512];
+	int err;
 
-	snprintf(path, sizeof(path), JOBSETS_PATH "/namespaces/%s/jobsets/%s", namespace, name);
+	if ((err = kube_path(path, sizeof(path), &KUBE_JOBSETS, namespace, name, cause)) != 0)
+		return err;
 	snprintf(patch, sizeof(patch),
 		 "{\"metadata\":{\"uid\":\"%s\",\"annotations\":{\"" MUSTER_ANNOTATION_PLACEMENT
 		 "\":\"" MUSTER_PLACEMENT_PLACED "\",\"" MUSTER_ANNOTATION_PLACEMENT_REASON
@@ -897,7 +908,11 @@ static int write_reason(struct placement_loop *loop, const char *namespace, cons
 	char *text = NULL;
 	int err = KUBE_ENOMEM;
 
-	snprintf(path, sizeof(path), JOBSETS_PATH "/namespaces/%s/jobsets/%s", namespace, name);
+	if ((err = kube_path(path, sizeof(path), &KUBE_JOBSETS, namespace, name, cause)) != 0) {
+		cJSON_Delete(patch);
+		return err;
+	}
+	err = KUBE_ENOMEM;
 	if (patch && (metadata = cJSON_AddObjectToObject(patch, "metadata")) &&
 	    cJSON_AddStringToObject(metadata, "uid", uid) &&
 	    (annotations = cJSON_AddObjectToObject(metadata, "annotations")) &&
@@ -1885,7 +1900,8 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 	 * would be resumed from it by the next pass (recorded, not resumed).
 	 * Dropped but not suspended, it is simply relocated again next pass. */
 	err = record_drop(loop, r->namespace, r->name, r->uid, &cause);
-	snprintf(path, sizeof(path), JOBSETS_PATH "/namespaces/%s/jobsets/%s", r->namespace, r->name);
+	if (!err)
+		err = kube_path(path, sizeof(path), &KUBE_JOBSETS, r->namespace, r->name, &cause);
 	if (!err && patch && (metadata = cJSON_AddObjectToObject(patch, "metadata")) &&
 	    cJSON_AddStringToObject(metadata, "uid", r->uid) &&
 	    (annotations = cJSON_AddObjectToObject(metadata, "annotations")) &&
@@ -1966,11 +1982,14 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 
 /* ---- moving Jobs alone ---- */
 
-static void job_path(char *path, size_t size, const char *namespace, const char *jobset, const char *rj,
-		     uint32_t job)
+static int job_path(char *path, size_t size, const char *namespace, const char *jobset, const char *rj,
+		    uint32_t job, char **cause)
 {
+	char name[3 * KUBE_NAME_MAX];
+
 	/* JobSet names its child Jobs <jobset>-<replicated job>-<job index>. */
-	snprintf(path, size, "/apis/batch/v1/namespaces/%s/jobs/%s-%s-%u", namespace, jobset, rj, job);
+	snprintf(name, sizeof(name), "%s-%s-%u", jobset, rj, job);
+	return kube_path(path, size, &KUBE_JOBS, namespace, name, cause);
 }
 
 /* A Job moved alone counts its pods as not bound this long after its
@@ -2088,8 +2107,10 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 		const char *job_uid, *js_uid, *attempt;
 		struct topo_retire r = { 0 };
 
-		job_path(path, sizeof(path), m->namespace, m->name, m->names[i], m->job_index[i]);
-		err = kube_get(loop->api[API_WRITES].client, path, &job, &cause);
+		err = job_path(path, sizeof(path), m->namespace, m->name, m->names[i], m->job_index[i],
+			       &cause);
+		if (!err)
+			err = kube_get(loop->api[API_WRITES].client, path, &job, &cause);
 		if (err == KUBE_ENOTFOUND) {
 			free(cause);
 			cause = NULL;
@@ -2135,7 +2156,8 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 		    !cJSON_AddStringToObject(data, MUSTER_PLACEMENT_KEY, m->record) ||
 		    !(body = cJSON_PrintUnformatted(patch)))
 			err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the record patch");
-		record_path(path, sizeof(path), m->namespace, m->name, 0);
+		if (!err)
+			err = record_path(path, sizeof(path), m->namespace, m->name, 0, &cause);
 		if (!err)
 			err = kube_patch(loop->api[API_WRITES].client, path, KUBE_PATCH_MERGE, body, NULL,
 					 &cause);
@@ -2293,7 +2315,10 @@ static int pinned_by_old_runs(struct placement_loop *loop, const struct retiring
 
 	if (!pods)
 		return kube_cause(cause, KUBE_ENOMEM, "no memory for the pods of a moved Job");
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", w->namespace);
+	if ((err = kube_path(path, sizeof(path), &KUBE_PODS, w->namespace, NULL, cause)) != 0) {
+		cJSON_Delete(pods);
+		return err;
+	}
 	snprintf(selector, sizeof(selector),
 		 JOBSET_LABEL_NAME "=%s," JOBSET_LABEL_REPLICATED_JOB "=%s," JOBSET_LABEL_JOB_INDEX "=%u",
 		 w->name, rj, job);
@@ -2371,8 +2396,9 @@ static int retire_one(struct placement_loop *loop, const struct retiring *w, con
 	char job_uid[TOPO_RETIRE_UID_MAX];
 	int err, stale;
 
-	job_path(path, sizeof(path), w->namespace, w->name, e->replicated_job, e->job);
-	err = kube_get(loop->api[API_WRITES].client, path, &job, cause);
+	err = job_path(path, sizeof(path), w->namespace, w->name, e->replicated_job, e->job, cause);
+	if (!err)
+		err = kube_get(loop->api[API_WRITES].client, path, &job, cause);
 	if (err == KUBE_ENOTFOUND) {
 		free(*cause);
 		*cause = NULL;
@@ -2504,9 +2530,10 @@ static void retire_due(struct placement_loop *loop)
 				   : cJSON_AddNullToObject(annotations,
 							   MUSTER_ANNOTATION_PLACEMENT_RETIRE)) &&
 			    (body = cJSON_PrintUnformatted(patch))) {
-				record_path(path, sizeof(path), w->namespace, w->name, 0);
-				err = kube_patch(loop->api[API_WRITES].client, path, KUBE_PATCH_MERGE, body,
-						 NULL, &cause);
+				err = record_path(path, sizeof(path), w->namespace, w->name, 0, &cause);
+				if (!err)
+					err = kube_patch(loop->api[API_WRITES].client, path, KUBE_PATCH_MERGE,
+							 body, NULL, &cause);
 			}
 			/* Not fatal: an entry left there is deleted again by uid, and found gone. */
 			if (err && err != KUBE_ENOTFOUND)
@@ -2693,8 +2720,9 @@ static int clear_one(struct placement_loop *loop, const struct clearing *w, cons
 	cJSON *object = NULL;
 	int ours = 0, whole, err;
 
-	job_path(path, sizeof(path), w->namespace, w->name, rj, job);
-	err = kube_get(loop->api[API_WRITES].client, path, &object, cause);
+	err = job_path(path, sizeof(path), w->namespace, w->name, rj, job, cause);
+	if (!err)
+		err = kube_get(loop->api[API_WRITES].client, path, &object, cause);
 	if (err == KUBE_ENOTFOUND) {
 		free(*cause);
 		*cause = NULL;
@@ -2927,11 +2955,12 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 	int err, watch_err, cluster_err = 0;
 	double last = 0;
 
-	if (loop->namespace)
-		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_PATH "/namespaces/%s/jobsets",
-			 loop->namespace);
-	else
-		snprintf(jobsets.path, sizeof(jobsets.path), JOBSETS_PATH "/jobsets");
+	/* The namespace was checked when the loop was made. */
+	kube_path(jobsets.path, sizeof(jobsets.path), &KUBE_JOBSETS, loop->namespace, NULL, NULL);
+	/* Every request of the loop ends at once on a stop. */
+	for (int i = 0; i < API_COUNT; i++)
+		if (loop->api[i].client)
+			kube_client_set_stop(loop->api[i].client, stop);
 	/* The JobSets first; every Node and bound pod only once a JobSet asks
 	 * for a placement: a cluster that uses the gang start alone does not
 	 * pay for watching every pod. */
@@ -3063,6 +3092,15 @@ int placement_loop_new(const struct kube_config *cfg, const struct placement_opt
 	int err = 0;
 
 	*out = NULL;
+	if (o->namespace && *o->namespace && !kube_dns_label(o->namespace, KUBE_NAMESPACE_MAX)) {
+		free(loop);
+		return kube_cause(cause, KUBE_EINVAL, "--namespace must be a DNS-1123 label");
+	}
+	if (o->topology && *o->topology && !kube_dns_subdomain(o->topology, KUBE_NAME_MAX)) {
+		free(loop);
+		return kube_cause(cause, KUBE_EINVAL,
+				  "--placement-topology must be a Kubernetes object name");
+	}
 	if (!loop)
 		return kube_cause(cause, KUBE_ENOMEM, "no memory for the placement loop");
 	pthread_mutex_init(&loop->lock, NULL);
@@ -3124,6 +3162,15 @@ void placement_loop_stats(struct placement_loop *loop, struct placement_stats *o
 	pthread_mutex_lock(&loop->lock);
 	*out = loop->stats;
 	pthread_mutex_unlock(&loop->lock);
+	out->list_pages_shrunk = 0;
+	for (int i = 0; i < API_COUNT; i++) {
+		struct kube_client_stats api;
+
+		if (!loop->api[i].client)
+			continue;
+		kube_client_stats(loop->api[i].client, &api);
+		out->list_pages_shrunk += api.list_pages_shrunk;
+	}
 }
 
 void placement_loop_observe(struct placement_loop *loop, const struct placement_observer *observer)

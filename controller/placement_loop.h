@@ -126,6 +126,7 @@ struct placement_stats {
 	uint64_t moves; /* Jobs placed again alone (their pods lost their room; the others stayed) */
 	uint64_t jobs_retired; /* moved Jobs deleted for JobSet to make again */
 	size_t waiting; /* JobSets waiting for a placement */
+	uint64_t list_pages_shrunk; /* its LIST pages asked again, half as large (kube_list) */
 	double last_decision_s; /* the last pass's decision time */
 	size_t domain_count; /* top-level domains below, at most PLACEMENT_DOMAINS_SHOWN */
 	char domains[PLACEMENT_DOMAINS_SHOWN][64];

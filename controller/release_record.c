@@ -15,44 +15,29 @@
 #include "group_decode.h"
 #include "group_tracker.h"
 #include "kube_error.h"
+#include "kube_path.h"
 #include "mlog.h"
+#include "record_owner.h"
 #include "release_line.h"
 
-void release_record_path(char *out, size_t size, const struct release_jobset *e, int collection)
+int release_record_path(char *out, size_t size, const struct release_jobset *e, int collection, char **cause)
 {
-	if (collection)
-		snprintf(out, size, "/api/v1/namespaces/%s/configmaps", e->namespace);
-	else
-		snprintf(out, size, "/api/v1/namespaces/%s/configmaps/%s" MUSTER_CONFIGMAP_SUFFIX,
-			 e->namespace, e->name);
+	char name[KUBE_NAME_MAX + sizeof(MUSTER_CONFIGMAP_SUFFIX)];
+
+	snprintf(name, sizeof(name), "%s" MUSTER_CONFIGMAP_SUFFIX, e->name);
+	return kube_path(out, size, &KUBE_CONFIGMAPS, e->namespace, collection ? NULL : name, cause);
 }
 
 enum release_owner release_record_owner(const cJSON *configmap, const struct release_jobset *e)
 {
-	const cJSON *refs = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(configmap, "metadata"), "ownerReferences");
-	const cJSON *ref;
-	enum release_owner owner = RELEASE_OWNER_FOREIGN;
-
-	if (!cJSON_IsArray(refs))
-		return owner;
-	cJSON_ArrayForEach(ref, refs)
-	{
-		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(ref, "kind");
-		const cJSON *api = cJSON_GetObjectItemCaseSensitive(ref, "apiVersion");
-		const cJSON *name = cJSON_GetObjectItemCaseSensitive(ref, "name");
-		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(ref, "uid");
-
-		if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "JobSet") != 0 ||
-		    !cJSON_IsString(api) || strncmp(api->valuestring, "jobset.x-k8s.io/", 16) != 0 ||
-		    !cJSON_IsString(name) || strcmp(name->valuestring, e->name) != 0 || !cJSON_IsString(uid))
-			continue;
-		if (strcmp(uid->valuestring, e->uid) == 0)
-			return RELEASE_OWNER_OURS;
-		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")))
-			owner = RELEASE_OWNER_PREDECESSOR;
+	switch (record_owner_of(configmap, e->name, e->uid, 0)) {
+	case RECORD_OWNER_OURS:
+		return RELEASE_OWNER_OURS;
+	case RECORD_OWNER_PREDECESSOR:
+		return RELEASE_OWNER_PREDECESSOR;
+	default:
+		return RELEASE_OWNER_FOREIGN;
 	}
-	return owner;
 }
 
 /* A decimal number in 0..KJSON_INT32_MAX from a string item. Returns 0 or -1. */
@@ -142,17 +127,19 @@ int release_record_write(struct kube_client *client, const struct release_jobset
 
 	if (!body)
 		return kube_cause(cause, KUBE_ENOMEM, "no memory for the ConfigMap");
-	release_record_path(path, sizeof(path), e, 1);
 	*how = "created";
-	err = kube_create(client, path, body, NULL, cause);
+	err = release_record_path(path, sizeof(path), e, 1, cause);
+	if (!err)
+		err = kube_create(client, path, body, NULL, cause);
 	if (err != KUBE_ECONFLICT)
 		goto out;
 	/* It exists: an earlier attempt's release, our own retried POST, a
 	 * leftover of a deleted JobSet of this name, or somebody else's. */
 	free(*cause);
 	*cause = NULL;
-	release_record_path(path, sizeof(path), e, 0);
-	err = kube_get(client, path, &existing, cause);
+	err = release_record_path(path, sizeof(path), e, 0, cause);
+	if (!err)
+		err = kube_get(client, path, &existing, cause);
 	if (err)
 		goto out;
 	switch (release_record_owner(existing, e)) {
@@ -178,8 +165,9 @@ int release_record_write(struct kube_client *client, const struct release_jobset
 			break;
 		free(*cause);
 		*cause = NULL;
-		release_record_path(path, sizeof(path), e, 1);
-		err = kube_create(client, path, body, NULL, cause);
+		err = release_record_path(path, sizeof(path), e, 1, cause);
+		if (!err)
+			err = kube_create(client, path, body, NULL, cause);
 		break;
 	case RELEASE_OWNER_FOREIGN:
 		*foreign = 1;
@@ -205,8 +193,9 @@ int release_record_read(struct kube_client *client, const struct release_jobset 
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	release_record_path(path, sizeof(path), e, 0);
-	err = kube_get(client, path, &configmap, cause);
+	err = release_record_path(path, sizeof(path), e, 0, cause);
+	if (!err)
+		err = kube_get(client, path, &configmap, cause);
 	if (err == KUBE_ENOTFOUND) {
 		if (cause) {
 			free(*cause);

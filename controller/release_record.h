@@ -37,8 +37,9 @@ enum release_owner {
 };
 
 /* The ConfigMap's path: the namespace's collection (collection != 0) or
- * the ConfigMap itself. */
-void release_record_path(char *out, size_t size, const struct release_jobset *jobset, int collection);
+ * the ConfigMap itself; 0, or KUBE_EINVAL with a cause (kube_path.h). */
+int release_record_path(char *out, size_t size, const struct release_jobset *jobset, int collection,
+			char **cause);
 
 /* Whose the ConfigMap is, from its ownerReferences. */
 enum release_owner release_record_owner(const cJSON *configmap, const struct release_jobset *jobset);

@@ -19,6 +19,7 @@
 #include "flag.h"
 #include "kjson.h"
 #include "kube_error.h"
+#include "kube_path.h"
 #include "muster_api.h"
 #include "topo_record.h"
 #include "topo_input.h"
@@ -41,10 +42,7 @@ struct options {
 #define PATH_PODS "/api/v1/pods"
 /* Bound and not ended: the pods whose requests hold node capacity. */
 #define PODS_HOLDING "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
-#define PATH_KUEUE_TOPOLOGY "/apis/kueue.x-k8s.io/v1beta2/topologies/"
-#define PATH_KUEUE_TOPOLOGY_V1BETA1 "/apis/kueue.x-k8s.io/v1beta1/topologies/"
 #define PATH_HYPERNODES "/apis/topology.volcano.sh/v1alpha1/hypernodes"
-#define PATH_JOBSETS "/apis/jobset.x-k8s.io/v1alpha2/namespaces/%s/jobsets/%s"
 
 static char *read_file(const char *name, size_t *size)
 {
@@ -104,17 +102,6 @@ static int load(struct topo_input *in, const char *file,
 	return rc;
 }
 
-/* Only what a Kubernetes name may hold (and the one '/' of NS/NAME), so
- * nothing the user types changes the API path. */
-static int dns_name(const char *s)
-{
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '.' ||
-		      *s == '/'))
-			return 0;
-	return 1;
-}
-
 /* Reads one input from the cluster: a LIST (field selector or NULL) or, when
  * `get`, one object; then its tree decoder. */
 static int load_live(struct topo_live *live, struct topo_input *in, const char *path, const char *field,
@@ -142,12 +129,13 @@ static int load_topology(struct topo_live *live, struct topo_input *in, const ch
 	cJSON *tree = NULL;
 	int rc;
 
-	snprintf(path, sizeof(path), PATH_KUEUE_TOPOLOGY "%s", name);
-	rc = topo_live_get(live, path, &tree, &cause);
+	rc = kube_path(path, sizeof(path), &KUBE_KUEUE_TOPOLOGIES, NULL, name, &cause);
+	if (!rc)
+		rc = topo_live_get(live, path, &tree, &cause);
 	if (rc == KUBE_ENOTFOUND) { /* a cluster serving only Kueue's older version */
 		char *older = NULL;
 
-		snprintf(path, sizeof(path), PATH_KUEUE_TOPOLOGY_V1BETA1 "%s", name);
+		kube_path(path, sizeof(path), &KUBE_KUEUE_TOPOLOGIES_V1BETA1, NULL, name, NULL);
 		if (topo_live_get(live, path, &tree, &older) == 0) {
 			free(cause);
 			cause = NULL;
@@ -191,14 +179,14 @@ static int print_run(void *arg, const char *rj, uint32_t job, uint32_t from, uin
  * waits, its placement of record. */
 static void explain(struct topo_live *live, const char *ns, const char *name)
 {
-	char path[700], *cause = NULL;
+	char path[700], record_name[300], *cause = NULL;
 	cJSON *jobset = NULL, *configmap = NULL;
 	const char *state, *reason;
 	const cJSON *text;
 	struct topo_record *record = NULL;
 
-	snprintf(path, sizeof(path), PATH_JOBSETS, ns, name);
-	if (topo_live_get(live, path, &jobset, &cause) != 0) {
+	if (kube_path(path, sizeof(path), &KUBE_JOBSETS, ns, name, &cause) ||
+	    topo_live_get(live, path, &jobset, &cause) != 0) {
 		printf("JobSet %s/%s: %s\n", ns, name, cause ? cause : "cannot be read");
 		free(cause);
 		return;
@@ -212,10 +200,11 @@ static void explain(struct topo_live *live, const char *ns, const char *name)
 	else
 		printf("JobSet %s/%s: %s=%s%s%s\n", ns, name, MUSTER_ANNOTATION_PLACEMENT, state,
 		       reason ? "; waiting because: " : "", reason ? reason : "");
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s" MUSTER_PLACEMENT_SUFFIX, ns, name);
+	snprintf(record_name, sizeof(record_name), "%s" MUSTER_PLACEMENT_SUFFIX, name);
 	free(cause);
 	cause = NULL;
-	if (topo_live_get(live, path, &configmap, &cause) != 0) {
+	if (kube_path(path, sizeof(path), &KUBE_CONFIGMAPS, ns, record_name, &cause) ||
+	    topo_live_get(live, path, &configmap, &cause) != 0) {
 		printf("placement of record: none (ConfigMap %s/%s%s: %s)\n", ns, name,
 		       MUSTER_PLACEMENT_SUFFIX, cause ? cause : "cannot be read");
 	} else if (!cJSON_IsString(
@@ -646,15 +635,14 @@ int main(int argc, char **argv)
 		char path[600], ns[254];
 		const char *slash = strchr(o.jobset_ref, '/');
 
-		if (!slash || slash == o.jobset_ref || !slash[1] ||
-		    (size_t)(slash - o.jobset_ref) >= sizeof(ns) || strchr(slash + 1, '/') ||
-		    strlen(slash + 1) > 253 || !dns_name(o.jobset_ref)) {
-			fprintf(stderr, "muster-topology: --jobset-ref %s: give NAMESPACE/NAME\n",
-				o.jobset_ref);
+		if (slash && (size_t)(slash - o.jobset_ref) < sizeof(ns))
+			snprintf(ns, sizeof(ns), "%.*s", (int)(slash - o.jobset_ref), o.jobset_ref);
+		if (!slash || (size_t)(slash - o.jobset_ref) >= sizeof(ns) ||
+		    kube_path(path, sizeof(path), &KUBE_JOBSETS, ns, slash + 1, &cause)) {
+			fprintf(stderr, "muster-topology: --jobset-ref: give NAMESPACE/NAME%s%s\n",
+				cause ? ": " : "", cause ? cause : "");
 			goto out;
 		}
-		snprintf(ns, sizeof(ns), "%.*s", (int)(slash - o.jobset_ref), o.jobset_ref);
-		snprintf(path, sizeof(path), PATH_JOBSETS, ns, slash + 1);
 		if (load_live(live, &in, path, NULL, 1, topo_input_jobset_tree))
 			goto out;
 	} else if (load(&in, o.jobset, topo_input_jobset)) {
@@ -671,7 +659,7 @@ int main(int argc, char **argv)
 	     load_live(live, &in, PATH_HYPERNODES, NULL, 0, topo_input_hypernodes_tree)))
 		goto out;
 	if (o.topology) {
-		if (!dns_name(o.topology) || strchr(o.topology, '/')) {
+		if (!kube_dns_subdomain(o.topology, KUBE_NAME_MAX)) {
 			fprintf(stderr, "muster-topology: --topology %s: not a Kubernetes object name\n",
 				o.topology);
 			goto out;

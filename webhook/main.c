@@ -63,7 +63,8 @@ static const char usage_head[] =
 	"container, its ConfigMap volume and the pod label; POST /validate checks the settings.\n"
 	"A JobSet with a topology request is suspended by /mutate until muster-controller has\n"
 	"placed it; POST /pin gives each of its pods the nodeSelector of its placement of record.\n"
-	"GET /healthz, /readyz and /metrics are served on the same port.\n"
+	"GET /healthz and /readyz are served on the same port; /metrics only on --metrics-addr\n"
+	"(never on the admission port, which every pod of the cluster may reach).\n"
 	"\n";
 static const char usage_tail[] =
 	"  --help, --version\n"
@@ -157,9 +158,10 @@ int main(int argc, char **argv)
 	const char *kubeconfig = NULL;
 	struct kube_config api_cfg;
 	int have_api_cfg = 0;
-	struct kube_curl *api_curl = NULL, *event_curl = NULL;
+	struct kube_curl *reader_curl[RECORD_CACHE_READERS_MAX] = { 0 }, *event_curl = NULL;
 	struct own_pod own = { 0 };
-	struct kube_client *api = NULL;
+	struct kube_client *readers[RECORD_CACHE_READERS_MAX] = { 0 };
+	unsigned long reader_count = 4, pin_deadline_ms = RECORD_CACHE_DEADLINE_MS;
 	struct metrics_registry *registry = NULL;
 	struct http_serve *server = NULL, *plain = NULL, *probes = NULL;
 	struct webhook *webhook = NULL;
@@ -192,8 +194,9 @@ int main(int argc, char **argv)
 		{ FLAG_NUMBER, "--max-body-bytes", "N", "largest AdmissionReview accepted (default 4194304)",
 		  4096, 64ul * 1024 * 1024, NULL, &body_max },
 		{ FLAG_TEXT, "--metrics-addr", "[A:]PORT",
-		  "also serve /metrics, /healthz, /readyz over plain HTTP (default 0: off)", 0, 0, NULL,
-		  &metrics_addr },
+		  "serve /metrics (and /healthz, /readyz) over plain HTTP here;\n"
+		  "the only place /metrics is served (default 0: off)",
+		  0, 0, NULL, &metrics_addr },
 		{ FLAG_TEXT, "--health-addr", "[A:]PORT",
 		  "also serve /healthz and /readyz alone over plain HTTP, with\n"
 		  "threads of their own: kubelet's probes never wait behind\n"
@@ -203,6 +206,20 @@ int main(int argc, char **argv)
 		  "API access for the pod route (reads placement records);\n"
 		  "default: the in-cluster service account, else none",
 		  0, 0, NULL, &kubeconfig },
+		{ FLAG_NUMBER, "--pin-readers", "N",
+		  "placement records read at once, each its own connection,\n"
+		  "1.." MUSTER_API_TEXT(
+			  RECORD_CACHE_READERS_MAX) " (default 4): a slow read of one JobSet's\n"
+						    "record holds up no other JobSet's pods",
+		  1, RECORD_CACHE_READERS_MAX, NULL, &reader_count },
+		{ FLAG_NUMBER, "--pin-deadline-ms", "MS",
+		  "answer every pod and Job at /pin within this, refusing\n"
+		  "(the Job controller retries) when its record cannot be read\n"
+		  "in time; below the webhook's timeoutSeconds, 500..30000\n"
+		  "(default "
+		  "3000"
+		  ")",
+		  500, 30000, NULL, &pin_deadline_ms },
 		{ FLAG_TEXT, "--controller-user", "NAME",
 		  "the user muster-controller acts as: only it marks a JobSet placed\n"
 		  "(default " DEFAULT_CONTROLLER_USER ")",
@@ -282,12 +299,19 @@ int main(int argc, char **argv)
 		/* A pod's admission waits on this read: short, not retried (the
 		 * apiserver's webhook timeout is 5 s; the Job controller retries
 		 * a refused pod). */
-		api_cfg.request_timeout_ms = 2000;
+		api_cfg.request_timeout_ms = pin_deadline_ms > 3000 ? 2000 : (long)pin_deadline_ms * 2 / 3;
 		api_cfg.max_retries = 0;
-		if ((err = kube_curl_new(&api_cfg, &api_curl, &cause)) ||
-		    (err = kube_client_new(&api_cfg, &kube_curl_transport, api_curl, NULL, &api, &cause)))
-			goto out;
-		options.api = api;
+		/* A record is a ConfigMap (1 MiB at most, its JSON escaped). */
+		api_cfg.max_response_bytes = 8u * 1024u * 1024u;
+		for (unsigned long i = 0; i < reader_count; i++)
+			if ((err = kube_curl_new(&api_cfg, &reader_curl[i], &cause)) ||
+			    (err = kube_client_new(&api_cfg, &kube_curl_transport, reader_curl[i], NULL,
+						   &readers[i], &cause)))
+				goto out;
+		options.records.readers = readers;
+		options.records.reader_count = reader_count;
+		options.records.request_timeout_ms = (unsigned)api_cfg.request_timeout_ms;
+		options.records.deadline_ms = (unsigned)pin_deadline_ms;
 		own.namespace = getenv("POD_NAMESPACE");
 		own.name = getenv("POD_NAME");
 		own.uid = getenv("POD_UID") ? getenv("POD_UID") : "";
@@ -314,10 +338,12 @@ int main(int argc, char **argv)
 	serve.posts = posts;
 	serve.post_count = 3;
 	serve.latency = registry;
-	routes.metrics = registry;
 	routes.ready = ready_check;
+	/* The admission port is open to the whole cluster (the apiserver's
+	 * address is nobody's to select): no metrics there. */
 	if ((err = http_serve_start_options(listen, &routes, &serve, &server, &cause)))
 		goto out;
+	routes.metrics = registry;
 	if (strcmp(metrics_addr, "0") != 0 && (err = http_serve_start(metrics_addr, &routes, &plain, &cause)))
 		goto out;
 	if (strcmp(health_addr, "0") != 0) {
@@ -359,8 +385,10 @@ out:
 	http_serve_stop(plain);
 	http_serve_stop(server);
 	webhook_free(webhook);
-	kube_client_free(api);
-	kube_curl_free(api_curl);
+	for (size_t i = 0; i < RECORD_CACHE_READERS_MAX; i++) {
+		kube_client_free(readers[i]);
+		kube_curl_free(reader_curl[i]);
+	}
 	kube_client_free(own.api);
 	kube_curl_free(event_curl);
 	if (have_api_cfg)

@@ -12,6 +12,7 @@
 
 #include "cause.h"
 #include "kjson.h"
+#include "kube_path.h"
 #include "muster_api.h"
 
 #define LABEL_VALUE_MAX 63
@@ -49,6 +50,21 @@ static int jobset_key(const cJSON *labels, const char *kind, struct pod_pin_key 
 	    number(kjson_member(labels, JOBSET_LABEL_JOB_INDEX), kind, "label " JOBSET_LABEL_JOB_INDEX,
 		   &key->job_index, cause))
 		return -1;
+	/* Mutating admission comes before the apiserver validates the object:
+	 * these are whatever its author wrote, and the JobSet's name goes into
+	 * the path of its record. Each must be what JobSet writes. */
+	if (!kube_dns_subdomain(key->jobset, LABEL_VALUE_MAX))
+		return cause_fail(cause,
+				  "the %s's label " JOBSET_LABEL_NAME
+				  " is not a JobSet's name (a DNS-1123 subdomain of at most %d characters)",
+				  kind, LABEL_VALUE_MAX);
+	if (!kube_label_value(key->uid) || !key->uid[0])
+		return cause_fail(cause, "the %s's label " JOBSET_LABEL_UID " is not a uid", kind);
+	if (!kube_label_value(key->replicated_job))
+		return cause_fail(cause,
+				  "the %s's label " JOBSET_LABEL_REPLICATED_JOB
+				  " is not a replicated job's name",
+				  kind);
 	/* Absent: attempt 0 (a JobSet that does not label it never restarts
 	 * under another number). */
 	if (kjson_member(labels, JOBSET_LABEL_RESTART_ATTEMPT) &&

@@ -35,6 +35,12 @@
 
 struct fake {
 	char record[512]; /* data.placement; "" answers 404 */
+	/* The ConfigMap's ownerReferences (JSON); "": a JobSet of the name in
+	 * the path, the record's uid, controller: true, as muster writes it. */
+	char owners[512];
+	char slow[64]; /* JobSets named so or longer: GETs take timeout_ms, then time out */
+	long timeout_ms; /* the readers' request timeout the fake keeps */
+	long pad_bytes; /* data.padding of this many bytes (a large forged record) */
 	int gets;
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
@@ -58,11 +64,30 @@ static time_t fake_clock(void *arg)
 static int fake_send(void *ctx, const struct kube_request *req, struct kube_response *resp, char **cause)
 {
 	struct fake *f = ctx;
-	char body[1024];
+	char body[2048];
+
+	static const char prefix[] = "/api/v1/namespaces/ns/configmaps/";
+	char jobset[64] = "", owners[700], uid[64] = "";
+	const char *at;
+	char *big = NULL;
 
 	(void)cause;
 	assert_int_equal(req->method, KUBE_METHOD_GET);
-	assert_string_equal(req->path, "/api/v1/namespaces/ns/configmaps/train-placement");
+	assert_memory_equal(req->path, prefix, sizeof(prefix) - 1);
+	assert_true(strlen(req->path) > sizeof(prefix) + strlen("-placement") - 1);
+	snprintf(jobset, sizeof(jobset), "%.*s",
+		 (int)(strlen(req->path) - sizeof(prefix) + 1 - strlen("-placement")),
+		 req->path + sizeof(prefix) - 1);
+	assert_string_equal(req->path + sizeof(prefix) - 1 + strlen(jobset), "-placement");
+	if (f->slow[0] &&
+	    strncmp(jobset, f->slow, strlen(f->slow)) == 0) { /* a hanging apiserver, cut by the timeout */
+		nanosleep(&(struct timespec){ f->timeout_ms / 1000, (f->timeout_ms % 1000) * 1000000L },
+			  NULL);
+		pthread_mutex_lock(&f->lock);
+		f->gets++;
+		pthread_mutex_unlock(&f->lock);
+		return KUBE_ETIMEOUT;
+	}
 	pthread_mutex_lock(&f->lock);
 	f->gets++;
 	f->in_get++;
@@ -71,6 +96,15 @@ static int fake_send(void *ctx, const struct kube_request *req, struct kube_resp
 		pthread_cond_wait(&f->changed, &f->lock);
 	f->in_get--;
 	f->clock += f->get_takes;
+	if ((at = strstr(f->record, "\"uid\":\"")))
+		snprintf(uid, sizeof(uid), "%.*s", (int)strcspn(at + 7, "\""), at + 7);
+	if (f->owners[0])
+		snprintf(owners, sizeof(owners), "%s", f->owners);
+	else
+		snprintf(owners, sizeof(owners),
+			 "[{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"name\":\"%s\","
+			 "\"uid\":\"%s\",\"controller\":true}]",
+			 jobset, uid);
 	pthread_mutex_unlock(&f->lock);
 	if (!f->record[0]) {
 		snprintf(body, sizeof(body), "{\"kind\":\"Status\",\"code\":404}");
@@ -86,9 +120,25 @@ static int fake_send(void *ctx, const struct kube_request *req, struct kube_resp
 		}
 		escaped[o] = '\0';
 		snprintf(body, sizeof(body),
-			 "{\"metadata\":{\"name\":\"train-placement\"},\"data\":{\"placement\":\"%s\"}}",
-			 escaped);
+			 "{\"metadata\":{\"name\":\"%s-placement\",\"ownerReferences\":%s},"
+			 "\"data\":{\"placement\":\"%s\"}}",
+			 jobset, owners, escaped);
 		resp->status = 200;
+	}
+	if (f->pad_bytes && resp->status == 200) { /* data.padding: a ConfigMap near its 1 MiB */
+		size_t len = strlen(body);
+
+		big = malloc(len + (size_t)f->pad_bytes + 32);
+		assert_non_null(big);
+		memcpy(big, body, len - 2); /* up to the end of data */
+		len -= 2;
+		len += (size_t)snprintf(big + len, 32, ",\"padding\":\"");
+		memset(big + len, 'x', (size_t)f->pad_bytes);
+		len += (size_t)f->pad_bytes;
+		memcpy(big + len, "\"}}", 4);
+		resp->body_len = len + 3;
+		resp->body = big;
+		return KUBE_OK;
 	}
 	resp->body_len = strlen(body);
 	resp->body = strdup(body);
@@ -117,6 +167,7 @@ static const struct kube_transport fake_transport = { fake_send, fake_stream };
 struct setup {
 	struct fake fake;
 	struct kube_client *client;
+	struct record_cache_options options;
 	struct record_cache *cache;
 };
 
@@ -130,8 +181,12 @@ static void setup(struct setup *s)
 	pthread_cond_init(&s->fake.changed, NULL);
 	kube_config_defaults(&cfg);
 	cfg.qps = 0;
+	cfg.max_retries = 0; /* as muster-webhook's readers */
 	assert_int_equal(kube_client_new(&cfg, &fake_transport, &s->fake, NULL, &s->client, &cause), 0);
-	assert_int_equal(record_cache_new(s->client, &s->cache, &cause), 0);
+	s->options.readers = &s->client;
+	s->options.reader_count = 1;
+	s->options.request_timeout_ms = 2000;
+	assert_int_equal(record_cache_new(&s->options, &s->cache, &cause), 0);
 }
 
 static void teardown(struct setup *s)
@@ -449,6 +504,276 @@ static void an_entry_counts_from_when_its_get_was_sent(void **state)
 	teardown(&s);
 }
 
+/* rc of a lookup of pod w/0/0 of JobSet `jobset` of uid u1. */
+static int pin_of(struct setup *s, const char *jobset, char *out, size_t size)
+{
+	char *cause = NULL;
+	int rc = record_cache_selector(s->cache, "ns", jobset, "u1", 0, "w", 0, 0, out, size, &cause);
+
+	if (rc != 1)
+		snprintf(out, size, "%s", cause ? cause : "");
+	free(cause);
+	return rc;
+}
+
+static size_t cached_bytes(struct setup *s, size_t *entries)
+{
+	size_t n, bytes;
+
+	record_cache_usage(s->cache, &n, &bytes);
+	if (entries)
+		*entries = n;
+	return bytes;
+}
+
+/* A ConfigMap `<jobset>-placement` that the pod's JobSet does not control
+ * (no owner, another kind, another name, not the controller) is a tenant's,
+ * not a record: refused without saying what it holds, and nothing kept. */
+static void configmaps_muster_did_not_write_pin_nothing_and_are_not_kept(void **state)
+{
+	static const char *const owners[] = {
+		"[]",
+		"[{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"train\",\"uid\":\"u1\",\"controller\":true}]",
+		"[{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"name\":\"other\","
+		"\"uid\":\"u1\",\"controller\":true}]",
+		"[{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"name\":\"train\","
+		"\"uid\":\"u1\"}]",
+		"[{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"name\":\"train\","
+		"\"uid\":\"u1\",\"controller\":false}]",
+	};
+	struct setup s;
+	char out[1024];
+	size_t entries;
+
+	(void)state;
+	setup(&s);
+	set_record(&s, "r1");
+	for (size_t i = 0; i < sizeof(owners) / sizeof(owners[0]); i++) {
+		snprintf(s.fake.owners, sizeof(s.fake.owners), "%s", owners[i]);
+		assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), -1);
+		assert_non_null(strstr(out, "is not the placement of record of JobSet train of uid u1"));
+		assert_null(strstr(out, "rack"));
+		assert_int_equal(cached_bytes(&s, &entries), 0);
+		assert_int_equal(entries, 0);
+	}
+	s.fake.owners[0] = '\0'; /* as muster writes it */
+	assert_int_equal(pin(&s, "u1", 0, out, sizeof(out)), 1);
+	assert_string_equal(out, "rack=r1");
+	teardown(&s);
+}
+
+/* The entries hold at most bytes_max of records: the oldest go first, an
+ * expired entry is freed by the next lookup of any JobSet, and a record
+ * larger than the whole bound pins its pod but is not kept. */
+static void the_cache_holds_at_most_its_bytes_and_frees_what_expired(void **state)
+{
+	struct setup s;
+	char out[512], name[32];
+	size_t one, entries;
+
+	(void)state;
+	setup_clocked(&s);
+	set_record(&s, "r1");
+	assert_int_equal(pin_of(&s, "j0", out, sizeof(out)), 1);
+	one = cached_bytes(&s, &entries);
+	assert_true(one > 0);
+	assert_int_equal(entries, 1);
+	record_cache_free(s.cache);
+	s.options.bytes_max = 3 * one;
+	assert_int_equal(record_cache_new(&s.options, &s.cache, NULL), 0);
+	record_cache_set_clock(s.cache, fake_clock, &s.fake);
+	for (int i = 0; i < 10; i++) {
+		set_clock(&s, 100 + i); /* each older than the next */
+		snprintf(name, sizeof(name), "j%d", i);
+		assert_int_equal(pin_of(&s, name, out, sizeof(out)), 1);
+		assert_true(cached_bytes(&s, &entries) <= 3 * one);
+		assert_true(entries <= 3);
+	}
+	assert_int_equal(entries, 3);
+	/* The newest three are kept: j9 answers without a GET, j0 needs one. */
+	int gets = get_count(&s);
+	assert_int_equal(pin_of(&s, "j9", out, sizeof(out)), 1);
+	assert_int_equal(get_count(&s), gets);
+	/* Past every entry's age: the next lookup frees them all but its own. */
+	set_clock(&s, 200);
+	assert_int_equal(pin_of(&s, "j0", out, sizeof(out)), 1);
+	assert_int_equal(cached_bytes(&s, &entries), one);
+	assert_int_equal(entries, 1);
+	/* A bound smaller than one record: it pins, and is not kept. */
+	record_cache_free(s.cache);
+	s.options.bytes_max = one - 1;
+	assert_int_equal(record_cache_new(&s.options, &s.cache, NULL), 0);
+	assert_int_equal(pin_of(&s, "j0", out, sizeof(out)), 1);
+	assert_string_equal(out, "rack=r1");
+	assert_int_equal(cached_bytes(&s, &entries), 0);
+	assert_int_equal(entries, 0);
+	teardown(&s);
+}
+
+static uint64_t elapsed_ms(const struct timespec *since)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)(now.tv_sec - since->tv_sec) * 1000u + (uint64_t)(now.tv_nsec / 1000000) -
+	       (uint64_t)(since->tv_nsec / 1000000);
+}
+
+struct timed_lookup {
+	pthread_t thread;
+	struct setup *s;
+	const char *jobset;
+	int rc;
+	uint64_t ms;
+	char out[1024];
+};
+
+static void *timed_lookup_main(void *arg)
+{
+	struct timed_lookup *t = arg;
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	t->rc = pin_of(t->s, t->jobset, t->out, sizeof(t->out));
+	t->ms = elapsed_ms(&start);
+	return NULL;
+}
+
+/* An apiserver that hangs on the records of some JobSets (each GET cut by
+ * the readers' 2 s timeout): another JobSet's pod is answered at once from
+ * a reader of its own, never after the hanging read; a second pod of a
+ * hanging JobSet waits for that read, not for a read of its own; a third
+ * hanging JobSet, with every reader busy, is refused; and every answer
+ * comes within the 3 s deadline (with 1 s for a busy machine). With one
+ * lock around every read, the other JobSet's pod waited the whole 2 s and
+ * the later ones of the hanging JobSets 2 s each, one after another. */
+static void a_slow_read_holds_up_no_other_jobset_and_every_answer_comes_in_time(void **state)
+{
+	struct setup s;
+	struct kube_client *second = NULL;
+	struct kube_client *readers[2];
+	struct kube_config cfg;
+	struct timed_lookup t[4] = {
+		{ .jobset = "slow-a" }, { .jobset = "slow-a" }, { .jobset = "slow-b" }, { .jobset = "slow-c" }
+	};
+	struct timespec start;
+	char out[512];
+	uint64_t fast_ms;
+
+	(void)state;
+	setup(&s);
+	set_record(&s, "r1");
+	snprintf(s.fake.slow, sizeof(s.fake.slow), "slow-");
+	s.fake.timeout_ms = 2000;
+	kube_config_defaults(&cfg);
+	cfg.qps = 0;
+	cfg.max_retries = 0;
+	assert_int_equal(kube_client_new(&cfg, &fake_transport, &s.fake, NULL, &second, NULL), 0);
+	readers[0] = s.client;
+	readers[1] = second;
+	record_cache_free(s.cache);
+	s.options.readers = readers;
+	s.options.reader_count = 2;
+	s.options.request_timeout_ms = 2000;
+	s.options.deadline_ms = 3000;
+	assert_int_equal(record_cache_new(&s.options, &s.cache, NULL), 0);
+	/* slow-a takes one reader and hangs; a second pod of it waits for it. */
+	for (size_t i = 0; i < 2; i++) {
+		t[i].s = &s;
+		assert_int_equal(pthread_create(&t[i].thread, NULL, timed_lookup_main, &t[i]), 0);
+	}
+	nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	assert_int_equal(pin_of(&s, "train", out, sizeof(out)), 1);
+	fast_ms = elapsed_ms(&start);
+	assert_string_equal(out, "rack=r1");
+	/* slow-b takes the other reader; slow-c finds none and is refused. */
+	for (size_t i = 2; i < 4; i++) {
+		t[i].s = &s;
+		assert_int_equal(pthread_create(&t[i].thread, NULL, timed_lookup_main, &t[i]), 0);
+		nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+	}
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(t[i].thread, NULL), 0);
+		assert_int_equal(t[i].rc, -1);
+		if (t[i].ms > 3000 + 1000)
+			fail_msg("the lookup of %s answered after %llu ms: %s", t[i].jobset,
+				 (unsigned long long)t[i].ms, t[i].out);
+		assert_non_null(strstr(t[i].out, t[i].jobset));
+	}
+	assert_non_null(strstr(t[0].out, "request timed out"));
+	assert_non_null(strstr(t[3].out, "every reader was busy"));
+	/* Far below the 2 s the hanging read took. */
+	if (fast_ms >= 1000)
+		fail_msg("another JobSet's pod waited %llu ms for a hanging read",
+			 (unsigned long long)fast_ms);
+	record_cache_free(s.cache);
+	s.cache = NULL;
+	kube_client_free(second);
+	teardown(&s);
+}
+
+/* The pod label of issue 34: mutating admission sees it before the
+ * apiserver validates the pod, and the JobSet's name becomes the record's
+ * path. Refused for its syntax, saying so, with no GET made. */
+static void a_pod_labelled_with_a_path_is_refused_before_any_read(void **state)
+{
+	static const char *const names[] = { "../../kube-system/configmaps/victim?x=", "Train", "a/b",
+					     "victim%2F", "" };
+	struct setup s;
+	struct webhook_options options = { .barrier = { .barrier_image = "b",
+							.image_pull_policy = "IfNotPresent",
+							.cpu_request = "10m",
+							.memory_request = "16Mi" },
+					   .quiet = 1 };
+	struct webhook *w = NULL;
+	char *cause = NULL, body[2048];
+
+	(void)state;
+	setup(&s);
+	set_record(&s, "r1");
+	options.records = s.options;
+	assert_int_equal(webhook_new(&options, &w, &cause), 0);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct http_serve_reply reply = { 0 };
+		cJSON *review, *message;
+
+		snprintf(
+			body, sizeof(body),
+			"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+			"\"uid\":\"r-1\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+			"\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},"
+			"\"namespace\":\"ns\",\"operation\":\"CREATE\",\"userInfo\":{},"
+			"\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\","
+			"\"namespace\":\"ns\",\"annotations\":{\"batch.kubernetes.io/job-completion-index\":\"0\"},"
+			"\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"%s\","
+			"\"jobset.sigs.k8s.io/jobset-uid\":\"u1\",\"jobset.sigs.k8s.io/replicatedjob-name\":\"w\","
+			"\"jobset.sigs.k8s.io/job-index\":\"0\",\"muster.dev/placement\":\"true\"}},"
+			"\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}",
+			names[i]);
+		webhook_pin(w, body, strlen(body), &reply);
+		assert_int_equal(reply.status, 200);
+		review = cJSON_ParseWithLength(reply.body, reply.body_len);
+		assert_non_null(review);
+		assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(review, "response"), "allowed")));
+		message = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(review, "response"),
+							 "status"),
+			"message");
+		assert_true(cJSON_IsString(message));
+		if (!strstr(message->valuestring, "is not a JobSet's name") &&
+		    !strstr(message->valuestring, "jobset-name"))
+			fail_msg("name %zu: %s", i, message->valuestring);
+		assert_null(strstr(message->valuestring, "kube-system"));
+		cJSON_Delete(review);
+		free(reply.body);
+	}
+	assert_int_equal(get_count(&s), 0);
+	webhook_free(w);
+	teardown(&s);
+}
+
 /* The JSON Patch of a /pin answer (base64 in response.patch), or NULL
  * when the answer carries none; `allowed` set from the answer. */
 static cJSON *answer_patch(const struct http_serve_reply *reply, int *allowed)
@@ -544,7 +869,7 @@ static void the_pin_routes_job_half_gives_a_split_job_its_share_and_a_work_queue
 	snprintf(
 		s.fake.record, sizeof(s.fake.record),
 		"{\"uid\":\"u1\",\"attempt\":0,\"replicatedJobs\":{\"w\":[[[0,1,\"rack=r1\"],[2,5,\"rack=r2\"]]]}}");
-	options.api = s.client;
+	options.records = s.options;
 	assert_int_equal(webhook_new(&options, &w, &cause), 0);
 
 	patch = pin_job_review(w, "\"completions\":6,\"parallelism\":6,", &allowed);
@@ -591,6 +916,10 @@ int main(void)
 		cmocka_unit_test(a_read_ahead_that_fails_is_not_retried_before_expiry),
 		cmocka_unit_test(an_entry_counts_from_when_its_get_was_sent),
 		cmocka_unit_test(the_pin_routes_job_half_gives_a_split_job_its_share_and_a_work_queue_none),
+		cmocka_unit_test(configmaps_muster_did_not_write_pin_nothing_and_are_not_kept),
+		cmocka_unit_test(the_cache_holds_at_most_its_bytes_and_frees_what_expired),
+		cmocka_unit_test(a_slow_read_holds_up_no_other_jobset_and_every_answer_comes_in_time),
+		cmocka_unit_test(a_pod_labelled_with_a_path_is_refused_before_any_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -71,7 +71,7 @@ int webhook_new(const struct webhook_options *options, struct webhook **out, cha
 	if (options->controller_user && *options->controller_user &&
 	    !(w->controller_user = strdup(options->controller_user)))
 		goto no_memory;
-	if (record_cache_new(options->api, &w->records, cause))
+	if (record_cache_new(&options->records, &w->records, cause))
 		goto fail;
 	*out = w;
 	return 0;

@@ -32,15 +32,17 @@
 
 #include "http_serve.h"
 #include "jobset_mutate.h"
+#include "record_cache.h"
 
 struct kube_client;
 
 struct webhook_options {
 	struct jobset_mutate_options barrier; /* strings copied */
 	int quiet; /* 1: log denials and errors only (benchmarks) */
-	/* The pod route's API client (reads placement records); NULL: none,
-	 * every pinned pod is refused saying so. Must outlive the webhook. */
-	struct kube_client *api;
+	/* The pod route's readers of placement records, their request timeout
+	 * and the deadline of every pin answer (record_cache.h); no readers:
+	 * every pinned pod is refused saying so. They must outlive the webhook. */
+	struct record_cache_options records;
 	/* The user muster-controller's requests come as (its service account):
 	 * only it may mark a JobSet placed. Copied; NULL or "": nobody. */
 	const char *controller_user;

@@ -445,7 +445,7 @@ def test_base_manifests_say_what_the_design_needs():
     rules = {(tuple(r["apiGroups"]), tuple(r["resources"]), tuple(r.get("resourceNames", ()))): sorted(r["verbs"])
              for r in docs[("ClusterRole", "muster-controller")]["rules"]}
     assert rules == {
-        (("jobset.x-k8s.io",), ("jobsets",), ()): ["get", "list", "patch", "watch"],
+        (("jobset.x-k8s.io",), ("jobsets",), ()): ["list", "patch", "watch"],
         (("",), ("nodes",), ()): ["list", "watch"],
         (("kueue.x-k8s.io",), ("topologies",), ()): ["get", "list"],
         (("topology.volcano.sh",), ("hypernodes",), ()): ["list"],
@@ -470,12 +470,15 @@ def test_base_manifests_say_what_the_design_needs():
 def test_network_policies_open_each_port_to_whom_it_serves_and_nothing_else():
     """Ingress to muster's pods: the webhook's HTTPS port and both probe
     ports from anywhere (the API server and the kubelet come from addresses
-    no selector names); the controller's plain-HTTP /metrics only from
-    Prometheus; no other port. The ports the probes use and the one
-    --metrics-addr serves are the ones the policies name."""
+    no selector names); both plain-HTTP /metrics only from Prometheus in the
+    monitoring namespace, selected by the namespace's own name (a pod's
+    label alone, which any tenant can set, opens nothing); no other port.
+    The ports the probes use and the one --metrics-addr serves are the ones
+    the policies name."""
     docs = by_kind_name(base_docs())
-    prometheus = [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
-    for name, wanted in (("muster-webhook", {"https": None, "health": None}),
+    prometheus = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                   "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
+    for name, wanted in (("muster-webhook", {"https": None, "health": None, "http-metrics": prometheus}),
                          ("muster-controller", {"health": None, "http-metrics": prometheus})):
         deployment = docs[("Deployment", name)]
         labels = deployment["spec"]["template"]["metadata"]["labels"]
@@ -497,8 +500,7 @@ def test_network_policies_open_each_port_to_whom_it_serves_and_nothing_else():
         assert int(args[args.index("--health-addr") + 1].lstrip(":")) == ports["health"]
         for probe in ("readinessProbe", "livenessProbe"):
             assert container[probe]["httpGet"]["port"] == "health"
-        if name == "muster-controller":
-            assert int(args[args.index("--metrics-addr") + 1].lstrip(":")) == ports["http-metrics"]
+        assert int(args[args.index("--metrics-addr") + 1].lstrip(":")) == ports["http-metrics"]
 
 
 def test_kustomize_builds_base_and_cert_manager():
@@ -913,7 +915,7 @@ def test_rbac_is_least_privilege(kubeconfig, muster_namespace, deploy_rbac):
         ("get", "pods", "-n", "default"), ("update", "pods", "-n", "default"), ("delete", "pods", "-n", "default"),
         ("update", "configmaps", "-n", "default"), ("get", "secrets", "-n", MUSTER_NS),
         ("create", "jobs.batch", "-n", "default"), ("update", "jobs.batch", "-n", "default"),
-        ("list", "jobs.batch", "-n", "default"),
+        ("list", "jobs.batch", "-n", "default"), ("get", "jobsets.jobset.x-k8s.io", "-n", "default"),
         ("update", "jobsets.jobset.x-k8s.io", "-n", "default"), ("patch", "events", "-n", "default"),
         ("create", "leases.coordination.k8s.io", "-n", "default"),
         ("update", "leases.coordination.k8s.io/other", "-n", MUSTER_NS),

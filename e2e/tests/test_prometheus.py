@@ -5,9 +5,10 @@ promtool), not only by tests that know what to expect:
   (`promtool check rules`) and pass their unit tests (`promtool test rules`:
   each alert fires when it should and not before);
 - every /metrics endpoint passes `promtool check metrics` (the exposition
-  format and Prometheus' naming lints): the webhook's over TLS after an
-  admission, the controller's after a gang start;
-- a real Prometheus scrapes the webhook over verified TLS and the controller
+  format and Prometheus' naming lints): the webhook's (on --metrics-addr
+  only, never on its admission port) after an admission, the controller's
+  after a gang start;
+- a real Prometheus scrapes the webhook and the controller
   every second while a gang-scheduled JobSet starts, and PromQL sees the
   group wait, with its timeout, and then its release.
 """
@@ -61,11 +62,11 @@ def webhook(tmp_path):
     certs = tmp_path / "certs"
     subprocess.run(["bash", str(ROOT / "deploy" / "gen-certs.sh"), "--out", str(certs), "--ip", "127.0.0.1"],
                    check=True, capture_output=True)
-    port, health = free_port(), free_port()
+    port, health, metrics = free_port(), free_port(), free_port()
     log = open(tmp_path / "webhook.log", "w")
     proc = subprocess.Popen([str(WEBHOOK), "--tls-cert-file", str(certs / "tls.crt"), "--tls-key-file",
                              str(certs / "tls.key"), "--listen", f"127.0.0.1:{port}",
-                             "--health-addr", f"127.0.0.1:{health}"],
+                             "--health-addr", f"127.0.0.1:{health}", "--metrics-addr", f"127.0.0.1:{metrics}"],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
 
@@ -84,7 +85,13 @@ def webhook(tmp_path):
         raise AssertionError("/metrics served on --health-addr")
     except urllib.error.HTTPError as error:
         assert error.code == 404
-    yield port, certs / "ca.crt", context
+    # Nor on the admission port, which every pod of the cluster may reach.
+    try:
+        urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=context, timeout=5)
+        raise AssertionError("/metrics served on the admission port")
+    except urllib.error.HTTPError as error:
+        assert error.code == 404
+    yield port, metrics, context
     proc.terminate()
     proc.wait(30)
     log.close()
@@ -135,14 +142,13 @@ class Prometheus:
         print(pathlib.Path(self.log.name).read_text()[-3000:])
 
 
-def test_the_webhooks_metrics_pass_promtool_and_prometheus_scrapes_them_over_tls(webhook, tmp_path):
-    port, ca, context = webhook
+def test_the_webhooks_metrics_pass_promtool_and_prometheus_scrapes_them(webhook, tmp_path):
+    port, metrics, context = webhook
     admit(port, context)
-    text = urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=context, timeout=5).read().decode()
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=5).read().decode()
     assert "muster_http_request_duration_seconds_bucket" in text and "muster_tls_certificate_expiry" in text
     check_metrics(text, "muster-webhook /metrics")
-    prometheus = Prometheus(tmp_path, {"muster-webhook": ("https", f"127.0.0.1:{port}",
-                                                          ["tls_config:", f"  ca_file: {ca}"])})
+    prometheus = Prometheus(tmp_path, {"muster-webhook": ("http", f"127.0.0.1:{metrics}", [])})
     try:
         wait_for(lambda: prometheus.targets_up(1), timeout=60, interval=0.5, what="the webhook scraped (up == 1)")
         admit(port, context)

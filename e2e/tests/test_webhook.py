@@ -58,12 +58,13 @@ class Webhook:
         subprocess.run(["bash", str(DEPLOY / "gen-certs.sh"), "--out", str(self.certs), "--ip", "127.0.0.1"],
                        check=True, capture_output=True)
         self.port = free_port()
+        self.metrics_port = free_port()
         self.log_path = work / "webhook.log"
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
             [str(WEBHOOK), "--tls-cert-file", str(self.certs / "tls.crt"), "--tls-key-file",
              str(self.certs / "tls.key"), "--listen", f"127.0.0.1:{self.port}", "--barrier-image",
-             barrier_image, "--shutdown-delay", "0", *extra], stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+             barrier_image, "--shutdown-delay", "0", "--metrics-addr", f"127.0.0.1:{self.metrics_port}", *extra], stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         self.context = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
         wait_for(lambda: self.ready(), timeout=10, what="the webhook's /readyz")
 
@@ -558,7 +559,12 @@ def test_bad_requests_get_clear_answers(webhook):
     assert conn.getresponse().status == 405
     conn.close()
     assert webhook.process.poll() is None
+    # /metrics only on its own port, never on the admission port.
     conn = webhook.connection()
+    conn.request("GET", "/metrics")
+    assert conn.getresponse().status == 404
+    conn.close()
+    conn = http.client.HTTPConnection("127.0.0.1", webhook.metrics_port, timeout=10)
     conn.request("GET", "/metrics")
     metrics = conn.getresponse().read().decode()
     assert 'route="mutate"' in metrics and 'result="bad_request"' in metrics, metrics[:2000]
@@ -636,3 +642,44 @@ def test_renewed_certificate_is_served_without_a_restart(kube, hooked, webhook):
     assert stored["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["initContainers"][0][
         "name"] == BARRIER
     assert webhook.process.pid == pid and webhook.process.poll() is None
+
+
+def pinned_pod(labels, index="0"):
+    """A bare pod as a tenant may write it, carrying the labels that send it
+    to the pin route."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "forged", "labels": {api.LABEL_PLACEMENT: "true", **labels},
+                         "annotations": {"batch.kubernetes.io/job-completion-index": index}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+
+
+def test_a_pod_label_never_reads_another_namespaces_configmap(kube, hooked):
+    """Issue 34 §3: mutating admission runs before the apiserver validates a
+    pod, so a tenant's label reaches the pin route as written. A JobSet name
+    that would walk the record's path into kube-system (with a query to cut
+    off the suffix) is refused for its syntax: the webhook reads nothing
+    there, and its answer says nothing of what is there. Before, it read
+    kube-system/muster-e2e-victim with its cluster-wide rights and named it
+    in the denial."""
+    namespace = hooked
+    victims = "/api/v1/namespaces/kube-system/configmaps"
+    try:
+        kube.delete(f"{victims}/muster-e2e-victim")
+    except ApiError:
+        pass
+    kube.create(victims, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "muster-e2e-victim"},
+                          "data": {api.PLACEMENT_KEY: "a secret of kube-system"}})
+    try:
+        for name in ("../../kube-system/configmaps/muster-e2e-victim?x=", "../../kube-system/configmaps/muster-e2e-victim"):
+            labels = {api.JOBSET_LABEL_NAME: name, api.JOBSET_LABEL_UID: "u-1",
+                      api.JOBSET_LABEL_REPLICATED_JOB: "w", api.JOBSET_LABEL_JOB_INDEX: "0"}
+            try:
+                kube.create(f"/api/v1/namespaces/{namespace}/pods", pinned_pod(labels))
+                raise AssertionError("the forged pod was admitted")
+            except ApiError as error:
+                message = error.body.get("message", "") if isinstance(error.body, dict) else str(error.body)
+            assert "denied the request" in message, message
+            assert "is not a JobSet's name" in message, message
+            assert "victim" not in message and "secret" not in message and "kube-system" not in message, message
+    finally:
+        kube.delete(f"{victims}/muster-e2e-victim")

@@ -29,8 +29,9 @@ struct kube_client {
 	size_t max_watch_line;
 	unsigned max_retries;
 	uint64_t jitter_state;
+	const atomic_int *stop; /* kube_client_set_stop, or kube_watch_run's while it runs */
 	struct {
-		_Atomic uint64_t requests, retries, watch_streams, relists, watch_events;
+		_Atomic uint64_t requests, retries, watch_streams, relists, watch_events, list_pages_shrunk;
 		_Atomic uint64_t errors[KUBE_STATS_ERROR_SLOTS];
 	} stats;
 };
@@ -55,6 +56,7 @@ void kube_client_stats(const struct kube_client *client, struct kube_client_stat
 	out->watch_streams = atomic_load_explicit(&c->stats.watch_streams, memory_order_relaxed);
 	out->relists = atomic_load_explicit(&c->stats.relists, memory_order_relaxed);
 	out->watch_events = atomic_load_explicit(&c->stats.watch_events, memory_order_relaxed);
+	out->list_pages_shrunk = atomic_load_explicit(&c->stats.list_pages_shrunk, memory_order_relaxed);
 	for (int i = 0; i < KUBE_STATS_ERROR_SLOTS; i++)
 		out->errors[i] = atomic_load_explicit(&c->stats.errors[i], memory_order_relaxed);
 }
@@ -260,10 +262,16 @@ static int request(struct kube_client *c, enum kube_method method, const char *p
 
 	if (out)
 		*out = NULL;
+	req.stop = c->stop;
 	for (unsigned attempt = 0;; attempt++) {
 		free(attempt_cause);
 		attempt_cause = NULL;
-		throttle(c, NULL);
+		throttle(c, c->stop);
+		if (stopped(c->stop)) {
+			err = kube_cause(&attempt_cause, KUBE_ESTOPPED, "%s %.256s: stopped",
+					 method_names[method], path);
+			break;
+		}
 		stat_add(&c->stats.requests);
 		err = c->ops->send(c->ctx, &req, &resp, &attempt_cause);
 		if (err == KUBE_OK) {
@@ -278,7 +286,7 @@ static int request(struct kube_client *c, enum kube_method method, const char *p
 		stat_add(&c->stats.retries);
 		free(resp.body);
 		resp.body = NULL;
-		pause_ns(c, backoff_ns(c, attempt, KUBE_BACKOFF_MAX_MS), NULL);
+		pause_ns(c, backoff_ns(c, attempt, KUBE_BACKOFF_MAX_MS), c->stop);
 	}
 	if (err == KUBE_OK && out) {
 		*out = cJSON_ParseWithLength(resp.body, resp.body_len);
@@ -487,7 +495,12 @@ int kube_list(struct kube_client *client, const char *path, const struct kube_se
 		return KUBE_ENOMEM;
 	for (unsigned pages = 0;; pages++) {
 		const cJSON *items, *item, *meta, *next;
+		char *too_big = NULL;
 
+		if (stopped(client->stop)) {
+			err = kube_cause(cause, KUBE_ESTOPPED, "LIST %.256s: stopped", path);
+			goto out;
+		}
 		if (pages >= KUBE_LIST_MAX_PAGES) {
 			err = kube_cause(cause, KUBE_ETOOBIG, "LIST %.256s: more than %d pages", path,
 					 KUBE_LIST_MAX_PAGES);
@@ -506,8 +519,25 @@ int kube_list(struct kube_client *client, const char *path, const struct kube_se
 			goto out;
 		}
 		cJSON_Delete(page);
-		if ((err = kube_get(client, pb->buf, &page, cause)))
+		page = NULL;
+		err = kube_get(client, pb->buf, &page, &too_big);
+		/* A page larger than this client takes (objects near the 1.5 MiB
+		 * etcd allows, or a tenant's large annotations, 500 to a page):
+		 * the same page again, half as many items a page, down to one.
+		 * What the apiserver sends never decides whether muster runs. */
+		if (err == KUBE_ETOOBIG && (page_size == 0 || page_size > 1)) {
+			page_size = page_size == 0 ? KUBE_LIST_FIRST_SHRUNK_PAGE : page_size / 2;
+			stat_add(&client->stats.list_pages_shrunk);
+			free(too_big);
+			pages--;
+			continue;
+		}
+		if (err) {
+			kube_cause(cause, err, "%s", too_big ? too_big : kube_err_message(err));
+			free(too_big);
 			goto out;
+		}
+		free(too_big);
 		items = cJSON_GetObjectItemCaseSensitive(page, "items");
 		if (!cJSON_IsArray(items) && !cJSON_IsNull(items) && items) {
 			err = kube_cause(cause, KUBE_EPARSE, "LIST %.256s: items is not an array", path);
@@ -515,6 +545,10 @@ int kube_list(struct kube_client *client, const char *path, const struct kube_se
 		}
 		cJSON_ArrayForEach(item, items)
 		{
+			if (stopped(client->stop)) {
+				err = kube_cause(cause, KUBE_ESTOPPED, "LIST %.256s: stopped", path);
+				goto out;
+			}
 			if (on_item && (err = on_item(arg, item)))
 				goto out;
 		}
@@ -745,11 +779,17 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 	 * ended the watch or failed the last LIST. */
 	char reason[KUBE_RELIST_REASON_MAX] = "first list";
 
+	const atomic_int *own_stop = client->stop;
+
 	if ((err = check_path(path, cause)))
 		return err;
 	pb = malloc(sizeof(*pb));
 	if (!pb)
 		return KUBE_ENOMEM;
+	/* Its LISTs and their requests end at once when stopped, however large
+	 * the collection. */
+	if (!client->stop)
+		client->stop = stop;
 	while (!stopped(stop)) {
 		struct kube_request req = { .method = KUBE_METHOD_GET, .max_response = client->max_response };
 		char *step_cause = NULL, *error_body = NULL;
@@ -853,7 +893,14 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 	}
 	err = KUBE_OK;
 out:
+	client->stop = own_stop;
 	free(ws.cause);
 	free(pb);
-	return err;
+	/* A LIST or callback cut short by the stop is no failure. */
+	return stopped(stop) && err == KUBE_ESTOPPED ? KUBE_OK : err;
+}
+
+void kube_client_set_stop(struct kube_client *client, const atomic_int *stop)
+{
+	client->stop = stop;
 }

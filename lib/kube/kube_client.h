@@ -44,6 +44,8 @@
 /* Most pages one LIST follows; a server that keeps sending continue tokens
  * past this is treated as broken. */
 #define KUBE_LIST_MAX_PAGES 100000
+/* The limit a LIST without one takes when its whole answer is too large. */
+#define KUBE_LIST_FIRST_SHRUNK_PAGE 256
 /* Backoff between retries: base doubled per attempt, capped, jittered down
  * to half. */
 #define KUBE_BACKOFF_BASE_MS 200
@@ -77,6 +79,14 @@ int kube_client_new(const struct kube_config *cfg, const struct kube_transport *
 
 void kube_client_free(struct kube_client *client);
 
+/* Every request of the client from now on gives up at once with
+ * KUBE_ESTOPPED once *stop is non-zero: before it is sent, while it is on
+ * the wire, between LIST pages and items, and in its waits (rate limit,
+ * backoff). NULL: never. kube_watch_run uses its own stop the same way
+ * while it runs, when the client has none. Call it before the client's
+ * thread uses it. */
+void kube_client_set_stop(struct kube_client *client, const atomic_int *stop);
+
 /* What a client has done since it was made, for metrics. Counters only
  * grow; another thread may read them at any time (kube_client_stats). */
 #define KUBE_STATS_ERROR_SLOTS 32
@@ -89,6 +99,7 @@ struct kube_client_stats {
 	uint64_t watch_streams; /* watch connections opened */
 	uint64_t relists; /* LISTs begun by kube_watch_run, the first one included */
 	uint64_t watch_events; /* ADDED, MODIFIED and DELETED events delivered */
+	uint64_t list_pages_shrunk; /* LIST pages asked again with half the items (too large) */
 };
 
 /* Copies the client's counters into *out. Safe from any thread while the
@@ -103,7 +114,11 @@ int kube_get(struct kube_client *client, const char *path, cJSON **out, char **c
 typedef int (*kube_item_fn)(void *arg, const cJSON *item);
 
 /* LISTs path (a collection) page by page with limit=page_size (0: no limit)
- * and the selectors, calling on_item for every item in order. On success
+ * and the selectors, calling on_item for every item in order. A page larger
+ * than the client's max_response_bytes is asked again with half the limit
+ * (KUBE_LIST_FIRST_SHRUNK_PAGE when there was none), down to one item a
+ * page, and counted in list_pages_shrunk: only one object larger than the
+ * bound fails the LIST (KUBE_ETOOBIG). On success
  * *resource_version (if not NULL) is a malloc'd copy of the list's
  * resourceVersion, to start a watch from. An expired continue token gives
  * KUBE_EGONE; the caller starts over. */

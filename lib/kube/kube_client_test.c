@@ -500,6 +500,105 @@ static void list_stops_on_callback_error_and_gone(void **state)
 	fake_free(&f);
 }
 
+/* A page larger than the client takes (1,024 bytes here; 8 MiB in the
+ * controller) is asked again with half the limit, down to one item a page,
+ * and counted; a single item still too large fails the LIST. Before, the
+ * first such page failed the LIST and the controller exited. */
+#define BIG_ITEM(n) "{\"metadata\":{\"name\":\"" n "\",\"annotations\":{\"a\":\"" PAD400 "\"}}}"
+#define PAD100                                                                                               \
+	"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+#define PAD400 PAD100 PAD100 PAD100 PAD100
+
+static void list_pages_too_large_are_asked_again_smaller(void **state)
+{
+	static const struct fake_step steps[] = {
+		{ 0, 200,
+		  "{\"items\":[" BIG_ITEM("a") "," BIG_ITEM("b") "," BIG_ITEM("c") "," BIG_ITEM("d") "]}" },
+		{ 0, 200, "{\"items\":[" BIG_ITEM("a") "," BIG_ITEM("b") "," BIG_ITEM("c") "]}" },
+		{ 0, 200,
+		  "{\"metadata\":{\"resourceVersion\":\"7\",\"continue\":\"c1\"},\"items\":[" BIG_ITEM(
+			  "a") "]}" },
+		{ 0, 200, "{\"metadata\":{\"resourceVersion\":\"7\"},\"items\":[" BIG_ITEM("b") "]}" },
+		{ 0, 200, "{\"items\":[" BIG_ITEM("a") "," BIG_ITEM("b") "," BIG_ITEM("c") "]}" },
+		{ 0, 200, "{\"items\":[" ITEM("z") "]}" },
+		{ 0, 200, "{\"items\":[" BIG_ITEM("a") PAD400 PAD400 "]}" },
+	};
+	struct names names = { "" };
+	struct kube_client_stats stats;
+	struct fake f;
+	struct kube_client *c = fake_client(&f, steps, N(steps), 0);
+	char *rv = NULL, *cause = NULL;
+
+	(void)state;
+	assert_int_equal(kube_list(c, "/l", NULL, 4, collect_name, &names, &rv, NULL), KUBE_OK);
+	assert_string_equal(names.text, "a,b,");
+	assert_string_equal(rv, "7");
+	assert_int_equal(f.calls, 4);
+	assert_string_equal(f.paths[0], "/l?limit=4");
+	assert_string_equal(f.paths[1], "/l?limit=2");
+	assert_string_equal(f.paths[2], "/l?limit=1");
+	assert_string_equal(f.paths[3], "/l?limit=1&continue=c1");
+	kube_client_stats(c, &stats);
+	assert_int_equal(stats.list_pages_shrunk, 2);
+	/* No limit at first: KUBE_LIST_FIRST_SHRUNK_PAGE, then halves; one
+	 * item alone too large is the LIST's failure. */
+	free(rv);
+	rv = NULL;
+	assert_int_equal(kube_list(c, "/m", NULL, 0, NULL, NULL, &rv, NULL), KUBE_OK);
+	assert_string_equal(f.paths[4], "/m");
+	assert_string_equal(f.paths[5], "/m?limit=256");
+	free(rv);
+	rv = NULL;
+	assert_int_equal(kube_list(c, "/n", NULL, 1, NULL, NULL, &rv, &cause), KUBE_ETOOBIG);
+	assert_int_equal(f.calls, 7);
+	assert_non_null(cause);
+	free(cause);
+	kube_client_free(c);
+	fake_free(&f);
+}
+
+struct stopping {
+	atomic_int *stop;
+	int items;
+};
+
+static int stop_after_first(void *arg, const cJSON *item)
+{
+	struct stopping *s = arg;
+
+	(void)item;
+	s->items++;
+	atomic_store(s->stop, 1);
+	return 0;
+}
+
+/* A stop is honoured at once: between the items of a page, before the next
+ * page, before a request is sent, and in a retry's backoff. A controller
+ * SIGTERMed in its first LIST of a large cluster went on for minutes. */
+static void a_stop_ends_lists_and_requests_at_once(void **state)
+{
+	static const struct fake_step steps[] = {
+		{ 0, 200, "{\"metadata\":{\"continue\":\"c1\"},\"items\":[" ITEM("a") "," ITEM("b") "]}" },
+		{ 0, 200, "{\"items\":[" ITEM("c") "]}" },
+	};
+	atomic_int stop = 0;
+	struct stopping stopping = { &stop, 0 };
+	struct fake f;
+	struct kube_client *c = fake_client(&f, steps, N(steps), 0);
+	cJSON *out = NULL;
+
+	(void)state;
+	kube_client_set_stop(c, &stop);
+	assert_int_equal(kube_list(c, "/l", NULL, 2, stop_after_first, &stopping, NULL, NULL), KUBE_ESTOPPED);
+	assert_int_equal(stopping.items, 1);
+	assert_int_equal(f.calls, 1);
+	assert_int_equal(kube_get(c, "/x", &out, NULL), KUBE_ESTOPPED);
+	assert_null(out);
+	assert_int_equal(f.calls, 1); /* never sent */
+	kube_client_free(c);
+	fake_free(&f);
+}
+
 /* ---- update with retry ---- */
 
 static int bump(void *arg, cJSON *object)
@@ -920,6 +1019,8 @@ int main(void)
 		cmocka_unit_test(create_patch_delete_send_the_right_requests),
 		cmocka_unit_test(list_follows_three_pages),
 		cmocka_unit_test(list_stops_on_callback_error_and_gone),
+		cmocka_unit_test(list_pages_too_large_are_asked_again_smaller),
+		cmocka_unit_test(a_stop_ends_lists_and_requests_at_once),
 		cmocka_unit_test(update_retries_conflicts),
 		cmocka_unit_test(update_without_change_or_refused),
 		cmocka_unit_test(parse_event_cases),

@@ -371,6 +371,19 @@ static int setup(struct kube_curl *c, const struct kube_request *req, struct cur
 	return KUBE_OK;
 }
 
+/* A request's progress: given up once its stop flag is set. */
+static int on_send_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+			    curl_off_t ulnow)
+{
+	const atomic_int *stop = arg;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	return atomic_load(stop) ? 1 : 0;
+}
+
 static int curl_send(void *ctx, const struct kube_request *req, struct kube_response *resp, char **cause)
 {
 	struct kube_curl *c = ctx;
@@ -389,8 +402,19 @@ static int curl_send(void *ctx, const struct kube_request *req, struct kube_resp
 		rc = curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, &sink);
 	if (rc == CURLE_OK && req->timeout_ms > 0)
 		rc = curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, req->timeout_ms);
+	if (rc == CURLE_OK && req->stop) {
+		rc = curl_easy_setopt(c->easy, CURLOPT_NOPROGRESS, 0L);
+		if (rc == CURLE_OK)
+			rc = curl_easy_setopt(c->easy, CURLOPT_XFERINFOFUNCTION, on_send_progress);
+		if (rc == CURLE_OK)
+			rc = curl_easy_setopt(c->easy, CURLOPT_XFERINFODATA, (void *)(uintptr_t)req->stop);
+	}
 	if (rc == CURLE_OK)
 		rc = curl_easy_perform(c->easy);
+	if (rc == CURLE_ABORTED_BY_CALLBACK && req->stop && atomic_load(req->stop)) {
+		err = kube_cause(cause, KUBE_ESTOPPED, "%.256s: stopped", req->path);
+		goto out;
+	}
 	if (sink.toobig) {
 		err = kube_cause(cause, KUBE_ETOOBIG, "%.256s: response larger than %zu bytes", req->path,
 				 req->max_response);

@@ -3,6 +3,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kube_event.h"
+#include "kube_path.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -49,8 +50,9 @@ int kube_event_post(struct kube_client *client, const struct kube_event_object *
 		     o->namespace, o->name, reason);
 		goto out;
 	}
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", o->namespace);
-	err = kube_create(client, path, body, NULL, &cause);
+	err = kube_path(path, sizeof(path), &KUBE_EVENTS, o->namespace, NULL, &cause);
+	if (!err)
+		err = kube_create(client, path, body, NULL, &cause);
 	if (err)
 		mlog(MLOG_WARN, "event-failed", "object=%s/%s reason=%s err=%s cause=\"%s\"", o->namespace,
 		     o->name, reason, kube_err_name(err), cause ? cause : "");

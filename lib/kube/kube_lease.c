@@ -12,6 +12,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kube_lease.h"
+#include "kube_path.h"
 #include "mlog.h"
 
 #include <pthread.h>
@@ -21,7 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-#define LEASE_API_PREFIX "/apis/coordination.k8s.io/v1/namespaces/"
 #define LEASE_PATH_MAX 512
 /* Longest acquireTime/renewTime accepted from the server; ours are
  * "2006-01-02T15:04:05.000000Z", 27 bytes. */
@@ -188,33 +188,6 @@ static void wall_time_now(char *out, size_t size)
 
 /* ---- options ---- */
 
-static int is_lower_alnum(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-/* A DNS-1123 label ([a-z0-9-], letter or digit at both ends) of at most max
- * bytes, or with dots allowed between labels, a DNS-1123 subdomain. */
-static int valid_dns_name(const char *s, size_t max, int dots)
-{
-	size_t n = s ? strnlen(s, max + 1) : 0;
-
-	if (n == 0 || n > max)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		int edge = i == 0 || i == n - 1 || (dots && (s[i - 1] == '.' || s[i + 1] == '.'));
-
-		if (is_lower_alnum(s[i]))
-			continue;
-		if (s[i] == '-' && !edge)
-			continue;
-		if (dots && s[i] == '.' && i > 0 && i < n - 1 && s[i - 1] != '.')
-			continue;
-		return 0;
-	}
-	return 1;
-}
-
 static int valid_identity(const char *s)
 {
 	size_t n = s ? strnlen(s, KUBE_LEASE_IDENTITY_MAX + 1) : 0;
@@ -233,13 +206,13 @@ static int resolve_options(const struct kube_lease_options *o, unsigned *duratio
 {
 	if (!o)
 		return kube_cause(cause, KUBE_EINVAL, "kube_lease_new needs options");
-	if (!valid_dns_name(o->namespace, KUBE_LEASE_NAMESPACE_MAX, 0))
+	if (!kube_dns_label(o->namespace, KUBE_LEASE_NAMESPACE_MAX))
 		return kube_cause(
 			cause, KUBE_EINVAL,
 			"lease namespace must be a DNS label: 1 to %d characters of a-z, 0-9 and '-', "
 			"beginning and ending with a letter or digit",
 			KUBE_LEASE_NAMESPACE_MAX);
-	if (!valid_dns_name(o->name, KUBE_LEASE_NAME_MAX, 1))
+	if (!kube_dns_subdomain(o->name, KUBE_LEASE_NAME_MAX))
 		return kube_cause(
 			cause, KUBE_EINVAL,
 			"lease name must be a DNS subdomain: 1 to %d characters of a-z, 0-9, '-' and "
@@ -297,10 +270,10 @@ int kube_lease_new(struct kube_client *client, const struct kube_lease_options *
 	snprintf(lease->namespace, sizeof(lease->namespace), "%s", options->namespace);
 	snprintf(lease->name, sizeof(lease->name), "%s", options->name);
 	snprintf(lease->identity, sizeof(lease->identity), "%s", options->identity);
-	snprintf(lease->collection_path, sizeof(lease->collection_path), LEASE_API_PREFIX "%s/leases",
-		 lease->namespace);
-	snprintf(lease->path, sizeof(lease->path), LEASE_API_PREFIX "%s/leases/%s", lease->namespace,
-		 lease->name);
+	/* The names were checked: both paths fit. */
+	kube_path(lease->collection_path, sizeof(lease->collection_path), &KUBE_LEASES, lease->namespace,
+		  NULL, NULL);
+	kube_path(lease->path, sizeof(lease->path), &KUBE_LEASES, lease->namespace, lease->name, NULL);
 	lease->duration_s = (long)duration_s;
 	lease->renew_deadline_ns = (uint64_t)deadline_ms * NS_PER_MS;
 	lease->retry_period_ns = (uint64_t)retry_ms * NS_PER_MS;

@@ -47,6 +47,7 @@ struct kube_request {
 	size_t body_len;
 	long timeout_ms; /* total time allowed (send only) */
 	size_t max_response; /* largest body accepted */
+	const atomic_int *stop; /* send: given up with KUBE_ESTOPPED once non-zero; may be NULL */
 };
 
 struct kube_response {

@@ -23,7 +23,7 @@ struct record_job {
 
 struct record_run {
 	uint32_t from, to;
-	char *selector;
+	const char *selector; /* in the record's pool */
 };
 
 struct topo_record {
@@ -36,6 +36,11 @@ struct topo_record {
 	size_t job_count;
 	struct record_run *runs;
 	size_t run_count;
+	/* Every run's selector, one after another in one block; a run whose
+	 * selector is the one before's shares it. */
+	char *pool;
+	size_t pool_used, pool_size;
+	size_t bytes; /* what the record holds in memory (topo_record_bytes) */
 };
 
 /* ---- encoding ---- */
@@ -202,19 +207,19 @@ void topo_record_free(struct topo_record *record)
 	free(record->uid);
 	for (size_t g = 0; g < record->group_count; g++)
 		free(record->groups[g].name);
-	for (size_t r = 0; r < record->run_count; r++)
-		free(record->runs[r].selector);
+	free(record->pool);
 	free(record->jobs);
 	free(record->runs);
 	free(record);
 }
 
-/* Counts the jobs and runs so that both arrays are sized once. */
-static int count(const cJSON *groups, size_t *jobs, size_t *runs)
+/* Counts the jobs, the runs and their selectors' bytes so that each array
+ * is sized once. */
+static int count(const cJSON *groups, size_t *jobs, size_t *runs, size_t *text)
 {
-	const cJSON *group, *job;
+	const cJSON *group, *job, *run;
 
-	*jobs = *runs = 0;
+	*jobs = *runs = *text = 0;
 	cJSON_ArrayForEach(group, groups)
 	{
 		if (!cJSON_IsArray(group))
@@ -224,10 +229,32 @@ static int count(const cJSON *groups, size_t *jobs, size_t *runs)
 			if (!cJSON_IsArray(job))
 				return -1;
 			++*jobs;
-			*runs += (size_t)cJSON_GetArraySize(job);
+			cJSON_ArrayForEach(run, job)
+			{
+				const cJSON *selector = cJSON_GetArrayItem(run, 2);
+
+				++*runs;
+				if (cJSON_IsString(selector))
+					*text += strnlen(selector->valuestring, TOPO_RECORD_SELECTOR_MAX) + 1;
+			}
 		}
 	}
 	return 0;
+}
+
+/* The pool's copy of a checked selector (count() made room for every
+ * run's): the last one again when it is the same. */
+static const char *intern(struct topo_record *r, const char *selector)
+{
+	size_t len = strlen(selector);
+	char *copy;
+
+	if (r->run_count && strcmp(r->runs[r->run_count - 1].selector, selector) == 0)
+		return r->runs[r->run_count - 1].selector;
+	copy = r->pool + r->pool_used;
+	memcpy(copy, selector, len + 1);
+	r->pool_used += len + 1;
+	return copy;
 }
 
 static int parse_group(struct topo_record *r, const cJSON *group, char **cause)
@@ -242,6 +269,7 @@ static int parse_group(struct topo_record *r, const cJSON *group, char **cause)
 					  group->string);
 	if (!(g->name = strdup(group->string)))
 		return cause_fail(cause, "no memory for the placement record");
+	r->bytes += strlen(g->name) + 1;
 	r->group_count++;
 	g->first_job = (uint32_t)r->job_count;
 	cJSON_ArrayForEach(job, group)
@@ -271,8 +299,7 @@ static int parse_group(struct topo_record *r, const cJSON *group, char **cause)
 					cause,
 					"replicatedJobs.%s[%u]: run %u: the selector is not key=value,...",
 					g->name, job_index, j->run_count);
-			if (!(one->selector = strdup(selector->valuestring)))
-				return cause_fail(cause, "no memory for the placement record");
+			one->selector = intern(r, selector->valuestring);
 			r->run_count++;
 			j->run_count++;
 			next = one->to + 1;
@@ -289,7 +316,7 @@ int topo_record_parse(const char *text, size_t len, struct topo_record **out, ch
 	cJSON *root = NULL;
 	const cJSON *uid, *attempt, *groups, *group;
 	const char *end = NULL;
-	size_t jobs, runs;
+	size_t jobs, runs, pool;
 	int err = -1;
 
 	*out = NULL;
@@ -329,16 +356,19 @@ int topo_record_parse(const char *text, size_t len, struct topo_record **out, ch
 		cause_fail(cause, "the placement record holds more than %d replicated jobs", TOPO_GROUPS_MAX);
 		goto out;
 	}
-	if (count(groups, &jobs, &runs)) {
+	if (count(groups, &jobs, &runs, &pool)) {
 		cause_fail(cause, "the placement record's replicated jobs are not lists of lists of runs");
 		goto out;
 	}
 	if (!(r = calloc(1, sizeof(*r))) || !(r->uid = strdup(uid->valuestring)) ||
 	    !(r->jobs = calloc(jobs ? jobs : 1, sizeof(*r->jobs))) ||
-	    !(r->runs = calloc(runs ? runs : 1, sizeof(*r->runs)))) {
+	    !(r->runs = calloc(runs ? runs : 1, sizeof(*r->runs))) || !(r->pool = malloc(pool ? pool : 1))) {
 		cause_fail(cause, "no memory for the placement record");
 		goto out;
 	}
+	r->pool_size = pool ? pool : 1;
+	r->bytes = sizeof(*r) + strlen(r->uid) + 1 + jobs * sizeof(*r->jobs) + runs * sizeof(*r->runs) +
+		   r->pool_size;
 	r->attempt = attempt ? (uint32_t)attempt->valuedouble : 0;
 	r->has_attempt = attempt != NULL;
 	cJSON_ArrayForEach(group, groups)
@@ -353,6 +383,11 @@ out:
 	topo_record_free(r);
 	cJSON_Delete(root);
 	return err;
+}
+
+size_t topo_record_bytes(const struct topo_record *record)
+{
+	return record->bytes;
 }
 
 const char *topo_record_uid(const struct topo_record *record)
