@@ -205,6 +205,7 @@ bench: bench-micro bench-webhook bench-release bench-placement bench-real
 # JobSet's create, with and without the webhook.
 bench-webhook: bin/muster-webhook build/host/webhook/webhook_load
 	/usr/bin/python3 e2e/bench/webhook_memory.py
+	/usr/bin/python3 e2e/bench/pin_memory.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG))
 	/usr/bin/python3 e2e/bench/webhook_latency.py \
 		--pin-kubeconfig "$${MUSTER_KUBECONFIG:-$$(bash e2e/cluster/up.sh | tail -n 1)}" $(WEBHOOK_BENCH_ARGS)
 	/usr/bin/python3 e2e/bench/admission_overhead.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG))

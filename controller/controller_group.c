@@ -20,6 +20,7 @@
 
 #include "group_decode.h"
 #include "group_tracker.h"
+#include "kjson.h"
 #include "kube_client.h"
 #include "kube_curl.h"
 #include "kube_informer.h"
@@ -718,6 +719,38 @@ static void jobset_add(struct controller_group *group, const struct jobset_model
 	entry_read(group, e);
 }
 
+/* A JobSet over one of the model's bounds (or malformed) is skipped alone:
+ * logged with its name, and when it asks for a gang start, a Warning Event
+ * on it says why it is not managed. Its name and namespace are checked
+ * before they reach a log line or a request. */
+static void undecodable(struct controller_group *group, const cJSON *object, const char *cause)
+{
+	const cJSON *metadata = kjson_member(object, "metadata");
+	const cJSON *namespace = kjson_member(metadata, "namespace"), *name = kjson_member(metadata, "name"),
+		    *uid = kjson_member(metadata, "uid");
+	int named = cJSON_IsString(namespace) && kube_dns_label(namespace->valuestring, KUBE_NAMESPACE_MAX) &&
+		    cJSON_IsString(name) && kube_dns_subdomain(name->valuestring, MODEL_LABEL_MAX) &&
+		    cJSON_IsString(uid) && kube_label_value(uid->valuestring);
+	struct entry e = { 0 };
+	struct side_job *job;
+
+	mlog(MLOG_WARN, "jobset-undecodable", "jobset=%s/%s cause=\"%s\" action=skipped",
+	     named ? namespace->valuestring : "?", named ? name->valuestring : "?", cause ? cause : "no memory");
+	if (!named || (!kjson_member(kjson_member(metadata, "annotations"), MUSTER_ANNOTATION_GROUP_TIMEOUT) &&
+		       !kjson_member(kjson_member(object, "spec"), "groupSchedulingConfig")))
+		return;
+	snprintf(e.namespace, sizeof(e.namespace), "%s", namespace->valuestring);
+	snprintf(e.name, sizeof(e.name), "%s", name->valuestring);
+	snprintf(e.uid, sizeof(e.uid), "%s", uid->valuestring);
+	if (!(job = job_new(group, &e, SIDE_JOB_EVENT)))
+		return;
+	job->reason = "GroupSchedulingSkipped";
+	job->warning = 1;
+	snprintf(job->message, sizeof(job->message), "muster does not manage this JobSet: %s",
+		 cause ? cause : "no memory");
+	side_queue_put(&group->side, job);
+}
+
 static void jobset_changed(struct controller_group *group, const cJSON *object, int deleted)
 {
 	struct jobset_model *jobset = malloc(sizeof(*jobset));
@@ -728,7 +761,7 @@ static void jobset_changed(struct controller_group *group, const cJSON *object, 
 	if (!jobset)
 		return;
 	if (jobset_decode(object, jobset, token, sizeof(token), &cause)) {
-		mlog(MLOG_WARN, "jobset-undecodable", "cause=\"%s\"", cause ? cause : "no memory");
+		undecodable(group, object, cause);
 		goto out;
 	}
 	e = entry_find(group, jobset->namespace, jobset->name);
