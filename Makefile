@@ -2,7 +2,7 @@
 #   make            build every binary into bin/
 #   make test       every test that exists (lint, unit, binary, sanitizers, brief fuzz)
 #   make check      unit and binary tests under ASan+UBSan, failing on any report or leak
-#   make fuzz       run each fuzz target for FUZZ_SECONDS
+#   make fuzz       run each fuzz target for FUZZ_SECONDS (large inputs once, then 64 KiB ones mutated)
 #   make bench      benchmarks (micro, webhook, then 5,000 pods on the local control plane); figures
 #                   go to docs/benchmarks.md by hand
 #   make lint       compiler warnings as errors, banned calls, formatting
