@@ -78,6 +78,20 @@ size_t utf8_invalid_at(const char *data, size_t len)
 	return len;
 }
 
+void utf8_repair(char *text, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		size_t at = i + utf8_invalid_at(text + i, len - i);
+
+		if (at >= len)
+			break;
+		text[at] = '?';
+		i = at + 1;
+	}
+}
+
 int utf8_check(const char *data, size_t len, const char *what, char **cause)
 {
 	const unsigned char *p = (const unsigned char *)data;

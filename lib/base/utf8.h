@@ -35,4 +35,9 @@ size_t utf8_invalid_at(const char *data, size_t len);
  * "<what> holds a NUL byte (at offset 12), which JSON text never carries". */
 int utf8_check(const char *data, size_t len, const char *what, char **cause);
 
+/* Replaces with '?' each byte of `len` bytes that starts no well-formed
+ * sequence (a NUL too), so that a sentence cut by a precision ("%.20s") or a
+ * length limit in the middle of a character is still text. */
+void utf8_repair(char *text, size_t len);
+
 #endif

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "cause.h"
 #include "kjson.h"
 #include "utf8.h"
 
@@ -162,6 +163,20 @@ static void a_large_body_is_checked_in_linear_time(void **state)
 	free(big);
 }
 
+/* A sentence cut inside a character by a precision is still text. */
+static void causes_cut_inside_a_character_are_repaired(void **state)
+{
+	char text[] = "x \xc3\xa9\xe2\x82 \xff\xc0\x80 ok", *cause = NULL;
+
+	(void)state;
+	utf8_repair(text, strlen(text));
+	assert_string_equal(text, "x \xc3\xa9?? ??? ok");
+	/* "é" cut after its first byte by %.2s. */
+	cause_fail(&cause, "name \"%.2s\" is bad", "a\xc3\xa9");
+	assert_string_equal(cause, "name \"a?\" is bad");
+	free(cause);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -172,6 +187,7 @@ int main(void)
 		cmocka_unit_test(raw_nul_is_refused),
 		cmocka_unit_test(lone_surrogate_escapes_are_refused_by_the_parser),
 		cmocka_unit_test(a_large_body_is_checked_in_linear_time),
+		cmocka_unit_test(causes_cut_inside_a_character_are_repaired),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
