@@ -6,6 +6,7 @@
 #include "admission.h"
 #include "cause.h"
 #include "kjson.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
@@ -215,31 +216,34 @@ void admission_scan(const char *body, size_t len, struct admission_scan *out)
 int admission_decode(const char *body, size_t len, struct admission_request *out, char **cause)
 {
 	const cJSON *api_version, *kind;
+	struct admission_scan scan;
 
 	if (cause)
 		*cause = NULL;
 	memset(out, 0, sizeof(*out));
 	if (!body || len == 0)
 		return cause_fail(cause, "empty body: expected an AdmissionReview (admission.k8s.io/v1)");
-	{
-		struct admission_scan scan;
-
-		admission_scan(body, len, &scan);
-		if (scan.values > ADMISSION_VALUES_MAX) {
-			memcpy(out->uid, scan.uid, sizeof(out->uid));
-			cause_fail(
-				cause,
-				"the AdmissionReview is too large for muster-webhook: about %zu JSON values, "
-				"limit %u (%zu bytes; a JobSet or Pod of that many fields is refused so that "
-				"no request can take the webhook's memory)",
-				scan.values, ADMISSION_VALUES_MAX, len);
-			return ADMISSION_TOO_LARGE;
-		}
+	admission_scan(body, len, &scan);
+	if (scan.values > ADMISSION_VALUES_MAX) {
+		memcpy(out->uid, scan.uid, sizeof(out->uid));
+		cause_fail(cause,
+			   "the AdmissionReview is too large for muster-webhook: about %zu JSON values, "
+			   "limit %u (%zu bytes; a JobSet or Pod of that many fields is refused so that "
+			   "no request can take the webhook's memory)",
+			   scan.values, ADMISSION_VALUES_MAX, len);
+		return ADMISSION_TOO_LARGE;
 	}
-	if (has_nul_escape(body, len))
-		return cause_fail(cause,
-				  "the body holds a NUL character (\\u0000), which no Kubernetes object "
-				  "muster admits carries and which its JSON reader would silently cut at");
+	/* Text the webhook will not judge, answered by its uid when the scan
+	 * found one: bytes that are not UTF-8 would be copied as they are into
+	 * the patch and the denial, and a NUL cuts a string where cJSON reads it. */
+	if (utf8_check(body, len, "the AdmissionReview", cause) ||
+	    (has_nul_escape(body, len) &&
+	     cause_fail(cause,
+			"the AdmissionReview holds a NUL character (\\u0000), which no Kubernetes "
+			"object muster admits carries and which its JSON reader would silently cut at"))) {
+		memcpy(out->uid, scan.uid, sizeof(out->uid));
+		return ADMISSION_BAD_TEXT;
+	}
 	out->root = cJSON_ParseWithLength(body, len);
 	if (!out->root)
 		return cause_fail(cause, "the body is not valid JSON (malformed or truncated): expected an "

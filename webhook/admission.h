@@ -9,7 +9,9 @@
  * mutator must copy parts of it into the patch verbatim. Anything the
  * envelope check refuses is the caller's HTTP 400: the apiserver never sends
  * such a body, so it is a misconfigured client, and without a uid there is
- * no review to answer.
+ * no review to answer. Text that is not UTF-8 or holds a NUL is refused
+ * before any parsing (ADMISSION_BAD_TEXT), so no raw byte of a body ever
+ * reaches a patch, a denial or a log line.
  *
  * The encoder writes the AdmissionReview response: allowed, or denied with
  * an HTTP-like code and a message the apiserver shows to the user, and an
@@ -81,6 +83,11 @@ struct admission_request {
  * out->uid set when the scan found it (answer it denied, code 413) and the
  * cause saying how large it is. */
 #define ADMISSION_TOO_LARGE (-2)
+/* A body that is not well-formed UTF-8 (utf8.h), holds a raw NUL byte or
+ * the escape \u0000 is not parsed either: ADMISSION_BAD_TEXT, with out->uid
+ * set when the scan found it (answer it denied, code 400), and a cause that
+ * says where by offset and hex value, never with the bytes themselves. */
+#define ADMISSION_BAD_TEXT (-3)
 int admission_decode(const char *body, size_t len, struct admission_request *out, char **cause);
 
 void admission_request_free(struct admission_request *request);

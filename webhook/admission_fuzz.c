@@ -4,7 +4,8 @@
  * webhook would: the settings decoded, the create or update rules applied,
  * the mutation built and the response encoded, and the object read as a pod
  * and as a Job of the pin route and pinned, so a hostile object inside a
- * well-formed envelope reaches every module of the webhook.
+ * well-formed envelope reaches every module of the webhook. Only text (UTF-8
+ * without NUL) decodes, and every cause and answer is text too.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stddef.h>
@@ -20,6 +21,7 @@
 #include "jobset_validate.h"
 #include "muster_api.h"
 #include "pod_pin.h"
+#include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -44,7 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!config)
 		return 0;
 	if (admission_decode((const char *)data, size, &request, &cause)) {
-		if (!cause || request.root)
+		/* The sentence goes to the answer and the log: text, whatever the body. */
+		if (!cause || request.root || utf8_invalid_at(cause, strlen(cause)) != strlen(cause))
 			abort();
 		free(cause);
 		free(config);
@@ -103,7 +106,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	response = admission_response(request.uid, allowed, 422, cause, patch_text,
 				      patch_text ? strlen(patch_text) : 0, &len);
-	if (response && strlen(response) != len)
+	/* What decodes is text, and so is every answer built from it. */
+	if (utf8_invalid_at((const char *)data, size) != size ||
+	    (response && (strlen(response) != len || utf8_invalid_at(response, len) != len)))
 		abort();
 	free(response);
 	free(patch_text);

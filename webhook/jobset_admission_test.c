@@ -273,6 +273,24 @@ static void expect_bad_review(const char *body, const char *needle)
 	free(cause);
 }
 
+/* A body whose text is refused before parsing (ADMISSION_BAD_TEXT): the
+ * uid is kept to answer by, and the cause says `needle` in printable ASCII. */
+static void expect_bad_text(const char *body, size_t len, const char *needle)
+{
+	struct admission_request request;
+	char *cause = NULL;
+
+	assert_int_equal(admission_decode(body, len, &request, &cause), ADMISSION_BAD_TEXT);
+	assert_non_null(cause);
+	if (!strstr(cause, needle))
+		fail_msg("cause \"%s\" does not mention \"%s\"", cause, needle);
+	for (const char *c = cause; *c; c++)
+		assert_true(*c >= 0x20 && *c < 0x7f);
+	assert_string_equal(request.uid, "abc-1");
+	assert_null(request.root);
+	free(cause);
+}
+
 static void admission_envelope(void **state)
 {
 	const char *good = REVIEW_HEAD "\"operation\":\"CREATE\",\"namespace\":\"ns\",\"name\":\"js\","
@@ -325,11 +343,39 @@ static void admission_envelope(void **state)
 			  "request.object is missing: an apiserver sends it with every CREATE");
 	expect_bad_review(REVIEW_HEAD "\"operation\":\"UPDATE\",\"object\":{}}}",
 			  "request.oldObject is missing");
-	expect_bad_review(REVIEW_HEAD "\"operation\":\"CREATE\",\"name\":\"j\xc3\x28s\",\"object\":{}}}",
+	/* é: UTF-8, but not a DNS label. */
+	expect_bad_review(REVIEW_HEAD "\"operation\":\"CREATE\",\"name\":\"j\xc3\xa9s\",\"object\":{}}}",
 			  "not printable ASCII");
-	expect_bad_review("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
-			  "\"uid\":\"abc\\u0000def\",\"operation\":\"CREATE\",\"object\":{}}}",
-			  "NUL character");
+	/* Issue 34: text that is not UTF-8, or a NUL, raw or escaped, is not
+	 * parsed; the cause says where, by offset and hex value. */
+	{
+		static const char name[] =
+			REVIEW_HEAD "\"operation\":\"CREATE\",\"name\":\"js\","
+				    "\"object\":{\"metadata\":{\"name\":\"\xff\xfe\xc0\x80\"}}}}";
+		char words[80];
+
+		snprintf(words, sizeof(words),
+			 "the AdmissionReview is not valid UTF-8 (byte 0xFF at offset %zu)",
+			 (size_t)(strchr(name, '\xff') - name));
+		expect_bad_text(name, sizeof(name) - 1, words);
+	}
+	{
+		static const char *const bad[] = {
+			REVIEW_HEAD "\"operation\":\"CREATE\",\"name\":\"j\xc3\x28s\",\"object\":{}}}",
+			REVIEW_HEAD "\"operation\":\"CREATE\",\"object\":{\"a\":\"\xed\xa0\x80\"}}}",
+			REVIEW_HEAD "\"operation\":\"CREATE\",\"object\":{\"a\":\"abc\\u0000def\"}}}",
+		};
+
+		expect_bad_text(bad[0], strlen(bad[0]), "byte 0xC3 at offset");
+		expect_bad_text(bad[1], strlen(bad[1]), "byte 0xED at offset"); /* a surrogate */
+		expect_bad_text(bad[2], strlen(bad[2]), "NUL character (\\u0000)");
+	}
+	{
+		static const char nul[] =
+			REVIEW_HEAD "\"operation\":\"CREATE\",\"object\":{\"a\":\"x\0y\"}}}";
+
+		expect_bad_text(nul, sizeof(nul) - 1, "holds a NUL byte (at offset");
+	}
 	{
 		/* An escaped backslash before u0000 is text, not a NUL. */
 		const char *text = REVIEW_HEAD "\"operation\":\"CREATE\",\"object\":{\"a\":\"x\\\\u0000\"}}}";

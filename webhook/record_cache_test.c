@@ -904,6 +904,120 @@ static void the_pin_routes_job_half_gives_a_split_job_its_share_and_a_work_queue
 	teardown(&s);
 }
 
+/* A route's answer to `len` bytes of review: a denial (HTTP 200, allowed
+ * false) with status.code `code` and `words` in its message; and not one
+ * byte of the answer is outside printable ASCII (nothing of the body's
+ * echoed raw). */
+static void expect_denied_in_ascii(void (*route)(void *, const char *, size_t, struct http_serve_reply *),
+				   struct webhook *w, const char *body, size_t len, int code,
+				   const char *words)
+{
+	struct http_serve_reply reply = { 0 };
+	cJSON *review, *response, *status, *message;
+
+	route(w, body, len, &reply);
+	assert_int_equal(reply.status, 200);
+	assert_non_null(reply.body);
+	for (size_t i = 0; i < reply.body_len; i++)
+		if ((unsigned char)reply.body[i] < 0x20 || (unsigned char)reply.body[i] > 0x7e)
+			fail_msg("the answer holds byte 0x%02x at %zu: %s", (unsigned char)reply.body[i], i,
+				 reply.body);
+	review = cJSON_ParseWithLength(reply.body, reply.body_len);
+	response = cJSON_GetObjectItemCaseSensitive(review, "response");
+	status = cJSON_GetObjectItemCaseSensitive(response, "status");
+	message = cJSON_GetObjectItemCaseSensitive(status, "message");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(response, "uid")->valuestring, "r-1");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(response, "allowed")));
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(status, "code")->valueint, code);
+	assert_true(cJSON_IsString(message));
+	if (!strstr(message->valuestring, words))
+		fail_msg("message \"%s\" does not say \"%s\"", message->valuestring, words);
+	cJSON_Delete(review);
+	free(reply.body);
+}
+
+/* Issue 34: a review whose text is not UTF-8 (a metadata.name of raw
+ * FF FE C0 80, a pod label of raw FF) or holds a raw NUL inside a string
+ * is denied by its uid at /mutate, /validate and /pin, with where the bad
+ * byte is and never the byte itself. */
+static void reviews_that_are_not_utf8_or_hold_nul_are_denied_without_echoing_a_byte(void **state)
+{
+	static const char jobset[] =
+		"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+		"\"uid\":\"r-1\",\"kind\":{\"group\":\"jobset.x-k8s.io\",\"version\":\"v1alpha2\",\"kind\":\"JobSet\"},"
+		"\"namespace\":\"ns\",\"operation\":\"CREATE\",\"userInfo\":{},"
+		"\"object\":{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"metadata\":{"
+		"\"name\":\"NAME\",\"namespace\":\"ns\",\"annotations\":{\"muster.dev/group-scheduling\":\"true\"}},"
+		"\"spec\":{\"replicatedJobs\":[{\"name\":\"w\",\"replicas\":1,\"template\":{\"spec\":{"
+		"\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}}]}}}}";
+	static const char pod[] =
+		"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+		"\"uid\":\"r-1\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+		"\"namespace\":\"ns\",\"operation\":\"CREATE\",\"userInfo\":{},"
+		"\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"generateName\":\"train-w-0-\","
+		"\"namespace\":\"ns\",\"labels\":{\"jobset.sigs.k8s.io/jobset-name\":\"NAME\","
+		"\"jobset.sigs.k8s.io/jobset-uid\":\"u1\",\"jobset.sigs.k8s.io/replicatedjob-name\":\"w\","
+		"\"jobset.sigs.k8s.io/job-index\":\"0\",\"batch.kubernetes.io/job-completion-index\":\"0\","
+		"\"muster.dev/placement\":\"true\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}";
+	struct setup s;
+	struct webhook_options options = { .barrier = { .barrier_image = "b",
+							.image_pull_policy = "IfNotPresent",
+							.cpu_request = "10m",
+							.memory_request = "16Mi" },
+					   .quiet = 1 };
+	struct webhook *w = NULL;
+	char *cause = NULL, body[2048];
+	size_t at, len;
+
+	(void)state;
+	setup(&s);
+	options.records = s.options;
+	assert_int_equal(webhook_new(&options, &w, &cause), 0);
+
+	/* metadata.name = FF FE C0 80 */
+	len = sizeof(jobset) - 1;
+	memcpy(body, jobset, len);
+	at = (size_t)(strstr(body, "NAME") - body);
+	memcpy(body + at, "\xff\xfe\xc0\x80", 4);
+	{
+		char words[64];
+
+		snprintf(words, sizeof(words), "not valid UTF-8 (byte 0xFF at offset %zu)", at);
+		expect_denied_in_ascii(webhook_mutate, w, body, len, 400, words);
+		expect_denied_in_ascii(webhook_validate, w, body, len, 400, words);
+	}
+	/* A raw NUL inside the name: "NA\0E". */
+	memcpy(body, jobset, len);
+	body[at + 2] = '\0';
+	expect_denied_in_ascii(webhook_mutate, w, body, len, 400, "NUL byte");
+
+	/* /pin: a pod whose JobSet label holds a raw FF (the name the record
+	 * would be looked up by), and one with a raw NUL. */
+	len = sizeof(pod) - 1;
+	memcpy(body, pod, len);
+	at = (size_t)(strstr(body, "NAME") - body);
+	memcpy(body + at, "tr\xffn", 4);
+	expect_denied_in_ascii(webhook_pin, w, body, len, 400, "not valid UTF-8 (byte 0xFF at offset");
+	body[at + 2] = '\0';
+	expect_denied_in_ascii(webhook_pin, w, body, len, 400, "NUL byte");
+	assert_int_equal(get_count(&s), 0); /* nothing was looked up for them */
+
+	/* Without a uid to answer by, it is HTTP 400, in ASCII too. */
+	{
+		struct http_serve_reply reply = { 0 };
+		const char *no_uid = "{\"kind\":\"AdmissionReview\",\"a\":\"\xc0\x80\"}";
+
+		webhook_mutate(w, no_uid, strlen(no_uid), &reply);
+		assert_int_equal(reply.status, 400);
+		assert_non_null(strstr(reply.body, "not valid UTF-8 (byte 0xC0 at offset 31)"));
+		for (size_t i = 0; i < reply.body_len; i++)
+			assert_true((unsigned char)reply.body[i] < 0x80);
+		free(reply.body);
+	}
+	webhook_free(w);
+	teardown(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -920,6 +1034,7 @@ int main(void)
 		cmocka_unit_test(the_cache_holds_at_most_its_bytes_and_frees_what_expired),
 		cmocka_unit_test(a_slow_read_holds_up_no_other_jobset_and_every_answer_comes_in_time),
 		cmocka_unit_test(a_pod_labelled_with_a_path_is_refused_before_any_read),
+		cmocka_unit_test(reviews_that_are_not_utf8_or_hold_nul_are_denied_without_echoing_a_byte),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -318,9 +318,10 @@ static void decoded_done(struct webhook *w, int large)
 
 /* Decodes a review for `route`. A large one (ADMISSION_VALUES_LARGE) waits
  * for the other large ones and keeps w->large until decoded_done(). On
- * failure the reply is written: a review too large to decode is denied by
- * its uid (code 413) when the scan found it, else any failure is HTTP 400;
- * and -1 is returned. */
+ * failure the reply is written: a review too large to decode (code 413), or
+ * whose text is not UTF-8 or holds a NUL (code 400), is denied by its uid
+ * when the scan found it, else any failure is HTTP 400; and -1 is returned.
+ * No cause quotes the body's bytes (admission.h). */
 static int decode(struct webhook *w, const char *route, const char *body, size_t len,
 		  struct admission_request *request, int *large, struct http_serve_reply *reply)
 {
@@ -339,8 +340,9 @@ static int decode(struct webhook *w, const char *route, const char *body, size_t
 	mlog(MLOG_WARN, "bad-request", "route=%s uid=%s values=%zu bytes=%zu reason=%s", route,
 	     request->uid[0] ? request->uid : "-", scan.values, len,
 	     mlog_quote(quoted, sizeof(quoted), cause ? cause : "out of memory", cause ? strlen(cause) : 13));
-	if (rc == ADMISSION_TOO_LARGE && request->uid[0]) {
-		reply->body = admission_response(request->uid, 0, 413, cause, NULL, 0, &reply->body_len);
+	if ((rc == ADMISSION_TOO_LARGE || rc == ADMISSION_BAD_TEXT) && request->uid[0]) {
+		reply->body = admission_response(request->uid, 0, rc == ADMISSION_TOO_LARGE ? 413 : 400,
+						 cause, NULL, 0, &reply->body_len);
 		reply->status = reply->body ? 200 : 500;
 		reply->content_type = "application/json";
 		reply->result = reply->body ? "denied" : "error";
@@ -352,12 +354,30 @@ static int decode(struct webhook *w, const char *route, const char *body, size_t
 	return -1;
 }
 
+/* "namespace/name" for a log line: as it is when it is one plain token (what
+ * an apiserver sends), else quoted (mlog.h), so that a name from the body
+ * (a pod's generateName, a forged review's) can neither break the line nor
+ * put raw bytes in it. */
+static const char *object_token(char *out, size_t size, const char *namespace, const char *name)
+{
+	char plain[ADMISSION_FIELD_MAX + ADMISSION_NAME_MAX + 2];
+	size_t n = (size_t)snprintf(plain, sizeof(plain), "%s/%.*s", namespace, ADMISSION_NAME_MAX, name);
+
+	if (n >= sizeof(plain))
+		n = sizeof(plain) - 1;
+	for (size_t i = 0; i < n; i++)
+		if (plain[i] < 0x21 || plain[i] > 0x7e || plain[i] == '"' || plain[i] == '\\')
+			return mlog_quote(out, size, plain, n);
+	snprintf(out, size, "%s", plain);
+	return out;
+}
+
 static void review(struct webhook *w, int mutating, const char *route, const char *body, size_t body_len,
 		   struct http_serve_reply *reply)
 {
 	struct admission_request request;
 	struct outcome o = { 0 };
-	char quoted[256], object[ADMISSION_FIELD_MAX + ADMISSION_NAME_MAX + 2];
+	char quoted[256], object[4 * (ADMISSION_FIELD_MAX + ADMISSION_NAME_MAX) + 8];
 	double started = now_seconds();
 	int large;
 
@@ -383,7 +403,7 @@ static void review(struct webhook *w, int mutating, const char *route, const cha
 	reply->status = reply->body ? 200 : 500;
 	reply->content_type = "application/json";
 	reply->result = reply->body ? o.result : "error";
-	snprintf(object, sizeof(object), "%s/%s", request.namespace, request.name);
+	object_token(object, sizeof(object), request.namespace, request.name);
 	if (!w->quiet || !o.allowed)
 		mlog(o.allowed ? MLOG_INFO : MLOG_WARN, "admission",
 		     "route=%s jobset=%s uid=%s operation=%s dry_run=%s result=%s patch_ops=%zu ms=%.3f%s%s",
@@ -491,7 +511,8 @@ void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve
 	struct webhook *w = arg;
 	struct admission_request request;
 	struct outcome o = { 0 };
-	char quoted[512], selector[TOPO_RECORD_SELECTOR_MAX] = "", object[ADMISSION_NAME_MAX + 72];
+	char quoted[512], selector[TOPO_RECORD_SELECTOR_MAX] = "",
+			  object[4 * (ADMISSION_FIELD_MAX + ADMISSION_NAME_MAX) + 8];
 	const char *name, *what;
 	const cJSON *generate_name;
 	double started = now_seconds();
@@ -504,7 +525,7 @@ void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve
 	name = request.name[0]		       ? request.name
 	       : cJSON_IsString(generate_name) ? generate_name->valuestring
 					       : "";
-	snprintf(object, sizeof(object), "%s/%.*s", request.namespace, ADMISSION_NAME_MAX, name);
+	object_token(object, sizeof(object), request.namespace, name);
 	pod = !request.group[0] && strcmp(request.kind, "Pod") == 0;
 	job = strcmp(request.group, "batch") == 0 && strcmp(request.kind, "Job") == 0;
 	what = job ? "job" : "pod";

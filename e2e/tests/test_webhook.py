@@ -570,6 +570,45 @@ def test_bad_requests_get_clear_answers(webhook):
     assert 'route="mutate"' in metrics and 'result="bad_request"' in metrics, metrics[:2000]
 
 
+def test_text_that_is_not_utf8_is_denied_without_echoing_a_byte(tmp_path):
+    """Issue 34: a review whose text is not UTF-8 (a metadata.name of raw
+    FF FE C0 80, a pod label of a raw FF) or holds a raw NUL inside a string
+    is denied by its uid with code 400 at /mutate, /validate and /pin, saying
+    where the bad byte is, and no byte of the answer is outside ASCII. The
+    real binary, started without a cluster (the pod route then has no API
+    access, which these reviews never reach)."""
+    server = Webhook(tmp_path)
+    try:
+        jobset = review(probe_jobset("NAME")).replace(b'"name": "NAME"', b'"name": "\xff\xfe\xc0\x80"')
+        pod = review({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "train-w-0-", "labels": {
+            "jobset.sigs.k8s.io/jobset-name": "tr\xffn", "muster.dev/placement": "true"}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]}}, kind=("", "v1", "Pod"))
+        pod = pod.replace(b"tr\\u00ffn", b"tr\xffn")
+        assert b"\xff" in jobset and b"\xff" in pod
+        cases = [("/mutate", jobset, b"not valid UTF-8 (byte 0xFF at offset %d)" % jobset.index(b"\xff")),
+                 ("/validate", jobset, b"not valid UTF-8 (byte 0xFF at offset"),
+                 ("/pin", pod, b"not valid UTF-8 (byte 0xFF at offset %d)" % pod.index(b"\xff")),
+                 ("/mutate", jobset.replace(b"\xff\xfe\xc0\x80", b"a\x00b"), b"holds a NUL byte"),
+                 ("/pin", pod.replace(b"\xff", b"\x00"), b"holds a NUL byte")]
+        for route, body, needle in cases:
+            status, data = server.post(route, body)
+            assert status == 200, (route, status, data)
+            assert all(0x20 <= b < 0x7f for b in data), (route, data)
+            response = json.loads(data)["response"]
+            assert response["uid"] == "e2e-1" and response["allowed"] is False, (route, response)
+            assert response["status"]["code"] == 400, (route, response)
+            assert needle.decode() in response["status"]["message"], (route, response)
+        # No uid to answer by: HTTP 400, in ASCII too.
+        status, data = server.post("/mutate", b'{"kind":"AdmissionReview","a":"\xc0\x80"}')
+        assert status == 400 and b"not valid UTF-8 (byte 0xC0 at offset 31)" in data, (status, data)
+        assert all(b < 0x80 for b in data)
+        assert server.process.poll() is None
+        server.output()  # flushed
+        assert all(b < 0x80 for b in server.log_path.read_bytes()), "a raw byte reached the log"
+    finally:
+        server.stop()
+
+
 def process_cpu_seconds(pid):
     """User + system CPU seconds a process has used so far."""
     with open(f"/proc/{pid}/stat") as handle:

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "cause.h"
+#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +18,9 @@ static void set(char **cause, const char *fmt, va_list ap)
 	char buf[CAUSE_MAX];
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
+	/* A precision or CAUSE_MAX may cut a character of a quoted value: the
+	 * sentence goes to users and logs as text. */
+	utf8_repair(buf, strlen(buf));
 	*cause = strdup(buf);
 }
 

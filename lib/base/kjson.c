@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "kjson.h"
 #include "cause.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <math.h>
@@ -154,6 +155,8 @@ cJSON *kjson_parse_object(const char *json, size_t len, const char *what, char *
 	if (len > KJSON_OBJECT_MAX)
 		return cause_fail(cause, "%s JSON is %zu bytes, more than %u", what, len, KJSON_OBJECT_MAX),
 		       NULL;
+	if (utf8_check(json, len, what, cause))
+		return NULL;
 	root = cJSON_ParseWithLength(json, len);
 	if (!root)
 		return cause_fail(cause, "%s is not valid JSON", what), NULL;

@@ -65,7 +65,8 @@ int kjson_take_count(const struct cJSON *item, uint32_t *value, int *present, co
 #define KJSON_OBJECT_MAX (2u * 1024u * 1024u)
 
 /* Parses `len` bytes (at most KJSON_OBJECT_MAX) that must hold a JSON
- * object; `what` names it in the cause. Returns the tree (the caller deletes
+ * object in well-formed UTF-8 without a NUL byte (utf8.h); `what` names it
+ * in the cause. Returns the tree (the caller deletes
  * it) or NULL with the cause set. */
 struct cJSON *kjson_parse_object(const char *json, size_t len, const char *what, char **cause);
 

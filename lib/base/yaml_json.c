@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "yaml_json.h"
 #include "cause.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -106,7 +107,15 @@ size_t yaml_json_too_deep_at(const char *data, size_t size)
 cJSON *yaml_json_parse(const char *data, size_t size, const char *what, char **cause)
 {
 	size_t i = 0, deep = yaml_json_too_deep_at(data, size);
+	char *text_cause = NULL;
 
+	/* Both readers take the bytes of a string as they come: text that is
+	 * not UTF-8, or a NUL that cuts a string, never reaches them. */
+	if (utf8_check(data, size, what, &text_cause)) {
+		cause_replace(cause, "%s", text_cause ? text_cause : "out of memory");
+		free(text_cause);
+		return NULL;
+	}
 	if (deep < size) {
 		cause_replace(cause, "%s: nested deeper than %d levels (at byte %zu)", what,
 			      YAML_JSON_DEPTH_MAX, deep);
@@ -120,7 +129,7 @@ cJSON *yaml_json_parse(const char *data, size_t size, const char *what, char **c
 		char *yaml_cause = NULL;
 		size_t rest = j && end ? (size_t)(end - data) : size;
 
-		while (rest < size && (isspace((unsigned char)data[rest]) || data[rest] == '\0'))
+		while (rest < size && isspace((unsigned char)data[rest]))
 			rest++;
 		if (j && rest == size)
 			return j;

@@ -19,7 +19,9 @@ struct cJSON;
 /* JSON when it starts with '{' or '[' and parses as JSON, else YAML (a YAML
  * flow mapping starts the same way). `what` names the input in the cause:
  * "<what>: not valid JSON (at byte N)", "<what>: not valid YAML (line N:
- * ...)", "<what>: empty", "<what>: YAML too deep, expanding too much ...".
+ * ...)", "<what>: empty", "<what>: YAML too deep, expanding too much ...",
+ * "<what> is not valid UTF-8 (byte 0xFF at offset N)" or "<what> holds a
+ * NUL byte ..." (utf8.h: checked before either reader sees the text).
  * The caller deletes the tree. */
 struct cJSON *yaml_json_parse(const char *data, size_t size, const char *what, char **cause);
 

@@ -99,12 +99,26 @@ static void deep_nesting_is_refused_first(void **state)
 	}
 }
 
+/* Issue 34: text that is not UTF-8, or holds a NUL byte, reaches neither
+ * reader, JSON or YAML; the cause says where, not what. */
+static void text_that_is_not_utf8_is_refused(void **state)
+{
+	(void)state;
+	refused("{\"a\": \"\xff\xfe\xc0\x80\"}", 13, "input is not valid UTF-8 (byte 0xFF at offset 7)");
+	refused("a: \xc0\x80\n", 6, "input is not valid UTF-8 (byte 0xC0 at offset 3)");
+	refused("a: \xed\xa0\x80\n", 7, "byte 0xED at offset 3"); /* a surrogate */
+	refused("{\"a\": \"x\0y\"}", 12, "input holds a NUL byte (at offset 8)");
+	refused("a: x\0y\n", 7, "NUL byte (at offset 4)");
+	refused("{\"a\": 1}\0\0", 10, "NUL byte (at offset 8)"); /* after the document too */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(json_and_yaml_alike),
 		cmocka_unit_test(nothing_after_json_is_dropped),
 		cmocka_unit_test(deep_nesting_is_refused_first),
+		cmocka_unit_test(text_that_is_not_utf8_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 
 #include "json_arena.h"
 #include "kube_ratelimit.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,12 +229,24 @@ static const char *const method_names[] = {
 	[KUBE_METHOD_PATCH] = "PATCH", [KUBE_METHOD_DELETE] = "DELETE",
 };
 
+/* Parses what the API server sent (a response body, a watch line), after
+ * checking that it is UTF-8 without a NUL byte (utf8.h), so that no tree
+ * the client hands out holds bytes that are not text. NULL with *utf8_cause
+ * set (when utf8_cause is not NULL) when the check refuses it, NULL alone
+ * when cJSON does. */
+static cJSON *parse_text(const char *text, size_t len, const char *what, char **utf8_cause)
+{
+	if (utf8_check(text, len, what, utf8_cause))
+		return NULL;
+	return cJSON_ParseWithLength(text, len);
+}
+
 /* Turns a failed response into a cause carrying the Status message the API
- * server sends with every error. */
+ * server sends with every error (not when the body is not text). */
 static int http_failure(int err, enum kube_method method, const char *path, long status, const char *body,
 			size_t body_len, char **cause)
 {
-	cJSON *root = body ? cJSON_ParseWithLength(body, body_len) : NULL;
+	cJSON *root = body ? parse_text(body, body_len, "the error", NULL) : NULL;
 	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(root, "message");
 
 	kube_cause(cause, err, "%s %.256s: HTTP %ld: %.512s", method_names[method], path, status,
@@ -289,10 +302,16 @@ static int request(struct kube_client *c, enum kube_method method, const char *p
 		pause_ns(c, backoff_ns(c, attempt, KUBE_BACKOFF_MAX_MS), c->stop);
 	}
 	if (err == KUBE_OK && out) {
-		*out = cJSON_ParseWithLength(resp.body, resp.body_len);
-		if (!*out)
+		char *text_cause = NULL;
+
+		*out = parse_text(resp.body, resp.body_len, "response", &text_cause);
+		if (!*out && text_cause)
+			err = kube_cause(&attempt_cause, KUBE_EPARSE, "%s %.256s: %s", method_names[method],
+					 path, text_cause);
+		else if (!*out)
 			err = kube_cause(&attempt_cause, KUBE_EPARSE, "%s %.256s: response is not JSON",
 					 method_names[method], path);
+		free(text_cause);
 	}
 	free(resp.body);
 	if (err && cause && !*cause) {
@@ -605,13 +624,19 @@ void kube_watch_event_clear(struct kube_watch_event *event)
 
 int kube_watch_parse_event(const char *line, size_t len, struct kube_watch_event *out, char **cause)
 {
-	cJSON *root = cJSON_ParseWithLength(line, len);
+	char *text_cause = NULL;
+	cJSON *root = parse_text(line, len, "watch event", &text_cause);
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
 	cJSON *object = cJSON_GetObjectItemCaseSensitive(root, "object");
 	size_t t;
 	int err = KUBE_OK;
 
 	memset(out, 0, sizeof(*out));
+	if (text_cause) {
+		err = kube_cause(cause, KUBE_EPARSE, "%s", text_cause);
+		free(text_cause);
+		goto out;
+	}
 	if (!cJSON_IsObject(root) || !cJSON_IsString(type) || !cJSON_IsObject(object)) {
 		err = kube_cause(cause, KUBE_EPARSE,
 				 "watch event is not {\"type\": string, \"object\": object}");

@@ -754,6 +754,58 @@ static void parse_event_cases(void **state)
 	assert_int_equal(kube_watch_parse_event("{}garbage", 2, &ev, NULL), KUBE_EPARSE);
 }
 
+/* Issue 34: what the API server sends must be UTF-8 without a NUL byte. A
+ * response or a watch line that is not is KUBE_EPARSE, with a cause that
+ * says where by offset and hex value and holds no byte of the input; an
+ * error's Status message that is not text is not quoted. */
+static void text_that_is_not_utf8_is_a_parse_error(void **state)
+{
+	static const struct fake_step steps[] = {
+		{ 0, 200, "{\"kind\":\"ConfigMap\",\"data\":{\"a\":\"\xff\xfe\xc0\x80\"}}" },
+		{ 0, 200, "{\"kind\":\"ConfigMap\",\"data\":{\"a\":\"\xed\xa0\x80\"}}" },
+		{ 0, 404,
+		  "{\"kind\":\"Status\",\"message\":\"configmaps \\\"\xff\\\" not found\",\"code\":404}" },
+	};
+	static const char line[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\xc0\x80\","
+				   "\"resourceVersion\":\"7\"}}}";
+	static const char nul_line[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\0b\","
+				       "\"resourceVersion\":\"7\"}}}";
+	struct fake f;
+	struct kube_client *c = fake_client(&f, steps, N(steps), 0);
+	struct kube_watch_event ev;
+	cJSON *obj = NULL;
+	char *cause = NULL;
+
+	(void)state;
+	assert_int_equal(kube_get(c, "/api/v1/namespaces/a/configmaps/x", &obj, &cause), KUBE_EPARSE);
+	assert_null(obj);
+	assert_string_equal(cause, "GET /api/v1/namespaces/a/configmaps/x: response is not valid UTF-8 "
+				   "(byte 0xFF at offset 33)");
+	free(cause);
+	cause = NULL;
+	assert_int_equal(kube_get(c, "/x", &obj, &cause), KUBE_EPARSE); /* a surrogate */
+	assert_non_null(strstr(cause, "byte 0xED at offset 33"));
+	free(cause);
+	cause = NULL;
+	assert_int_equal(kube_get(c, "/x", &obj, &cause), KUBE_ENOTFOUND);
+	for (const char *p = cause; *p; p++)
+		assert_true(*p >= 0x20 && *p < 0x7f);
+	free(cause);
+	cause = NULL;
+	kube_client_free(c);
+	fake_free(&f);
+
+	assert_int_equal(kube_watch_parse_event(line, sizeof(line) - 1, &ev, &cause), KUBE_EPARSE);
+	assert_null(ev.object);
+	assert_string_equal(cause, "watch event is not valid UTF-8 (byte 0xC0 at offset 47)");
+	free(cause);
+	cause = NULL;
+	assert_int_equal(kube_watch_parse_event(nul_line, sizeof(nul_line) - 1, &ev, &cause), KUBE_EPARSE);
+	assert_null(ev.object);
+	assert_non_null(strstr(cause, "NUL byte (at offset 47)"));
+	free(cause);
+}
+
 struct watch_log {
 	char text[1024];
 	atomic_int stop;
@@ -1024,6 +1076,7 @@ int main(void)
 		cmocka_unit_test(update_retries_conflicts),
 		cmocka_unit_test(update_without_change_or_refused),
 		cmocka_unit_test(parse_event_cases),
+		cmocka_unit_test(text_that_is_not_utf8_is_a_parse_error),
 		cmocka_unit_test(watch_full_story),
 		cmocka_unit_test(watch_stop_flag_and_callbacks),
 		cmocka_unit_test(watch_fatal_errors_end_it),

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "utf8.h"
+
 struct kube_err_info {
 	int code;
 	const char *name;
@@ -92,6 +94,7 @@ int kube_cause(char **cause, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, (size_t)n + 1, fmt, ap);
 	va_end(ap);
+	utf8_repair(text, (size_t)n); /* a precision ("%.512s") may cut a character */
 	*cause = text;
 	return err;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cause.h"
+#include "utf8.h"
 
 #define INDEX_MAX 2147483647.0
 
@@ -323,6 +324,8 @@ int topo_record_parse(const char *text, size_t len, struct topo_record **out, ch
 	if (len > TOPO_RECORD_BYTES_MAX)
 		return cause_fail(cause, "the placement record is %zu bytes, more than %u", len,
 				  TOPO_RECORD_BYTES_MAX);
+	if (utf8_check(text, len, "the placement record", cause))
+		goto out;
 	root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
 	if (!root) {
 		cause_fail(cause, "the placement record is not JSON (at byte %zu)",

@@ -223,6 +223,11 @@ static void bad_records_are_refused(void **state)
 		{ "{\"uid\":\"u\",\"attempt\":1.5,\"replicatedJobs\":{}}", "attempt" },
 		{ "{\"uid\":\"u\",\"attempt\":\"2\",\"replicatedJobs\":{}}", "attempt" },
 		{ "{\"uid\":\"u\",\"attempt\":2147483648,\"replicatedJobs\":{}}", "attempt" },
+		/* Issue 34: a selector of bytes that are not UTF-8 would be copied
+		 * into every pod's nodeSelector patch. */
+		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[0,1,\"a=\xff\xfe\xc0\x80\"]]]}}",
+		  "the placement record is not valid UTF-8 (byte 0xFF at offset 43)" },
+		{ "{\"uid\":\"u\",\"replicatedJobs\":{\"w\":[[[0,1,\"a=\xed\xbf\xbf\"]]]}}", "byte 0xED" },
 	};
 
 	(void)state;
