@@ -24,7 +24,10 @@ What it does, without a cluster (/mutate needs no API), on 127.0.0.1 only:
     connection (TLS handshake included, as a newly started apiserver or a
     connection the webhook closed must), each within --timeout.
 
-Printed per count: the connections held and reopened, p50/p99/max and
+Before each count it waits (at most --quiet-wait s) for two quiet seconds,
+as webhook_latency.py does: the figures are the webhook's and the
+attacker's sharing the CPUs, not other processes'. Printed per count: the
+connections held and reopened, p50/p99/max and
 failures of both kinds of request, and the goal. Exit status 1 when a
 request failed or the webhook did not start; never because a figure misses
 the goal. Bounded: the counts (at most 10,000, and the open-file limit),
@@ -48,7 +51,7 @@ import tempfile
 import time
 
 from benchlib import ROOT, Proc, clean_up_on_sigterm, free_port, percentile
-from webhook_latency import Failed, machine, make_certs, wait_ready
+from webhook_latency import Failed, machine, make_certs, wait_quiet, wait_ready
 
 GOAL_P99_MS = 50.0
 HOSTILE_MAX = 10000
@@ -153,6 +156,10 @@ def run_count(args, count, port, context, certs, work):
     print(f"\n== {count} hostile idle connections ({count // 2} bare TCP, {count - count // 2} partial "
           f"ClientHellos of 31 bytes), reopened at most {args.reopen_rate:g}/s when closed", flush=True)
     holder = None
+    if args.quiet_wait > 0:
+        waited, busy = wait_quiet(args.quiet_wait)
+        print(f"  {'quiet machine':<30} waited {waited} s (all CPUs {100 * busy:.0f} % busy over the last second; "
+              f"load average {os.getloadavg()[0]:.2f})")
     try:
         if count:
             holder = subprocess.Popen([sys.executable, __file__, "--hold", str(count), "--port", str(port),
@@ -218,6 +225,8 @@ def parse_args():
     parser.add_argument("--connections", type=int, default=8, help="keep-alive connections of the load")
     parser.add_argument("--fresh", type=int, default=100, help="new-connection requests per count")
     parser.add_argument("--timeout", type=float, default=5, help="seconds a request may take (the apiserver's 5)")
+    parser.add_argument("--quiet-wait", type=float, default=60,
+                        help="seconds to wait at most for a quiet machine before each count (0: do not wait)")
     parser.add_argument("--work-dir", type=pathlib.Path)
     args = parser.parse_args()
     if args.hold is not None:
