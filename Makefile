@@ -201,10 +201,13 @@ bench: bench-micro bench-webhook bench-release bench-placement bench-real
 # Webhook latency over TLS (2,000 req/s on /mutate, /validate and the pod
 # route /pin, whose placement record is a ConfigMap on the local control
 # plane; the maximum paced rate, a wrk cross-check), its peak memory under
-# the largest hostile reviews, then the admission overhead of a 5,000-pod
-# JobSet's create, with and without the webhook.
+# the largest hostile reviews, /mutate while 0, 600 and 5,000 hostile idle
+# connections are held (no cluster needed; WEBHOOK_HOSTILE_ARGS), then the
+# admission overhead of a 5,000-pod JobSet's create, with and without the
+# webhook.
 bench-webhook: bin/muster-webhook build/host/webhook/webhook_load
 	/usr/bin/python3 e2e/bench/webhook_memory.py
+	/usr/bin/python3 e2e/bench/webhook_hostile.py $(WEBHOOK_HOSTILE_ARGS)
 	/usr/bin/python3 e2e/bench/pin_memory.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG))
 	/usr/bin/python3 e2e/bench/webhook_latency.py \
 		--pin-kubeconfig "$${MUSTER_KUBECONFIG:-$$(bash e2e/cluster/up.sh | tail -n 1)}" $(WEBHOOK_BENCH_ARGS)

@@ -148,6 +148,7 @@ int main(int argc, char **argv)
 		.threads = 4,
 		.connections_max = 512,
 		.idle_seconds = 60,
+		.head_seconds = HTTP_SERVE_HEAD_SECONDS,
 		.body_seconds = 10,
 		.body_max = DEFAULT_BODY_MAX,
 	};
@@ -170,8 +171,8 @@ int main(int argc, char **argv)
 	int exit_code = 1, err;
 
 	unsigned long threads = serve.threads, connections = serve.connections_max, idle = serve.idle_seconds,
-		      body_seconds = serve.body_seconds, body_max = serve.body_max,
-		      barrier_port = options.barrier.barrier_port;
+		      head_seconds = serve.head_seconds, body_seconds = serve.body_seconds,
+		      body_max = serve.body_max, barrier_port = options.barrier.barrier_port;
 	const struct flag_def flags[] = {
 		{ FLAG_SECTION, NULL, NULL, "Serving", 0, 0, NULL, NULL },
 		{ FLAG_TEXT, "--tls-cert-file", "PATH",
@@ -183,10 +184,17 @@ int main(int argc, char **argv)
 		{ FLAG_TEXT, "--listen", "[A:]PORT", "address to serve on (default " DEFAULT_LISTEN ")", 0, 0,
 		  NULL, &listen },
 		{ FLAG_NUMBER, "--threads", "N", "worker threads, 1..64 (default 4)", 1, 64, NULL, &threads },
-		{ FLAG_NUMBER, "--max-connections", "N", "open connections at most, 1..10000 (default 512)",
+		{ FLAG_NUMBER, "--max-connections", "N",
+		  "open connections at most, 1..10000 (default 512); past 7/8\n"
+		  "of it a new one closes the oldest idle or half-open one",
 		  1, 10000, NULL, &connections },
+		{ FLAG_NUMBER, "--head-timeout", "S",
+		  "close a new connection whose TLS handshake and first request\n"
+		  "line and headers take longer, 1..60 (default 3)",
+		  1, 60, NULL, &head_seconds },
 		{ FLAG_NUMBER, "--idle-timeout", "S",
-		  "close a connection idle this long, 1..3600 (default 60)", 1, 3600, NULL, &idle },
+		  "close a kept-alive connection idle this long, 1..3600 (default 60)", 1, 3600, NULL,
+		  &idle },
 		{ FLAG_NUMBER, "--body-timeout", "S",
 		  "close a connection whose request body is still arriving\n"
 		  "this long after its headers, 1..3600 (default 10)",
@@ -260,6 +268,7 @@ int main(int argc, char **argv)
 	serve.threads = (unsigned)threads;
 	serve.connections_max = (unsigned)connections;
 	serve.idle_seconds = (unsigned)idle;
+	serve.head_seconds = (unsigned)head_seconds;
 	serve.body_seconds = (unsigned)body_seconds;
 	serve.body_max = (size_t)body_max;
 	options.barrier.barrier_port = (unsigned)barrier_port;

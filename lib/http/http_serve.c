@@ -41,6 +41,7 @@
 #include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,7 +56,12 @@
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define TEXT_CONTENT_TYPE "text/plain; charset=utf-8"
-#define LISTEN_BACKLOG 64
+/* Connections the kernel completes before they are accepted. A flood of
+ * connections fills a short queue between two accepts, and a SYN that finds
+ * it full is dropped and sent again only a second later: 64 made a
+ * legitimate client wait 1 s now and then while hostile ones were reopened
+ * by the thousand (the kernel caps it at net.core.somaxconn). */
+#define LISTEN_BACKLOG 1024
 #define LOG_WINDOW_SECONDS 60
 /* A body without Content-Length starts with this much room, then doubles. */
 #define BODY_INITIAL_SIZE 4096u
@@ -86,24 +92,37 @@ struct tls_pair {
 
 /* What a connection waits for, for its deadline (the sweeper's). */
 enum conn_phase {
-	CONN_IDLE, /* a request line: idle_seconds from the accept or the last request's end */
-	CONN_HEADERS, /* the rest of the headers: HTTP_SERVE_HEADER_SECONDS from the request line */
+	/* Its TLS handshake and the first request's line and headers:
+	 * head_seconds from the accept. A client that has not got this far has
+	 * proven nothing, so it is also the first to be closed for room. */
+	CONN_NEW,
+	CONN_IDLE, /* kept alive, the next request line: idle_seconds from the last request's end */
+	CONN_HEADERS, /* the rest of the headers: header_seconds from the request line */
 	CONN_BODY, /* a POST body: body_seconds from its headers */
 	CONN_ANSWERING, /* a handler runs or the reply goes out: no deadline */
+	CONN_CLOSING, /* shut down by the sweeper or for room: waits for its close notification */
+	CONN_PHASES
 };
 
 /* Every connection, from libmicrohttpd's start notification to its close
- * notification (the connection's socket context). libmicrohttpd's own
- * timeout is an idle one, reset by every byte: a client that trickles its
- * headers or stalls its body would hold the connection for ever, so a
- * sweeper thread shuts down those past their phase's deadline. */
+ * notification (the connection's socket context), in the list of its phase.
+ * libmicrohttpd's own timeout is an idle one, reset by every byte: a client
+ * that trickles its headers or stalls its body would hold the connection for
+ * ever, so a sweeper thread shuts down those past their phase's deadline.
+ * A connection joins the tail of its phase's list when it enters the phase,
+ * so each list runs from the longest waiting to the latest: the sweeper
+ * stops at the first within its deadline, and room is made from the head. */
 struct conn {
-	struct conn *prev, *next; /* server->conns, under conns_lock */
+	struct conn *prev, *next; /* server->phases[phase], under conns_lock */
 	struct http_serve *server;
 	int fd;
 	enum conn_phase phase; /* under conns_lock */
 	struct timespec since; /* the phase's start, monotonic; under conns_lock */
 	struct tls_connection *tls; /* NULL without TLS */
+};
+
+struct conn_list {
+	struct conn *head, *tail;
 };
 
 struct http_serve;
@@ -158,12 +177,16 @@ struct http_serve {
 	size_t bodies_max; /* bytes of request bodies all connections may hold at once */
 	pthread_mutex_t bodies_lock; /* bodies_held */
 	size_t bodies_held;
-	pthread_mutex_t conns_lock; /* conns, each one's phase */
-	struct conn *conns;
+	pthread_mutex_t conns_lock; /* phases, each connection's phase, open, evicted */
+	struct conn_list phases[CONN_PHASES];
+	unsigned open; /* connections not closing: every phase's but CONN_CLOSING */
+	unsigned evict_at; /* a connection that makes open pass this closes the oldest unproven one */
+	unsigned long evicted, evicted_logged; /* closed for room, in all; as of the last log line */
+	int64_t evicted_log_at; /* when the last http-connections-evicted line went (monotonic ms) */
 	pthread_cond_t sweeper_wake;
 	pthread_t sweeper;
 	int sweeper_started, sweeper_stop; /* sweeper_stop under conns_lock */
-	unsigned threads, connections_max, idle_seconds, body_seconds, header_seconds;
+	unsigned threads, connections_max, idle_seconds, body_seconds, header_seconds, head_seconds;
 	atomic_int stopping; /* set when the stop begins: no new check, render or handler */
 	pthread_mutex_t render_lock; /* one render at a time bounds the memory */
 	pthread_mutex_t log_lock; /* log_window, log_count */
@@ -1144,6 +1167,66 @@ static int on_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca
 	return result;
 }
 
+/* Moves conn to the tail of phase's list (its deadline starts now). Called
+ * with conns_lock held. */
+static void conn_move(struct http_serve *server, struct conn *conn, enum conn_phase phase, int listed)
+{
+	struct conn_list *list;
+
+	if (listed) {
+		list = &server->phases[conn->phase];
+		if (conn->prev)
+			conn->prev->next = conn->next;
+		else
+			list->head = conn->next;
+		if (conn->next)
+			conn->next->prev = conn->prev;
+		else
+			list->tail = conn->prev;
+	}
+	list = &server->phases[phase];
+	conn->phase = phase;
+	clock_gettime(CLOCK_MONOTONIC, &conn->since);
+	conn->next = NULL;
+	conn->prev = list->tail;
+	if (list->tail)
+		list->tail->next = conn;
+	else
+		list->head = conn;
+	list->tail = conn;
+}
+
+/* Shuts conn down (libmicrohttpd then sees the socket end and closes it in
+ * its own thread; the descriptor stays valid until the close notification,
+ * which waits for conns_lock). Called with conns_lock held. */
+static void conn_shut(struct http_serve *server, struct conn *conn)
+{
+	if (conn->fd >= 0)
+		shutdown(conn->fd, SHUT_RDWR);
+	conn->fd = -1;
+	conn_move(server, conn, CONN_CLOSING, 1);
+	server->open--;
+}
+
+/* A new connection took the open count past evict_at: closes the one that
+ * has waited longest for its first request's head, or else the one kept
+ * alive longest since its last request, never `fresh` itself. So
+ * connections that are silent, half-way through a handshake or idle cannot
+ * take every slot: a newcomer always gets one, and only a connection that
+ * is sending a request or being answered is never closed for room.
+ * Called with conns_lock held. */
+static void make_room(struct http_serve *server, const struct conn *fresh)
+{
+	struct conn *victim = server->phases[CONN_NEW].head;
+
+	if (!victim || victim == fresh)
+		victim = server->phases[CONN_IDLE].head;
+	if (!victim || victim == fresh)
+		return;
+	conn_shut(server, victim);
+	server->evicted++;
+}
+
 /* libmicrohttpd's connection start and close: tracks every connection for
  * its deadlines, and TLS connections for the certificate they took. */
 static void on_connection(void *cls, struct MHD_Connection *mhd_connection, void **socket_context,
@@ -1162,8 +1245,6 @@ static void on_connection(void *cls, struct MHD_Connection *mhd_connection, void
 			return;
 		conn->server = server;
 		conn->fd = fd ? fd->connect_fd : -1;
-		conn->phase = CONN_IDLE;
-		clock_gettime(CLOCK_MONOTONIC, &conn->since);
 		if (server->tls_on) {
 			const union MHD_ConnectionInfo *info =
 				MHD_get_connection_info(mhd_connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
@@ -1181,22 +1262,27 @@ static void on_connection(void *cls, struct MHD_Connection *mhd_connection, void
 			conn->tls = connection;
 		}
 		pthread_mutex_lock(&server->conns_lock);
-		conn->next = server->conns;
-		if (server->conns)
-			server->conns->prev = conn;
-		server->conns = conn;
+		conn_move(server, conn, CONN_NEW, 0);
+		if (++server->open > server->evict_at)
+			make_room(server, conn);
 		pthread_mutex_unlock(&server->conns_lock);
 		*socket_context = conn;
 	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && conn) {
 		struct tls_connection *connection = conn->tls;
+		struct conn_list *list;
 
 		pthread_mutex_lock(&server->conns_lock);
+		list = &server->phases[conn->phase];
 		if (conn->prev)
 			conn->prev->next = conn->next;
 		else
-			server->conns = conn->next;
+			list->head = conn->next;
 		if (conn->next)
 			conn->next->prev = conn->prev;
+		else
+			list->tail = conn->prev;
+		if (conn->phase != CONN_CLOSING)
+			server->open--;
 		pthread_mutex_unlock(&server->conns_lock);
 		if (connection) {
 			pthread_mutex_lock(&server->tls.lock);
@@ -1215,7 +1301,8 @@ static void on_connection(void *cls, struct MHD_Connection *mhd_connection, void
 	}
 }
 
-/* A connection enters a phase (its deadline starts now). */
+/* A connection enters a phase (its deadline starts now). One shut down
+ * stays closing. */
 static void conn_phase(struct http_serve *server, struct MHD_Connection *connection, enum conn_phase phase)
 {
 	const union MHD_ConnectionInfo *info =
@@ -1225,61 +1312,83 @@ static void conn_phase(struct http_serve *server, struct MHD_Connection *connect
 	if (!conn)
 		return;
 	pthread_mutex_lock(&server->conns_lock);
-	conn->phase = phase;
-	clock_gettime(CLOCK_MONOTONIC, &conn->since);
+	if (conn->phase != CONN_CLOSING)
+		conn_move(server, conn, phase, 1);
 	pthread_mutex_unlock(&server->conns_lock);
 }
 
-/* libmicrohttpd has read a request line: its headers' deadline starts. */
+/* libmicrohttpd has read a request line: its headers' deadline starts,
+ * unless it is a new connection's first request, whose head has one
+ * deadline from the accept. */
 static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *connection)
 {
+	const union MHD_ConnectionInfo *info =
+		MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn *conn = info ? info->socket_context : NULL;
+	struct http_serve *server = cls;
+
 	(void)uri;
-	conn_phase(cls, connection, CONN_HEADERS);
+	if (conn) {
+		pthread_mutex_lock(&server->conns_lock);
+		if (conn->phase != CONN_NEW && conn->phase != CONN_CLOSING)
+			conn_move(server, conn, CONN_HEADERS, 1);
+		pthread_mutex_unlock(&server->conns_lock);
+	}
 	return NULL; /* the request's state starts empty, as on_request expects */
 }
 
 /* Every half second: shuts down the connections past their phase's
- * deadline (libmicrohttpd then sees the socket end and closes it in its own
- * thread; the descriptor stays valid until its close notification, which
- * waits for conns_lock). */
+ * deadline, and says (at most once a minute) how many were closed for room. */
 static void *sweep(void *arg)
 {
-	static const char *const events[] = { [CONN_IDLE] = "http-request-line-too-slow",
+	static const char *const events[] = { [CONN_NEW] = "http-first-request-too-slow",
+					      [CONN_IDLE] = "http-request-line-too-slow",
 					      [CONN_HEADERS] = "http-headers-too-slow",
 					      [CONN_BODY] = "http-body-too-slow" };
 	struct http_serve *server = arg;
 
 	pthread_mutex_lock(&server->conns_lock);
 	while (!server->sweeper_stop) {
-		const unsigned limits[] = { [CONN_IDLE] = server->idle_seconds,
+		const unsigned limits[] = { [CONN_NEW] = server->head_seconds,
+					    [CONN_IDLE] = server->idle_seconds,
 					    [CONN_HEADERS] = server->header_seconds,
 					    [CONN_BODY] = server->body_seconds };
-		struct {
-			enum conn_phase phase;
-			long waited;
-		} closed[16];
-		size_t count = 0;
+		unsigned long closed[CONN_BODY + 1] = { 0 }, evicted = 0;
+		long waited[CONN_BODY + 1] = { 0 };
 		struct timespec now, until;
+		int64_t now_ms;
 
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		for (struct conn *c = server->conns; c; c = c->next) {
-			time_t waited = now.tv_sec - c->since.tv_sec;
+		now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+		for (int phase = CONN_NEW; phase <= CONN_BODY; phase++) {
+			struct conn *c;
 
-			if (c->fd < 0 || c->phase == CONN_ANSWERING || waited <= (time_t)limits[c->phase])
-				continue;
-			shutdown(c->fd, SHUT_RDWR);
-			c->fd = -1; /* once */
-			if (count < sizeof(closed) / sizeof(closed[0])) {
-				closed[count].phase = c->phase;
-				closed[count++].waited = (long)waited;
+			/* Oldest first: the first within its deadline ends the walk. */
+			while ((c = server->phases[phase].head) != NULL &&
+			       now.tv_sec - c->since.tv_sec > (time_t)limits[phase]) {
+				if (!closed[phase]++)
+					waited[phase] = (long)(now.tv_sec - c->since.tv_sec);
+				conn_shut(server, c);
 			}
 		}
-		/* Logged without the lock: libmicrohttpd's callbacks take it. */
+		if (server->evicted != server->evicted_logged && now_ms - server->evicted_log_at >= 60000) {
+			evicted = server->evicted - server->evicted_logged;
+			server->evicted_logged = server->evicted;
+			server->evicted_log_at = now_ms;
+		}
+		/* Logged without the lock: libmicrohttpd's callbacks take it. One
+		 * line per phase and tick, however many were closed. */
 		pthread_mutex_unlock(&server->conns_lock);
-		for (size_t i = 0; i < count; i++)
-			mlog(MLOG_WARN, events[closed[i].phase],
-			     "listen=%s seconds=%ld action=\"connection closed\"", server->address,
-			     closed[i].waited);
+		for (int phase = CONN_NEW; phase <= CONN_BODY; phase++)
+			if (closed[phase])
+				mlog(MLOG_WARN, events[phase],
+				     "listen=%s seconds=%ld connections=%lu action=\"connection closed\"",
+				     server->address, waited[phase], closed[phase]);
+		if (evicted)
+			mlog(MLOG_WARN, "http-connections-evicted",
+			     "listen=%s connections=%lu connections_max=%u action=\"oldest idle or unproven connections "
+			     "closed for new ones\"",
+			     server->address, evicted, server->connections_max);
 		pthread_mutex_lock(&server->conns_lock);
 		if (server->sweeper_stop)
 			break;
@@ -1665,6 +1774,9 @@ static int check_options(const struct http_serve_options *options, char **cause)
 	if (options->body_seconds > HTTP_SERVE_BODY_SECONDS_MAX)
 		return set_cause(cause, -EINVAL, "body_seconds %u exceeds %u", options->body_seconds,
 				 HTTP_SERVE_BODY_SECONDS_MAX);
+	if (options->head_seconds > HTTP_SERVE_BODY_SECONDS_MAX)
+		return set_cause(cause, -EINVAL, "head_seconds %u exceeds %u", options->head_seconds,
+				 HTTP_SERVE_BODY_SECONDS_MAX);
 	if (options->header_seconds > HTTP_SERVE_BODY_SECONDS_MAX)
 		return set_cause(cause, -EINVAL, "header_seconds %u exceeds %u", options->header_seconds,
 				 HTTP_SERVE_BODY_SECONDS_MAX);
@@ -1710,11 +1822,14 @@ static void server_free(struct http_serve *server)
 	}
 	if (server->daemon)
 		MHD_stop_daemon(server->daemon);
-	while (server->conns) { /* each close notified frees its own; none should be left */
-		struct conn *next = server->conns->next;
+	for (int phase = 0; phase < CONN_PHASES; phase++) {
+		/* Each close notified frees its own; none should be left. */
+		while (server->phases[phase].head) {
+			struct conn *next = server->phases[phase].head->next;
 
-		free(server->conns);
-		server->conns = next;
+			free(server->phases[phase].head);
+			server->phases[phase].head = next;
+		}
 	}
 	if (server->tls_on)
 		tls_teardown(server);
@@ -1731,6 +1846,50 @@ static void server_free(struct http_serve *server)
 	if (server->locks > 0)
 		pthread_mutex_destroy(&server->render_lock);
 	free(server);
+}
+
+/* Connections open (not closing) past which a newcomer closes another: an
+ * eighth of connections_max (at least one) is kept for the newcomers and for
+ * the closed ones libmicrohttpd has not let go of yet, so that its own limit,
+ * at which it stops accepting, is not reached. */
+static unsigned evict_threshold(unsigned connections_max)
+{
+	unsigned spare = connections_max / 8 ? connections_max / 8 : 1;
+
+	return connections_max > spare ? connections_max - spare : 0;
+}
+
+/* Makes room for connections_max descriptors besides HTTP_SERVE_FD_RESERVE
+ * for the rest of the process: raises the soft RLIMIT_NOFILE up to the hard
+ * one if it is lower, and if even that is too low, serves fewer connections
+ * (logged): past the descriptors, accept() fails and nobody is served. */
+static void fit_descriptors(struct http_serve *server)
+{
+	rlim_t need = (rlim_t)server->connections_max + HTTP_SERVE_FD_RESERVE;
+	struct rlimit limit;
+	unsigned fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+	    limit.rlim_cur >= need)
+		return;
+	if (limit.rlim_max == RLIM_INFINITY || limit.rlim_max > limit.rlim_cur) {
+		struct rlimit raised = { limit.rlim_max == RLIM_INFINITY ? need : limit.rlim_max,
+					 limit.rlim_max };
+
+		if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+			limit = raised;
+	}
+	if (limit.rlim_cur >= need)
+		return;
+	fit = limit.rlim_cur > HTTP_SERVE_FD_RESERVE + 1 ? (unsigned)(limit.rlim_cur - HTTP_SERVE_FD_RESERVE)
+							 : 1;
+	if (fit < server->threads)
+		fit = server->threads;
+	mlog(MLOG_WARN, "http-connections-reduced",
+	     "listen=%s connections_max=%u now=%u open_files_limit=%llu reserve=%u", server->address,
+	     server->connections_max, fit, (unsigned long long)limit.rlim_cur, HTTP_SERVE_FD_RESERVE);
+	server->connections_max = fit;
+	server->evict_at = evict_threshold(fit);
 }
 
 static int server_new(const struct http_serve_routes *routes, const struct http_serve_options *options,
@@ -1776,6 +1935,8 @@ static int server_new(const struct http_serve_routes *routes, const struct http_
 	server->body_seconds = options->body_seconds ? options->body_seconds : HTTP_SERVE_BODY_SECONDS;
 	server->header_seconds =
 		options->header_seconds ? options->header_seconds : HTTP_SERVE_HEADER_SECONDS;
+	server->head_seconds = options->head_seconds ? options->head_seconds : HTTP_SERVE_HEAD_SECONDS;
+	server->evict_at = evict_threshold(server->connections_max);
 	server->latency = options->latency;
 	server->tls_on = options->tls_cert_file != NULL;
 	server->tls.inotify_fd = server->tls.wake_fd = -1;
@@ -1939,6 +2100,7 @@ int http_serve_start_options(const char *listen, const struct http_serve_routes 
 		err = fd;
 		goto out;
 	}
+	fit_descriptors(server);
 	if (server->tls_on) {
 		err = tls_setup(server, options, cause);
 		if (err) {
@@ -1968,10 +2130,11 @@ int http_serve_start_options(const char *listen, const struct http_serve_routes 
 	else
 		snprintf(threads, sizeof(threads), "per-connection");
 	mlog(MLOG_INFO, "http-started",
-	     "listen=%s threads=%s connections_max=%u idle_seconds=%u body_seconds=%u body_max=%zu bodies_max=%zu "
-	     "posts=%zu %s",
-	     server->address, threads, server->connections_max, server->idle_seconds, server->body_seconds,
-	     server->body_max, server->bodies_max, server->post_count, tls_text);
+	     "listen=%s threads=%s connections_max=%u evict_at=%u head_seconds=%u idle_seconds=%u body_seconds=%u "
+	     "body_max=%zu bodies_max=%zu posts=%zu %s",
+	     server->address, threads, server->connections_max, server->evict_at, server->head_seconds,
+	     server->idle_seconds, server->body_seconds, server->body_max, server->bodies_max,
+	     server->post_count, tls_text);
 	*out = server;
 	server = NULL;
 out:

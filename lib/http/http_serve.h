@@ -71,13 +71,24 @@
  * server (a second one's series collide and are not counted, with a log line).
  *
  * Bounded: at most connections_max connections (HTTP_SERVE_CONNECTIONS_MAX
- * by default), closed after idle_seconds without progress
- * (HTTP_SERVE_IDLE_SECONDS), and by deadlines that no trickle of bytes
- * resets (a sweeper thread checks them every half second): a request line
- * within idle_seconds of the accept or of the previous request's end, the
- * rest of its headers within header_seconds (HTTP_SERVE_HEADER_SECONDS), and its body within
- * body_seconds of its headers (HTTP_SERVE_BODY_SECONDS), whether the body
- * trickles or stops, with HTTP_SERVE_CONNECTION_MEMORY bytes for the
+ * by default; the soft RLIMIT_NOFILE is raised toward the hard one to hold
+ * them and HTTP_SERVE_FD_RESERVE more, else fewer are served, logged
+ * http-connections-reduced). Idle and half-open connections cannot take
+ * them all: once more than seven eighths are open, each new connection
+ * closes the one that has waited longest for its first request's head
+ * (TLS handshake, request line, headers), or if none, the one kept alive
+ * longest since its last request (counted, and logged once a minute,
+ * http-connections-evicted); a connection sending a request or being
+ * answered is never closed for room. Each is closed after idle_seconds
+ * without progress (HTTP_SERVE_IDLE_SECONDS), and by deadlines that no
+ * trickle of bytes resets (a sweeper thread checks them every half second):
+ * a new connection's TLS handshake and first request line and headers
+ * within head_seconds of the accept (HTTP_SERVE_HEAD_SECONDS), a kept-alive
+ * one's next request line within idle_seconds of the previous request's
+ * end and the rest of its headers within header_seconds
+ * (HTTP_SERVE_HEADER_SECONDS), and a body within body_seconds of its
+ * headers (HTTP_SERVE_BODY_SECONDS), whether the body trickles or stops,
+ * with HTTP_SERVE_CONNECTION_MEMORY bytes for the
  * request's headers, plus at most body_max bytes of body per connection and
  * bodies_max for all of them (503 past it); one
  * render at a time; TLS files of at most HTTP_SERVE_TLS_FILE_MAX bytes and
@@ -125,6 +136,12 @@
 #define HTTP_SERVE_BODY_SECONDS 10u
 /* Seconds from a request line to the end of its headers. */
 #define HTTP_SERVE_HEADER_SECONDS 10u
+/* Seconds from a connection's accept to the end of its first request's
+ * headers, the TLS handshake included: a client on the cluster's network
+ * takes milliseconds; one that has not got this far is closed. */
+#define HTTP_SERVE_HEAD_SECONDS 3u
+/* Open files kept for the rest of the process besides connections_max. */
+#define HTTP_SERVE_FD_RESERVE 64u
 #define HTTP_SERVE_BODY_SECONDS_MAX 3600u
 /* Largest POST body unless options->body_max says otherwise, and the largest
  * body_max accepted. */
@@ -232,6 +249,7 @@ struct http_serve_options {
 	unsigned idle_seconds; /* 0: HTTP_SERVE_IDLE_SECONDS */
 	unsigned body_seconds; /* 0: HTTP_SERVE_BODY_SECONDS */
 	unsigned header_seconds; /* 0: HTTP_SERVE_HEADER_SECONDS */
+	unsigned head_seconds; /* 0: HTTP_SERVE_HEAD_SECONDS */
 	size_t body_max; /* largest POST body accepted; 0: HTTP_SERVE_BODY_MAX_DEFAULT */
 	/* bytes of POST bodies all connections may hold at once (at least
 	 * body_max + 1); 0: HTTP_SERVE_BODIES_DEFAULT bodies of body_max */

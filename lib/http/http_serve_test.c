@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -631,6 +632,8 @@ static void parallel_clients(void **state)
 	metrics_registry_free(registry);
 }
 
+static double seconds_until_closed(int fd, const char *trickle, double limit);
+
 static void connection_limit(void **state)
 {
 	struct sockaddr_in address = { .sin_family = AF_INET };
@@ -648,25 +651,16 @@ static void connection_limit(void **state)
 		assert_true(idle[i] >= 0);
 		assert_int_equal(connect(idle[i], (const struct sockaddr *)&address, sizeof(address)), 0);
 	}
-	/* Every slot is taken by a silent client: one more is closed unanswered. */
+	/* Silent clients took every slot but the newcomers' eighth (issue 34:
+	 * they used to take all, and the server stopped accepting): the next
+	 * client is answered, and the oldest silent one was closed for it. */
 	code = try_request("127.0.0.1", http_serve_port(server), "GET", "/healthz", NULL, &response);
-	assert_int_not_equal(code, CURLE_OK);
-	free(response.body);
-	for (size_t i = 0; i < N(idle); i++)
-		close(idle[i]);
-	/* The slots come back once their clients leave. */
-	for (int attempt = 0;; attempt++) {
-		struct timespec pause = { 0, 10000000L };
-
-		code = try_request("127.0.0.1", http_serve_port(server), "GET", "/healthz", NULL, &response);
-		if (code == CURLE_OK)
-			break;
-		free(response.body);
-		assert_true(attempt < 300);
-		nanosleep(&pause, NULL);
-	}
+	assert_int_equal(code, CURLE_OK);
 	assert_int_equal(response.status, 200);
 	free(response.body);
+	assert_true(seconds_until_closed(idle[0], NULL, 5) < 1.0);
+	for (size_t i = 0; i < N(idle); i++)
+		close(idle[i]);
 	http_serve_stop(server);
 }
 
@@ -979,6 +973,7 @@ struct call {
 	int chunked; /* the body without Content-Length */
 	const char *ca; /* NULL: http; else https verified against this CA file */
 	long tls_version; /* 0, or a CURLOPT_SSLVERSION value */
+	long timeout_ms; /* 0: 20 s */
 };
 
 struct upload {
@@ -1016,7 +1011,7 @@ static CURLcode call_with(CURL *curl, uint16_t port, const struct call *call, st
 	curl_easy_setopt(curl, CURLOPT_URL, url);
 	curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 20000L);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, call->timeout_ms ? call->timeout_ms : 20000L);
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, out);
 	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
@@ -1491,9 +1486,10 @@ static void idle_and_slow_bodies_are_closed(void **state)
 }
 
 /* Deadlines no trickle resets: headers that come one byte at a time are
- * closed header_seconds after their request line, and a body that stops
- * arriving body_seconds after its headers, though the idle timeout (30 s)
- * would wait far longer (before the sweeper: never, and 30 s). */
+ * closed header_seconds after their request line (head_seconds after the
+ * accept for a connection's first request: both 2 s here), and a body that
+ * stops arriving body_seconds after its headers, though the idle timeout
+ * (30 s) would wait far longer (before the sweeper: never, and 30 s). */
 static void trickled_headers_and_stalled_bodies_meet_their_deadlines(void **state)
 {
 	static char trickle[4096];
@@ -1504,6 +1500,7 @@ static void trickled_headers_and_stalled_bodies_meet_their_deadlines(void **stat
 					      .idle_seconds = 30,
 					      .body_seconds = 2,
 					      .header_seconds = 2,
+					      .head_seconds = 2,
 					      .posts = posts,
 					      .post_count = 2 };
 	const char *line = "POST /mutate HTTP/1.1\r\nHost: x\r\n";
@@ -2239,6 +2236,200 @@ static void single_thread_pool_serves(void **state)
 	http_serve_stop(server);
 }
 
+/* ---- hostile idle connections (issue 34) ---- */
+
+/* 31 bytes of a TLS ClientHello: a record header announcing 256 bytes, the
+ * handshake header, the version and 20 bytes of the random; never finished. */
+static const unsigned char partial_client_hello[31] = { 0x16, 0x03, 0x01, 0x01, 0x00, 0x01, 0x00, 0x00,
+							0xfc, 0x03, 0x03, 1,	2,    3,    4,	  5,
+							6,    7,    8,	  9,	10,   11,   12,	  13,
+							14,   15,   16,	  17,	18,   19,   20 };
+
+#define HOSTILE_MAX 1200u
+/* Reopened connections per holder round, a round at least 50 ms: at most
+ * 2,000 a second. */
+#define HOSTILE_REOPEN_PER_ROUND 100u
+
+/* An attacker's connections: half bare TCP, half a partial ClientHello,
+ * each reopened when the server closes it (the attack repeated at will). */
+struct hostile {
+	uint16_t port;
+	size_t count;
+	int fds[HOSTILE_MAX];
+	int connecting[HOSTILE_MAX]; /* connect() under way: the hello is sent once it completes */
+	atomic_int stop;
+	atomic_size_t reopened;
+	pthread_t thread;
+};
+
+static void hostile_open(struct hostile *h, size_t i)
+{
+	struct sockaddr_in address = { .sin_family = AF_INET };
+
+	address.sin_port = htons(h->port);
+	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	h->connecting[i] = 0;
+	h->fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	if (h->fds[i] < 0)
+		return;
+	/* Non-blocking: a server that stopped accepting leaves it in the
+	 * backlog, or pending, and the attacker goes on. */
+	if (connect(h->fds[i], (const struct sockaddr *)&address, sizeof(address)) == 0) {
+		if (i % 2 && write(h->fds[i], partial_client_hello, sizeof(partial_client_hello)) < 0)
+			h->connecting[i] = 0;
+	} else {
+		h->connecting[i] = errno == EINPROGRESS;
+	}
+}
+
+static void *hostile_hold(void *arg)
+{
+	static struct pollfd polls[HOSTILE_MAX];
+	struct hostile *h = arg;
+
+	while (!atomic_load(&h->stop)) {
+		struct timespec round;
+		size_t reopened = 0;
+
+		clock_gettime(CLOCK_MONOTONIC, &round);
+		for (size_t i = 0; i < h->count; i++) {
+			polls[i].fd = h->fds[i];
+			polls[i].events = h->connecting[i] ? POLLOUT : POLLIN;
+			polls[i].revents = 0;
+		}
+		if (poll(polls, h->count, 50) < 0)
+			continue;
+		for (size_t i = 0; i < h->count; i++) {
+			int error = 0;
+			socklen_t len = sizeof(error);
+
+			if (h->fds[i] >= 0 && !polls[i].revents)
+				continue;
+			if (h->fds[i] >= 0 && h->connecting[i] && !(polls[i].revents & (POLLERR | POLLHUP)) &&
+			    getsockopt(h->fds[i], SOL_SOCKET, SO_ERROR, &error, &len) == 0 && error == 0) {
+				h->connecting[i] = 0;
+				if (i % 2 &&
+				    write(h->fds[i], partial_client_hello, sizeof(partial_client_hello)) < 0)
+					h->connecting[i] = 0;
+				continue;
+			}
+			/* Closed (or refused) by the server: open another. */
+			if (reopened == HOSTILE_REOPEN_PER_ROUND)
+				continue;
+			if (h->fds[i] >= 0)
+				close(h->fds[i]);
+			hostile_open(h, i);
+			reopened++;
+		}
+		atomic_fetch_add(&h->reopened, reopened);
+		if (reopened && seconds_since(&round) < 0.05) {
+			struct timespec rest = { 0, (long)((0.05 - seconds_since(&round)) * 1e9) };
+
+			nanosleep(&rest, NULL);
+		}
+	}
+	return NULL;
+}
+
+/* Room for the attacker's descriptors and the server's; returns how many
+ * hostile connections this process may hold (at most HOSTILE_MAX). */
+static size_t hostile_budget(void)
+{
+	struct rlimit limit;
+
+	if (getrlimit(RLIMIT_NOFILE, &limit) != 0)
+		return 0;
+	if (limit.rlim_cur != limit.rlim_max) {
+		limit.rlim_cur = limit.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &limit);
+		getrlimit(RLIMIT_NOFILE, &limit);
+	}
+	/* Each hostile connection is two descriptors here (the server is in
+	 * this process), plus 1,000 for the server's others and the clients. */
+	if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= 2 * HOSTILE_MAX + 1000)
+		return HOSTILE_MAX;
+	return limit.rlim_cur > 1000 + 200 ? (size_t)(limit.rlim_cur - 1000) / 2 : 100;
+}
+
+/* 600 bare TCP connections and 600 partial TLS ClientHellos, held and
+ * reopened whenever the server closes one, against the webhook's shape (a
+ * pool of 4 threads, 512 connections, keep-alive 60 s): a legitimate HTTPS
+ * admission on a new connection is still answered, each within 2 s (the
+ * apiserver gives up at 5 s: timeoutSeconds), for 4.5 s, past the head
+ * deadline (3 s) when the first hostile connections are closed and
+ * reopened. Before issue 34 the 512 slots filled, the server stopped
+ * accepting and every admission failed for the idle timeout (60 s). */
+static void hostile_idle_connections_do_not_starve(void **state)
+{
+	static struct hostile h;
+	struct handler_state handler = { 0 };
+	struct http_serve_post_route posts[2];
+	struct http_serve_options options = { .tls_cert_file = pki.cert_a,
+					      .tls_key_file = pki.key_a,
+					      .threads = 4,
+					      .connections_max = 512,
+					      .idle_seconds = 60,
+					      .posts = posts,
+					      .post_count = 2 };
+	struct http_serve *server;
+	struct timespec begin, settle = { 0, 300 * 1000000L };
+	double slowest = 0;
+	int answered = 0, failed = 0;
+	char first_failure[200] = "";
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	h.count = hostile_budget();
+	mutate_routes(posts, &handler);
+	server = start_with(NULL, &options);
+	h.port = http_serve_port(server);
+	for (size_t i = 0; i < h.count; i++)
+		hostile_open(&h, i);
+	assert_int_equal(pthread_create(&h.thread, NULL, hostile_hold, &h), 0);
+	nanosleep(&settle, NULL); /* the server has taken what it takes */
+	clock_gettime(CLOCK_MONOTONIC, &begin);
+	while (seconds_since(&begin) < 4.5) {
+		struct response response;
+		struct timespec sent, pause = { 0, 100 * 1000000L };
+		CURLcode code;
+		double took;
+
+		clock_gettime(CLOCK_MONOTONIC, &sent);
+		code = call_once(http_serve_port(server),
+				 &(struct call){ .path = "/mutate",
+						 .body = "{\"review\":1}",
+						 .ca = pki.ca_a,
+						 .timeout_ms = 2000 },
+				 &response);
+		took = seconds_since(&sent);
+		if (took > slowest)
+			slowest = took;
+		if (code == CURLE_OK && response.status == 200) {
+			answered++;
+		} else if (failed++ == 0) {
+			snprintf(first_failure, sizeof(first_failure),
+				 "after %.2f s of the attack: %s (status %ld) in %.2f s",
+				 seconds_since(&begin) - took, curl_easy_strerror(code), response.status,
+				 took);
+		}
+		free(response.body);
+		nanosleep(&pause, NULL);
+	}
+	atomic_store(&h.stop, 1);
+	pthread_join(h.thread, NULL);
+	for (size_t i = 0; i < h.count; i++)
+		if (h.fds[i] >= 0)
+			close(h.fds[i]);
+	http_serve_stop(server);
+	print_message(
+		"%zu hostile connections held (%zu reopened): %d admissions answered, %d failed, slowest %.3f s\n",
+		h.count, atomic_load(&h.reopened), answered, failed, slowest);
+	if (failed)
+		fail_msg("%d of %d admissions failed while %zu idle connections were held; first %s", failed,
+			 failed + answered, h.count, first_failure);
+	assert_true(answered >= 10);
+}
+
 static int make_pki(void)
 {
 	snprintf(pki.dir, sizeof(pki.dir), "/tmp/muster-http-serve-XXXXXX");
@@ -2314,6 +2505,7 @@ int main(void)
 		cmocka_unit_test(tls_x25519_first),
 		cmocka_unit_test(tls_waiting_handshakes_do_not_spin),
 		cmocka_unit_test(single_thread_pool_serves),
+		cmocka_unit_test(hostile_idle_connections_do_not_starve),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
