@@ -735,9 +735,11 @@ static void undecodable(struct controller_group *group, const cJSON *object, con
 	struct side_job *job;
 
 	mlog(MLOG_WARN, "jobset-undecodable", "jobset=%s/%s cause=\"%s\" action=skipped",
-	     named ? namespace->valuestring : "?", named ? name->valuestring : "?", cause ? cause : "no memory");
-	if (!named || (!kjson_member(kjson_member(metadata, "annotations"), MUSTER_ANNOTATION_GROUP_TIMEOUT) &&
-		       !kjson_member(kjson_member(object, "spec"), "groupSchedulingConfig")))
+	     named ? namespace->valuestring : "?", named ? name->valuestring : "?",
+	     cause ? cause : "no memory");
+	if (!named ||
+	    (!kjson_member(kjson_member(metadata, "annotations"), MUSTER_ANNOTATION_GROUP_TIMEOUT) &&
+	     !kjson_member(kjson_member(object, "spec"), "groupSchedulingConfig")))
 		return;
 	snprintf(e.namespace, sizeof(e.namespace), "%s", namespace->valuestring);
 	snprintf(e.name, sizeof(e.name), "%s", name->valuestring);

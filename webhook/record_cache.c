@@ -288,6 +288,14 @@ static int parse(struct record_cache *c, const char *text, struct topo_record **
 	return rc;
 }
 
+static void earlier_jobsets(const char *namespace, const char *name, const char *uid, char **cause)
+{
+	cause_fail(cause,
+		   "ConfigMap %s/%s is the placement of an earlier JobSet of this name, not of uid %s "
+		   "(muster-controller replaces it)",
+		   namespace, name, uid);
+}
+
 /* GETs, checks and parses the record of namespace/jobset with one reader;
  * -1 with the cause naming the ConfigMap. */
 static int read_record(struct record_cache *c, struct kube_client *reader, const char *namespace,
@@ -329,11 +337,7 @@ static int read_record(struct record_cache *c, struct kube_client *reader, const
 	case RECORD_OWNER_OURS:
 		break;
 	case RECORD_OWNER_PREDECESSOR:
-		cause_fail(
-			cause,
-			"ConfigMap %s/%s is the placement of an earlier JobSet of this name, not of uid %s "
-			"(muster-controller replaces it)",
-			namespace, name, uid);
+		earlier_jobsets(namespace, name, uid, cause);
 		goto out;
 	default:
 		cause_fail(
@@ -358,11 +362,7 @@ static int read_record(struct record_cache *c, struct kube_client *reader, const
 	if (strcmp(topo_record_uid(*out), uid) != 0) {
 		topo_record_free(*out);
 		*out = NULL;
-		cause_fail(
-			cause,
-			"ConfigMap %s/%s is the placement of an earlier JobSet of this name, not of uid %s "
-			"(muster-controller replaces it)",
-			namespace, name, uid);
+		earlier_jobsets(namespace, name, uid, cause);
 		goto out;
 	}
 	rc = 0;

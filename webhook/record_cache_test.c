@@ -197,6 +197,18 @@ static void teardown(struct setup *s)
 	pthread_mutex_destroy(&s->fake.lock);
 }
 
+/* The webhook's options of these tests (quiet; no readers yet). */
+static struct webhook_options test_webhook_options(void)
+{
+	struct webhook_options options = { .barrier = { .barrier_image = "b",
+							.image_pull_policy = "IfNotPresent",
+							.cpu_request = "10m",
+							.memory_request = "16Mi" },
+					   .quiet = 1 };
+
+	return options;
+}
+
 /* rc of record_cache_selector for pod 0/0 of replicated job w, attempt
  * `attempt`; the selector or the cause in out. */
 static int pin(struct setup *s, const char *uid, uint32_t attempt, char *out, size_t size)
@@ -721,11 +733,7 @@ static void a_pod_labelled_with_a_path_is_refused_before_any_read(void **state)
 	static const char *const names[] = { "../../kube-system/configmaps/victim?x=", "Train", "a/b",
 					     "victim%2F", "" };
 	struct setup s;
-	struct webhook_options options = { .barrier = { .barrier_image = "b",
-							.image_pull_policy = "IfNotPresent",
-							.cpu_request = "10m",
-							.memory_request = "16Mi" },
-					   .quiet = 1 };
+	struct webhook_options options = test_webhook_options();
 	struct webhook *w = NULL;
 	char *cause = NULL, body[2048];
 
@@ -854,11 +862,7 @@ static int has_op(const cJSON *patch, const char *path)
 static void the_pin_routes_job_half_gives_a_split_job_its_share_and_a_work_queue_none(void **state)
 {
 	struct setup s;
-	struct webhook_options options = { .barrier = { .barrier_image = "b",
-							.image_pull_policy = "IfNotPresent",
-							.cpu_request = "10m",
-							.memory_request = "16Mi" },
-					   .quiet = 1 };
+	struct webhook_options options = test_webhook_options();
 	struct webhook *w = NULL;
 	char *cause = NULL;
 	cJSON *patch;
@@ -960,11 +964,7 @@ static void reviews_that_are_not_utf8_or_hold_nul_are_denied_without_echoing_a_b
 		"\"jobset.sigs.k8s.io/job-index\":\"0\",\"batch.kubernetes.io/job-completion-index\":\"0\","
 		"\"muster.dev/placement\":\"true\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}";
 	struct setup s;
-	struct webhook_options options = { .barrier = { .barrier_image = "b",
-							.image_pull_policy = "IfNotPresent",
-							.cpu_request = "10m",
-							.memory_request = "16Mi" },
-					   .quiet = 1 };
+	struct webhook_options options = test_webhook_options();
 	struct webhook *w = NULL;
 	char *cause = NULL, body[2048];
 	size_t at, len;

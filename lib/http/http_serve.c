@@ -1167,23 +1167,29 @@ static int on_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca
 	return result;
 }
 
+/* Takes conn out of its phase's list. Called with conns_lock held. */
+static void conn_unlink(struct http_serve *server, struct conn *conn)
+{
+	struct conn_list *list = &server->phases[conn->phase];
+
+	if (conn->prev)
+		conn->prev->next = conn->next;
+	else
+		list->head = conn->next;
+	if (conn->next)
+		conn->next->prev = conn->prev;
+	else
+		list->tail = conn->prev;
+}
+
 /* Moves conn to the tail of phase's list (its deadline starts now). Called
  * with conns_lock held. */
 static void conn_move(struct http_serve *server, struct conn *conn, enum conn_phase phase, int listed)
 {
 	struct conn_list *list;
 
-	if (listed) {
-		list = &server->phases[conn->phase];
-		if (conn->prev)
-			conn->prev->next = conn->next;
-		else
-			list->head = conn->next;
-		if (conn->next)
-			conn->next->prev = conn->prev;
-		else
-			list->tail = conn->prev;
-	}
+	if (listed)
+		conn_unlink(server, conn);
 	list = &server->phases[phase];
 	conn->phase = phase;
 	clock_gettime(CLOCK_MONOTONIC, &conn->since);
@@ -1269,18 +1275,9 @@ static void on_connection(void *cls, struct MHD_Connection *mhd_connection, void
 		*socket_context = conn;
 	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && conn) {
 		struct tls_connection *connection = conn->tls;
-		struct conn_list *list;
 
 		pthread_mutex_lock(&server->conns_lock);
-		list = &server->phases[conn->phase];
-		if (conn->prev)
-			conn->prev->next = conn->next;
-		else
-			list->head = conn->next;
-		if (conn->next)
-			conn->next->prev = conn->prev;
-		else
-			list->tail = conn->prev;
+		conn_unlink(server, conn);
 		if (conn->phase != CONN_CLOSING)
 			server->open--;
 		pthread_mutex_unlock(&server->conns_lock);
