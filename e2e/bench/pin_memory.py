@@ -5,8 +5,9 @@
 On the local control plane, a tenant's namespace holds RECORDS ConfigMaps
 `f<i>-placement`, each a placement record of about 900 KiB (the most a
 record may hold) of distinct runs, forged to pass every check a tenant can
-pass: its owner reference names a JobSet `f<i>` of uid `u<i>`, controller
-true, and the pods sent to /pin carry those labels. bin/muster-webhook
+pass: its owner reference names the tenant's JobSet `f<i>` and its uid, controller
+true (the tenant made that JobSet: a suspended one, so that the garbage
+collector keeps the ConfigMap), and the pods sent to /pin carry those labels. bin/muster-webhook
 (default flags, --kubeconfig) is then sent CONCURRENCY streams of pod
 reviews for those JobSets in turn for SECONDS, directly over TLS (as the
 apiserver would send them), and its peak RSS (VmHWM) is read. Before the
@@ -31,7 +32,7 @@ import shutil
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "e2e" / "bench"))
-from benchlib import ApiError, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, create_namespace, delete_namespace, free_port  # noqa: E402
+from benchlib import JOBSETS, ApiError, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, create_namespace, delete_namespace, free_port  # noqa: E402
 import muster_api as api  # noqa: E402
 
 GOAL_MB = 64
@@ -39,7 +40,7 @@ RECORD_BYTES = 900 * 1024
 NAMESPACE = "muster-bench-pin-memory"
 
 
-def forged_record(i):
+def forged_record(i, uid):
     """About RECORD_BYTES of runs, each a pod of its own node."""
     runs, size, k = [], 60, 0
     while size < RECORD_BYTES - 80:
@@ -47,15 +48,15 @@ def forged_record(i):
         runs.append(run)
         size += len(run) + 1
         k += 1
-    return '{"uid":"u%d","attempt":0,"replicatedJobs":{"w":[[%s]]}}' % (i, ",".join(runs)), k
+    return '{"uid":"%s","attempt":0,"replicatedJobs":{"w":[[%s]]}}' % (uid, ",".join(runs)), k
 
 
-def review(i, index):
+def review(i, uid, index):
     pod = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": f"f{i}-w-0-{index}", "namespace": NAMESPACE,
                         "annotations": {"batch.kubernetes.io/job-completion-index": str(index)},
                         "labels": {api.LABEL_PLACEMENT: "true", api.JOBSET_LABEL_NAME: f"f{i}",
-                                   api.JOBSET_LABEL_UID: f"u{i}", api.JOBSET_LABEL_REPLICATED_JOB: "w",
+                                   api.JOBSET_LABEL_UID: uid, api.JOBSET_LABEL_REPLICATED_JOB: "w",
                                    api.JOBSET_LABEL_JOB_INDEX: "0"}},
            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
     return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
@@ -98,13 +99,20 @@ def main():
     try:
         print(f"command: /usr/bin/python3 e2e/bench/pin_memory.py --records {args.records} --seconds {args.seconds:g} "
               f"--concurrency {args.concurrency}", flush=True)
-        runs = 0
+        runs, uids = 0, []
         for i in range(args.records):
-            text, runs = forged_record(i)
+            # A JobSet of the tenant's own (suspended: nothing runs), so that
+            # the garbage collector keeps the ConfigMap it "owns".
+            jobset = kube.create(JOBSETS.format(NAMESPACE), {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": f"f{i}"},
+                "spec": {"suspend": True, "replicatedJobs": [{"name": "w", "template": {"spec": {"template": {
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}]}})
+            uids.append(jobset["metadata"]["uid"])
+            text, runs = forged_record(i, uids[i])
             kube.create(f"/api/v1/namespaces/{NAMESPACE}/configmaps", {
                 "apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": f"f{i}{api.PLACEMENT_SUFFIX}", "ownerReferences": [
-                    {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": f"f{i}", "uid": f"u{i}",
+                    {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": f"f{i}", "uid": uids[i],
                      "controller": True}]},
                 "data": {api.PLACEMENT_KEY: text}})
         print(f"forged records: {args.records} of {len(text) / 1024:.0f} KiB, {runs} runs each", flush=True)
@@ -134,7 +142,8 @@ def main():
             while time.monotonic() < stop_at:
                 i = n % args.records
                 try:
-                    conn.request("POST", "/pin", body=review(i, n % 1000), headers={"Content-Type": "application/json"})
+                    conn.request("POST", "/pin", body=review(i, uids[i], n % 1000),
+                                 headers={"Content-Type": "application/json"})
                     body = json.loads(conn.getresponse().read())
                     response = body["response"]
                     kind = "pinned" if response.get("allowed") else \
