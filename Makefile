@@ -1,20 +1,5 @@
-# muster: top-level build. Targets a newcomer can guess:
-#   make            build every binary into bin/
-#   make test       every test that exists (lint, unit, binary, sanitizers, brief fuzz)
-#   make check      unit and binary tests under ASan+UBSan, failing on any report or leak
-#   make fuzz       run each fuzz target for FUZZ_SECONDS (large inputs once, then 64 KiB ones mutated)
-#   make bench      benchmarks (micro, webhook, then 5,000 pods on the local control plane); figures
-#                   go to docs/benchmarks.md by hand
-#   make lint       compiler warnings as errors, banned calls, formatting
-#   make deps       install the Debian packages the build and tests need
-#   make images     muster's images (and the test nodes' pause and busybox) as OCI archives in build/images
-#   make cluster    start (or reuse) the local control plane and MUSTER_REAL_NODES (default 1)
-#                   real kubelet nodes; last line: admin kubeconfig
-#   make cluster-down  stop them and remove their state (the built binaries stay cached)
-#   make e2e        end-to-end suite on the local control plane (part of make test)
-#   make bench-e2e  scale check of the stand-ins (1,000 nodes, 5,000 pods)
-#   make demo       install, build, start the local control plane and gang-start a JobSet
-#   make demo-barrier  the barrier alone holding and releasing four local "pods"
+# muster: top-level build. `make help` lists every target with one line
+# each (the HELP table below); `make` builds every binary into bin/.
 # CFLAGS and LDFLAGS from the command line add to the project's flags.
 
 CC       ?= cc
@@ -81,7 +66,40 @@ FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initba
 
 BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology
 
-.PHONY: images all test check unit binary-test fuzz bench bench-micro bench-release bench-placement bench-real lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook
+.PHONY: images all test check unit binary-test fuzz bench bench-micro bench-release bench-placement bench-real lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook help
+
+# Every target a user may name, one line each; `make lint` checks that each
+# .PHONY target has its line.
+define HELP
+all             build every binary into bin/ (the default)
+test            every test that exists: lint, unit, binary, sanitizers, brief fuzz, e2e; one summary line
+unit            the cmocka unit tests
+binary-test     the barrier's tests against its real binary, once per watch kind
+check           unit and binary tests under ASan+UBSan, failing on any report or leak
+fuzz            each fuzz target for FUZZ_SECONDS (large inputs once, then 64 KiB ones mutated)
+e2e             the end-to-end suite on the local control plane (part of make test)
+lint            warnings as errors, banned calls, formatting, ShellCheck on every script, flake8 on the Python
+format          clang-format every C file in place
+deps            install the Debian packages the build and tests need
+images          muster's images (and the test nodes' pause and busybox) as OCI archives in build/images
+cluster         start (or reuse) the local control plane and its real kubelet node(s); last line: kubeconfig
+cluster-down    stop them and remove their state (the built Kubernetes binaries stay cached)
+demo            install, build, start the local control plane and gang-start a JobSet
+demo-barrier    the barrier alone holding and releasing four local "pods"
+bench           every benchmark (micro, webhook, release, placement, real pods, replay); BENCH_SIZE=ci for CI's size
+bench-micro     the benchmarks with no cluster (barrier, push fan-out, tracker, placement core, cache)
+bench-webhook   webhook latency, memory (large reviews, forged /pin records), hostile connections, admission overhead
+bench-release   release latency of 5,000 pods, push against volume only
+bench-placement create-to-bound of 5,000 pods with and without placement
+bench-real      release latency on real pods on the real kubelet
+bench-e2e       scale check of the stand-ins (1,000 nodes, 5,000 pods)
+clean           remove build/ and bin/
+help            this list
+endef
+export HELP
+
+help:
+	@printf '%s\n' "$$HELP"
 .DEFAULT_GOAL := all
 
 all: $(BINARIES)
@@ -275,6 +293,8 @@ e2e: all $(E2E_C_TESTS:%=build/host/%)
 bench-e2e: all
 	/usr/bin/python3 e2e/bench/scale.py
 
+SHELL_SCRIPTS := deploy/*.sh deploy/crd/*.sh e2e/cluster/*.sh images/images.sh scripts/barrier-demo scripts/deps \
+	scripts/run-e2e scripts/run-fuzz scripts/run-tests .ci/run
 BANNED := sprintf|vsprintf|strcpy|strcat|strncat|strtok|atoi|atol|gets|system|tmpnam|mktemp
 LINT_SRCS = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null || \
 	find . -name '*.[ch]' -not -path './build/*')
@@ -289,8 +309,14 @@ lint: all
 	done
 	@echo "lint: formatting"
 	@$(CLANG_FORMAT) --dry-run -Werror $(LINT_SRCS)
-	@echo "lint: shell scripts of deploy/"
-	@shellcheck deploy/*.sh deploy/crd/*.sh
+	@echo "lint: ShellCheck on every shell script"
+	@shellcheck -x --source-path=SCRIPTDIR $(SHELL_SCRIPTS)
+	@echo "lint: flake8 (pyflakes' checks) on the Python"
+	@flake8 --select=F e2e scripts/demo.py images/*.py
+	@echo "lint: every .PHONY target in make help"
+	@for t in $(filter-out .PHONY,$(shell sed -n 's/^\.PHONY://p' Makefile)); do \
+		printf '%s\n' "$$HELP" | grep -q "^$$t " || { echo "lint: make help lacks $$t"; exit 1; }; \
+	done
 	@echo "lint: ok"
 
 format:

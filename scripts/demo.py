@@ -27,7 +27,6 @@ CRD patch are removed; the control plane stays up for the next run
 import argparse
 import collections
 import json
-import os
 import pathlib
 import re
 import signal

@@ -30,7 +30,6 @@ import argparse
 import concurrent.futures
 import http.client
 import json
-import os
 import pathlib
 import shutil
 import ssl

@@ -18,6 +18,7 @@
 set -euo pipefail
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 # shellcheck source=common.sh
+# shellcheck source=common.sh
 . "$HERE/common.sh"
 
 export DEBIAN_FRONTEND=noninteractive

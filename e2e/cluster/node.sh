@@ -41,6 +41,7 @@ set -euo pipefail
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 ROOT=$(cd -- "$HERE/../.." && pwd -P)
 # shellcheck source=common.sh
+# shellcheck source=common.sh
 . "$HERE/common.sh"
 
 NODES_DIR=$CLUSTER_DIR/nodes

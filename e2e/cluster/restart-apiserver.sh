@@ -34,6 +34,7 @@
 set -euo pipefail
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 # shellcheck source=common.sh
+# shellcheck source=common.sh
 . "$HERE/common.sh"
 
 READY_TIMEOUT=${MUSTER_READY_TIMEOUT:-60}

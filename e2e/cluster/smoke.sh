@@ -15,6 +15,7 @@
 set -euo pipefail
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 # shellcheck source=common.sh
+# shellcheck source=common.sh
 . "$HERE/common.sh"
 
 REPO_ROOT=$(cd -- "$HERE/../.." && pwd -P)

@@ -60,7 +60,7 @@ def peak_rss_mb(pid):
 
 
 def test_large_jobsets_of_a_tenant_neither_stop_the_controller_nor_the_gangs(kube, namespace, large_jobsets,
-                                                                            cluster):
+                                                                            cluster):  # noqa: F811 - the fixture
     controller, _ = cluster
     port = wait_for(controller.metrics_port, timeout=30, what="the controller's metrics port")
     # Its first LISTs of 75 MB of JobSets complete: asked again in smaller pages.

@@ -5,7 +5,6 @@ nodes' tests (test_real_nodes.py) run these images."""
 
 import json
 import os
-import pathlib
 import subprocess
 import tarfile
 

@@ -25,10 +25,9 @@ import urllib.request
 
 import pytest
 
-from conftest import CONTROLLER, ROOT, wait_for
+from conftest import ROOT, wait_for
 from test_controller import cluster, jobset_body, JOBSETS  # noqa: F401 - the fixture is used by name
 from test_webhook import free_port
-import muster_api as api  # noqa: E402
 
 PROMTOOL, PROMETHEUS = shutil.which("promtool"), shutil.which("prometheus")
 RULES = ROOT / "deploy" / "prometheus"

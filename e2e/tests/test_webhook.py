@@ -20,7 +20,6 @@ import contextlib
 import http.client
 import json
 import os
-import pathlib
 import socket
 import ssl
 import subprocess
