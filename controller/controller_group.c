@@ -72,9 +72,9 @@ struct write_req {
 	char *cause;
 };
 
-/* An API client with its transport; one per thread. */
+/* An API client (owning its transport, or on the tests' own); one per
+ * thread. */
 struct api {
-	struct kube_curl *curl;
 	struct kube_client *client;
 };
 
@@ -128,9 +128,7 @@ static uint64_t now_ms(const struct controller_group *group)
 static void api_free(struct api *api)
 {
 	kube_client_free(api->client);
-	kube_curl_free(api->curl);
 	api->client = NULL;
-	api->curl = NULL;
 }
 
 static int api_new(const struct kube_config *cfg, const struct controller_group_options *options,
@@ -141,9 +139,7 @@ static int api_new(const struct kube_config *cfg, const struct controller_group_
 	if (options->transport)
 		return kube_client_new(cfg, options->transport, options->transport_ctx, NULL, &api->client,
 				       cause);
-	err = kube_curl_new(cfg, &api->curl, cause);
-	if (!err)
-		err = kube_client_new(cfg, &kube_curl_transport, api->curl, NULL, &api->client, cause);
+	err = kube_client_open(cfg, &api->client, cause);
 	if (err)
 		api_free(api);
 	return err;

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,8 @@
 #include "kube_curl.h"
 #include "kube_error.h"
 #include "kube_lease.h"
+#include "leader.h"
+#include "daemon.h"
 #include "metrics.h"
 #include "muster_api.h"
 #include "mlog.h"
@@ -33,12 +34,6 @@ static atomic_int stop_requested;
 
 /* The largest API answer the controller reads (kube_list shrinks pages to it). */
 #define CONTROLLER_MAX_RESPONSE (8u * 1024u * 1024u)
-
-static void on_signal(int signal_number)
-{
-	(void)signal_number;
-	atomic_store(&stop_requested, 1);
-}
 
 static const char usage_head[] =
 	"usage: muster-controller [flags]\n"
@@ -61,9 +56,10 @@ struct app {
 	struct controller_group *group;
 	struct placement_loop *placement; /* NULL with --placement=false */
 	struct metrics_histogram *placement_latency;
-	/* NULL without leader election; set once by main, read by the HTTP
-	 * servers' threads (/readyz, /metrics), which may already run */
-	_Atomic(struct kube_lease *) lease;
+	/* Its lease is NULL without leader election; set once by leader_take,
+	 * read by the HTTP servers' threads (/readyz, /metrics), which may
+	 * already run. */
+	struct leader leader;
 	struct metrics_histogram *release_written, *release_pushed;
 };
 
@@ -197,7 +193,9 @@ static int collect(void *arg, struct metrics_writer *w)
 	}
 	metrics_write_gauge(
 		w, "muster_leader", "1 while this replica holds the leader Lease (or runs alone)", NULL, 0,
-		!atomic_load(&app->lease) || kube_lease_is_leader(atomic_load(&app->lease)) ? 1.0 : 0.0);
+		!atomic_load(&app->leader.lease) || kube_lease_is_leader(atomic_load(&app->leader.lease))
+			? 1.0
+			: 0.0);
 	if (app->placement) {
 		struct placement_stats ps;
 
@@ -297,7 +295,7 @@ static int check_ready(void *arg, char *reason, size_t size)
 {
 	struct app *app = arg;
 
-	struct kube_lease *lease = atomic_load(&app->lease);
+	struct kube_lease *lease = atomic_load(&app->leader.lease);
 
 	if (lease && !kube_lease_is_leader(lease)) {
 		char why[256];
@@ -331,73 +329,35 @@ static void *place_main(void *arg)
 	return NULL;
 }
 
-/* ---- leader election ---- */
+/* ---- flags ---- */
 
-struct holder {
-	pthread_t thread;
-	struct kube_lease *lease;
-	atomic_int stop; /* set after the controller stopped: release the Lease */
-	atomic_int lost;
-	int err;
-	char *cause;
+struct settings {
+	struct controller_group_options group;
+	struct placement_options placement;
+	struct leader_settings leader;
+	const char *kubeconfig, *metrics_addr, *health_addr;
+	unsigned long qps, burst;
+	int leader_elect, place;
 };
 
-static void *hold_main(void *arg)
+/* Parses the flags into *s: -1 to run, else the exit code. */
+static int parse_flags(int argc, char **argv, struct settings *s)
 {
-	struct holder *h = arg;
-
-	h->err = kube_lease_hold(h->lease, &h->stop, &h->cause);
-	if (h->err == KUBE_ELOST) {
-		atomic_store(&h->lost, 1);
-		atomic_store(&stop_requested, 1); /* stop acting at once */
-	}
-	return NULL;
-}
-
-int main(int argc, char **argv)
-{
-	struct controller_group_options options = {
-		.namespace = NULL,
-		.push_port = MUSTER_BARRIER_PORT,
-		.push_parallelism = 256,
-		.push_target_timeout_ms = 2000,
-		.push_total_timeout_ms = 10000,
-	};
-	struct controller_group_observer observer = { observe_released, observe_pushed, NULL };
-	struct app app = { 0 };
-	struct kube_lease_options lease_options = { .name = "muster-controller" };
-	const char *kubeconfig = NULL, *metrics_addr = "127.0.0.1:8080", *health_addr = "0";
-	unsigned long qps = 50, burst = 100, lease_s = 15, renew_s = 10, retry_s = 2;
-	int leader_elect = 1, err, exit_code = 0;
-	char identity[KUBE_LEASE_IDENTITY_MAX + 1];
-	struct kube_config cfg, lease_cfg;
-	struct kube_curl *lease_curl = NULL;
-	struct kube_lease *lease = NULL;
-	struct kube_client *lease_client = NULL;
-	struct metrics_registry *registry = NULL;
-	struct http_serve *server = NULL, *probes = NULL;
-	struct holder holder = { 0 };
-	int holding = 0, placing = 0, placement = 1;
-	struct placement_options placement_options = { .replace_after_s = PLACEMENT_REPLACE_AFTER_S };
-	struct placer placer = { 0 };
-	struct sigaction action;
-	char *cause = NULL;
-
-	unsigned long push_port = options.push_port, push_parallelism = options.push_parallelism,
-		      push_timeout_ms = (unsigned long)options.push_target_timeout_ms;
+	unsigned long push_port = s->group.push_port, push_parallelism = s->group.push_parallelism,
+		      push_timeout_ms = (unsigned long)s->group.push_target_timeout_ms;
 	const struct flag_def flags[] = {
 		{ FLAG_SECTION, NULL, NULL, "API server", 0, 0, NULL, NULL },
 		{ FLAG_TEXT, "--kubeconfig", "PATH",
 		  "kubeconfig to use (default: in-cluster service account,\n"
 		  "from KUBERNETES_SERVICE_HOST/PORT and the mounted token)",
-		  0, 0, NULL, &kubeconfig },
+		  0, 0, NULL, &s->kubeconfig },
 		{ FLAG_TEXT, "--namespace", "NS", "watch only this namespace (default: all)", 0, 0, NULL,
-		  &options.namespace },
+		  &s->group.namespace },
 		{ FLAG_NUMBER, "--kube-qps", "N",
 		  "client-side requests per second per client (default 50; 0: no limit)", 0, 100000, NULL,
-		  &qps },
+		  &s->qps },
 		{ FLAG_NUMBER, "--kube-burst", "N", "burst above that rate (default 100)", 1, 100000, NULL,
-		  &burst },
+		  &s->burst },
 		{ FLAG_SECTION, NULL, NULL, "Release", 0, 0, NULL, NULL },
 		{ FLAG_NUMBER, "--push-port", "N",
 		  "the barrier's port (default " MUSTER_API_TEXT(MUSTER_BARRIER_PORT) ")", 1, 65535, NULL,
@@ -411,226 +371,202 @@ int main(int argc, char **argv)
 		  "Placement (JobSets with a topology request; docs/placement-live.md)", 0, 0, NULL, NULL },
 		{ FLAG_BOOL, "--placement", "BOOL",
 		  "true (default): place the JobSets muster-webhook gated; false: leave them waiting", 0, 0,
-		  NULL, &placement },
+		  NULL, &s->place },
 		{ FLAG_TEXT, "--placement-levels", "L1,L2,...",
 		  "the topology as node labels, outermost first (default: the\ncluster's only Kueue Topology, else its HyperNodes)",
-		  0, 0, NULL, &placement_options.levels },
+		  0, 0, NULL, &s->placement.levels },
 		{ FLAG_TEXT, "--placement-topology", "NAME", "the levels of the Kueue Topology NAME", 0, 0,
-		  NULL, &placement_options.topology },
+		  NULL, &s->placement.topology },
 		{ FLAG_SWITCH, "--placement-hypernodes", NULL,
-		  "the topology as the cluster's Volcano HyperNodes", 0, 0, NULL,
-		  &placement_options.hypernodes },
+		  "the topology as the cluster's Volcano HyperNodes", 0, 0, NULL, &s->placement.hypernodes },
 		{ FLAG_TEXT, "--placement-resources", "R1,R2,...",
 		  "resources counted, at most 8 (default " PLACEMENT_RESOURCES_DEFAULT ")", 0, 0, NULL,
-		  &placement_options.resources },
+		  &s->placement.resources },
 		{ FLAG_NUMBER, "--placement-replace-after", "S",
 		  "seconds pods pinned but not bound may have no room in their\n"
 		  "domain (nodes not Ready, cordoned, tainted, full) before their\n"
 		  "Job is moved alone, or the JobSet placed again when its Jobs are\n"
 		  "tied together (default " MUSTER_API_TEXT(
 			  PLACEMENT_REPLACE_AFTER_S) ", Kueue's; a domain with no node left: at once)",
-		  0, 86400, NULL, &placement_options.replace_after_s },
+		  0, 86400, NULL, &s->placement.replace_after_s },
 		{ FLAG_SECTION, NULL, NULL,
 		  "Leader election (a coordination.k8s.io/v1 Lease; one replica acts, the others wait)", 0, 0,
 		  NULL, NULL },
 		{ FLAG_BOOL, "--leader-elect", "BOOL", "true (default) or false: act at once, alone", 0, 0,
-		  NULL, &leader_elect },
+		  NULL, &s->leader_elect },
 		{ FLAG_TEXT, "--lease-name", "NAME", "default muster-controller", 0, 0, NULL,
-		  &lease_options.name },
+		  &s->leader.name },
 		{ FLAG_TEXT, "--lease-namespace", "NS",
 		  "default $POD_NAMESPACE, else the --namespace value, else default", 0, 0, NULL,
-		  &lease_options.namespace },
+		  &s->leader.namespace },
 		{ FLAG_NUMBER, "--lease-duration", "S",
 		  "seconds a standby waits before taking an unrenewed lease (default 15)", 2, 86400, NULL,
-		  &lease_s },
+		  &s->leader.lease_s },
 		{ FLAG_NUMBER, "--renew-deadline", "S",
 		  "seconds the leader keeps trying to renew before it stops (default 10)", 1, 86400, NULL,
-		  &renew_s },
+		  &s->leader.renew_s },
 		{ FLAG_NUMBER, "--retry-period", "S", "seconds between tries (default 2)", 1, 86400, NULL,
-		  &retry_s },
+		  &s->leader.retry_s },
 		{ FLAG_SECTION, NULL, NULL, "Endpoints", 0, 0, NULL, NULL },
 		{ FLAG_TEXT, "--metrics-addr", "[A:]PORT",
 		  "serve /metrics, /healthz, /readyz over plain HTTP (default 127.0.0.1:8080,\n"
 		  "loopback only: give :8080 for Prometheus, behind a NetworkPolicy; 0: off)",
-		  0, 0, NULL, &metrics_addr },
+		  0, 0, NULL, &s->metrics_addr },
 		{ FLAG_TEXT, "--health-addr", "[A:]PORT",
 		  "also serve /healthz and /readyz alone over plain HTTP, for the kubelet's\n"
 		  "probes (default 0: off; deploy/ uses :8081)",
-		  0, 0, NULL, &health_addr },
+		  0, 0, NULL, &s->health_addr },
 	};
+	int code = daemon_exit_code(flag_parse(argc, argv, "muster-controller", MUSTER_VERSION, usage_head,
+					       flags, sizeof(flags) / sizeof(flags[0]), usage_tail));
 
-	kube_config_defaults(&cfg);
-	switch (flag_parse(argc, argv, "muster-controller", MUSTER_VERSION, usage_head, flags,
-			   sizeof(flags) / sizeof(flags[0]), usage_tail)) {
-	case 0:
-		break;
-	case 1:
-		return 0;
-	default:
-		return 2;
-	}
-	options.push_port = (uint16_t)push_port;
-	options.push_parallelism = push_parallelism;
-	options.push_target_timeout_ms = (int)push_timeout_ms;
-	options.push_total_timeout_ms = (int)push_timeout_ms * 5;
-	if (leader_elect && !(retry_s < renew_s && renew_s < lease_s)) {
+	if (code >= 0)
+		return code;
+	s->group.push_port = (uint16_t)push_port;
+	s->group.push_parallelism = push_parallelism;
+	s->group.push_target_timeout_ms = (int)push_timeout_ms;
+	s->group.push_total_timeout_ms = (int)push_timeout_ms * 5;
+	if (s->leader_elect &&
+	    !(s->leader.retry_s < s->leader.renew_s && s->leader.renew_s < s->leader.lease_s)) {
 		fprintf(stderr,
 			"muster-controller: need --retry-period < --renew-deadline < --lease-duration\n");
 		return 2;
 	}
-
-	if (!!placement_options.levels + !!placement_options.topology + placement_options.hypernodes > 1) {
+	if (!!s->placement.levels + !!s->placement.topology + s->placement.hypernodes > 1) {
 		fprintf(stderr,
 			"muster-controller: give at most one of --placement-levels, --placement-topology "
 			"and --placement-hypernodes\n");
 		return 2;
 	}
+	return -1;
+}
 
-	mlog_init("controller", NULL, NULL);
-	memset(&action, 0, sizeof(action));
-	action.sa_handler = on_signal;
-	sigemptyset(&action.sa_mask);
-	sigaction(SIGTERM, &action, NULL);
-	sigaction(SIGINT, &action, NULL);
-	signal(SIGPIPE, SIG_IGN);
+/* ---- setting up ---- */
 
-	err = kubeconfig ? kube_config_from_kubeconfig(kubeconfig, NULL, &cfg, &cause)
-			 : kube_config_in_cluster(NULL, &cfg, &cause);
+/* The API configuration, the loops and their metrics. */
+static int build(struct app *app, struct settings *s, struct kube_config *cfg,
+		 struct controller_group_observer *observer, struct metrics_registry **registry, char **cause)
+{
+	int err = s->kubeconfig ? kube_config_from_kubeconfig(s->kubeconfig, NULL, cfg, cause)
+				: kube_config_in_cluster(NULL, cfg, cause);
+
 	if (err)
-		goto out;
-	cfg.qps = (double)qps;
-	cfg.burst = (unsigned)burst;
+		return err;
+	cfg->qps = (double)s->qps;
+	cfg->burst = (unsigned)s->burst;
 	/* A LIST page larger than this is asked again with half the items
 	 * (kube_list): what muster keeps, not what the apiserver sends, sets
 	 * its memory. One object is at most about 3 MiB (the apiserver's
 	 * request limit). */
-	cfg.max_response_bytes = CONTROLLER_MAX_RESPONSE;
+	cfg->max_response_bytes = CONTROLLER_MAX_RESPONSE;
+	observer->arg = app;
+	s->group.observer = observer;
+	if ((err = controller_group_new(cfg, &s->group, &app->group, cause)))
+		return err;
+	if (s->place) {
+		struct placement_observer placed = { observe_placed, app };
 
-	observer.arg = &app;
-	options.observer = &observer;
-	err = controller_group_new(&cfg, &options, &app.group, &cause);
-	if (err)
-		goto out;
-	if (placement) {
-		placement_options.namespace = options.namespace;
-		err = placement_loop_new(&cfg, &placement_options, &app.placement, &cause);
-		if (err)
-			goto out;
-		{
-			struct placement_observer placed = { observe_placed, &app };
-
-			placement_loop_observe(app.placement, &placed);
-		}
+		s->placement.namespace = s->group.namespace;
+		if ((err = placement_loop_new(cfg, &s->placement, &app->placement, cause)))
+			return err;
+		placement_loop_observe(app->placement, &placed);
 	}
-	if (metrics_registry_new(0, &registry) != 0 || register_metrics(&app, registry, &cause) != 0) {
-		err = kube_cause(&cause, KUBE_ENOMEM, "cannot set up the metrics");
-		goto out;
-	}
-	if (strcmp(metrics_addr, "0") != 0) {
-		struct http_serve_routes routes = { registry, NULL, check_ready, &app };
+	if (metrics_registry_new(0, registry) != 0 || register_metrics(app, *registry, cause) != 0)
+		return kube_cause(cause, KUBE_ENOMEM, "cannot set up the metrics");
+	return 0;
+}
 
-		if (http_serve_start(metrics_addr, &routes, &server, &cause) != 0) {
-			err = KUBE_EINVAL;
-			goto out;
-		}
-	}
-	if (strcmp(health_addr, "0") != 0) {
-		struct http_serve_routes routes = { NULL, NULL, check_ready, &app }; /* /metrics: 404 */
+/* /metrics, /healthz, /readyz (--metrics-addr) and the probes' own port
+ * (--health-addr, no /metrics). */
+static int serve(struct app *app, const struct settings *s, struct metrics_registry *registry,
+		 struct http_serve **server, struct http_serve **probes, char **cause)
+{
+	struct http_serve_routes routes = { registry, NULL, check_ready, app };
+	struct http_serve_routes health = { NULL, NULL, check_ready, app }; /* /metrics: 404 */
 
-		if (http_serve_start(health_addr, &routes, &probes, &cause) != 0) {
-			err = KUBE_EINVAL;
-			goto out;
-		}
-	}
+	if ((strcmp(s->metrics_addr, "0") != 0 &&
+	     http_serve_start(s->metrics_addr, &routes, server, cause)) ||
+	    (strcmp(s->health_addr, "0") != 0 && http_serve_start(s->health_addr, &health, probes, cause)))
+		return KUBE_EINVAL;
+	return 0;
+}
 
-	if (leader_elect) {
-		const char *pod = getenv("POD_NAME"), *pod_namespace = getenv("POD_NAMESPACE");
-		char host[64] = "muster";
+/* ---- running ---- */
 
-		if (pod && *pod) {
-			snprintf(identity, sizeof(identity), "%s", pod);
-		} else {
-			gethostname(host, sizeof(host) - 1);
-			snprintf(identity, sizeof(identity), "%s_%ld", host, (long)getpid());
-		}
-		if (!lease_options.namespace)
-			lease_options.namespace = pod_namespace && *pod_namespace ? pod_namespace
-						  : options.namespace		  ? options.namespace
-										  : "default";
-		lease_options.identity = identity;
-		lease_options.lease_duration_s = (unsigned)lease_s;
-		lease_options.renew_deadline_ms = (unsigned)renew_s * 1000u;
-		lease_options.retry_period_ms = (unsigned)retry_s * 1000u;
-		/* Its own client with short requests and no retries: a renewal
-		 * must not outlive the renew deadline inside one request. */
-		lease_cfg = cfg;
-		lease_cfg.request_timeout_ms = (long)(retry_s * 1000u);
-		lease_cfg.max_retries = 0;
-		if ((err = kube_curl_new(&lease_cfg, &lease_curl, &cause)) ||
-		    (err = kube_client_new(&lease_cfg, &kube_curl_transport, lease_curl, NULL, &lease_client,
-					   &cause)) ||
-		    (err = kube_lease_new(lease_client, &lease_options, NULL, &lease, &cause)))
-			goto out;
-		atomic_store(&app.lease, lease);
-		mlog(MLOG_INFO, "waiting-for-lease", "lease=%s/%s identity=%s", lease_options.namespace,
-		     lease_options.name, identity);
-		err = kube_lease_acquire(lease, &stop_requested, &cause);
-		if (err < 0)
-			goto out;
-		if (err == 0) { /* stopped while waiting */
-			err = 0;
-			goto out;
-		}
-		err = 0;
-		holder.lease = lease;
-		if (pthread_create(&holder.thread, NULL, hold_main, &holder) != 0) {
-			err = kube_cause(&cause, KUBE_ENOMEM, "cannot start the lease thread");
-			goto out;
-		}
-		holding = 1;
-	}
+/* The placement loop on a thread of its own and the gang loop on this one,
+ * until the stop flag; the first error of either. */
+static int run(struct app *app, char **cause)
+{
+	struct placer placer = { .loop = app->placement };
+	int placing = 0, err = 0;
 
-	mlog(MLOG_INFO, "started",
-	     "namespace=%s push_port=%u push_parallelism=%zu leader_elect=%s metrics=%s health=%s",
-	     options.namespace ? options.namespace : "*", options.push_port, options.push_parallelism,
-	     leader_elect ? "true" : "false", strcmp(metrics_addr, "0") ? metrics_addr : "off",
-	     strcmp(health_addr, "0") ? health_addr : "off");
-	if (app.placement) {
-		placer.loop = app.placement;
-		if (pthread_create(&placer.thread, NULL, place_main, &placer) != 0) {
-			err = kube_cause(&cause, KUBE_ENOMEM, "cannot start the placement thread");
-			atomic_store(&stop_requested, 1);
-		} else {
-			placing = 1;
-		}
+	if (app->placement) {
+		if (pthread_create(&placer.thread, NULL, place_main, &placer) != 0)
+			return kube_cause(cause, KUBE_ENOMEM, "cannot start the placement thread");
+		placing = 1;
 	}
-	if (!err)
-		err = controller_group_run(app.group, &stop_requested, &cause);
+	err = controller_group_run(app->group, &stop_requested, cause);
 	if (placing) {
 		atomic_store(&stop_requested, 1);
 		pthread_join(placer.thread, NULL);
 		if (placer.err && !err) {
 			err = placer.err;
-			free(cause);
-			cause = placer.cause;
+			free(*cause);
+			*cause = placer.cause;
 			placer.cause = NULL;
 		}
 		free(placer.cause);
 	}
-	if (holding) {
-		/* The loop has stopped acting: only now may another replica lead. */
-		atomic_store(&holder.stop, 1);
-		pthread_join(holder.thread, NULL);
-		if (atomic_load(&holder.lost)) {
-			mlog(MLOG_ERROR, "leadership-lost",
-			     "cause=\"%s\" action=\"exiting; a restart rebuilds from the API\"",
-			     holder.cause ? holder.cause : "");
-			exit_code = 1;
-		}
-		free(holder.cause);
-	}
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	struct settings s = {
+		.group = { .push_port = MUSTER_BARRIER_PORT,
+			   .push_parallelism = 256,
+			   .push_target_timeout_ms = 2000,
+			   .push_total_timeout_ms = 10000 },
+		.placement = { .replace_after_s = PLACEMENT_REPLACE_AFTER_S },
+		.leader = { .name = "muster-controller", .lease_s = 15, .renew_s = 10, .retry_s = 2 },
+		.metrics_addr = "127.0.0.1:8080",
+		.health_addr = "0",
+		.qps = 50,
+		.burst = 100,
+		.leader_elect = 1,
+		.place = 1,
+	};
+	struct controller_group_observer observer = { observe_released, observe_pushed, NULL };
+	struct app app = { 0 };
+	struct kube_config cfg;
+	struct metrics_registry *registry = NULL;
+	struct http_serve *server = NULL, *probes = NULL;
+	char *cause = NULL;
+	int err, exit_code = parse_flags(argc, argv, &s);
+
+	if (exit_code >= 0)
+		return exit_code;
+	exit_code = 0;
+	kube_config_defaults(&cfg);
+	mlog_init("controller", NULL, NULL);
+	daemon_signals(&stop_requested);
+	if ((err = build(&app, &s, &cfg, &observer, &registry, &cause)) ||
+	    (err = serve(&app, &s, registry, &server, &probes, &cause)))
+		goto out;
+	if (s.leader_elect && (err = leader_take(&app.leader, &cfg, &s.leader, s.group.namespace,
+						 &stop_requested, &cause)) <= 0)
+		goto out; /* failed, or stopped while waiting (0) */
+	mlog(MLOG_INFO, "started",
+	     "namespace=%s push_port=%u push_parallelism=%zu leader_elect=%s metrics=%s health=%s",
+	     s.group.namespace ? s.group.namespace : "*", s.group.push_port, s.group.push_parallelism,
+	     s.leader_elect ? "true" : "false", strcmp(s.metrics_addr, "0") ? s.metrics_addr : "off",
+	     strcmp(s.health_addr, "0") ? s.health_addr : "off");
+	err = run(&app, &cause);
 out:
-	if (err) {
+	/* The loops have stopped acting: only now may another replica lead. */
+	if (leader_release(&app.leader))
+		exit_code = 1;
+	if (err < 0) {
 		mlog(MLOG_ERROR, "exit", "err=%s cause=\"%s\"", kube_err_name(err), cause ? cause : "");
 		exit_code = 1;
 	} else if (!exit_code) {
@@ -639,12 +575,10 @@ out:
 	free(cause);
 	http_serve_stop(server);
 	http_serve_stop(probes);
+	leader_free(&app.leader);
 	controller_group_free(app.group);
 	placement_loop_free(app.placement);
 	metrics_registry_free(registry);
-	kube_lease_free(lease);
-	kube_client_free(lease_client);
-	kube_curl_free(lease_curl);
 	kube_config_free(&cfg);
 	return exit_code;
 }

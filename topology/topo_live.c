@@ -17,8 +17,7 @@
 #define PAGE_SIZE 500
 
 struct topo_live {
-	struct kube_curl *curl;
-	struct kube_client *client;
+	struct kube_client *client; /* owns its transport */
 };
 
 int topo_live_open(const char *kubeconfig, struct topo_live **out, char **cause)
@@ -35,9 +34,7 @@ int topo_live_open(const char *kubeconfig, struct topo_live **out, char **cause)
 		free(live);
 		return err;
 	}
-	err = kube_curl_new(&cfg, &live->curl, cause);
-	if (!err)
-		err = kube_client_new(&cfg, &kube_curl_transport, live->curl, NULL, &live->client, cause);
+	err = kube_client_open(&cfg, &live->client, cause);
 	kube_config_free(&cfg);
 	if (err) {
 		topo_live_close(live);
@@ -84,6 +81,5 @@ void topo_live_close(struct topo_live *live)
 	if (!live)
 		return;
 	kube_client_free(live->client);
-	kube_curl_free(live->curl);
 	free(live);
 }

@@ -7,7 +7,6 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon.h"
 #include "flag.h"
 #include "http_serve.h"
 #include "kube_client.h"
@@ -47,12 +47,6 @@ static int ready_check(void *arg, char *reason, size_t reason_size)
 		return 0;
 	snprintf(reason, reason_size, "shutting down");
 	return 1;
-}
-
-static void on_signal(int signal_number)
-{
-	(void)signal_number;
-	atomic_store(&stop_requested, 1);
 }
 
 static const char usage_head[] =
@@ -131,58 +125,33 @@ static void certificate_expiring(void *arg, const char *subject, const char *not
 	kube_event_post(p->api, &pod, "muster-webhook", "CertificateExpiring", 1, message);
 }
 
-int main(int argc, char **argv)
-{
-	struct webhook_options options = {
-		.controller_user = DEFAULT_CONTROLLER_USER,
-		.barrier = {
-			.barrier_image = DEFAULT_IMAGE,
-			.image_pull_policy = "IfNotPresent",
-			.barrier_port = MUSTER_BARRIER_PORT,
-			.cpu_request = "10m",
-			.memory_request = "16Mi",
-			.memory_limit = "32Mi",
-		},
-	};
-	struct http_serve_options serve = {
-		.threads = 4,
-		.connections_max = 512,
-		.idle_seconds = 60,
-		.head_seconds = HTTP_SERVE_HEAD_SECONDS,
-		.body_seconds = 10,
-		.body_max = DEFAULT_BODY_MAX,
-	};
-	const char *listen = DEFAULT_LISTEN, *metrics_addr = "0", *health_addr = "0";
-	unsigned long shutdown_delay = 5;
-	struct http_serve_routes routes = { 0 };
-	struct http_serve_post_route posts[3];
-	const char *kubeconfig = NULL;
-	struct kube_config api_cfg;
-	int have_api_cfg = 0;
-	struct kube_curl *reader_curl[RECORD_CACHE_READERS_MAX] = { 0 }, *event_curl = NULL;
-	struct own_pod own = { 0 };
-	struct kube_client *readers[RECORD_CACHE_READERS_MAX] = { 0 };
-	unsigned long reader_count = 4, pin_deadline_ms = RECORD_CACHE_DEADLINE_MS;
-	struct metrics_registry *registry = NULL;
-	struct http_serve *server = NULL, *plain = NULL, *probes = NULL;
-	struct webhook *webhook = NULL;
-	struct sigaction action;
-	char *cause = NULL;
-	int exit_code = 1, err;
+/* ---- flags ---- */
 
-	unsigned long threads = serve.threads, connections = serve.connections_max, idle = serve.idle_seconds,
-		      head_seconds = serve.head_seconds, body_seconds = serve.body_seconds,
-		      body_max = serve.body_max, barrier_port = options.barrier.barrier_port;
+struct settings {
+	struct webhook_options options;
+	struct http_serve_options serve;
+	const char *listen, *metrics_addr, *health_addr, *kubeconfig;
+	unsigned long shutdown_delay, reader_count, pin_deadline_ms;
+};
+
+/* Parses the flags into *s: -1 to run, else the exit code. */
+static int parse_flags(int argc, char **argv, struct settings *s)
+{
+	unsigned long threads = s->serve.threads, connections = s->serve.connections_max,
+		      idle = s->serve.idle_seconds, head_seconds = s->serve.head_seconds,
+		      body_seconds = s->serve.body_seconds, body_max = s->serve.body_max,
+		      barrier_port = s->options.barrier.barrier_port;
 	const struct flag_def flags[] = {
 		{ FLAG_SECTION, NULL, NULL, "Serving", 0, 0, NULL, NULL },
 		{ FLAG_TEXT, "--tls-cert-file", "PATH",
-		  "PEM certificate (chain) of the HTTPS server; required", 0, 0, NULL, &serve.tls_cert_file },
+		  "PEM certificate (chain) of the HTTPS server; required", 0, 0, NULL,
+		  &s->serve.tls_cert_file },
 		{ FLAG_TEXT, "--tls-key-file", "PATH",
 		  "its PEM private key; required. Both are reloaded when their\n"
 		  "files change (e.g. a renewed Secret): no restart needed",
-		  0, 0, NULL, &serve.tls_key_file },
+		  0, 0, NULL, &s->serve.tls_key_file },
 		{ FLAG_TEXT, "--listen", "[A:]PORT", "address to serve on (default " DEFAULT_LISTEN ")", 0, 0,
-		  NULL, &listen },
+		  NULL, &s->listen },
 		{ FLAG_NUMBER, "--threads", "N", "worker threads, 1..64 (default 4)", 1, 64, NULL, &threads },
 		{ FLAG_NUMBER, "--max-connections", "N",
 		  "open connections at most, 1..10000 (default 512); past 7/8\n"
@@ -204,22 +173,22 @@ int main(int argc, char **argv)
 		{ FLAG_TEXT, "--metrics-addr", "[A:]PORT",
 		  "serve /metrics (and /healthz, /readyz) over plain HTTP here;\n"
 		  "the only place /metrics is served (default 0: off)",
-		  0, 0, NULL, &metrics_addr },
+		  0, 0, NULL, &s->metrics_addr },
 		{ FLAG_TEXT, "--health-addr", "[A:]PORT",
 		  "also serve /healthz and /readyz alone over plain HTTP, with\n"
 		  "threads of their own: kubelet's probes never wait behind\n"
 		  "admission work (default 0: off)",
-		  0, 0, NULL, &health_addr },
+		  0, 0, NULL, &s->health_addr },
 		{ FLAG_TEXT, "--kubeconfig", "PATH",
 		  "API access for the pod route (reads placement records);\n"
 		  "default: the in-cluster service account, else none",
-		  0, 0, NULL, &kubeconfig },
+		  0, 0, NULL, &s->kubeconfig },
 		{ FLAG_NUMBER, "--pin-readers", "N",
 		  "placement records read at once, each its own connection,\n"
 		  "1.." MUSTER_API_TEXT(
 			  RECORD_CACHE_READERS_MAX) " (default 4): a slow read of one JobSet's\n"
 						    "record holds up no other JobSet's pods",
-		  1, RECORD_CACHE_READERS_MAX, NULL, &reader_count },
+		  1, RECORD_CACHE_READERS_MAX, NULL, &s->reader_count },
 		{ FLAG_NUMBER, "--pin-deadline-ms", "MS",
 		  "answer every pod and Job at /pin within this, refusing\n"
 		  "(the Job controller retries) when its record cannot be read\n"
@@ -227,181 +196,223 @@ int main(int argc, char **argv)
 		  "(default "
 		  "3000"
 		  ")",
-		  500, 30000, NULL, &pin_deadline_ms },
+		  500, 30000, NULL, &s->pin_deadline_ms },
 		{ FLAG_TEXT, "--controller-user", "NAME",
 		  "the user muster-controller acts as: only it marks a JobSet placed\n"
 		  "(default " DEFAULT_CONTROLLER_USER ")",
-		  0, 0, NULL, &options.controller_user },
+		  0, 0, NULL, &s->options.controller_user },
 		{ FLAG_SWITCH, "--quiet", NULL, "log denials and errors only, not every admission", 0, 0,
-		  NULL, &options.quiet },
+		  NULL, &s->options.quiet },
 		{ FLAG_NUMBER, "--shutdown-delay", "S",
 		  "on SIGTERM, fail /readyz and keep serving this long before\n"
 		  "stopping, while the Service drops this replica (default 5)",
-		  0, 300, NULL, &shutdown_delay },
+		  0, 300, NULL, &s->shutdown_delay },
 		{ FLAG_SECTION, NULL, NULL, "The injected barrier", 0, 0, NULL, NULL },
 		{ FLAG_TEXT, "--barrier-image", "IMAGE", "default " DEFAULT_IMAGE, 0, 0, image_problem,
-		  &options.barrier.barrier_image },
+		  &s->options.barrier.barrier_image },
 		{ FLAG_TEXT, "--barrier-pull-policy", "P", "Always, IfNotPresent (default) or Never", 0, 0,
-		  pull_policy_problem, &options.barrier.image_pull_policy },
+		  pull_policy_problem, &s->options.barrier.image_pull_policy },
 		{ FLAG_NUMBER, "--barrier-port", "N",
 		  "port the barrier listens on for the pushed release\n"
 		  "(default " MUSTER_API_TEXT(
 			  MUSTER_BARRIER_PORT) "; 0: no push, release through the volume only)",
 		  0, 65535, NULL, &barrier_port },
 		{ FLAG_TEXT, "--barrier-cpu", "Q", "CPU request (default 10m)", 0, 0, cpu_problem,
-		  &options.barrier.cpu_request },
+		  &s->options.barrier.cpu_request },
 		{ FLAG_TEXT, "--barrier-memory", "Q", "memory request (default 16Mi)", 0, 0, memory_problem,
-		  &options.barrier.memory_request },
+		  &s->options.barrier.memory_request },
 		{ FLAG_TEXT, "--barrier-memory-limit", "Q", "memory limit (default 32Mi; \"\" for none)", 0,
-		  0, memory_limit_problem, &options.barrier.memory_limit },
+		  0, memory_limit_problem, &s->options.barrier.memory_limit },
 	};
+	int code = daemon_exit_code(flag_parse(argc, argv, "muster-webhook", MUSTER_VERSION, usage_head,
+					       flags, sizeof(flags) / sizeof(flags[0]), usage_tail));
 
-	switch (flag_parse(argc, argv, "muster-webhook", MUSTER_VERSION, usage_head, flags,
-			   sizeof(flags) / sizeof(flags[0]), usage_tail)) {
-	case 0:
-		break;
-	case 1:
-		return 0;
-	default:
-		return 2;
-	}
-	serve.threads = (unsigned)threads;
-	serve.connections_max = (unsigned)connections;
-	serve.idle_seconds = (unsigned)idle;
-	serve.head_seconds = (unsigned)head_seconds;
-	serve.body_seconds = (unsigned)body_seconds;
-	serve.body_max = (size_t)body_max;
-	options.barrier.barrier_port = (unsigned)barrier_port;
-	if (!serve.tls_cert_file || !serve.tls_key_file) {
+	if (code >= 0)
+		return code;
+	s->serve.threads = (unsigned)threads;
+	s->serve.connections_max = (unsigned)connections;
+	s->serve.idle_seconds = (unsigned)idle;
+	s->serve.head_seconds = (unsigned)head_seconds;
+	s->serve.body_seconds = (unsigned)body_seconds;
+	s->serve.body_max = (size_t)body_max;
+	s->options.barrier.barrier_port = (unsigned)barrier_port;
+	if (!s->serve.tls_cert_file || !s->serve.tls_key_file) {
 		fprintf(stderr,
 			"muster-webhook: --tls-cert-file and --tls-key-file are required: the apiserver "
 			"calls admission webhooks over HTTPS only (deploy/gen-certs.sh makes a pair)\n");
 		return 2;
 	}
-	mlog_init("webhook", NULL, NULL);
+	return -1;
+}
 
-	memset(&action, 0, sizeof(action));
-	action.sa_handler = on_signal;
-	sigemptyset(&action.sa_mask);
-	sigaction(SIGTERM, &action, NULL);
-	sigaction(SIGINT, &action, NULL);
-	signal(SIGPIPE, SIG_IGN);
+/* ---- API access ---- */
 
-	if ((err = metrics_registry_new(0, &registry))) {
-		cause = strdup("out of memory");
-		goto out;
-	}
-	/* The pod route reads placement records through the API. Without any
-	 * configuration it still serves, and refuses pinned pods saying why. */
-	err = kubeconfig ? kube_config_from_kubeconfig(kubeconfig, NULL, &api_cfg, &cause)
-			 : kube_config_in_cluster(NULL, &api_cfg, &cause);
-	if (err && kubeconfig)
-		goto out;
+struct api {
+	struct kube_config cfg;
+	int have_cfg;
+	struct kube_client *readers[RECORD_CACHE_READERS_MAX];
+	struct own_pod own;
+};
+
+/* The pod route reads placement records through the API, with readers of
+ * their own; the certificate's Events have a client of their own. Without
+ * any configuration it still serves, and refuses pinned pods saying why. */
+static int connect_api(struct settings *s, struct api *api, char **cause)
+{
+	int err = s->kubeconfig ? kube_config_from_kubeconfig(s->kubeconfig, NULL, &api->cfg, cause)
+				: kube_config_in_cluster(NULL, &api->cfg, cause);
+
+	if (err && s->kubeconfig)
+		return err;
 	if (err) {
 		mlog(MLOG_INFO, "no-api-access",
-		     "reason=\"%s\" effect=\"pods of placed JobSets are refused\"", cause ? cause : "");
-		free(cause);
-		cause = NULL;
-		err = 0;
-	} else {
-		have_api_cfg = 1;
-		/* A pod's admission waits on this read: short, not retried (the
-		 * apiserver's webhook timeout is 5 s; the Job controller retries
-		 * a refused pod). */
-		api_cfg.request_timeout_ms = pin_deadline_ms > 3000 ? 2000 : (long)pin_deadline_ms * 2 / 3;
-		api_cfg.max_retries = 0;
-		/* A record is a ConfigMap (1 MiB at most, its JSON escaped). */
-		api_cfg.max_response_bytes = 8u * 1024u * 1024u;
-		for (unsigned long i = 0; i < reader_count; i++)
-			if ((err = kube_curl_new(&api_cfg, &reader_curl[i], &cause)) ||
-			    (err = kube_client_new(&api_cfg, &kube_curl_transport, reader_curl[i], NULL,
-						   &readers[i], &cause)))
-				goto out;
-		options.records.readers = readers;
-		options.records.reader_count = reader_count;
-		options.records.request_timeout_ms = (unsigned)api_cfg.request_timeout_ms;
-		options.records.deadline_ms = (unsigned)pin_deadline_ms;
-		own.namespace = getenv("POD_NAMESPACE");
-		own.name = getenv("POD_NAME");
-		own.uid = getenv("POD_UID") ? getenv("POD_UID") : "";
-		if (own.namespace && *own.namespace && own.name && *own.name) {
-			if ((err = kube_curl_new(&api_cfg, &event_curl, &cause)) ||
-			    (err = kube_client_new(&api_cfg, &kube_curl_transport, event_curl, NULL, &own.api,
-						   &cause)))
-				goto out;
-			serve.expiring = certificate_expiring;
-			serve.expiring_arg = &own;
-		}
+		     "reason=\"%s\" effect=\"pods of placed JobSets are refused\"", *cause ? *cause : "");
+		free(*cause);
+		*cause = NULL;
+		return 0;
 	}
-	if ((err = webhook_new(&options, &webhook, &cause)))
-		goto out;
-	posts[0] = (struct http_serve_post_route){
-		.path = "/mutate", .name = "mutate", .handle = webhook_mutate, .arg = webhook
-	};
-	posts[1] = (struct http_serve_post_route){
-		.path = "/validate", .name = "validate", .handle = webhook_validate, .arg = webhook
-	};
-	posts[2] = (struct http_serve_post_route){
-		.path = "/pin", .name = "pin", .handle = webhook_pin, .arg = webhook
-	};
-	serve.posts = posts;
-	serve.post_count = 3;
-	serve.latency = registry;
-	routes.ready = ready_check;
-	/* The admission port is open to the whole cluster (the apiserver's
-	 * address is nobody's to select): no metrics there. */
-	if ((err = http_serve_start_options(listen, &routes, &serve, &server, &cause)))
-		goto out;
+	api->have_cfg = 1;
+	/* A pod's admission waits on this read: short, not retried (the
+	 * apiserver's webhook timeout is 5 s; the Job controller retries a
+	 * refused pod). */
+	api->cfg.request_timeout_ms = s->pin_deadline_ms > 3000 ? 2000 : (long)s->pin_deadline_ms * 2 / 3;
+	api->cfg.max_retries = 0;
+	/* A record is a ConfigMap (1 MiB at most, its JSON escaped). */
+	api->cfg.max_response_bytes = 8u * 1024u * 1024u;
+	for (unsigned long i = 0; i < s->reader_count; i++)
+		if ((err = kube_client_open(&api->cfg, &api->readers[i], cause)))
+			return err;
+	s->options.records.readers = api->readers;
+	s->options.records.reader_count = s->reader_count;
+	s->options.records.request_timeout_ms = (unsigned)api->cfg.request_timeout_ms;
+	s->options.records.deadline_ms = (unsigned)s->pin_deadline_ms;
+	api->own.namespace = getenv("POD_NAMESPACE");
+	api->own.name = getenv("POD_NAME");
+	api->own.uid = getenv("POD_UID") ? getenv("POD_UID") : "";
+	if (api->own.namespace && *api->own.namespace && api->own.name && *api->own.name) {
+		if ((err = kube_client_open(&api->cfg, &api->own.api, cause)))
+			return err;
+		s->serve.expiring = certificate_expiring;
+		s->serve.expiring_arg = &api->own;
+	}
+	return 0;
+}
+
+static void api_close(struct api *api)
+{
+	for (size_t i = 0; i < RECORD_CACHE_READERS_MAX; i++)
+		kube_client_free(api->readers[i]);
+	kube_client_free(api->own.api);
+	if (api->have_cfg)
+		kube_config_free(&api->cfg);
+}
+
+/* ---- serving ---- */
+
+struct servers {
+	struct http_serve *admission, *metrics, *probes;
+};
+
+/* The admission routes over HTTPS (no metrics there: that port is open to
+ * the whole cluster, the apiserver's address being nobody's to select),
+ * /metrics on --metrics-addr, the probes on --health-addr. */
+static int serve(struct settings *s, struct webhook *webhook, struct metrics_registry *registry,
+		 struct http_serve_post_route posts[3], struct servers *out, char **cause)
+{
+	struct http_serve_routes routes = { .ready = ready_check }, health = { .ready = ready_check };
+	int err;
+
+	posts[0] = (struct http_serve_post_route){ "/mutate", "mutate", webhook_mutate, webhook };
+	posts[1] = (struct http_serve_post_route){ "/validate", "validate", webhook_validate, webhook };
+	posts[2] = (struct http_serve_post_route){ "/pin", "pin", webhook_pin, webhook };
+	s->serve.posts = posts;
+	s->serve.post_count = 3;
+	s->serve.latency = registry;
+	if ((err = http_serve_start_options(s->listen, &routes, &s->serve, &out->admission, cause)))
+		return err;
 	routes.metrics = registry;
-	if (strcmp(metrics_addr, "0") != 0 && (err = http_serve_start(metrics_addr, &routes, &plain, &cause)))
-		goto out;
-	if (strcmp(health_addr, "0") != 0) {
-		struct http_serve_routes health = routes;
-
-		health.metrics = NULL; /* probes only: /metrics is 404 there */
-		if ((err = http_serve_start(health_addr, &health, &probes, &cause)))
-			goto out;
-	}
+	if (strcmp(s->metrics_addr, "0") != 0 &&
+	    (err = http_serve_start(s->metrics_addr, &routes, &out->metrics, cause)))
+		return err;
+	if (strcmp(s->health_addr, "0") != 0 &&
+	    (err = http_serve_start(s->health_addr, &health, &out->probes, cause)))
+		return err;
 	mlog(MLOG_INFO, "started",
-	     "listen=%s port=%u threads=%u barrier_port=%u barrier_timeout_default=%u metrics=%s", listen,
-	     http_serve_port(server), serve.threads, options.barrier.barrier_port,
-	     GROUP_CONFIG_TIMEOUT_DEFAULT, strcmp(metrics_addr, "0") ? metrics_addr : "off");
-	while (!atomic_load(&stop_requested)) {
-		struct timespec tick = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
+	     "listen=%s port=%u threads=%u barrier_port=%u barrier_timeout_default=%u metrics=%s", s->listen,
+	     http_serve_port(out->admission), s->serve.threads, s->options.barrier.barrier_port,
+	     GROUP_CONFIG_TIMEOUT_DEFAULT, strcmp(s->metrics_addr, "0") ? s->metrics_addr : "off");
+	return 0;
+}
 
-		nanosleep(&tick, NULL);
-	}
+/* After SIGTERM: /readyz fails, and the webhook keeps answering for
+ * `seconds` while the Service drops this replica. */
+static void drain(unsigned long seconds)
+{
+	struct timespec delay = { .tv_sec = (time_t)seconds, .tv_nsec = 0 };
+
 	atomic_store(&stopping, 1);
-	if (shutdown_delay) {
-		struct timespec delay = { .tv_sec = (time_t)shutdown_delay, .tv_nsec = 0 };
+	if (!seconds)
+		return;
+	mlog(MLOG_INFO, "stopping", "serving_for_s=%lu", seconds);
+	while (nanosleep(&delay, &delay) != 0 && errno == EINTR)
+		;
+}
 
-		mlog(MLOG_INFO, "stopping", "serving_for_s=%lu", shutdown_delay);
-		while (nanosleep(&delay, &delay) != 0 && errno == EINTR)
-			;
-	}
-	exit_code = 0;
-out:
-	if (exit_code) {
-		char quoted[512];
+int main(int argc, char **argv)
+{
+	struct settings s = {
+		.options = { .controller_user = DEFAULT_CONTROLLER_USER,
+			     .barrier = { .barrier_image = DEFAULT_IMAGE,
+					  .image_pull_policy = "IfNotPresent",
+					  .barrier_port = MUSTER_BARRIER_PORT,
+					  .cpu_request = "10m",
+					  .memory_request = "16Mi",
+					  .memory_limit = "32Mi" } },
+		.serve = { .threads = 4,
+			   .connections_max = 512,
+			   .idle_seconds = 60,
+			   .head_seconds = HTTP_SERVE_HEAD_SECONDS,
+			   .body_seconds = 10,
+			   .body_max = DEFAULT_BODY_MAX },
+		.listen = DEFAULT_LISTEN,
+		.metrics_addr = "0",
+		.health_addr = "0",
+		.shutdown_delay = 5,
+		.reader_count = 4,
+		.pin_deadline_ms = RECORD_CACHE_DEADLINE_MS,
+	};
+	struct api api = { 0 };
+	struct servers servers = { 0 };
+	struct http_serve_post_route posts[3];
+	struct metrics_registry *registry = NULL;
+	struct webhook *webhook = NULL;
+	char *cause = NULL, quoted[512];
+	int err, exit_code = parse_flags(argc, argv, &s);
 
+	if (exit_code >= 0)
+		return exit_code;
+	mlog_init("webhook", NULL, NULL);
+	daemon_signals(&stop_requested);
+	if ((err = metrics_registry_new(0, &registry)))
+		cause = strdup("out of memory");
+	else if (!(err = connect_api(&s, &api, &cause)) && !(err = webhook_new(&s.options, &webhook, &cause)))
+		err = serve(&s, webhook, registry, posts, &servers, &cause);
+	if (err) {
 		mlog(MLOG_ERROR, "exit", "err=%d cause=%s", err,
 		     mlog_quote(quoted, sizeof(quoted), cause ? cause : "", cause ? strlen(cause) : 0));
+		exit_code = 1;
 	} else {
+		daemon_wait(&stop_requested);
+		drain(s.shutdown_delay);
 		mlog(MLOG_INFO, "stopped", NULL);
+		exit_code = 0;
 	}
 	free(cause);
-	http_serve_stop(probes);
-	http_serve_stop(plain);
-	http_serve_stop(server);
+	http_serve_stop(servers.probes);
+	http_serve_stop(servers.metrics);
+	http_serve_stop(servers.admission);
 	webhook_free(webhook);
-	for (size_t i = 0; i < RECORD_CACHE_READERS_MAX; i++) {
-		kube_client_free(readers[i]);
-		kube_curl_free(reader_curl[i]);
-	}
-	kube_client_free(own.api);
-	kube_curl_free(event_curl);
-	if (have_api_cfg)
-		kube_config_free(&api_cfg);
+	api_close(&api);
 	metrics_registry_free(registry);
 	return exit_code;
 }

@@ -31,6 +31,7 @@ struct kube_client {
 	unsigned max_retries;
 	uint64_t jitter_state;
 	const atomic_int *stop; /* kube_client_set_stop, or kube_watch_run's while it runs */
+	void (*free_ctx)(void *ctx); /* kube_client_own_transport */
 	struct {
 		_Atomic uint64_t requests, retries, watch_streams, relists, watch_events, list_pages_shrunk;
 		_Atomic uint64_t errors[KUBE_STATS_ERROR_SLOTS];
@@ -112,7 +113,14 @@ int kube_client_new(const struct kube_config *cfg, const struct kube_transport *
 
 void kube_client_free(struct kube_client *client)
 {
+	if (client && client->free_ctx)
+		client->free_ctx(client->ctx);
 	free(client);
+}
+
+void kube_client_own_transport(struct kube_client *client, void (*free_ctx)(void *ctx))
+{
+	client->free_ctx = free_ctx;
 }
 
 static int stopped(const atomic_int *stop)

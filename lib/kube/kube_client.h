@@ -79,6 +79,10 @@ int kube_client_new(const struct kube_config *cfg, const struct kube_transport *
 
 void kube_client_free(struct kube_client *client);
 
+/* From now on kube_client_free also frees the transport's ctx with
+ * free_ctx (kube_client_open uses it). */
+void kube_client_own_transport(struct kube_client *client, void (*free_ctx)(void *ctx));
+
 /* Every request of the client from now on gives up at once with
  * KUBE_ESTOPPED once *stop is non-zero: before it is sent, while it is on
  * the wire, between LIST pages and items, and in its waits (rate limit,

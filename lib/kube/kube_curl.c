@@ -8,6 +8,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kube_curl.h"
+#include "kube_client.h"
 #include "kube_error.h"
 
 #include <stdint.h>
@@ -382,6 +383,27 @@ static int on_send_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, cur
 	(void)ultotal;
 	(void)ulnow;
 	return atomic_load(stop) ? 1 : 0;
+}
+
+static void free_curl(void *ctx)
+{
+	kube_curl_free(ctx);
+}
+
+int kube_client_open(const struct kube_config *cfg, struct kube_client **out, char **cause)
+{
+	struct kube_curl *curl = NULL;
+	int err;
+
+	*out = NULL;
+	if ((err = kube_curl_new(cfg, &curl, cause)))
+		return err;
+	if ((err = kube_client_new(cfg, &kube_curl_transport, curl, NULL, out, cause))) {
+		kube_curl_free(curl);
+		return err;
+	}
+	kube_client_own_transport(*out, free_curl);
+	return KUBE_OK;
 }
 
 static int curl_send(void *ctx, const struct kube_request *req, struct kube_response *resp, char **cause)

@@ -40,4 +40,11 @@ int kube_curl_new(const struct kube_config *cfg, struct kube_curl **out, char **
 
 void kube_curl_free(struct kube_curl *curl);
 
+struct kube_client;
+
+/* The everyday client: a kube_client on a kube_curl of its own, which it
+ * owns (kube_client_free frees both). 0, or a kube_err with *cause and
+ * nothing to free. */
+int kube_client_open(const struct kube_config *cfg, struct kube_client **out, char **cause);
+
 #endif
