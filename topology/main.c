@@ -16,6 +16,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "daemon.h"
 #include "flag.h"
 #include "kjson.h"
 #include "kube_error.h"
@@ -35,6 +36,7 @@ struct options {
 	const char *nodes, *pods, *levels, *hypernodes, *jobset, *output, *depth;
 	const char *kubeconfig, *topology, *jobset_ref, *explain;
 	int cluster_hypernodes;
+	char *levels_copy; /* --levels split: the tree's level names point into it */
 };
 
 /* The API paths read with --kubeconfig. */
@@ -537,41 +539,42 @@ static int check_tree(const struct topo_input *in, const struct topo_tree *t, co
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* Parses the flags into *o and checks they name one of each input: -1 to
+ * run, else the exit code. */
+static int parse_flags(int argc, char **argv, struct options *o)
 {
-	struct options o = { .output = "text", .depth = NULL };
 	const struct flag_def flags[] = {
 		{ FLAG_SECTION, NULL, NULL, "inputs (JSON or YAML, as kubectl writes them):", 0, 0, NULL,
 		  NULL },
 		{ FLAG_TEXT, "--nodes", "FILE", "the nodes: kubectl get nodes -o json", 0, 0, NULL,
-		  &o.nodes },
+		  &o->nodes },
 		{ FLAG_TEXT, "--pods", "FILE",
 		  "pods using the nodes: kubectl get pods -A -o json (bound, not ended)", 0, 0, NULL,
-		  &o.pods },
+		  &o->pods },
 		{ FLAG_TEXT, "--levels", "L1,L2,...", "the topology as node labels, outermost first", 0, 0,
-		  NULL, &o.levels },
+		  NULL, &o->levels },
 		{ FLAG_TEXT, "--hypernodes", "FILE", "or the topology as Volcano HyperNodes", 0, 0, NULL,
-		  &o.hypernodes },
-		{ FLAG_TEXT, "--jobset", "FILE", "the JobSet to place", 0, 0, NULL, &o.jobset },
+		  &o->hypernodes },
+		{ FLAG_TEXT, "--jobset", "FILE", "the JobSet to place", 0, 0, NULL, &o->jobset },
 		{ FLAG_SECTION, NULL, NULL, "or from a live cluster:", 0, 0, NULL, NULL },
 		{ FLAG_TEXT, "--kubeconfig", "FILE",
 		  "read the nodes, and the pods bound and not ended, from the cluster\n(unless --nodes / --pods give files)",
-		  0, 0, NULL, &o.kubeconfig },
+		  0, 0, NULL, &o->kubeconfig },
 		{ FLAG_TEXT, "--topology", "NAME", "the levels of the cluster's Kueue Topology NAME", 0, 0,
-		  NULL, &o.topology },
+		  NULL, &o->topology },
 		{ FLAG_SWITCH, "--cluster-hypernodes", NULL,
-		  "the topology as the cluster's Volcano HyperNodes", 0, 0, NULL, &o.cluster_hypernodes },
+		  "the topology as the cluster's Volcano HyperNodes", 0, 0, NULL, &o->cluster_hypernodes },
 		{ FLAG_TEXT, "--jobset-ref", "NS/NAME", "the cluster's JobSet NS/NAME", 0, 0, NULL,
-		  &o.jobset_ref },
+		  &o->jobset_ref },
 		{ FLAG_TEXT, "--explain", "NS/NAME",
 		  "--jobset-ref NS/NAME, and first what muster-controller says of it:\nits placement state, why it waits, its placement of record",
-		  0, 0, NULL, &o.explain },
+		  0, 0, NULL, &o->explain },
 		{ FLAG_SECTION, NULL, NULL, "output:", 0, 0, NULL, NULL },
 		{ FLAG_TEXT, "--output", "text|json", "text (default), or one JSON object for scripts", 0, 0,
-		  output_problem, &o.output },
+		  output_problem, &o->output },
 		{ FLAG_TEXT, "--depth", "N|all",
 		  "tree levels shown (text); default: all up to 200 domains,\nelse the top level and a summary per level",
-		  0, 0, depth_problem, &o.depth },
+		  0, 0, depth_problem, &o->depth },
 	};
 	static const char head[] =
 		"usage: muster-topology --nodes FILE [--pods FILE] (--levels L1,L2,... | --hypernodes FILE)\n"
@@ -581,155 +584,194 @@ int main(int argc, char **argv)
 		"                       [--depth N|all]\n"
 		"Places a JobSet on a cluster's topology as muster would, and says why when it cannot.\n";
 	static const char tail[] = "exit status: 0 placed, 1 refused (the reason is printed), 2 bad input\n";
-	struct topo_input in;
-	struct topo_tree *t = NULL;
-	struct topo_group groups[TOPO_GROUPS_MAX];
-	struct topo_request req;
-	struct topo_placement *p = NULL;
-	struct topo_live *live = NULL;
-	const char *level_list[TOPO_LEVELS_MAX];
-	char *levels_copy = NULL, *cause = NULL;
-	uint64_t *free_pods = NULL;
-	size_t level_count = 0, depth;
-	int rc = 2, json;
+	int code = daemon_exit_code(flag_parse(argc, argv, "muster-topology", MUSTER_VERSION, head, flags,
+					       sizeof(flags) / sizeof(flags[0]), tail));
 
-	memset(&in, 0, sizeof(in));
-	switch (flag_parse(argc, argv, "muster-topology", MUSTER_VERSION, head, flags,
-			   sizeof(flags) / sizeof(flags[0]), tail)) {
-	case 0:
-		break;
-	case 1:
-		return 0;
-	default:
-		return 2;
-	}
-	if (o.explain) {
-		if (o.jobset_ref) {
+	if (code >= 0)
+		return code;
+	if (o->explain) {
+		if (o->jobset_ref) {
 			fprintf(stderr,
 				"muster-topology: --explain NS/NAME is --jobset-ref NS/NAME and more: give one\n");
 			return 2;
 		}
-		o.jobset_ref = o.explain;
+		o->jobset_ref = o->explain;
 	}
-	if ((!o.nodes && !o.kubeconfig) || !o.jobset == !o.jobset_ref ||
-	    !!o.levels + !!o.hypernodes + !!o.topology + o.cluster_hypernodes != 1 ||
-	    ((o.topology || o.cluster_hypernodes || o.jobset_ref) && !o.kubeconfig)) {
+	if ((!o->nodes && !o->kubeconfig) || !o->jobset == !o->jobset_ref ||
+	    !!o->levels + !!o->hypernodes + !!o->topology + o->cluster_hypernodes != 1 ||
+	    ((o->topology || o->cluster_hypernodes || o->jobset_ref) && !o->kubeconfig)) {
 		fprintf(stderr,
 			"muster-topology: give the nodes (--nodes or --kubeconfig), one JobSet (--jobset or "
 			"--jobset-ref) and one topology (--levels, --hypernodes, --topology or "
 			"--cluster-hypernodes; the last two and --jobset-ref need --kubeconfig); see --help\n");
 		return 2;
 	}
-	json = strcmp(o.output, "json") == 0;
-	if (o.kubeconfig) {
-		char *live_cause = NULL;
+	return -1;
+}
 
-		if (topo_live_open(o.kubeconfig, &live, &live_cause)) {
-			fprintf(stderr, "muster-topology: %s: %s\n", o.kubeconfig,
-				live_cause ? live_cause : "out of memory");
-			free(live_cause);
-			goto out;
-		}
-	}
-	if (o.jobset_ref) {
-		char path[600], ns[254];
-		const char *slash = strchr(o.jobset_ref, '/');
+/* The JobSet, the nodes, the pods and the HyperNodes, from files or the
+ * cluster; 0, or -1 said on stderr. */
+static int load_inputs(const struct options *o, struct topo_live *live, struct topo_input *in)
+{
+	if (o->jobset_ref) {
+		char path[600], ns[254], *cause = NULL;
+		const char *slash = strchr(o->jobset_ref, '/');
 
-		if (slash && (size_t)(slash - o.jobset_ref) < sizeof(ns))
-			snprintf(ns, sizeof(ns), "%.*s", (int)(slash - o.jobset_ref), o.jobset_ref);
-		if (!slash || (size_t)(slash - o.jobset_ref) >= sizeof(ns) ||
+		if (slash && (size_t)(slash - o->jobset_ref) < sizeof(ns))
+			snprintf(ns, sizeof(ns), "%.*s", (int)(slash - o->jobset_ref), o->jobset_ref);
+		if (!slash || (size_t)(slash - o->jobset_ref) >= sizeof(ns) ||
 		    kube_path(path, sizeof(path), &KUBE_JOBSETS, ns, slash + 1, &cause)) {
 			fprintf(stderr, "muster-topology: --jobset-ref: give NAMESPACE/NAME%s%s\n",
 				cause ? ": " : "", cause ? cause : "");
-			goto out;
+			free(cause);
+			return -1;
 		}
-		if (load_live(live, &in, path, NULL, 1, topo_input_jobset_tree))
-			goto out;
-	} else if (load(&in, o.jobset, topo_input_jobset)) {
-		goto out;
+		if (load_live(live, in, path, NULL, 1, topo_input_jobset_tree))
+			return -1;
+	} else if (load(in, o->jobset, topo_input_jobset)) {
+		return -1;
 	}
-	if (o.nodes ? load(&in, o.nodes, topo_input_nodes)
-		    : load_live(live, &in, PATH_NODES, NULL, 0, topo_input_nodes_tree))
-		goto out;
-	if (o.pods ? load(&in, o.pods, topo_input_pods)
-		   : live && load_live(live, &in, PATH_PODS, PODS_HOLDING, 0, topo_input_pods_tree))
-		goto out;
-	if ((o.hypernodes && load(&in, o.hypernodes, topo_input_hypernodes)) ||
-	    (o.cluster_hypernodes &&
-	     load_live(live, &in, PATH_HYPERNODES, NULL, 0, topo_input_hypernodes_tree)))
-		goto out;
-	if (o.topology) {
-		if (!kube_dns_subdomain(o.topology, KUBE_NAME_MAX)) {
+	if (o->nodes ? load(in, o->nodes, topo_input_nodes)
+		     : load_live(live, in, PATH_NODES, NULL, 0, topo_input_nodes_tree))
+		return -1;
+	if (o->pods ? load(in, o->pods, topo_input_pods)
+		    : live && load_live(live, in, PATH_PODS, PODS_HOLDING, 0, topo_input_pods_tree))
+		return -1;
+	if ((o->hypernodes && load(in, o->hypernodes, topo_input_hypernodes)) ||
+	    (o->cluster_hypernodes &&
+	     load_live(live, in, PATH_HYPERNODES, NULL, 0, topo_input_hypernodes_tree)))
+		return -1;
+	return 0;
+}
+
+/* The topology tree from --topology, --levels or the HyperNodes; NULL said
+ * on stderr (or in *cause). */
+static struct topo_tree *build_tree(struct options *o, struct topo_live *live, struct topo_input *in,
+				    char **cause)
+{
+	const char *level_list[TOPO_LEVELS_MAX];
+	size_t level_count = 0;
+	struct topo_tree *t;
+
+	if (o->topology) {
+		if (!kube_dns_subdomain(o->topology, KUBE_NAME_MAX)) {
 			fprintf(stderr, "muster-topology: --topology %s: not a Kubernetes object name\n",
-				o.topology);
-			goto out;
+				o->topology);
+			return NULL;
 		}
-		if (load_topology(live, &in, o.topology, level_list, &level_count))
-			goto out;
-		t = topo_tree_from_levels(&in.cluster, level_list, level_count, &cause);
-	} else if (o.levels) {
+		if (load_topology(live, in, o->topology, level_list, &level_count))
+			return NULL;
+		t = topo_tree_from_levels(&in->cluster, level_list, level_count, cause);
+	} else if (o->levels) {
 		char *save = NULL;
 
-		levels_copy = strdup(o.levels);
-		for (char *tok = levels_copy ? strtok_r(levels_copy, ",", &save) : NULL; tok;
+		o->levels_copy = strdup(o->levels);
+		for (char *tok = o->levels_copy ? strtok_r(o->levels_copy, ",", &save) : NULL; tok;
 		     tok = strtok_r(NULL, ",", &save)) {
 			if (level_count == TOPO_LEVELS_MAX) {
 				fprintf(stderr, "muster-topology: at most %d levels\n", TOPO_LEVELS_MAX);
-				goto out;
+				return NULL;
 			}
 			level_list[level_count++] = tok;
 		}
-		t = topo_tree_from_levels(&in.cluster, level_list, level_count, &cause);
+		t = topo_tree_from_levels(&in->cluster, level_list, level_count, cause);
 	} else {
-		t = topo_tree_from_hypernodes(&in.cluster, in.hypernodes, in.hypernode_count, &cause);
+		t = topo_tree_from_hypernodes(&in->cluster, in->hypernodes, in->hypernode_count, cause);
 	}
-	if (t && check_tree(&in, t, o.nodes ? o.nodes : PATH_NODES))
-		goto out;
-	/* The request as the tree shows it (the strict one: a soft preference
-	 * relaxed by topo_jobset_place has the same shapes). */
-	if (!t || topo_jobset_request(&in.jobset, t, groups, &req, &cause)) {
-		fprintf(stderr, "muster-topology: %s\n", cause ? cause : "out of memory");
-		goto out;
+	if (!t && !*cause)
+		fprintf(stderr, "muster-topology: out of memory\n");
+	if (t && check_tree(in, t, o->nodes ? o->nodes : PATH_NODES)) {
+		topo_tree_free(t);
+		return NULL;
 	}
-	if (o.depth && strcmp(o.depth, "all") != 0) {
-		unsigned long n = 0;
+	return t;
+}
 
-		flag_number(o.depth, 0, TOPO_LEVELS_MAX + 1, &n);
-		depth = n;
-	} else {
-		depth = o.depth || t->domain_count <= FULL_TREE_DOMAINS ? TOPO_LEVELS_MAX + 1 : 1;
-	}
-	free_pods = free_pods_of(t, &req);
+/* The tree with its free room (text), the placement or the refusal; the
+ * exit code. */
+static int report(const struct options *o, struct topo_live *live, struct topo_input *in, struct topo_tree *t,
+		  struct topo_group *groups, struct topo_request *req)
+{
+	struct topo_placement *p = NULL;
+	uint64_t *free_pods = free_pods_of(t, req);
+	int json = strcmp(o->output, "json") == 0, rc;
+	char *cause = NULL;
+	size_t depth;
+
 	if (!free_pods) {
 		fprintf(stderr, "muster-topology: out of memory\n");
-		goto out;
+		return 2;
 	}
-	if (o.explain && !json) {
-		char ns[254];
-		const char *slash = strchr(o.explain, '/');
+	if (o->depth && strcmp(o->depth, "all") != 0) {
+		unsigned long n = 0;
 
-		snprintf(ns, sizeof(ns), "%.*s", (int)(slash - o.explain), o.explain);
+		flag_number(o->depth, 0, TOPO_LEVELS_MAX + 1, &n);
+		depth = n;
+	} else {
+		depth = o->depth || t->domain_count <= FULL_TREE_DOMAINS ? TOPO_LEVELS_MAX + 1 : 1;
+	}
+	if (o->explain && !json) {
+		char ns[254];
+		const char *slash = strchr(o->explain, '/');
+
+		snprintf(ns, sizeof(ns), "%.*s", (int)(slash - o->explain), o->explain);
 		explain(live, ns, slash + 1);
 	}
 	if (!json)
-		print_tree(t, &req, free_pods, depth);
+		print_tree(t, req, free_pods, depth);
 	if (!json && live)
 		print_holders(live);
-	rc = topo_jobset_place(&in.jobset, t, groups, &req, &p, &cause) ? 1 : 0;
+	rc = topo_jobset_place(&in->jobset, t, groups, req, &p, &cause) ? 1 : 0;
 	if (json) {
-		if (print_json(t, &req, p, in.jobset.name, rc ? (cause ? cause : "out of memory") : NULL))
+		if (print_json(t, req, p, in->jobset.name, rc ? (cause ? cause : "out of memory") : NULL))
 			rc = 2;
 	} else if (rc) {
 		printf("refused: %s\n", cause ? cause : "out of memory");
 	} else {
-		print_placement(t, &req, p, in.jobset.name);
+		print_placement(t, req, p, in->jobset.name);
 	}
-out:
+	topo_placement_free(p);
 	free(free_pods);
 	free(cause);
-	free(levels_copy);
-	topo_placement_free(p);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { .output = "text", .depth = NULL };
+	struct topo_input in;
+	struct topo_tree *t = NULL;
+	struct topo_group groups[TOPO_GROUPS_MAX];
+	struct topo_request req;
+	struct topo_live *live = NULL;
+	char *cause = NULL;
+	int rc = parse_flags(argc, argv, &o);
+
+	if (rc >= 0)
+		return rc;
+	rc = 2;
+	memset(&in, 0, sizeof(in));
+	if (o.kubeconfig && topo_live_open(o.kubeconfig, &live, &cause)) {
+		fprintf(stderr, "muster-topology: %s: %s\n", o.kubeconfig, cause ? cause : "out of memory");
+		free(cause);
+		cause = NULL;
+		goto out;
+	}
+	if (load_inputs(&o, live, &in) || !(t = build_tree(&o, live, &in, &cause)))
+		goto out;
+	/* The request as the tree shows it (the strict one: a soft preference
+	 * relaxed by topo_jobset_place has the same shapes). */
+	if (topo_jobset_request(&in.jobset, t, groups, &req, &cause)) {
+		fprintf(stderr, "muster-topology: %s\n", cause ? cause : "out of memory");
+		goto out;
+	}
+	rc = report(&o, live, &in, t, groups, &req);
+out:
+	if (!t && cause)
+		fprintf(stderr, "muster-topology: %s\n", cause);
+	free(cause);
 	topo_tree_free(t);
+	free(o.levels_copy);
 	topo_input_free(&in);
 	topo_live_close(live);
 	return rc;
