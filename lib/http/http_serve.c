@@ -1856,13 +1856,24 @@ static unsigned evict_threshold(unsigned connections_max)
 	return connections_max > spare ? connections_max - spare : 0;
 }
 
+/* The limit libmicrohttpd itself enforces: connections_max and as many
+ * again as the spare eighth. A burst of connections accepted before
+ * libmicrohttpd has let go of those closed to make room for them (a flood
+ * of new connections does that) would otherwise reach its limit, at which
+ * it refuses the next one, a legitimate request among them. */
+static unsigned mhd_limit(const struct http_serve *server)
+{
+	return server->connections_max + (server->connections_max - server->evict_at);
+}
+
 /* Makes room for connections_max descriptors besides HTTP_SERVE_FD_RESERVE
  * for the rest of the process: raises the soft RLIMIT_NOFILE up to the hard
  * one if it is lower, and if even that is too low, serves fewer connections
  * (logged): past the descriptors, accept() fails and nobody is served. */
 static void fit_descriptors(struct http_serve *server)
 {
-	rlim_t need = (rlim_t)server->connections_max + HTTP_SERVE_FD_RESERVE;
+	rlim_t need = (rlim_t)server->connections_max * 2 - evict_threshold(server->connections_max) +
+		      HTTP_SERVE_FD_RESERVE; /* mhd_limit's */
 	struct rlimit limit;
 	unsigned fit;
 
@@ -1878,8 +1889,10 @@ static void fit_descriptors(struct http_serve *server)
 	}
 	if (limit.rlim_cur >= need)
 		return;
-	fit = limit.rlim_cur > HTTP_SERVE_FD_RESERVE + 1 ? (unsigned)(limit.rlim_cur - HTTP_SERVE_FD_RESERVE)
-							 : 1;
+	/* fit and its spare eighth in what is left */
+	fit = limit.rlim_cur > HTTP_SERVE_FD_RESERVE + 2
+		      ? (unsigned)((limit.rlim_cur - HTTP_SERVE_FD_RESERVE) * 8 / 9)
+		      : 1;
 	if (fit < server->threads)
 		fit = server->threads;
 	mlog(MLOG_WARN, "http-connections-reduced",
@@ -2017,7 +2030,7 @@ static int daemon_start(struct http_serve *server, int fd, char **cause)
 	server->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_request, server, MHD_OPTION_EXTERNAL_LOGGER, on_library_message,
 		server, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_CONNECTION_LIMIT,
-		server->connections_max, MHD_OPTION_CONNECTION_TIMEOUT, server->idle_seconds,
+		mhd_limit(server), MHD_OPTION_CONNECTION_TIMEOUT, server->idle_seconds,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_SERVE_CONNECTION_MEMORY,
 		MHD_OPTION_NOTIFY_COMPLETED, on_request_completed, server, MHD_OPTION_ARRAY, extra,
 		MHD_OPTION_END);
