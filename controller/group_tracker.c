@@ -12,6 +12,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "group_tracker.h"
+#include "cause.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -82,25 +83,6 @@ struct group_tracker {
 };
 
 #define BUCKETS_MIN 64
-
-static char *cause_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *cause_text(const char *fmt, ...)
-{
-	char buf[256];
-	char *text;
-	va_list ap;
-	size_t n;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	n = strlen(buf) + 1;
-	text = malloc(n);
-	if (text)
-		memcpy(text, buf, n);
-	return text;
-}
 
 /* FNV-1a: uids are random UUIDs, so a simple hash spreads them well. */
 static uint32_t hash_uid(const char *uid, size_t len)
@@ -264,10 +246,10 @@ static int copy_jobset(struct group_tracker *t, const struct jobset_model *jobse
 	uint64_t expected = group_expected_pods(jobset);
 
 	if (expected > GROUP_TRACKER_PODS_MAX || expected > t->max_records) {
-		*cause = cause_text("JobSet %s/%s expects %llu pods, more than the %zu this tracker holds",
-				    jobset->namespace, jobset->name, (unsigned long long)expected,
-				    t->max_records < GROUP_TRACKER_PODS_MAX ? t->max_records
-									    : (size_t)GROUP_TRACKER_PODS_MAX);
+		cause_err(cause, 0, "JobSet %s/%s expects %llu pods, more than the %zu this tracker holds",
+			  jobset->namespace, jobset->name, (unsigned long long)expected,
+			  t->max_records < GROUP_TRACKER_PODS_MAX ? t->max_records
+								  : (size_t)GROUP_TRACKER_PODS_MAX);
 		return -1;
 	}
 	t->expected = expected;
@@ -282,8 +264,8 @@ struct group_tracker *group_tracker_new(const struct jobset_model *jobset, size_
 
 	*cause = NULL;
 	if (expected > GROUP_TRACKER_PODS_MAX) {
-		*cause = cause_text("JobSet %s/%s expects %llu pods, more than %u", jobset->namespace,
-				    jobset->name, (unsigned long long)expected, GROUP_TRACKER_PODS_MAX);
+		cause_err(cause, 0, "JobSet %s/%s expects %llu pods, more than %u", jobset->namespace,
+			  jobset->name, (unsigned long long)expected, GROUP_TRACKER_PODS_MAX);
 		return NULL;
 	}
 	t = calloc(1, sizeof(*t));
@@ -313,7 +295,7 @@ struct group_tracker *group_tracker_new(const struct jobset_model *jobset, size_
 	t->epoch = group_epoch(jobset->generation, jobset->restarts);
 	return t;
 fail_memory:
-	*cause = cause_text("out of memory for the tracker of JobSet %s/%s", jobset->namespace, jobset->name);
+	cause_err(cause, 0, "out of memory for the tracker of JobSet %s/%s", jobset->namespace, jobset->name);
 fail:
 	group_tracker_free(t);
 	return NULL;
@@ -347,8 +329,8 @@ int group_tracker_set_jobset(struct group_tracker *tracker, const struct jobset_
 {
 	*cause = NULL;
 	if (strcmp(tracker->uid, jobset->uid) != 0) {
-		*cause = cause_text("JobSet %s/%s has a new uid: it needs a new tracker", jobset->namespace,
-				    jobset->name);
+		cause_err(cause, 0, "JobSet %s/%s has a new uid: it needs a new tracker", jobset->namespace,
+			  jobset->name);
 		return -1;
 	}
 	if (jobset->replicated_job_count != tracker->job_count)
@@ -375,8 +357,8 @@ int group_tracker_set_jobset(struct group_tracker *tracker, const struct jobset_
 	}
 	return 0;
 changed:
-	*cause = cause_text("replicated jobs or targets of JobSet %s/%s changed: it needs a new tracker",
-			    jobset->namespace, jobset->name);
+	cause_err(cause, 0, "replicated jobs or targets of JobSet %s/%s changed: it needs a new tracker",
+		  jobset->namespace, jobset->name);
 	return -1;
 }
 

@@ -48,3 +48,36 @@ int cause_replace(char **cause, const char *fmt, ...)
 	va_end(ap);
 	return -1;
 }
+
+char *cause_vformat(const char *fmt, va_list ap)
+{
+	va_list copy;
+	char *text;
+	int n;
+
+	va_copy(copy, ap);
+	n = vsnprintf(NULL, 0, fmt, copy);
+	va_end(copy);
+	if (n < 0 || !(text = malloc((size_t)n + 1)))
+		return NULL;
+	vsnprintf(text, (size_t)n + 1, fmt, ap);
+	utf8_repair(text, (size_t)n); /* a precision ("%.512s") may cut a character */
+	return text;
+}
+
+int cause_verr(char **cause, int err, const char *fmt, va_list ap)
+{
+	if (cause && !*cause)
+		*cause = cause_vformat(fmt, ap);
+	return err;
+}
+
+int cause_err(char **cause, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cause_verr(cause, err, fmt, ap);
+	va_end(ap);
+	return err;
+}

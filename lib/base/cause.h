@@ -26,4 +26,19 @@ int cause_fail(char **cause, const char *fmt, ...) __attribute__((format(printf,
  * must be NULL or a sentence from this module. */
 int cause_replace(char **cause, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+#include <stdarg.h>
+
+/* The form of the layers whose errors are codes (kube_err, negative errno):
+ * sets *cause unless cause is NULL or *cause is set already (the first,
+ * most specific sentence wins), whatever its length, and returns `err`, so
+ * that `return cause_err(cause, -EINVAL, "...")` reads as one step. */
+int cause_err(char **cause, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The same with a va_list. */
+int cause_verr(char **cause, int err, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+
+/* The sentence alone, malloc'd (NULL without memory): for a cause kept
+ * elsewhere than a `char **`. */
+char *cause_vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
 #endif

@@ -16,6 +16,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "metrics.h"
+#include "cause.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -118,41 +119,7 @@ struct metrics_writer {
 	size_t last; /* the family written last: most writes repeat it */
 };
 
-/* ---- causes ---- */
-
-static char *format_text(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
-
-static char *format_text(const char *fmt, va_list ap)
-{
-	va_list copy;
-	char *text;
-	int n;
-
-	va_copy(copy, ap);
-	n = vsnprintf(NULL, 0, fmt, copy);
-	va_end(copy);
-	if (n < 0)
-		return NULL;
-	text = malloc((size_t)n + 1);
-	if (text)
-		vsnprintf(text, (size_t)n + 1, fmt, ap);
-	return text;
-}
-
-/* Sets *cause unless cause is NULL or *cause is set already; returns err. */
-static int set_cause(char **cause, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int set_cause(char **cause, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (cause && !*cause) {
-		va_start(ap, fmt);
-		*cause = format_text(fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
+/* ---- causes: cause_err and cause_vformat (lib/base/cause.h) ---- */
 
 /* Records the render's first failure; later ones are dropped. */
 static void render_fail(struct render *render, int err, const char *fmt, ...)
@@ -166,7 +133,7 @@ static void render_fail(struct render *render, int err, const char *fmt, ...)
 		return;
 	render->err = err;
 	va_start(ap, fmt);
-	render->cause = format_text(fmt, ap);
+	render->cause = cause_vformat(fmt, ap);
 	va_end(ap);
 }
 
@@ -508,15 +475,15 @@ static struct family *family_new(enum metric_type type, const char *name, const 
 static int check_bounds(const double *bounds, size_t count, const char *name, char **cause)
 {
 	if (!bounds || count == 0 || count > METRICS_BUCKETS_MAX)
-		return set_cause(cause, -EINVAL, "%s: a histogram needs 1 to %u bucket bounds", name,
+		return cause_err(cause, -EINVAL, "%s: a histogram needs 1 to %u bucket bounds", name,
 				 METRICS_BUCKETS_MAX);
 	for (size_t i = 0; i < count; i++) {
 		if (!isfinite(bounds[i]))
-			return set_cause(cause, -EINVAL,
+			return cause_err(cause, -EINVAL,
 					 "%s: bucket bound %zu is not finite (+Inf is implicit)", name,
 					 i + 1);
 		if (i && !(bounds[i] > bounds[i - 1]))
-			return set_cause(cause, -EINVAL, "%s: bucket bounds are not increasing at bound %zu",
+			return cause_err(cause, -EINVAL, "%s: bucket bounds are not increasing at bound %zu",
 					 name, i + 1);
 	}
 	return 0;
@@ -545,7 +512,7 @@ static int series_new(enum metric_type type, const char *name, const struct metr
 		emit_labels(&render, &text, labels, order, label_count);
 	}
 	if (render.err) {
-		err = set_cause(cause, render.err, "%s", render.cause ? render.cause : "out of memory");
+		err = cause_err(cause, render.err, "%s", render.cause ? render.cause : "out of memory");
 		goto out;
 	}
 	series = calloc(1, sizeof(*series));
@@ -581,7 +548,7 @@ static int series_new(enum metric_type type, const char *name, const struct metr
 	series = NULL;
 	goto out;
 nomem:
-	err = set_cause(cause, -ENOMEM, "out of memory registering %s", name);
+	err = cause_err(cause, -ENOMEM, "out of memory registering %s", name);
 out:
 	series_free(series, type);
 	free(text.data);
@@ -599,9 +566,9 @@ static int register_series(struct metrics_registry *registry, enum metric_type t
 
 	*out = NULL;
 	if (!registry)
-		return set_cause(cause, -EINVAL, "no registry");
+		return cause_err(cause, -EINVAL, "no registry");
 	if (!valid_metric_name(name))
-		return set_cause(cause, -EINVAL,
+		return cause_err(cause, -EINVAL,
 				 "metric name is not [a-zA-Z_:][a-zA-Z0-9_:]* of at most %u bytes",
 				 METRICS_NAME_MAX);
 	if (type == TYPE_HISTOGRAM && (err = check_bounds(bounds, bound_count, name, cause)) != 0)
@@ -613,13 +580,13 @@ static int register_series(struct metrics_registry *registry, enum metric_type t
 	pthread_mutex_lock(&registry->lock);
 	family = family_find(registry, name);
 	if (family && family->type != type) {
-		err = set_cause(cause, -EINVAL, "%s is registered as a %s", name, type_names[family->type]);
+		err = cause_err(cause, -EINVAL, "%s is registered as a %s", name, type_names[family->type]);
 	} else if (family && (!help != !family->help || (help && strcmp(help, family->help) != 0))) {
-		err = set_cause(cause, -EINVAL, "%s is registered with another help text", name);
+		err = cause_err(cause, -EINVAL, "%s is registered with another help text", name);
 	} else if (family) {
 		for (const struct series *other = family->series; other; other = other->next) {
 			if (strcmp(other->labels, series->labels) == 0) {
-				err = set_cause(cause, -EEXIST, "%s{%s} is registered already", name,
+				err = cause_err(cause, -EEXIST, "%s{%s} is registered already", name,
 						series->labels);
 				break;
 			}
@@ -630,7 +597,7 @@ static int register_series(struct metrics_registry *registry, enum metric_type t
 			*registry->families_tail = family;
 			registry->families_tail = &family->next;
 		} else {
-			err = set_cause(cause, -ENOMEM, "out of memory registering %s", name);
+			err = cause_err(cause, -ENOMEM, "out of memory registering %s", name);
 		}
 	}
 	if (!err) {
@@ -686,10 +653,10 @@ int metrics_collector_register(struct metrics_registry *registry, metrics_collec
 	int err = 0;
 
 	if (!registry || !collect)
-		return set_cause(cause, -EINVAL, "no registry or no collector");
+		return cause_err(cause, -EINVAL, "no registry or no collector");
 	pthread_mutex_lock(&registry->lock);
 	if (registry->collector_count == METRICS_COLLECTORS_MAX) {
-		err = set_cause(cause, -ENOSPC, "more than %u metrics collectors", METRICS_COLLECTORS_MAX);
+		err = cause_err(cause, -ENOSPC, "more than %u metrics collectors", METRICS_COLLECTORS_MAX);
 	} else {
 		registry->collectors[registry->collector_count].collect = collect;
 		registry->collectors[registry->collector_count].arg = arg;
@@ -978,7 +945,7 @@ int metrics_render(struct metrics_registry *registry, char **text, size_t *text_
 	*text = NULL;
 	*text_len = 0;
 	if (!registry)
-		return set_cause(cause, -EINVAL, "no registry");
+		return cause_err(cause, -EINVAL, "no registry");
 	render.max = registry->render_max;
 	pthread_mutex_lock(&registry->lock);
 	for (const struct family *family = registry->families; family && !render.err; family = family->next)

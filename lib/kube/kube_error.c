@@ -4,6 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kube_error.h"
+#include "cause.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,23 +79,9 @@ int kube_err_is_transient(int err)
 int kube_cause(char **cause, int err, const char *fmt, ...)
 {
 	va_list ap;
-	char *text;
-	int n;
 
-	if (!cause || *cause)
-		return err;
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	cause_verr(cause, err, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return err;
-	text = malloc((size_t)n + 1);
-	if (!text)
-		return err;
-	va_start(ap, fmt);
-	vsnprintf(text, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	utf8_repair(text, (size_t)n); /* a precision ("%.512s") may cut a character */
-	*cause = text;
 	return err;
 }
