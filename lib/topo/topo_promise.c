@@ -87,7 +87,8 @@ static int take_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint
 	const struct topo_cluster *c = t->cluster;
 	const struct topo_jobset_group *group = NULL;
 	struct topo_shape shape;
-	size_t lo = c->node_count, hi = 0, cursor;
+	size_t lo = 0, hi = 0, cursor;
+	int matched = 0; /* lo..hi holds the domain's nodes; none: the domain is gone */
 	uint64_t first = from;
 
 	for (size_t g = 0; g < t->jobset->group_count && !group; g++)
@@ -105,8 +106,9 @@ static int take_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint
 	topo_jobset_shape(group, c, &shape, NULL);
 	for (size_t n = 0; n < c->node_count; n++)
 		if (topo_record_selector_matches(selector, &t->nodes[n])) {
-			lo = n < lo ? n : lo;
+			lo = matched ? lo : n;
 			hi = n;
+			matched = 1;
 		}
 	/* First fit: the pods of one run have one shape, and room only shrinks,
 	 * so a node that took no more stays behind the cursor. */
@@ -117,7 +119,7 @@ static int take_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint
 
 		if (i > first && t->bound(t->arg, rj, job, (uint32_t)i))
 			continue;
-		for (; cursor <= hi && cursor < c->node_count; cursor++)
+		for (; matched && cursor <= hi && cursor < c->node_count; cursor++)
 			if (topo_record_selector_matches(selector, &t->nodes[cursor]) &&
 			    fits(c, &t->nodes[cursor], &shape, &why)) {
 				fit = &t->nodes[cursor];
@@ -132,13 +134,13 @@ static int take_run(void *arg, const char *rj, uint32_t job, uint32_t from, uint
 			t->stranded(t->stranded_arg, rj, job, (uint32_t)i);
 		if (!t->out->stranded++) {
 			snprintf(t->out->domain, sizeof(t->out->domain), "%s", selector);
-			t->out->gone = lo > hi;
-			if (lo <= hi)
+			t->out->gone = !matched;
+			if (matched)
 				describe(t, selector, lo, hi, &shape);
 			else
 				snprintf(t->out->why, sizeof(t->out->why), "no node left");
 		}
-		if (lo <= hi) /* the promise still counts, on the domain's first node */
+		if (matched) /* the promise still counts, on the domain's first node */
 			take_room(c, &t->nodes[lo], &shape);
 	}
 	return 0;

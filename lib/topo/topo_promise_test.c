@@ -226,6 +226,34 @@ static void a_domain_with_no_node_left_is_gone_and_unconstrained_pods_take_nothi
 	unmake(&f);
 }
 
+/* Issue 36 L1: a cluster with no Node object at all (a controller started
+ * before the nodes registered, or after every node was deleted): the
+ * domain is gone, and nothing is written anywhere. With the nodes array
+ * NULL the old scan took node 0 of an empty cluster as the domain's first
+ * and wrote through a NULL pointer; with a leftover array it wrote into a
+ * slot no node holds and said "0 nodes" instead of "no node left". */
+static void a_cluster_with_no_nodes_has_every_domain_gone(void **state)
+{
+	struct fixture f;
+	struct topo_promise p;
+
+	(void)state;
+	make(&f, IN_R1, NULL);
+	f.cluster.node_count = 0;
+	topo_promise_take(&f.cluster, NULL, f.jobset, f.record, bound, &f, &p);
+	assert_int_equal(p.reserved, 4);
+	assert_int_equal(p.stranded, 4);
+	assert_true(p.gone);
+	assert_string_equal(p.why, "no node left");
+	/* A leftover array of the nodes seen before: untouched. */
+	take(&f, &p);
+	assert_true(p.gone);
+	assert_string_equal(p.why, "no node left");
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(f.nodes[i].used[CPU], 0);
+	unmake(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +261,7 @@ int main(void)
 		cmocka_unit_test(a_node_not_ready_cordoned_tainted_or_full_strands_pods),
 		cmocka_unit_test(an_untracked_resource_leaves_the_rest_of_the_request_counted),
 		cmocka_unit_test(a_domain_with_no_node_left_is_gone_and_unconstrained_pods_take_nothing),
+		cmocka_unit_test(a_cluster_with_no_nodes_has_every_domain_gone),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
