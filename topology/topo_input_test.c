@@ -1124,6 +1124,27 @@ static void malformed_inputs_name_the_field(void **state)
 		"cannot be combined with kueue.x-k8s.io/podset-slice-required-topology", NULL);
 	decode_fails(topo_input_jobset, RJ("{kueue.x-k8s.io/podset-unconstrained-topology: maybe}", "{}"),
 		     "podset-unconstrained-topology: \"maybe\" is neither true nor false", NULL);
+	/* Issue 36 L5: a sign or a space before the slice size, and an empty
+	 * level, were taken (the JobSet then waited for a domain no node has,
+	 * saying "exclusive-topology  is not a level"). */
+	decode_fails(
+		topo_input_jobset,
+		RJ("{kueue.x-k8s.io/podset-slice-required-topology: rack, kueue.x-k8s.io/podset-slice-size: '+2'}",
+		   "{}"),
+		"podset-slice-size: \"+2\" is not a positive integer", NULL);
+	decode_fails(
+		topo_input_jobset,
+		RJ("{kueue.x-k8s.io/podset-slice-required-topology: rack, kueue.x-k8s.io/podset-slice-size: ' 2'}",
+		   "{}"),
+		"podset-slice-size: \" 2\" is not a positive integer", NULL);
+	decode_fails(topo_input_jobset, RJ("{kueue.x-k8s.io/podset-required-topology: ''}", "{}"),
+		     "podset-required-topology: empty", NULL);
+	decode_fails(
+		topo_input_jobset,
+		"metadata:\n  annotations:\n    alpha.jobset.sigs.k8s.io/exclusive-topology: ''\n"
+		"spec:\n  replicatedJobs:\n  - name: w\n    template:\n      spec:\n        parallelism: 4\n"
+		"        template:\n          spec: {}\n",
+		"exclusive-topology: empty", NULL);
 	decode_fails(
 		topo_input_jobset, RJ("{muster.dev/network-topology: '{mode: hard}'}", "{}"),
 		"annotation muster.dev/network-topology: mode hard needs highestTierAllowed or highestTierName",

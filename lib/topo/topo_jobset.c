@@ -20,6 +20,21 @@
 /* ---- decoding ---- */
 
 /* A Volcano networkTopology object (an annotation's value, or a field). */
+
+/* A level, group or exclusive-topology value: copied like any string, and
+ * refused when empty (an empty name is no level: it would wait forever for
+ * a domain no node has). */
+static int named_copy(struct topo_store *s, const cJSON *obj, const char *key, size_t max, const char **out,
+		      const char *where, const char *field, char **cause)
+{
+	if (topo_field_copy(s, obj, key, max, out, where, field, cause))
+		return -1;
+	if (*out && !**out)
+		return cause_replace(cause, "%s: %s%s: empty; give a level of the topology (a node label)",
+				     where, field, key);
+	return 0;
+}
+
 static int network_of(struct topo_store *s, const cJSON *obj, struct topo_network_request *out,
 		      const char *where, const char *field, char **cause)
 {
@@ -261,14 +276,14 @@ static int decode_annotations(struct topo_store *s, const cJSON *annotations, st
 			return cause_replace(cause, "%s: %s%.64s: not supported by muster-topology", where,
 					     field, a->string);
 	}
-	if (topo_field_copy(s, annotations, KUEUE_ANNOTATION_REQUIRED, TOPO_OBJ_KEY_MAX, &g->required, where,
-			    field, cause) ||
-	    topo_field_copy(s, annotations, KUEUE_ANNOTATION_PREFERRED, TOPO_OBJ_KEY_MAX, &g->preferred,
-			    where, field, cause) ||
-	    topo_field_copy(s, annotations, KUEUE_ANNOTATION_SLICE, TOPO_OBJ_KEY_MAX, &g->slice_level, where,
-			    field, cause) ||
-	    topo_field_copy(s, annotations, KUEUE_ANNOTATION_GROUP, TOPO_NAME_MAX, &g->podset_group, where,
-			    field, cause) ||
+	if (named_copy(s, annotations, KUEUE_ANNOTATION_REQUIRED, TOPO_OBJ_KEY_MAX, &g->required, where,
+		       field, cause) ||
+	    named_copy(s, annotations, KUEUE_ANNOTATION_PREFERRED, TOPO_OBJ_KEY_MAX, &g->preferred, where,
+		       field, cause) ||
+	    named_copy(s, annotations, KUEUE_ANNOTATION_SLICE, TOPO_OBJ_KEY_MAX, &g->slice_level, where,
+		       field, cause) ||
+	    named_copy(s, annotations, KUEUE_ANNOTATION_GROUP, TOPO_NAME_MAX, &g->podset_group, where, field,
+		       cause) ||
 	    topo_field_string(annotations, KUEUE_ANNOTATION_UNCONSTRAINED, 16, &unconstrained, where, field,
 			      cause) ||
 	    topo_field_string(annotations, KUEUE_ANNOTATION_SLICE_SIZE, 16, &slice_size, where, field,
@@ -294,7 +309,9 @@ static int decode_annotations(struct topo_store *s, const cJSON *annotations, st
 
 		errno = 0;
 		v = strtol(slice_size, &end, 10);
-		if (errno || *end || end == slice_size || v < 1 || v > (long)TOPO_PODS_MAX)
+		/* Digits only, as Kueue parses it: no sign, no spaces. */
+		if (errno || *end || end == slice_size || slice_size[0] < '0' || slice_size[0] > '9' ||
+		    v < 1 || v > (long)TOPO_PODS_MAX)
 			return cause_replace(cause, "%s: %s%s: \"%s\" is not a positive integer", where,
 					     field, KUEUE_ANNOTATION_SLICE_SIZE, slice_size);
 		if (((uint64_t)g->replicas * g->pods) % (uint64_t)v)
@@ -340,9 +357,9 @@ static int decode_replicated_job(struct topo_store *s, const cJSON *rj, const st
 	g->replicas = m->replicas;
 	g->pods = m->parallelism < m->completions ? m->parallelism : m->completions;
 	if (decode_annotations(s, kjson_path(pod, "metadata", "annotations", NULL), g, where, cause) ||
-	    topo_field_copy(s, kjson_path(rj, "template", "metadata", "annotations"),
-			    JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY, TOPO_OBJ_KEY_MAX, &g->exclusive, where,
-			    "template.metadata.annotations.", cause))
+	    named_copy(s, kjson_path(rj, "template", "metadata", "annotations"),
+		       JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY, TOPO_OBJ_KEY_MAX, &g->exclusive, where,
+		       "template.metadata.annotations.", cause))
 		return -1;
 	if (!g->exclusive)
 		g->exclusive = exclusive;
@@ -416,14 +433,14 @@ int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobs
 	ann = kjson_path(root, "metadata", "annotations", NULL);
 	if (ann && !cJSON_IsObject(ann))
 		return cause_replace(cause, "jobset: metadata.annotations: not a map");
-	if (topo_field_copy(s, ann, MUSTER_ANNOTATION_TOPOLOGY_REQUIRED, TOPO_OBJ_KEY_MAX,
-			    &out->whole_required, "jobset", field, cause) ||
-	    topo_field_copy(s, ann, MUSTER_ANNOTATION_TOPOLOGY_PREFERRED, TOPO_OBJ_KEY_MAX,
-			    &out->whole_preferred, "jobset", field, cause) ||
+	if (named_copy(s, ann, MUSTER_ANNOTATION_TOPOLOGY_REQUIRED, TOPO_OBJ_KEY_MAX, &out->whole_required,
+		       "jobset", field, cause) ||
+	    named_copy(s, ann, MUSTER_ANNOTATION_TOPOLOGY_PREFERRED, TOPO_OBJ_KEY_MAX, &out->whole_preferred,
+		       "jobset", field, cause) ||
 	    decode_network_annotation(s, ann, "jobset", field, &out->whole_network, cause))
 		return -1;
-	if (topo_field_copy(s, ann, JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY, TOPO_OBJ_KEY_MAX, &exclusive,
-			    "jobset", field, cause))
+	if (named_copy(s, ann, JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY, TOPO_OBJ_KEY_MAX, &exclusive, "jobset",
+		       field, cause))
 		return -1;
 	if (!!out->whole_required + !!out->whole_preferred + out->whole_network.set > 1)
 		return cause_replace(cause, "jobset: metadata.annotations: at most one of %s, %s, %s",
