@@ -1395,6 +1395,89 @@ static void set_template_label(cJSON *jobset, int index, const char *key, const 
 	cJSON_AddStringToObject(labels, key, value);
 }
 
+static void set_suspend_to(cJSON *js, int suspend)
+{
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(js, "spec");
+
+	cJSON_DeleteItemFromObjectCaseSensitive(spec, "suspend");
+	cJSON_AddBoolToObject(spec, "suspend", suspend);
+}
+
+/* Issue 36 L2: a JobSet created suspended with no topology request, given
+ * one by an update while it is still suspended, then resumed, is gated as
+ * at creation (held by its user meanwhile, then waiting and suspended until
+ * placed). Before, the update was let through and its pods ran anywhere. A
+ * running JobSet given one is not suspended for it. */
+static void a_request_given_by_an_update_while_suspended_is_gated(void **state)
+{
+	cJSON *old = cJSON_Parse(STORY2), *now = story2_with_rack(), *patch = cJSON_CreateArray(),
+	      *modified = NULL;
+	char *cause = NULL;
+
+	(void)state;
+	set_suspend_to(old, 1);
+	set_suspend_to(now, 1);
+	assert_int_equal(placement_gate_update(old, now, 0, patch, &modified, &cause), 0);
+	assert_non_null(modified);
+	apply_patch(now, patch);
+	assert_string_equal(annotation_of(now, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_USER_HELD);
+	cJSON_Delete(modified);
+	cJSON_Delete(patch);
+	/* Resumed in the same update: suspended again, waiting. */
+	patch = cJSON_CreateArray();
+	cJSON_Delete(now);
+	now = story2_with_rack();
+	set_suspend_to(now, 0);
+	assert_int_equal(placement_gate_update(old, now, 0, patch, &modified, &cause), 0);
+	apply_patch(now, patch);
+	assert_string_equal(annotation_of(now, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_WAITING);
+	assert_true(suspended_now(now));
+	cJSON_Delete(modified);
+	cJSON_Delete(patch);
+	/* Running: left alone. */
+	patch = cJSON_CreateArray();
+	set_suspend_to(old, 0);
+	cJSON_Delete(now);
+	now = story2_with_rack();
+	set_suspend_to(now, 0);
+	assert_int_equal(placement_gate_update(old, now, 0, patch, &modified, &cause), 0);
+	assert_null(modified);
+	assert_int_equal(cJSON_GetArraySize(patch), 0);
+	cJSON_Delete(patch);
+	cJSON_Delete(now);
+	cJSON_Delete(old);
+}
+
+/* Issue 36 L3: an update that makes a request malformed (a slice size that
+ * does not divide the Job's pods) is refused at once, saying why, as a
+ * create is; before, it was let through and showed only at the resume. */
+static void an_update_that_makes_a_request_malformed_is_refused(void **state)
+{
+	cJSON *old = story2_with_rack(), *now = story2_with_rack(), *patch = cJSON_CreateArray(),
+	      *modified = NULL;
+	cJSON *ann = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(now, 0), "metadata"),
+		"annotations");
+	char *cause = NULL;
+
+	(void)state;
+	cJSON_AddStringToObject(
+		cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(old, "metadata"), "annotations"),
+		MUSTER_ANNOTATION_PLACEMENT, MUSTER_PLACEMENT_USER_HELD);
+	cJSON_DeleteItemFromObjectCaseSensitive(ann, "kueue.x-k8s.io/podset-required-topology");
+	cJSON_AddStringToObject(ann, "kueue.x-k8s.io/podset-slice-required-topology", "rack");
+	cJSON_AddStringToObject(ann, "kueue.x-k8s.io/podset-slice-size", "7");
+	assert_int_equal(placement_gate_update(old, now, 0, patch, &modified, &cause), -1);
+	assert_non_null(cause);
+	assert_non_null(strstr(cause, "placement request: "));
+	assert_non_null(strstr(cause, "podset-slice-size: 7 does not divide"));
+	assert_null(modified);
+	free(cause);
+	cJSON_Delete(patch);
+	cJSON_Delete(now);
+	cJSON_Delete(old);
+}
+
 /* An update that adds the pin route's mark of a Job pinned whole to a pod
  * template of a gated JobSet (upstream JobSet lets a suspended JobSet's pod
  * templates change) loses it, as a JobSet created with it does: JobSet
@@ -1820,6 +1903,8 @@ int main(void)
 		cmocka_unit_test(gate_cases),
 		cmocka_unit_test(gate_holds_a_resume_until_placed),
 		cmocka_unit_test(gate_strips_a_job_pinned_mark_an_update_adds),
+		cmocka_unit_test(a_request_given_by_an_update_while_suspended_is_gated),
+		cmocka_unit_test(an_update_that_makes_a_request_malformed_is_refused),
 		cmocka_unit_test(pod_route_pins_by_job_and_completion_index),
 		cmocka_unit_test(job_route_pins_a_job_whole),
 		cmocka_unit_test(a_job_split_over_racks_gets_the_rack_of_most_of_its_pods),

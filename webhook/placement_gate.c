@@ -441,20 +441,14 @@ static int stripped(const cJSON *jobset, cJSON *patch, cJSON **modified, char **
 	return 0;
 }
 
-int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, const char **skip,
-			  char **cause)
+/* Whether muster is asked to place the JobSet (1) or not (0), its request
+ * decoded and checked: -1 with the cause when the request is malformed. */
+static int asks_muster(const cJSON *jobset, char **cause)
 {
 	struct topo_store store = { .chunk = 4096 };
 	struct topo_jobset request;
-	cJSON *copy = NULL;
-	int err = 0, asks;
+	int asks;
 
-	*modified = NULL;
-	*skip = NULL;
-	if (!placement_gate_mentions(jobset))
-		return stripped(jobset, patch, modified, cause);
-	if ((*skip = owner(jobset)) != NULL)
-		return stripped(jobset, patch, modified, cause);
 	if (topo_jobset_decode(&store, jobset, &request, cause)) {
 		char *inner = *cause;
 
@@ -466,8 +460,36 @@ int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, c
 	}
 	asks = constrains(&request);
 	topo_store_free(&store);
+	return asks;
+}
+
+/* Gates a JobSet that asks for placement: waiting (or held by its user
+ * while suspended), suspended until placed, its pod templates labelled. */
+static int gate(const cJSON *old, const cJSON *jobset, cJSON *patch, cJSON **modified, char **cause);
+
+int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, const char **skip,
+			  char **cause)
+{
+	int asks;
+
+	*modified = NULL;
+	*skip = NULL;
+	if (!placement_gate_mentions(jobset))
+		return stripped(jobset, patch, modified, cause);
+	if ((*skip = owner(jobset)) != NULL)
+		return stripped(jobset, patch, modified, cause);
+	if ((asks = asks_muster(jobset, cause)) < 0)
+		return -1;
 	if (!asks)
 		return stripped(jobset, patch, modified, cause);
+	return gate(NULL, jobset, patch, modified, cause);
+}
+
+static int gate(const cJSON *old, const cJSON *jobset, cJSON *patch, cJSON **modified, char **cause)
+{
+	cJSON *copy = NULL;
+	int err = 0;
+
 	if (indexable(jobset, cause))
 		return -1;
 	if (!(copy = cJSON_Duplicate(jobset, 1)))
@@ -478,8 +500,8 @@ int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, c
 		err = set_suspend(patch, copy);
 	if (!err)
 		err = label_templates(patch, copy);
-	if (!err && strip_pin_marks(NULL, copy, patch))
-		drop_pin_marks(NULL, copy);
+	if (!err && strip_pin_marks(old, copy, patch))
+		drop_pin_marks(old, copy);
 	if (err) {
 		cJSON_Delete(copy);
 		return cause_fail(cause, "out of memory");
@@ -493,11 +515,21 @@ int placement_gate_update(const cJSON *old_jobset, const cJSON *jobset, int from
 {
 	const char *was = state_of(old_jobset), *now = state_of(jobset), *want = NULL;
 	cJSON *copy;
-	int hold = 0, err = 0, pinned;
+	int hold = 0, err = 0, pinned, asks = 0;
 
 	*modified = NULL;
-	if (!was)
-		return 0; /* not gated at creation: nothing to keep */
+	/* A request this update makes malformed is refused, as at creation:
+	 * it would only show at the resume, as a waiting reason. */
+	if (placement_gate_mentions(jobset) && !owner(jobset) && (asks = asks_muster(jobset, cause)) < 0)
+		return -1;
+	if (!was) {
+		/* Not gated at creation. A request given while the JobSet is
+		 * suspended (its pods not made since) is gated as at creation,
+		 * as Kueue honours it; a running JobSet is not suspended for it. */
+		if (asks > 0 && suspended(old_jobset))
+			return gate(old_jobset, jobset, patch, modified, cause);
+		return 0;
+	}
 	/* A pin mark added by this update goes, as at creation. */
 	pinned = strip_pin_marks(old_jobset, jobset, patch);
 	if (strcmp(was, MUSTER_PLACEMENT_PLACED) == 0 && now && strcmp(now, MUSTER_PLACEMENT_WAITING) == 0 &&

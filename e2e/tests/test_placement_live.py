@@ -712,3 +712,39 @@ def test_controller_killed_while_placing_pins_every_pod_and_books_no_rack_twice(
     finally:
         controller.stop()
         print("\n".join(log[-1500:] for log in logs), controller.output()[-6000:])
+
+
+def test_requests_given_or_broken_by_an_update_and_empty_levels(kube, placing):
+    """Issue 36 L2, L3 and L5, as a user edits a JobSet by hand: a request
+    given to a suspended JobSet that had none is gated as at creation and
+    placed once resumed (before, its pods ran anywhere: no Event, no
+    annotation); an update that makes a request malformed is refused at
+    once (before, accepted and only shown at the resume); an empty level is
+    refused at creation (before, admitted and left waiting forever)."""
+    namespace = placing
+    path = JOBSETS.format(namespace)
+    rack_key = api.KUEUE_ANNOTATION_REQUIRED.replace("/", "~1")
+    # L2: suspended, no request; the request comes by an update, then the resume.
+    kube.create(path, jobset("late", pods=4, suspend=True))
+    kube.patch(f"{path}/late", [{"op": "add", "path": "/spec/replicatedJobs/0/template/spec/template/metadata/"
+                                 f"annotations/{rack_key}", "value": RACK}], kind="json")
+    assert state(kube, namespace, "late") == api.PLACEMENT_USER_HELD
+    kube.patch(f"{path}/late", {"spec": {"suspend": False}})
+    wait_for(lambda: state(kube, namespace, "late") == api.PLACEMENT_PLACED, timeout=60,
+             what=f"late placed{story(kube, namespace)}")
+    labels = node_labels(kube)
+    pods = bound_pods(kube, namespace, "late", 4)
+    assert len({rack_of(labels, p["spec"]["nodeName"]) for p in pods}) == 1, [p["spec"]["nodeName"] for p in pods]
+    assert events_of(kube, namespace, "late", "Placed")
+    # L3: a held JobSet's request made malformed by an update: refused, saying why.
+    kube.create(path, jobset("held", {api.KUEUE_ANNOTATION_SLICE: RACK, api.KUEUE_ANNOTATION_SLICE_SIZE: "4"},
+                             pods=4, suspend=True))
+    size_key = api.KUEUE_ANNOTATION_SLICE_SIZE.replace("/", "~1")
+    with pytest.raises(ApiError) as refused:
+        kube.patch(f"{path}/held", [{"op": "replace", "path": "/spec/replicatedJobs/0/template/spec/template/"
+                                     f"metadata/annotations/{size_key}", "value": "3"}], kind="json")
+    assert "placement request" in str(refused.value) and "3 does not divide" in str(refused.value)
+    # L5: an empty level.
+    with pytest.raises(ApiError) as refused:
+        kube.create(path, jobset("empty", annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": ""}))
+    assert "exclusive-topology: empty" in str(refused.value)
