@@ -152,7 +152,7 @@ static int parse_flags(int argc, char **argv, struct settings *s)
 		  0, 0, NULL, &s->serve.tls_key_file },
 		{ FLAG_TEXT, "--listen", "[A:]PORT", "address to serve on (default " DEFAULT_LISTEN ")", 0, 0,
 		  NULL, &s->listen },
-		{ FLAG_NUMBER, "--threads", "N", "worker threads, 1..64 (default 4)", 1, 64, NULL, &threads },
+		{ FLAG_NUMBER, "--threads", "N", "worker threads, 1..64 (default 8)", 1, 64, NULL, &threads },
 		{ FLAG_NUMBER, "--max-connections", "N",
 		  "open connections at most, 1..10000 (default 512); past 7/8\n"
 		  "of it a new one closes the oldest idle or half-open one",
@@ -184,11 +184,11 @@ static int parse_flags(int argc, char **argv, struct settings *s)
 		  "default: the in-cluster service account, else none",
 		  0, 0, NULL, &s->kubeconfig },
 		{ FLAG_NUMBER, "--pin-readers", "N",
-		  "placement records read at once, each its own connection,\n"
-		  "1.." MUSTER_API_TEXT(
-			  RECORD_CACHE_READERS_MAX) " (default 4): a slow read of one JobSet's\n"
-						    "record holds up no other JobSet's pods",
-		  1, RECORD_CACHE_READERS_MAX, NULL, &s->reader_count },
+		  "placement records read at once, each its own connection, 0..64\n"
+		  "(default 0: one per --threads, so that a lookup never waits\n"
+		  "for a reader: a slow read of one JobSet's record holds up only\n"
+		  "its own thread)",
+		  0, RECORD_CACHE_READERS_MAX, NULL, &s->reader_count },
 		{ FLAG_NUMBER, "--pin-deadline-ms", "MS",
 		  "answer every pod and Job at /pin within this, refusing\n"
 		  "(the Job controller retries) when its record cannot be read\n"
@@ -279,6 +279,8 @@ static int connect_api(struct settings *s, struct api *api, char **cause)
 	api->cfg.max_retries = 0;
 	/* A record is a ConfigMap (1 MiB at most, its JSON escaped). */
 	api->cfg.max_response_bytes = 8u * 1024u * 1024u;
+	if (!s->reader_count)
+		s->reader_count = s->serve.threads;
 	for (unsigned long i = 0; i < s->reader_count; i++)
 		if ((err = kube_client_open(&api->cfg, &api->readers[i], cause)))
 			return err;
@@ -368,7 +370,7 @@ int main(int argc, char **argv)
 					  .cpu_request = "10m",
 					  .memory_request = "16Mi",
 					  .memory_limit = "32Mi" } },
-		.serve = { .threads = 4,
+		.serve = { .threads = 8,
 			   .connections_max = 512,
 			   .idle_seconds = 60,
 			   .head_seconds = HTTP_SERVE_HEAD_SECONDS,
@@ -378,7 +380,7 @@ int main(int argc, char **argv)
 		.metrics_addr = "0",
 		.health_addr = "0",
 		.shutdown_delay = 5,
-		.reader_count = 4,
+		.reader_count = 0,
 		.pin_deadline_ms = RECORD_CACHE_DEADLINE_MS,
 	};
 	struct api api = { 0 };

@@ -445,8 +445,12 @@ static int resolve(struct record_cache *c, const char *namespace, const char *jo
 		   uint32_t attempt, const char *replicated_job, uint32_t job_index, uint32_t from,
 		   uint32_t to, int job, char *selector, size_t size, char **cause)
 {
-	uint64_t deadline = monotonic_ms() + c->deadline_ms;
+	uint64_t start = monotonic_ms(), deadline = start + c->deadline_ms;
 	uint64_t reader_until = deadline > c->request_timeout_ms ? deadline - c->request_timeout_ms : 0;
+	/* A lookup waits for others' reads this long at most: it holds one of
+	 * the webhook's few threads meanwhile, which other JobSets' pods need. */
+	uint64_t wait_until =
+		start + RECORD_CACHE_WAIT_MS < deadline ? start + RECORD_CACHE_WAIT_MS : deadline;
 	struct topo_record *record = NULL;
 	struct entry *e, *slot;
 	uint32_t placed;
@@ -478,7 +482,7 @@ static int resolve(struct record_cache *c, const char *namespace, const char *jo
 		}
 		/* Another lookup is reading it: wait for what it reads. */
 		if (loading(c, namespace, jobset)) {
-			if (wait_change(c, deadline)) {
+			if (wait_change(c, wait_until)) {
 				pthread_mutex_unlock(&c->lock);
 				return refused_in_time(c, namespace, jobset, job,
 						       "its read did not end in time", cause);
@@ -486,7 +490,8 @@ static int resolve(struct record_cache *c, const char *namespace, const char *jo
 			continue;
 		}
 		/* A GET begun later could end past the deadline. */
-		if (monotonic_ms() > reader_until || (reader = take_reader(c, reader_until)) < 0) {
+		if (monotonic_ms() > reader_until ||
+		    (reader = take_reader(c, reader_until < wait_until ? reader_until : wait_until)) < 0) {
 			pthread_mutex_unlock(&c->lock);
 			return refused_in_time(c, namespace, jobset, job, "every reader was busy", cause);
 		}

@@ -35,9 +35,12 @@
  * side by side and a slow or hanging apiserver holds up only the lookups
  * that wait for that read. Lookups of one JobSet that miss together make
  * one GET and share what it read. Every lookup answers within `deadline_ms`
- * of its start: a lookup that cannot get a reader in time (deadline less
- * the readers' request timeout), or whose JobSet's read does not end in
- * time, is refused saying so (the Job controller retries it). The first
+ * of its start: a lookup that cannot get a reader in time (RECORD_CACHE_WAIT_MS,
+ * and never later than the deadline less the readers' request timeout), or
+ * whose JobSet's read, begun by another, does not end within
+ * RECORD_CACHE_WAIT_MS, is refused saying so (the Job controller retries
+ * it). So a lookup holds its webhook thread for a read of its own (at most
+ * the request timeout) or a short wait, never a hanging read of another. The first
  * lookup that finds its entry within RECORD_CACHE_AHEAD_S of expiry reads
  * the record again when a reader is free at once, and is answered from
  * what it read; the others go on using the fresh entry. A read ahead that
@@ -60,10 +63,14 @@
 #define RECORD_CACHE_BYTES_MAX (16u * 1024u * 1024u)
 /* Every lookup's answer within this (the apiserver's webhook timeout is 5 s). */
 #define RECORD_CACHE_DEADLINE_MS 3000u
+/* How long a lookup waits for another's read of its record, or for a free
+ * reader, before it is refused (normal reads take milliseconds; a lookup
+ * holds one of the webhook's threads while it waits). */
+#define RECORD_CACHE_WAIT_MS 500u
 /* Records with more text than this are parsed one at a time. */
 #define RECORD_CACHE_LARGE (64u * 1024u)
 /* Most readers a cache takes. */
-#define RECORD_CACHE_READERS_MAX 16
+#define RECORD_CACHE_READERS_MAX 64
 
 struct record_cache_options {
 	/* The API clients that read records, each used by one read at a time

@@ -3,7 +3,7 @@
 apiserver can send (issue 16 §1; `make bench-webhook-memory`, in `make bench`).
 
 No cluster: a CA and a serving certificate from deploy/gen-certs.sh, then,
-for each input, a fresh bin/muster-webhook (default flags: 4 threads) on
+for each input, a fresh bin/muster-webhook (default flags: 8 threads) on
 127.0.0.1, the input POSTed to /mutate over TLS (verified), and from
 /proc/PID/status its peak RSS (VmHWM) and its RSS a second after the answer
 (memory given back or not). Inputs, each an AdmissionReview CREATE of a

@@ -721,3 +721,97 @@ def test_a_pod_label_never_reads_another_namespaces_configmap(kube, hooked):
             assert "victim" not in message and "secret" not in message and "kube-system" not in message, message
     finally:
         kube.delete(f"{victims}/muster-e2e-victim")
+
+
+class HangingApiserver:
+    """An HTTPS apiserver of the test's (gen-certs.sh's CA): GETs of the
+    records of JobSets named slow-* hang `hang` seconds (as a stuck
+    apiserver does) before answering 503; every other GET answers 404."""
+
+    def __init__(self, work, hang):
+        import http.server
+        import threading
+        certs = work / "api-certs"
+        subprocess.run(["bash", str(DEPLOY / "gen-certs.sh"), "--out", str(certs), "--ip", "127.0.0.1"],
+                       check=True, capture_output=True)
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                if "/configmaps/slow-" in self.path:
+                    time.sleep(hang)
+                    code = 503
+                else:
+                    code = 404
+                body = json.dumps({"kind": "Status", "code": code, "message": "not here"}).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.server.daemon_threads = True
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(certs / "tls.crt"), str(certs / "tls.key"))
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.kubeconfig = work / "hanging.kubeconfig"
+        self.kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{self.server.server_port}",
+                                                   "certificate-authority": str(certs / "ca.crt")}}],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def pin_review(jobset, index):
+    return review({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": f"{jobset}-w-0-{index}", "annotations": {"batch.kubernetes.io/job-completion-index": str(index)},
+        "labels": {api.LABEL_PLACEMENT: "true", api.JOBSET_LABEL_NAME: jobset, api.JOBSET_LABEL_UID: "u-1",
+                   api.JOBSET_LABEL_REPLICATED_JOB: "w", api.JOBSET_LABEL_JOB_INDEX: "0"}},
+        "spec": {"containers": [{"name": "c", "image": "x"}]}}, kind=("", "v1", "Pod"))
+
+
+def test_a_hanging_apiserver_holds_up_no_other_jobsets_pods_and_every_pin_answer_comes_in_time(tmp_path):
+    """Issue 34 §5, the real binary against an apiserver that hangs on some
+    records: with a 3 s --pin-deadline-ms, a pod of a JobSet whose record
+    read hangs is refused within the deadline (and so within the webhook's
+    5 s timeoutSeconds), and a pod of another JobSet, sent meanwhile, is
+    answered at once. Before, one lock around every read made the others
+    wait behind the hanging one (answers of up to 14 s)."""
+    import concurrent.futures
+    api_server = HangingApiserver(tmp_path, hang=30)
+    server = Webhook(tmp_path, extra=("--kubeconfig", str(api_server.kubeconfig), "--pin-deadline-ms", "3000"))
+
+    def timed(jobset, index):
+        began = time.monotonic()
+        status, data = server.post("/pin", pin_review(jobset, index))
+        return time.monotonic() - began, status, json.loads(data)["response"]
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            slow = [pool.submit(timed, f"slow-{i % 3}", i) for i in range(6)]
+            time.sleep(0.5)  # the slow reads are in flight
+            fast = [pool.submit(timed, "train", i) for i in range(2)]
+            for future in fast:
+                seconds, status, response = future.result()
+                assert status == 200 and response["allowed"] is False, response
+                assert "no placement of record yet" in response["status"]["message"], response
+                assert seconds < 1.5, f"another JobSet's pod waited {seconds:.2f} s behind a hanging read"
+            for future in slow:
+                seconds, status, response = future.result()
+                assert status == 200 and response["allowed"] is False, response
+                # The deadline, and a second for a busy machine: well inside the 5 s timeout.
+                assert seconds < 3.0 + 1.0, (seconds, response["status"]["message"])
+                assert "slow-" in response["status"]["message"], response
+    finally:
+        server.stop()
+        api_server.stop()
