@@ -18,8 +18,7 @@
 
 /* Resumed: placed from now on, whatever the informer has not shown yet, so
  * the next pass neither places nor resumes it again. */
-void placement_mark_placed(struct placement_loop *loop, const char *namespace, const char *name,
-			   const char *uid)
+static void mark_placed(struct placement_loop *loop, const char *namespace, const char *name, const char *uid)
 {
 	struct pjobset *j;
 
@@ -35,7 +34,7 @@ void placement_mark_placed(struct placement_loop *loop, const char *namespace, c
 }
 
 /* Acts on one decision outside the lock. Returns 1 when it placed. */
-int placement_act(struct placement_loop *loop, struct action *a, double started)
+static int act(struct placement_loop *loop, struct action *a, double started)
 {
 	struct topo_record *kept = NULL, *written = NULL;
 	char *cause = NULL, quoted[1024];
@@ -84,7 +83,7 @@ int placement_act(struct placement_loop *loop, struct action *a, double started)
 		loop->stats.waiting++;
 		loop->retrying++;
 		pthread_mutex_unlock(&loop->lock);
-		return placement_act(loop, a, started);
+		return act(loop, a, started);
 	}
 	if (!err && !kept && topo_record_parse(a->record, strlen(a->record), &written, NULL) != 0)
 		written = NULL;
@@ -119,7 +118,7 @@ int placement_act(struct placement_loop *loop, struct action *a, double started)
 		return 0;
 	}
 	free(cause);
-	placement_mark_placed(loop, a->namespace, a->name, a->uid);
+	mark_placed(loop, a->namespace, a->name, a->uid);
 	mlog(MLOG_INFO, "placed", "jobset=%s/%s pods=%zu domains=\"%s\" ms=%.1f", a->namespace, a->name,
 	     a->pods, a->where, (now_s() - started) * 1e3);
 	{
@@ -136,7 +135,7 @@ int placement_act(struct placement_loop *loop, struct action *a, double started)
 
 /* Suspends a placed JobSet whose pending pods lost their domain, drops its
  * record and lets the next passes place it again. */
-void placement_relocate(struct placement_loop *loop, const struct relocation *r)
+static void relocate(struct placement_loop *loop, const struct relocation *r)
 {
 	char path[KUBE_PATH_MAX], reason[REASON_MAX], *cause = NULL;
 	cJSON *patch = cJSON_CreateObject(), *metadata, *annotations, *spec;
@@ -251,4 +250,59 @@ void placement_relocate(struct placement_loop *loop, const struct relocation *r)
 		     r->promise.why, r->for_s);
 	jobset_event_post(loop->api[API_WRITES].client, r->namespace, r->name, r->uid, "PlacementLost", 1,
 			  reason);
+}
+
+/* Waiting JobSets whose record was written before (the controller stopped
+ * between the record and the resume): resumed, not placed again. */
+void placement_phase_resume(struct pass *p)
+{
+	struct placement_loop *loop = p->loop;
+	const struct unread_list *recorded = &p->recorded;
+
+	for (size_t i = 0; i < recorded->count; i++) {
+		char *cause = NULL;
+		int err = placement_resume(loop, recorded->items[i].namespace, recorded->items[i].name,
+					   recorded->items[i].uid, &cause);
+
+		if (err) {
+			mlog(MLOG_WARN, "placement-write-failed",
+			     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"",
+			     recorded->items[i].namespace, recorded->items[i].name, kube_err_name(err),
+			     cause ? cause : "");
+			pthread_mutex_lock(&loop->lock);
+			loop->stats.waiting++; /* resumed by a pass PLACEMENT_RETRY_S later at most */
+			loop->retrying++;
+			pthread_mutex_unlock(&loop->lock);
+		} else
+			mark_placed(loop, recorded->items[i].namespace, recorded->items[i].name,
+				    recorded->items[i].uid);
+		if (!err)
+			mlog(MLOG_INFO, "placement-resumed",
+			     "jobset=%s/%s reason=\"its placement of record was written before\"",
+			     recorded->items[i].namespace, recorded->items[i].name);
+		free(cause);
+	}
+}
+
+void placement_phase_act(struct pass *p)
+{
+	struct placement_loop *loop = p->loop;
+
+	for (size_t i = 0; i < p->action_count; i++) {
+		int placed = act(loop, &p->actions[i], p->started);
+
+		pthread_mutex_lock(&loop->lock);
+		if (placed) {
+			loop->stats.placements++;
+			loop->promising++; /* its pods are not bound yet: checked from the next pass */
+		} else if (p->actions[i].reason_changed)
+			loop->stats.refusals++;
+		pthread_mutex_unlock(&loop->lock);
+	}
+}
+
+void placement_phase_relocate(struct pass *p)
+{
+	for (size_t i = 0; i < p->relocation_count; i++)
+		relocate(p->loop, &p->relocations[i]);
 }

@@ -117,7 +117,7 @@ static int clear_one(struct placement_loop *loop, const struct clearing *w, cons
  * route refuses them until then), so none runs pods where the old record
  * pointed. A JobSet is placed only after all of its went; a failure is
  * logged and tried again next pass. */
-void placement_clear_due(struct placement_loop *loop)
+static void clear_due(struct placement_loop *loop)
 {
 	struct clear_list c = { 0 };
 
@@ -184,4 +184,9 @@ void placement_clear_due(struct placement_loop *loop)
 		pthread_mutex_unlock(&loop->lock);
 	}
 	free(c.work);
+}
+
+void placement_phase_clear(struct pass *p)
+{
+	clear_due(p->loop);
 }

@@ -78,7 +78,7 @@ static void take(struct topo_cluster *c, struct topo_node *n, const struct topo_
 }
 /* Room for a copy of the snapshot's nodes to model j on (malloc'd), and
  * *level: with no topology at all, the one label the JobSet names, as
- * placement_decide() does. NULL when j cannot be modelled (no topology and no single
+ * decide() does. NULL when j cannot be modelled (no topology and no single
  * label, a topology problem, no node, no memory). */
 static struct topo_node *model_scratch(const struct topology *top, const struct topo_cluster *snapshot,
 				       const struct pjobset *j, const char **level)
@@ -367,7 +367,7 @@ static void keep_worthwhile_relocations(struct pass *p, const struct topology *t
 }
 
 /* Decides under the lock; fills p->actions. */
-void placement_decide(struct pass *p, const struct topology *top)
+static void decide(struct pass *p, const struct topology *top)
 {
 	struct placement_loop *loop = p->loop;
 	struct topo_cluster snapshot, *c = &p->cluster;
@@ -469,4 +469,30 @@ void placement_decide(struct pass *p, const struct topology *top)
 		     p->relocation_count);
 	topo_tree_free(t);
 	free(cause);
+}
+
+/* The decision, and the checks of placed JobSets (lost domains, restarts):
+ * when something waits, Nodes changed (a pod's event cannot take a
+ * domain's nodes away), a placed JobSet changed, or placed pods are not
+ * bound yet. Under the lock, with the JobSets recorded but not resumed
+ * (resumed, not placed again). */
+void placement_phase_decide(struct pass *p)
+{
+	struct placement_loop *loop = p->loop;
+
+	pthread_mutex_lock(&loop->lock);
+	loop->dirty = 0;
+	loop->pods_changed = 0;
+	loop->stats.passes++;
+	name_table_each(&loop->jobsets, placement_collect_recorded, &p->recorded);
+	if (p->placing || loop->nodes_changed || loop->placed_changed || loop->promising) {
+		loop->nodes_changed = 0;
+		loop->placed_changed = 0;
+		decide(p, &p->top);
+		loop->next_hold = p->next_hold;
+		loop->promising = p->promising;
+		loop->stranded = p->stranded;
+	}
+	loop->stats.last_decision_s = now_s() - p->started;
+	pthread_mutex_unlock(&loop->lock);
 }

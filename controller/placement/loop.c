@@ -1,10 +1,11 @@
 /*
- * placement/loop.c: the pass and the lifecycle. run_pass puts the rooms in
- * order (records read, Jobs cleared, topology read, the decision under the
- * lock, then the acts, relocations, moves and retirements outside it);
- * placement_loop_run starts the watches and runs passes when due;
- * placement_loop_new, _free, _ready, _stats and _observe
- * (controller/placement_loop.h).
+ * placement/loop.c: the pass and the lifecycle. A pass is the table
+ * pass_phases run in order over one struct pass (records read, Jobs
+ * cleared, the topology read, the decision under the lock, then outside it
+ * the resumes, acts, relocations, moves and retirements), each phase in its
+ * room; placement_loop_run starts the watches and runs a pass when one is
+ * due; placement_loop_new, _free, _ready, _stats and _observe
+ * (controller/placement_loop.h). Not here: what any phase does.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "placement_int.h"
@@ -17,108 +18,38 @@
 #include "mlog.h"
 #include "../watch_set.h"
 
+/* The phases of a pass, in order, each over the same context (struct
+ * pass) and each taking the lock for what it touches (tmux's cmd_entry
+ * table is the model: a phase is one entry). */
+static void (*const pass_phases[])(struct pass *p) = {
+	placement_phase_records, /* the records of JobSets not read yet */
+	placement_phase_clear, /* Jobs pinned by the old record of JobSets placed again */
+	placement_phase_topology, /* read when anything is to be placed or moved */
+	placement_phase_decide, /* under the lock: placements, relocations, moves */
+	placement_phase_resume, /* outside it: JobSets recorded before, resumed */
+	placement_phase_act, /* placed, or told why they wait */
+	placement_phase_relocate, /* suspended to be placed again */
+	placement_phase_move, /* Jobs moved alone */
+	placement_phase_retire, /* moved Jobs deleted when due */
+};
+
 static void run_pass(struct placement_loop *loop)
 {
-	struct topology top;
-	struct pass p = { .loop = loop };
-	struct unread_list recorded = { 0 };
-	double started = now_s();
-	int placing;
+	struct pass p = { .loop = loop, .started = now_s() };
 
-	memset(&top, 0, sizeof(top));
-	top.store.chunk = 4096;
-	placement_read_records(loop);
-	placement_clear_due(loop);
-	pthread_mutex_lock(&loop->lock);
-	{
-		struct pass probe = { .loop = loop };
-
-		name_table_each(&loop->jobsets, placement_collect_pending, &probe);
-		placing = probe.pending_count > 0;
-		/* Nothing to place nor to move: no API reads. */
-		loop->next_hold = probe.next_hold;
-		if (!probe.pending_count && !loop->stranded) {
-			loop->dirty = 0;
-			loop->pods_changed = 0;
-			loop->stats.waiting = probe.held;
-			loop->retrying = 0;
-			pthread_mutex_unlock(&loop->lock);
-			free(probe.pending);
-			goto resume_only;
-		}
-		free(probe.pending);
-	}
-	pthread_mutex_unlock(&loop->lock);
-	placement_read_topology(loop, &top);
-resume_only:
-	pthread_mutex_lock(&loop->lock);
-	loop->dirty = 0;
-	loop->pods_changed = 0;
-	loop->stats.passes++;
-	/* Recorded but not resumed: resumed, not placed again. */
-	name_table_each(&loop->jobsets, placement_collect_recorded, &recorded);
-	/* The decision, and the checks of placed JobSets (lost domains,
-	 * restarts): when something waits, Nodes changed (a pod's event cannot
-	 * take a domain's nodes away), a placed JobSet changed, or placed pods
-	 * are not bound yet. */
-	if (placing || loop->nodes_changed || loop->placed_changed || loop->promising) {
-		loop->nodes_changed = 0;
-		loop->placed_changed = 0;
-		placement_decide(&p, &top);
-		loop->next_hold = p.next_hold;
-		loop->promising = p.promising;
-		loop->stranded = p.stranded;
-	}
-	loop->stats.last_decision_s = now_s() - started;
-	pthread_mutex_unlock(&loop->lock);
-	for (size_t i = 0; i < recorded.count; i++) {
-		char *cause = NULL;
-		int err = placement_resume(loop, recorded.items[i].namespace, recorded.items[i].name,
-					   recorded.items[i].uid, &cause);
-
-		if (err) {
-			mlog(MLOG_WARN, "placement-write-failed",
-			     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"",
-			     recorded.items[i].namespace, recorded.items[i].name, kube_err_name(err),
-			     cause ? cause : "");
-			pthread_mutex_lock(&loop->lock);
-			loop->stats.waiting++; /* resumed by a pass PLACEMENT_RETRY_S later at most */
-			loop->retrying++;
-			pthread_mutex_unlock(&loop->lock);
-		} else
-			placement_mark_placed(loop, recorded.items[i].namespace, recorded.items[i].name,
-					      recorded.items[i].uid);
-		if (!err)
-			mlog(MLOG_INFO, "placement-resumed",
-			     "jobset=%s/%s reason=\"its placement of record was written before\"",
-			     recorded.items[i].namespace, recorded.items[i].name);
-		free(cause);
-	}
-	for (size_t i = 0; i < p.action_count; i++) {
-		int placed = placement_act(loop, &p.actions[i], started);
-
-		pthread_mutex_lock(&loop->lock);
-		if (placed) {
-			loop->stats.placements++;
-			loop->promising++; /* its pods are not bound yet: checked from the next pass */
-		} else if (p.actions[i].reason_changed)
-			loop->stats.refusals++;
-		pthread_mutex_unlock(&loop->lock);
+	p.top.store.chunk = 4096;
+	for (size_t i = 0; i < sizeof(pass_phases) / sizeof(pass_phases[0]); i++)
+		pass_phases[i](&p);
+	for (size_t i = 0; i < p.action_count; i++)
 		free(p.actions[i].record);
-	}
-	for (size_t i = 0; i < p.relocation_count; i++)
-		placement_relocate(loop, &p.relocations[i]);
-	for (size_t i = 0; i < p.move_count; i++) {
-		placement_move_jobs(loop, &p.moves[i]);
+	for (size_t i = 0; i < p.move_count; i++)
 		free(p.moves[i].record);
-	}
 	free(p.moves);
-	placement_retire_due(loop);
 	free(p.relocations);
-	free(recorded.items);
+	free(p.recorded.items);
 	free(p.actions);
 	free(p.pending);
-	topo_store_free(&top.store);
+	topo_store_free(&p.top.store);
 }
 
 int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cause)

@@ -81,7 +81,7 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 		/* Found waiting by a LIST (this controller's start, a new
 		 * leader, a watch expired): it may be one the last leader was
 		 * placing again, whose Jobs pinned whole by the old record
-		 * stay; they go before it is placed (placement_clear_due). One made
+		 * stay; they go before it is placed (clear_due). One made
 		 * since, not placed yet, has no Job (the pin route refuses
 		 * them until it is placed): a GET of each name finds none. */
 		j->clear_jobs = e->relist && strcmp(state, MUSTER_PLACEMENT_WAITING) == 0;

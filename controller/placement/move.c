@@ -104,7 +104,7 @@ void placement_note_moved(struct placement_loop *loop, struct pjobset *j, const 
  * (a Job JobSet makes meanwhile is checked by its pods' pins). Any failure
  * leaves everything as it was: the next pass finds the pods still stranded
  * and tries again. */
-void placement_move_jobs(struct placement_loop *loop, const struct move *m)
+static void move_jobs(struct placement_loop *loop, const struct move *m)
 {
 	enum release_owner owner = RELEASE_OWNER_FOREIGN;
 	cJSON *configmap = NULL, *patch = NULL, *metadata, *annotations, *data;
@@ -258,4 +258,10 @@ void placement_move_jobs(struct placement_loop *loop, const struct move *m)
 	}
 	jobset_event_post(loop->api[API_WRITES].client, m->namespace, m->name, m->uid, "PlacementMoved", 1,
 			  m->reason);
+}
+
+void placement_phase_move(struct pass *p)
+{
+	for (size_t i = 0; i < p->move_count; i++)
+		move_jobs(p->loop, &p->moves[i]);
 }

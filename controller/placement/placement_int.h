@@ -75,7 +75,7 @@ struct pjobset {
 	double relocated_at; /* when this controller last suspended it to place it again */
 	int clear_jobs; /* placed again: its Jobs pinned (whole or a share) by the old record go before it is
 			   placed */
-	int relocating; /* suspended by placement_relocate(); the informer has not shown it yet */
+	int relocating; /* suspended by relocate() (act.c); the informer has not shown it yet */
 	uint32_t record_attempt; /* the attempt `record` places (a record of before attempts: the current one)
 				  */
 	double stranded_since; /* 0, or since when pods not bound have no room in their domain */
@@ -262,8 +262,24 @@ struct action {
 	char where[256]; /* the domains, for the Event */
 };
 
+/* JobSets whose record was never read: read once (a restart finds the
+ * placements of record there). */
+struct unread {
+	char namespace[64], name[254], uid[129];
+};
+
+struct unread_list {
+	struct unread *items;
+	size_t count, cap;
+};
+
+/* The context of a pass, which every phase of loop.c's table works on. */
 struct pass {
 	struct placement_loop *loop;
+	double started; /* monotonic: the pass's start */
+	struct topology top; /* read only when something is to be placed or moved */
+	int placing; /* a JobSet waits to be placed */
+	struct unread_list recorded; /* recorded but not resumed: resumed, not placed again */
 	struct topo_cluster cluster;
 	struct pjobset **pending;
 	size_t pending_count, pending_cap;
@@ -283,17 +299,6 @@ struct pass {
 	size_t relocation_count, relocation_cap;
 	struct move *moves; /* of those, the ones whose stranded Jobs move alone */
 	size_t move_count;
-};
-
-/* JobSets whose record was never read: read once (a restart finds the
- * placements of record there). */
-struct unread {
-	char namespace[64], name[254], uid[129];
-};
-
-struct unread_list {
-	struct unread *items;
-	size_t count, cap;
 };
 
 /* The pod route caches a record this long (webhook/record_cache.h): a
@@ -316,8 +321,6 @@ void placement_set_record(struct pjobset *j, struct topo_record *record);
 
 /* ---- topology.c: the topology of a pass ---- */
 
-/* Reads the topology of this pass (outside the lock). */
-void placement_read_topology(struct placement_loop *loop, struct topology *t);
 /* The tree of `c` by the topology's levels or HyperNodes, or NULL and a cause. */
 struct topo_tree *placement_build_tree(const struct topology *top, const struct topo_cluster *c,
 				       char **cause);
@@ -341,8 +344,6 @@ int placement_resume(struct placement_loop *loop, const char *namespace, const c
 		     char **cause);
 int placement_write_reason(struct placement_loop *loop, const char *namespace, const char *name,
 			   const char *uid, const char *reason, char **cause);
-/* Reads the record of every JobSet not read yet (outside the lock). */
-void placement_read_records(struct placement_loop *loop);
 /* name_table_each: waiting JobSets whose record exists, to resume (arg: struct unread_list). */
 void placement_collect_recorded(void *arg, struct name_node *node);
 
@@ -361,16 +362,8 @@ void placement_reserve_others(struct pass *p, const struct topo_cluster *snapsho
 /* name_table_each: the waiting JobSets to place this pass (arg: struct pass). */
 void placement_collect_pending(void *arg, struct name_node *node);
 const struct topo_jobset_group *placement_group_named(const struct pjobset *j, const char *name);
-/* Decides under the lock; fills p->actions, p->relocations, p->moves. */
-void placement_decide(struct pass *p, const struct topology *top);
 
 /* ---- act.c: the decisions carried out, outside the lock ---- */
-
-void placement_mark_placed(struct placement_loop *loop, const char *namespace, const char *name,
-			   const char *uid);
-/* 1 when it placed. */
-int placement_act(struct placement_loop *loop, struct action *a, double started);
-void placement_relocate(struct placement_loop *loop, const struct relocation *r);
 
 /* ---- move.c: Jobs moved alone ---- */
 
@@ -380,13 +373,16 @@ void placement_move_failed(struct placement_loop *loop, const char *namespace, c
 			   const char *uid);
 void placement_note_moved(struct placement_loop *loop, struct pjobset *j, const char *rj, uint32_t job,
 			  double until);
-void placement_move_jobs(struct placement_loop *loop, const struct move *m);
+/* ---- the phases of a pass, in the order loop.c runs them ---- */
 
-/* ---- retire.c, clear.c: Jobs deleted when due ---- */
-
-/* The moved Jobs whose time has come (outside the lock). */
-void placement_retire_due(struct placement_loop *loop);
-/* The Jobs pinned by the old record of JobSets placed again (outside the lock). */
-void placement_clear_due(struct placement_loop *loop);
+void placement_phase_records(struct pass *p); /* record.c: the records not read yet */
+void placement_phase_clear(struct pass *p); /* clear.c: Jobs pinned by an old record */
+void placement_phase_topology(struct pass *p); /* topology.c: read if anything is to place or move */
+void placement_phase_decide(struct pass *p); /* decide.c: the decision, under the lock */
+void placement_phase_resume(struct pass *p); /* act.c: JobSets recorded before, resumed */
+void placement_phase_act(struct pass *p); /* act.c: placed, or told why they wait */
+void placement_phase_relocate(struct pass *p); /* act.c: suspended to be placed again */
+void placement_phase_move(struct pass *p); /* move.c: Jobs moved alone */
+void placement_phase_retire(struct pass *p); /* retire.c: moved Jobs deleted when due */
 
 #endif

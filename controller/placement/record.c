@@ -319,7 +319,7 @@ static void collect_unread(void *arg, struct name_node *node)
 	l->count++;
 }
 
-void placement_read_records(struct placement_loop *loop)
+static void read_records(struct placement_loop *loop)
 {
 	struct unread_list l = { 0 };
 
@@ -383,4 +383,9 @@ void placement_collect_recorded(void *arg, struct name_node *node)
 	j->record_checked = 1;
 	if (l->count == before)
 		j->resuming = 0; /* no memory: placed again instead */
+}
+
+void placement_phase_records(struct pass *p)
+{
+	read_records(p->loop);
 }

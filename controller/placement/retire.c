@@ -226,7 +226,7 @@ static int retire_one(struct placement_loop *loop, const struct retiring *w, con
  * are gone; preconditions on the Job's uid, so a Job made again since is
  * never deleted), then drops them from the annotation. Gone already or
  * made again counts as done. A failure is retried on the next pass. */
-void placement_retire_due(struct placement_loop *loop)
+static void retire_due(struct placement_loop *loop)
 {
 	struct retiring *work = NULL;
 	size_t work_count = 0;
@@ -341,4 +341,9 @@ void placement_retire_due(struct placement_loop *loop)
 		free(w->due);
 	}
 	free(work);
+}
+
+void placement_phase_retire(struct pass *p)
+{
+	retire_due(p->loop);
 }

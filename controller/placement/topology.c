@@ -83,7 +83,7 @@ static int use_hypernodes(struct topology *t, const cJSON *items)
 }
 
 /* Reads the topology of this pass (outside the lock). */
-void placement_read_topology(struct placement_loop *loop, struct topology *t)
+static void read_topology(struct placement_loop *loop, struct topology *t)
 {
 	char path[KUBE_PATH_MAX], *cause = NULL;
 	cJSON *object = NULL, *items = NULL;
@@ -206,4 +206,29 @@ struct topo_tree *placement_build_tree(const struct topology *top, const struct 
 	if (top->from_hypernodes)
 		return topo_tree_from_hypernodes(c, top->hypernodes, top->hypernode_count, cause);
 	return topo_tree_from_levels(c, top->levels, top->level_count, cause);
+}
+
+/* Reads the topology only when something waits to be placed or a placed
+ * JobSet may have to move: a pass with neither makes no API read. */
+void placement_phase_topology(struct pass *p)
+{
+	struct placement_loop *loop = p->loop;
+	struct pass probe = { .loop = loop };
+
+	pthread_mutex_lock(&loop->lock);
+	name_table_each(&loop->jobsets, placement_collect_pending, &probe);
+	p->placing = probe.pending_count > 0;
+	loop->next_hold = probe.next_hold;
+	if (!probe.pending_count && !loop->stranded) {
+		loop->dirty = 0;
+		loop->pods_changed = 0;
+		loop->stats.waiting = probe.held;
+		loop->retrying = 0;
+		pthread_mutex_unlock(&loop->lock);
+		free(probe.pending);
+		return;
+	}
+	free(probe.pending);
+	pthread_mutex_unlock(&loop->lock);
+	read_topology(loop, &p->top);
 }
