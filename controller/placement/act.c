@@ -27,8 +27,8 @@ static void mark_placed(struct placement_loop *loop, const char *namespace, cons
 	if (j && strcmp(j->uid, uid) == 0) {
 		snprintf(j->state, sizeof(j->state), "%s", MUSTER_PLACEMENT_PLACED);
 		j->suspended = 0; /* resumed: its room is promised from now on */
-		j->resuming = 0;
-		j->relocating = 0;
+		j->rec.resuming = 0;
+		j->relocation.relocating = 0;
 	}
 	pthread_mutex_unlock(&loop->lock);
 }
@@ -95,7 +95,7 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 		j = (struct pjobset *)name_table_find(&loop->jobsets, a->namespace, a->name);
 		if (j && strcmp(j->uid, a->uid) == 0) {
 			placement_set_record(j, kept ? kept : written);
-			j->record_checked = 1;
+			j->rec.record_checked = 1;
 			kept = written = NULL;
 		}
 		pthread_mutex_unlock(&loop->lock);
@@ -199,29 +199,29 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 	if (j && strcmp(j->uid, r->uid) == 0) {
 		placement_set_record(j, NULL);
 		/* Moved Jobs not deleted yet: the whole JobSet is placed again. */
-		free(j->retire);
-		j->retire = NULL;
-		j->retire_count = 0;
-		j->record_checked = 1;
+		free(j->moving.retire);
+		j->moving.retire = NULL;
+		j->moving.retire_count = 0;
+		j->rec.record_checked = 1;
 		j->suspended = 1;
-		j->relocating = 1;
+		j->relocation.relocating = 1;
 		snprintf(j->state, sizeof(j->state), "%s", MUSTER_PLACEMENT_WAITING);
 		/* The pod route may hold the old record a while; a new attempt's
 		 * pods are never pinned by an earlier attempt's (record_cache.h). */
-		j->hold_until = r->kind == RELOCATE_RESTART ? 0 : now_s() + loop->hold_s;
+		j->relocation.hold_until = r->kind == RELOCATE_RESTART ? 0 : now_s() + loop->hold_s;
 		/* Its Jobs stay (JobSet suspends them): a Job pinned whole
 		 * carries the old domain in its pod template. They are deleted
 		 * at the hold's end, once no cached old record can pin a Job
 		 * made again; a new attempt's Jobs are new. */
-		j->clear_jobs = r->kind != RELOCATE_RESTART;
-		j->relocated_at = now_s();
-		j->stranded_since = 0;
-		j->move_stuck = 0;
-		j->move_failures = 0;
+		j->relocation.clear_jobs = r->kind != RELOCATE_RESTART;
+		j->relocation.relocated_at = now_s();
+		j->promise.stranded_since = 0;
+		j->moving.move_stuck = 0;
+		j->moving.move_failures = 0;
 		/* Placed afresh: no Job of the new placement has started. */
-		free(j->started);
-		j->started = NULL;
-		j->started_count = 0;
+		free(j->promise.started);
+		j->promise.started = NULL;
+		j->promise.started_count = 0;
 	}
 	if (r->kind == RELOCATE_RESTART)
 		loop->stats.restarts++;

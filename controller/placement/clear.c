@@ -35,10 +35,10 @@ static void collect_clear(void *arg, struct name_node *node)
 	struct pjobset *j = (struct pjobset *)node;
 	struct clearing *grown, *w;
 
-	if (!j->clear_jobs || j->hold_until > now_s())
+	if (!j->relocation.clear_jobs || j->relocation.hold_until > now_s())
 		return;
 	if (!j->decoded) { /* no Job names to read: nothing of it was pinned by this request */
-		j->clear_jobs = 0;
+		j->relocation.clear_jobs = 0;
 		return;
 	}
 	if (!(grown = realloc(c->work, (c->count + 1) * sizeof(*grown))))
@@ -160,7 +160,7 @@ static void clear_due(struct placement_loop *loop)
 										      w->namespace, w->name);
 
 				if (j && strcmp(j->uid, w->uid) == 0)
-					j->hold_until = now_s() + CLEAR_RETRY_S;
+					j->relocation.hold_until = now_s() + CLEAR_RETRY_S;
 			}
 			pthread_mutex_unlock(&loop->lock);
 			continue;
@@ -178,7 +178,7 @@ static void clear_due(struct placement_loop *loop)
 				(struct pjobset *)name_table_find(&loop->jobsets, w->namespace, w->name);
 
 			if (j && strcmp(j->uid, w->uid) == 0)
-				j->clear_jobs = 0;
+				j->relocation.clear_jobs = 0;
 			mark_dirty(loop);
 		}
 		pthread_mutex_unlock(&loop->lock);

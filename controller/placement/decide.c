@@ -23,13 +23,13 @@ void placement_collect_pending(void *arg, struct name_node *node)
 
 	/* Not before its record was read: a record written before must be
 	 * honoured, not a second placement made. */
-	if (strcmp(j->state, MUSTER_PLACEMENT_WAITING) != 0 || j->finished || j->resuming ||
-	    !j->record_checked)
+	if (strcmp(j->state, MUSTER_PLACEMENT_WAITING) != 0 || j->finished || j->rec.resuming ||
+	    !j->rec.record_checked)
 		return;
-	if (j->hold_until > now_s() || j->clear_jobs) {
+	if (j->relocation.hold_until > now_s() || j->relocation.clear_jobs) {
 		p->held++;
-		if (!p->next_hold || j->hold_until < p->next_hold)
-			p->next_hold = j->hold_until;
+		if (!p->next_hold || j->relocation.hold_until < p->next_hold)
+			p->next_hold = j->relocation.hold_until;
 		return;
 	}
 	if (p->pending_count == p->pending_cap) {
@@ -249,23 +249,24 @@ static int try_move(struct pass *p, const struct topology *top, const struct top
 	char where[256], *text = NULL, *cause = NULL;
 	int rc = -1;
 
-	if (!top->read || !j->record || !j->decoded || !(scratch = model_scratch(top, snapshot, j, &level)))
+	if (!top->read || !j->rec.record || !j->decoded ||
+	    !(scratch = model_scratch(top, snapshot, j, &level)))
 		return 0;
 	/* Which Jobs have pods with no room, every other JobSet's room taken. */
 	placement_reserve_others(p, snapshot, &c, scratch, j);
 	p->current = j;
-	topo_promise_take_each(&c, scratch, &j->request, j->record, placement_pod_bound, p, note_stranded,
+	topo_promise_take_each(&c, scratch, &j->request, j->rec.record, placement_pod_bound, p, note_stranded,
 			       &stranded, &promise);
 	if (stranded.count && !stranded.overflow) {
 		/* Afresh: the others' room and that of j's staying Jobs. */
 		placement_reserve_others(p, snapshot, &c, scratch, j);
 		p->current = j;
-		topo_promise_take(&c, scratch, &j->request, j->record, bound_or_moving, &sm, &promise);
+		topo_promise_take(&c, scratch, &j->request, j->rec.record, bound_or_moving, &sm, &promise);
 		t = level ? topo_tree_from_levels(&c, &level, 1, &cause)
 			  : placement_build_tree(top, &c, &cause);
 		if (t)
-			rc = topo_move(&j->request, t, j->record, stranded.jobs, stranded.count, &text, where,
-				       sizeof(where), &cause);
+			rc = topo_move(&j->request, t, j->rec.record, stranded.jobs, stranded.count, &text,
+				       where, sizeof(where), &cause);
 	}
 	if (rc == TOPO_MOVE_PLACED) {
 		struct move *grown = realloc(p->moves, (p->move_count + 1) * sizeof(*grown)), *m;
@@ -310,8 +311,8 @@ static int try_move(struct pass *p, const struct topology *top, const struct top
 		} else {
 			rc = -1;
 		}
-	} else if (!j->move_refused_noted && (cause || stranded.overflow)) {
-		j->move_refused_noted = 1;
+	} else if (!j->moving.move_refused_noted && (cause || stranded.overflow)) {
+		j->moving.move_refused_noted = 1;
 		mlog(MLOG_INFO, "placement-move-refused", "jobset=%s/%s jobs=%zu reason=\"%s\"", j->namespace,
 		     j->name, stranded.count,
 		     stranded.overflow ? "more Jobs lost room than are moved alone" : cause);
@@ -345,7 +346,7 @@ static void keep_worthwhile_relocations(struct pass *p, const struct topology *t
 		 * holds this one's record (a second later). */
 		if (r->kind == RELOCATE_LOST && p->move_count)
 			continue;
-		if (r->kind == RELOCATE_LOST && j->move_failures < MOVE_FAILURES_MAX &&
+		if (r->kind == RELOCATE_LOST && j->moving.move_failures < MOVE_FAILURES_MAX &&
 		    try_move(p, top, snapshot, j, r))
 			continue; /* its stranded Jobs move alone */
 		fits = r->kind != RELOCATE_LOST || r->promise.gone ? 1 : fits_elsewhere(p, top, snapshot, j);
@@ -354,8 +355,8 @@ static void keep_worthwhile_relocations(struct pass *p, const struct topology *t
 			p->relocations[kept++] = *r;
 			continue;
 		}
-		if (fits == 0 && !j->no_room_noted) {
-			j->no_room_noted = 1;
+		if (fits == 0 && !j->promise.no_room_noted) {
+			j->promise.no_room_noted = 1;
 			mlog(MLOG_WARN, "placement-stranded",
 			     "jobset=%s/%s pods=%llu domain=\"%s\" nodes=\"%s\" seconds=%.1f "
 			     "action=\"kept: the cluster has no other room for it now; checked again\"",

@@ -20,12 +20,12 @@ static void pjobset_free(struct pjobset *j)
 	if (!j)
 		return;
 	topo_store_free(&j->store);
-	topo_record_free(j->record);
-	free(j->retire);
-	for (size_t i = 0; i < j->moved_count; i++)
-		free(j->moved[i].old_pods);
-	free(j->moved);
-	free(j->started);
+	topo_record_free(j->rec.record);
+	free(j->moving.retire);
+	for (size_t i = 0; i < j->moving.moved_count; i++)
+		free(j->moving.moved[i].old_pods);
+	free(j->moving.moved);
+	free(j->promise.started);
 	free(j);
 }
 
@@ -33,11 +33,11 @@ static void pjobset_free(struct pjobset *j)
  * record of before attempts were written places the current attempt. */
 void placement_set_record(struct pjobset *j, struct topo_record *record)
 {
-	topo_record_free(j->record);
-	j->record = record;
-	j->record_attempt = !record			      ? 0
-			    : topo_record_has_attempt(record) ? topo_record_attempt(record)
-							      : j->restarts;
+	topo_record_free(j->rec.record);
+	j->rec.record = record;
+	j->rec.record_attempt = !record				  ? 0
+				: topo_record_has_attempt(record) ? topo_record_attempt(record)
+								  : j->restarts;
 }
 /* Completed or Failed (a JobSet's terminal conditions). */
 static int finished(const cJSON *jobset)
@@ -84,7 +84,7 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 		 * stay; they go before it is placed (clear_due). One made
 		 * since, not placed yet, has no Job (the pin route refuses
 		 * them until it is placed): a GET of each name finds none. */
-		j->clear_jobs = e->relist && strcmp(state, MUSTER_PLACEMENT_WAITING) == 0;
+		j->relocation.clear_jobs = e->relist && strcmp(state, MUSTER_PLACEMENT_WAITING) == 0;
 	}
 	/* The request as it is now, while it is not placed (the user may fix
 	 * it while it waits); a placed JobSet keeps the one it was placed by. */
@@ -121,8 +121,8 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 		j->restarts = (uint32_t)restarts;
 		/* This controller suspended it to place it again: until the informer
 		 * shows that, an older event does not make it placed and live. */
-		if (j->relocating && (suspended || strcmp(state, MUSTER_PLACEMENT_WAITING) == 0))
-			j->relocating = 0;
+		if (j->relocation.relocating && (suspended || strcmp(state, MUSTER_PLACEMENT_WAITING) == 0))
+			j->relocation.relocating = 0;
 	}
 	snprintf(j->state, sizeof(j->state), "%s", state);
 	j->finished = finished(e->object);

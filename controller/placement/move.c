@@ -37,8 +37,9 @@ void placement_move_failed(struct placement_loop *loop, const char *namespace, c
 
 	pthread_mutex_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, namespace, name);
-	if (j && strcmp(j->uid, uid) == 0 && ++j->move_failures >= MOVE_FAILURES_MAX && !j->move_stuck) {
-		j->move_stuck = 1;
+	if (j && strcmp(j->uid, uid) == 0 && ++j->moving.move_failures >= MOVE_FAILURES_MAX &&
+	    !j->moving.move_stuck) {
+		j->moving.move_stuck = 1;
 		loop->placed_changed = 1;
 		mark_dirty(loop);
 	}
@@ -54,23 +55,24 @@ void placement_note_moved(struct placement_loop *loop, struct pjobset *j, const 
 	const struct topo_jobset_group *group = placement_group_named(j, rj);
 	struct moved_job *m = NULL;
 
-	for (size_t i = 0; i < j->moved_count && !m; i++)
-		if (j->moved[i].job == job && strcmp(j->moved[i].replicated_job, rj) == 0)
-			m = &j->moved[i];
-	for (size_t i = 0; i < j->moved_count && !m; i++) /* reuse an expired slot */
-		if (j->moved[i].until < now_s()) {
-			m = &j->moved[i];
+	for (size_t i = 0; i < j->moving.moved_count && !m; i++)
+		if (j->moving.moved[i].job == job && strcmp(j->moving.moved[i].replicated_job, rj) == 0)
+			m = &j->moving.moved[i];
+	for (size_t i = 0; i < j->moving.moved_count && !m; i++) /* reuse an expired slot */
+		if (j->moving.moved[i].until < now_s()) {
+			m = &j->moving.moved[i];
 			free(m->old_pods);
 			m->old_pods = NULL;
 			m->old_count = 0;
 		}
 	if (!m) {
-		struct moved_job *grown = realloc(j->moved, (j->moved_count + 1) * sizeof(*grown));
+		struct moved_job *grown =
+			realloc(j->moving.moved, (j->moving.moved_count + 1) * sizeof(*grown));
 
 		if (!grown)
 			return;
-		j->moved = grown;
-		m = &grown[j->moved_count++];
+		j->moving.moved = grown;
+		m = &grown[j->moving.moved_count++];
 		memset(m, 0, sizeof(*m));
 	}
 	snprintf(m->replicated_job, sizeof(m->replicated_job), "%s", rj);
@@ -81,7 +83,7 @@ void placement_note_moved(struct placement_loop *loop, struct pjobset *j, const 
 		const struct bound *b;
 		int known = 0;
 
-		snprintf(key, sizeof(key), "%s/%u/%s/%u/%u", j->uid, j->record_attempt, rj, job, c);
+		snprintf(key, sizeof(key), "%s/%u/%s/%u/%u", j->uid, j->rec.record_attempt, rj, job, c);
 		if (!(b = (const struct bound *)name_table_find(&loop->bound, j->namespace, key)))
 			continue;
 		for (size_t k = 0; k < m->old_count && !known; k++)
@@ -225,14 +227,14 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 	if (j && strcmp(j->uid, m->uid) == 0) {
 		placement_set_record(j, written);
 		written = NULL;
-		free(j->retire);
-		j->retire = list;
-		j->retire_count = count;
+		free(j->moving.retire);
+		j->moving.retire = list;
+		j->moving.retire_count = count;
 		list = NULL;
-		j->stranded_since = 0;
-		j->no_room_noted = 0;
-		j->move_refused_noted = 0;
-		j->move_failures = 0;
+		j->promise.stranded_since = 0;
+		j->promise.no_room_noted = 0;
+		j->moving.move_refused_noted = 0;
+		j->moving.move_failures = 0;
 		for (size_t i = 0; i < m->count; i++)
 			placement_note_moved(loop, j, m->names[i], m->job_index[i],
 					     now_s() + (due - wall_s()) + MOVED_HOLD_S);

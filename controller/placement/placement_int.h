@@ -2,7 +2,8 @@
  * placement_int.h: what the rooms of controller/placement/ share, and
  * nothing the rest of the controller may use (its contract is
  * controller/placement_loop.h). The loop's state (struct placement_loop, one
- * lock for all of it), a placed or waiting JobSet (struct pjobset), a bound
+ * lock for all of it), a placed or waiting JobSet (struct pjobset: what its
+ * informer shows, then a part for each phase that keeps something of it), a bound
  * pod, the topology of a pass, what a pass decides (relocations, moves,
  * actions), and the functions one room calls in another, each named
  * placement_<what> and grouped by the file that defines it; the few small
@@ -56,7 +57,49 @@ struct moved_job {
 	size_t old_count;
 };
 
-/* A JobSet carrying muster.dev/placement. */
+/* A JobSet's placement of record: read by the records phase (record.c),
+ * written by act.c and move.c, taken back by a relocation. */
+struct pjobset_record {
+	int record_checked; /* the record was read (or written) once */
+	int resuming; /* this pass resumes it from its record */
+	uint32_t record_attempt; /* the attempt `record` places (a record of before attempts: the current one)
+				  */
+	struct topo_record *record; /* NULL: none */
+};
+
+/* A JobSet suspended to be placed again (act.c's relocate), held until the
+ * pod route's cached records expire and its old Jobs are cleared (clear.c). */
+struct pjobset_relocation {
+	double hold_until; /* re-placed: not placed again before (pod route caches expire) */
+	double relocated_at; /* when this controller last suspended it to place it again */
+	int clear_jobs; /* placed again: its Jobs pinned (whole or a share) by the old record go before it is
+			   placed */
+	int relocating; /* suspended by relocate() (act.c); the informer has not shown it yet */
+};
+
+/* The room a placed JobSet holds and whether it lost it (promise.c). */
+struct pjobset_promise {
+	double stranded_since; /* 0, or since when pods not bound have no room in their domain */
+	int no_room_noted; /* logged that it stays: no other room */
+	uint8_t *started; /* per Job (JobSet-wide number): every pod bound once, this attempt */
+	size_t started_count;
+	uint32_t started_attempt;
+};
+
+/* Its Jobs moved alone (move.c) and those still to delete (retire.c). */
+struct pjobset_moving {
+	struct topo_retire *retire; /* moved Jobs to delete (MUSTER_ANNOTATION_PLACEMENT_RETIRE) */
+	size_t retire_count;
+	int move_refused_noted; /* logged why its stranded Jobs could not move alone */
+	int move_failures; /* move writes or Job deletes that failed in a row */
+	int move_stuck; /* they failed MOVE_FAILURES_MAX times: placed again whole */
+	struct moved_job *moved; /* Jobs moved lately: their old pods hold no room of theirs */
+	size_t moved_count;
+};
+
+/* A JobSet carrying muster.dev/placement: what its informer shows
+ * (mirror.c), then one part for each phase that keeps something of it.
+ * All of it under the loop's lock. */
 struct pjobset {
 	struct name_node node;
 	char namespace[64], name[254], uid[129], created[40];
@@ -69,29 +112,10 @@ struct pjobset {
 	int decoded;
 	char decode_cause[REASON_MAX - 64];
 	char reason[REASON_MAX]; /* the waiting reason of record (its annotation) */
-	int record_checked; /* the record was read (or written) once */
-	int resuming; /* this pass resumes it from its record */
-	double hold_until; /* re-placed: not placed again before (pod route caches expire) */
-	double relocated_at; /* when this controller last suspended it to place it again */
-	int clear_jobs; /* placed again: its Jobs pinned (whole or a share) by the old record go before it is
-			   placed */
-	int relocating; /* suspended by relocate() (act.c); the informer has not shown it yet */
-	uint32_t record_attempt; /* the attempt `record` places (a record of before attempts: the current one)
-				  */
-	double stranded_since; /* 0, or since when pods not bound have no room in their domain */
-	int no_room_noted; /* logged that it stays: no other room */
-	struct topo_record *record; /* NULL: none */
-	uint64_t seen; /* the pass that last saw it in the table (tombstone check) */
-	struct topo_retire *retire; /* moved Jobs to delete (MUSTER_ANNOTATION_PLACEMENT_RETIRE) */
-	size_t retire_count;
-	int move_refused_noted; /* logged why its stranded Jobs could not move alone */
-	int move_failures; /* move writes or Job deletes that failed in a row */
-	int move_stuck; /* they failed MOVE_FAILURES_MAX times: placed again whole */
-	struct moved_job *moved; /* Jobs moved lately: their old pods hold no room of theirs */
-	size_t moved_count;
-	uint8_t *started; /* per Job (JobSet-wide number): every pod bound once, this attempt */
-	size_t started_count;
-	uint32_t started_attempt;
+	struct pjobset_record rec;
+	struct pjobset_relocation relocation;
+	struct pjobset_promise promise;
+	struct pjobset_moving moving;
 };
 
 /* Pods of placed JobSets that are bound, by namespace and

@@ -23,7 +23,7 @@ static int bound_now(const struct pass *p, const char *rj, uint32_t job, uint32_
 {
 	char key[600];
 
-	snprintf(key, sizeof(key), "%s/%u/%s/%u/%u", p->current->uid, p->current->record_attempt, rj, job,
+	snprintf(key, sizeof(key), "%s/%u/%s/%u/%u", p->current->uid, p->current->rec.record_attempt, rj, job,
 		 completion);
 	return name_table_find(&p->loop->bound, p->current->namespace, key) != NULL;
 }
@@ -50,15 +50,16 @@ static void note_started(struct pass *p, struct pjobset *j)
 
 	for (size_t g = 0; g < j->request.group_count; g++)
 		jobs += j->request.groups[g].replicas;
-	if (!j->started || j->started_count != jobs || j->started_attempt != j->record_attempt) {
+	if (!j->promise.started || j->promise.started_count != jobs ||
+	    j->promise.started_attempt != j->rec.record_attempt) {
 		uint8_t *fresh = calloc(jobs ? jobs : 1, 1);
 
 		if (!fresh)
 			return;
-		free(j->started);
-		j->started = fresh;
-		j->started_count = jobs;
-		j->started_attempt = j->record_attempt;
+		free(j->promise.started);
+		j->promise.started = fresh;
+		j->promise.started_count = jobs;
+		j->promise.started_attempt = j->rec.record_attempt;
 	}
 	p->current = j;
 	for (size_t g = 0; g < j->request.group_count; g++) {
@@ -67,11 +68,11 @@ static void note_started(struct pass *p, struct pjobset *j)
 		for (unsigned job = 0; job < group->replicas; job++, n++) {
 			unsigned c = 0;
 
-			if (j->started[n])
+			if (j->promise.started[n])
 				continue;
 			while (c < group->pods && bound_now(p, group->name, job, c))
 				c++;
-			j->started[n] = c == group->pods;
+			j->promise.started[n] = c == group->pods;
 		}
 	}
 }
@@ -81,8 +82,8 @@ static int domain_has_nodes(const struct pass *p, const char *rj, uint32_t job, 
 {
 	const char *selector = NULL;
 
-	if (!p->work_cluster || !p->current->record ||
-	    !topo_record_find(p->current->record, rj, job, completion, &selector) || !*selector)
+	if (!p->work_cluster || !p->current->rec.record ||
+	    !topo_record_find(p->current->rec.record, rj, job, completion, &selector) || !*selector)
 		return 1;
 	for (size_t n = 0; n < p->work_cluster->node_count; n++)
 		if (topo_record_selector_matches(selector, &p->work_cluster->nodes[n]))
@@ -99,18 +100,18 @@ int placement_pod_bound(void *arg, const char *rj, uint32_t job, uint32_t comple
 	/* A moved Job's old pods, bound where it was, are being deleted: its
 	 * new runs keep their room promised meanwhile; its new pods, once
 	 * bound, are bound. */
-	for (size_t i = 0; i < j->moved_count; i++)
-		if (j->moved[i].job == job && strcmp(j->moved[i].replicated_job, rj) == 0 &&
-		    j->moved[i].until > now_s()) {
+	for (size_t i = 0; i < j->moving.moved_count; i++)
+		if (j->moving.moved[i].job == job && strcmp(j->moving.moved[i].replicated_job, rj) == 0 &&
+		    j->moving.moved[i].until > now_s()) {
 			char key[600];
 			const struct bound *b;
 
-			snprintf(key, sizeof(key), "%s/%u/%s/%u/%u", j->uid, j->record_attempt, rj, job,
+			snprintf(key, sizeof(key), "%s/%u/%s/%u/%u", j->uid, j->rec.record_attempt, rj, job,
 				 completion);
 			if (!(b = (const struct bound *)name_table_find(&p->loop->bound, j->namespace, key)))
 				return 0;
-			for (size_t k = 0; k < j->moved[i].old_count; k++)
-				if (strcmp(j->moved[i].old_pods[k], b->pod) == 0)
+			for (size_t k = 0; k < j->moving.moved[i].old_count; k++)
+				if (strcmp(j->moving.moved[i].old_pods[k], b->pod) == 0)
 					return 0;
 			return 1;
 		}
@@ -119,8 +120,9 @@ int placement_pod_bound(void *arg, const char *rj, uint32_t job, uint32_t comple
 	/* A started Job's pod pending again is its failure policy's: it
 	 * promises no room and is never stranded; unless its domain has no
 	 * node left at all (it could never run, and never fail either). */
-	if (j->started && j->started_attempt == j->record_attempt && (n = job_number(j, rj, job)) >= 0 &&
-	    (size_t)n < j->started_count && j->started[n])
+	if (j->promise.started && j->promise.started_attempt == j->rec.record_attempt &&
+	    (n = job_number(j, rj, job)) >= 0 && (size_t)n < j->promise.started_count &&
+	    j->promise.started[n])
 		return domain_has_nodes(p, rj, job, completion);
 	return 0;
 }
@@ -162,7 +164,7 @@ static void add_relocation(struct pass *p, const struct pjobset *j, enum relocat
 	snprintf(r->name, sizeof(r->name), "%s", j->name);
 	snprintf(r->uid, sizeof(r->uid), "%s", j->uid);
 	r->kind = kind;
-	r->attempt = j->record_attempt;
+	r->attempt = j->rec.record_attempt;
 	r->restarts = j->restarts;
 	if (promise)
 		r->promise = *promise;
@@ -181,14 +183,15 @@ void placement_check_record(void *arg, struct name_node *node)
 	struct pjobset *j = (struct pjobset *)node;
 
 	if (strcmp(j->state, MUSTER_PLACEMENT_PLACED) != 0 || j->suspended || j->finished || !j->decoded ||
-	    !j->record_checked || j->relocating)
+	    !j->rec.record_checked || j->relocation.relocating)
 		return;
 	p->current = j;
-	if (j->record && j->record_attempt != j->restarts)
+	if (j->rec.record && j->rec.record_attempt != j->restarts)
 		add_relocation(p, j, RELOCATE_RESTART, NULL, 0);
-	else if (j->move_stuck)
+	else if (j->moving.move_stuck)
 		add_relocation(p, j, RELOCATE_STUCK, NULL, 0);
-	else if (!j->record && now_s() - j->relocated_at > MISSING_RECORD_GRACE_S && some_pod_unbound(p, j))
+	else if (!j->rec.record && now_s() - j->relocation.relocated_at > MISSING_RECORD_GRACE_S &&
+		 some_pod_unbound(p, j))
 		add_relocation(p, j, RELOCATE_MISSING, NULL, 0);
 }
 
@@ -206,38 +209,38 @@ void placement_reserve_jobset(void *arg, struct name_node *node)
 	live = strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0 && !j->suspended;
 	/* No record of its current attempt: it promises nothing (placement_check_record). */
 	if (j->finished || !j->decoded || (j->suspended && strcmp(j->state, MUSTER_PLACEMENT_PLACED) == 0) ||
-	    !j->record || j->record_attempt != j->restarts || j->relocating)
+	    !j->rec.record || j->rec.record_attempt != j->restarts || j->relocation.relocating)
 		return;
 	p->current = j;
 	if (p->skip) {
 		if (j != p->skip)
-			topo_promise_take(p->work_cluster, p->work_nodes, &j->request, j->record,
+			topo_promise_take(p->work_cluster, p->work_nodes, &j->request, j->rec.record,
 					  placement_pod_bound, p, &promise);
 		return;
 	}
 	if (live)
 		note_started(p, j);
-	topo_promise_take(p->work_cluster, p->work_nodes, &j->request, j->record, placement_pod_bound, p,
+	topo_promise_take(p->work_cluster, p->work_nodes, &j->request, j->rec.record, placement_pod_bound, p,
 			  &promise);
 	p->reserved_pods += promise.reserved;
 	if (live && promise.reserved)
 		p->promising++;
 	if (!live || !promise.stranded) {
-		j->stranded_since = 0;
-		j->no_room_noted = 0;
+		j->promise.stranded_since = 0;
+		j->promise.no_room_noted = 0;
 		return;
 	}
 	p->stranded++;
-	if (!j->stranded_since) {
-		j->stranded_since = now;
+	if (!j->promise.stranded_since) {
+		j->promise.stranded_since = now;
 		mlog(MLOG_WARN, "placement-stranded",
 		     "jobset=%s/%s pods=%llu domain=\"%s\" nodes=\"%s\" action=\"%s\"", j->namespace, j->name,
 		     (unsigned long long)promise.stranded, promise.domain, promise.why,
 		     promise.gone ? "placed again" : "placed again unless room comes back in time");
 	}
-	if (!promise.gone && now - j->stranded_since < p->loop->replace_after)
+	if (!promise.gone && now - j->promise.stranded_since < p->loop->replace_after)
 		return;
-	add_relocation(p, j, RELOCATE_LOST, &promise, now - j->stranded_since);
+	add_relocation(p, j, RELOCATE_LOST, &promise, now - j->promise.stranded_since);
 }
 
 /* `c` becomes the snapshot, on `nodes` (as many as the snapshot's), with

@@ -302,7 +302,7 @@ static void collect_unread(void *arg, struct name_node *node)
 	struct unread_list *l = arg;
 	struct pjobset *j = (struct pjobset *)node;
 
-	if (j->record_checked || strcmp(j->state, MUSTER_PLACEMENT_USER_HELD) == 0)
+	if (j->rec.record_checked || strcmp(j->state, MUSTER_PLACEMENT_USER_HELD) == 0)
 		return;
 	if (l->count == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 16;
@@ -345,17 +345,17 @@ static void read_records(struct placement_loop *loop)
 		j = (struct pjobset *)name_table_find(&loop->jobsets, l.items[i].namespace, l.items[i].name);
 		if (j && strcmp(j->uid, l.items[i].uid) == 0) {
 			placement_set_record(j, record);
-			j->record_checked = 1;
+			j->rec.record_checked = 1;
 			record = NULL;
-			free(j->retire);
-			j->retire = retire;
-			j->retire_count = retire_count;
+			free(j->moving.retire);
+			j->moving.retire = retire;
+			j->moving.retire_count = retire_count;
 			retire = NULL;
-			if (j->retire_count) /* a retire pass is due: it finds them */
+			if (j->moving.retire_count) /* a retire pass is due: it finds them */
 				loop->next_retire = 1;
 			/* A record already written for a JobSet still waiting (the
 			 * controller stopped between the two writes): resume it. */
-			if (j->record && strcmp(j->state, MUSTER_PLACEMENT_WAITING) == 0)
+			if (j->rec.record && strcmp(j->state, MUSTER_PLACEMENT_WAITING) == 0)
 				loop->dirty = 1;
 		}
 		pthread_mutex_unlock(&loop->lock);
@@ -374,15 +374,15 @@ void placement_collect_recorded(void *arg, struct name_node *node)
 	struct unread_list *l = arg;
 	size_t before = l->count;
 
-	j->resuming = j->record && j->record_attempt == j->restarts && !j->finished &&
-		      strcmp(j->state, MUSTER_PLACEMENT_WAITING) == 0;
-	if (!j->resuming)
+	j->rec.resuming = j->rec.record && j->rec.record_attempt == j->restarts && !j->finished &&
+			  strcmp(j->state, MUSTER_PLACEMENT_WAITING) == 0;
+	if (!j->rec.resuming)
 		return;
-	j->record_checked = 0; /* collect_unread takes only unread ones */
+	j->rec.record_checked = 0; /* collect_unread takes only unread ones */
 	collect_unread(arg, node);
-	j->record_checked = 1;
+	j->rec.record_checked = 1;
 	if (l->count == before)
-		j->resuming = 0; /* no memory: placed again instead */
+		j->rec.resuming = 0; /* no memory: placed again instead */
 }
 
 void placement_phase_records(struct pass *p)

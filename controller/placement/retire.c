@@ -33,18 +33,18 @@ static void collect_due(void *arg, struct name_node *node)
 	struct pjobset *j = (struct pjobset *)node;
 	struct retiring *grown, *w;
 
-	if (!j->retire_count || !(grown = realloc(c->work, (c->count + 1) * sizeof(*grown))))
+	if (!j->moving.retire_count || !(grown = realloc(c->work, (c->count + 1) * sizeof(*grown))))
 		return;
 	c->work = grown;
 	w = &c->work[c->count];
 	memset(w, 0, sizeof(*w));
-	for (size_t i = 0; i < j->retire_count; i++) {
-		if (j->retire[i].due > c->now) {
-			if (!c->next || j->retire[i].due < c->next)
-				c->next = j->retire[i].due;
+	for (size_t i = 0; i < j->moving.retire_count; i++) {
+		if (j->moving.retire[i].due > c->now) {
+			if (!c->next || j->moving.retire[i].due < c->next)
+				c->next = j->moving.retire[i].due;
 			continue;
 		}
-		if (topo_retire_add(&w->due, &w->count, &j->retire[i]))
+		if (topo_retire_add(&w->due, &w->count, &j->moving.retire[i]))
 			break;
 	}
 	if (!w->count)
@@ -128,9 +128,9 @@ static int pinned_by_old_runs(struct placement_loop *loop, const struct retiring
 		}
 		if (!index)
 			index = label(pod, JOB_ANNOTATION_COMPLETION_INDEX);
-		if (!ours || !index || !j || strcmp(j->uid, w->uid) != 0 || !j->record)
+		if (!ours || !index || !j || strcmp(j->uid, w->uid) != 0 || !j->rec.record)
 			continue;
-		if (topo_record_find(j->record, rj, job, (uint32_t)strtoul(index, NULL, 10), &want) &&
+		if (topo_record_find(j->rec.record, rj, job, (uint32_t)strtoul(index, NULL, 10), &want) &&
 		    *want && !pins_to(pod, want))
 			stale = 1;
 	}
@@ -161,8 +161,8 @@ static int template_pinned_by_old_runs(struct placement_loop *loop, const struct
 		return 0;
 	pthread_mutex_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, w->namespace, w->name);
-	if (j && strcmp(j->uid, w->uid) == 0 && j->record)
-		stale = topo_record_find_range(j->record, rj, job, 0, pods - 1, &want) != 1 ||
+	if (j && strcmp(j->uid, w->uid) == 0 && j->rec.record)
+		stale = topo_record_find_range(j->rec.record, rj, job, 0, pods - 1, &want) != 1 ||
 			!pins_to(template, want);
 	pthread_mutex_unlock(&loop->lock);
 	return stale;
@@ -281,27 +281,27 @@ static void retire_due(struct placement_loop *loop)
 			pthread_mutex_lock(&loop->lock);
 			j = (struct pjobset *)name_table_find(&loop->jobsets, w->namespace, w->name);
 			if (j && strcmp(j->uid, w->uid) == 0) {
-				for (size_t i = 0; i < j->retire_count; i++) {
+				for (size_t i = 0; i < j->moving.retire_count; i++) {
 					int gone = 0;
 
 					for (size_t d = 0; d < w->count; d++)
 						gone |= w->due[d].due < 0 &&
-							w->due[d].job == j->retire[i].job &&
+							w->due[d].job == j->moving.retire[i].job &&
 							strcmp(w->due[d].replicated_job,
-							       j->retire[i].replicated_job) == 0;
+							       j->moving.retire[i].replicated_job) == 0;
 					if (!gone)
-						j->retire[left_count++] = j->retire[i];
+						j->moving.retire[left_count++] = j->moving.retire[i];
 				}
-				j->retire_count = left_count;
-				j->move_failures = 0;
-				j->move_stuck = 0;
+				j->moving.retire_count = left_count;
+				j->moving.move_failures = 0;
+				j->moving.move_stuck = 0;
 				loop->stats.jobs_retired += done;
 				for (size_t d = 0; d < w->count; d++)
 					if (w->due[d].due < 0)
 						placement_note_moved(loop, j, w->due[d].replicated_job,
 								     w->due[d].job, now_s() + MOVED_HOLD_S);
 				if (left_count && (left = malloc(left_count * sizeof(*left))))
-					memcpy(left, j->retire, left_count * sizeof(*left));
+					memcpy(left, j->moving.retire, left_count * sizeof(*left));
 			}
 			pthread_mutex_unlock(&loop->lock);
 			/* No memory for what is left: the annotation stays as it is
