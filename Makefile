@@ -26,7 +26,10 @@ LIB_LAYERS := topo muster kube http base
 ARCHIVE_DIRS := controller webhook topology initbarrier testing $(LIB_LAYERS:%=lib/%)
 # Files with a main() (or a test/fuzz/bench entry point): not in an archive.
 MAIN_PATTERNS := %/main.c %_test.c %_fuzz.c %_bench.c %_tool.c %_load.c
-archive_srcs = $(filter-out $(MAIN_PATTERNS),$(wildcard $(1)/*.c))
+# A folder's rooms: subfolders whose files join its archive (one file a
+# phase of a larger module; they include their folder's headers as "../x.h").
+ROOMS_controller := controller/placement
+archive_srcs = $(filter-out $(MAIN_PATTERNS),$(wildcard $(1)/*.c $(ROOMS_$(1):%=%/*.c)))
 INCLUDES := $(LIB_LAYERS:%=-Ilib/%) -Itesting
 BASE_CFLAGS += $(INCLUDES)
 # Libraries every host program may need; --as-needed keeps only the used ones.
