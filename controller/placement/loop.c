@@ -139,10 +139,8 @@ void placement_loop_free(struct placement_loop *loop)
 		return;
 	for (int i = 0; i < WATCH_COUNT; i++)
 		kube_informer_free(loop->informers[i]);
-	for (int i = 0; i < API_COUNT; i++) {
+	for (int i = 0; i < API_COUNT; i++)
 		kube_client_free(loop->api[i].client);
-		kube_curl_free(loop->api[i].curl);
-	}
 	placement_mirror_free(loop);
 	topo_cache_free(loop->cache);
 	pthread_mutex_destroy(&loop->lock);
@@ -158,14 +156,9 @@ void placement_loop_free(struct placement_loop *loop)
 static int api_new(const struct kube_config *cfg, const struct placement_options *o, struct api *api,
 		   char **cause)
 {
-	int err;
-
 	if (o->transport)
 		return kube_client_new(cfg, o->transport, o->transport_ctx, NULL, &api->client, cause);
-	err = kube_curl_new(cfg, &api->curl, cause);
-	if (!err)
-		err = kube_client_new(cfg, &kube_curl_transport, api->curl, NULL, &api->client, cause);
-	return err;
+	return kube_client_open(cfg, &api->client, cause);
 }
 
 static char *copy_or_null(const char *s)

@@ -130,8 +130,7 @@ struct bound {
 };
 
 struct api {
-	struct kube_curl *curl;
-	struct kube_client *client;
+	struct kube_client *client; /* owns its transport, or on the tests' own */
 };
 
 struct placement_loop {
