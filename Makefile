@@ -69,7 +69,7 @@ FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initba
 
 BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology
 
-.PHONY: images all test check unit binary-test fuzz bench bench-micro bench-release bench-placement bench-real lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook help
+.PHONY: images all test check unit binary-test fuzz bench bench-controller bench-micro bench-release bench-placement bench-real lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook help
 
 # Every target a user may name, one line each; `make lint` checks that each
 # .PHONY target has its line.
@@ -92,6 +92,7 @@ demo-barrier    the barrier alone holding and releasing four local "pods"
 bench           every benchmark (micro, webhook, release, placement, real pods, replay); BENCH_SIZE=ci for CI's size
 bench-micro     the benchmarks with no cluster (barrier, push fan-out, tracker, placement core, cache)
 bench-webhook   webhook latency, memory (large reviews, forged /pin records), hostile connections, admission overhead
+bench-controller the controller's peak RSS with 300 JobSets of 250 KiB, while it releases a gang
 bench-release   release latency of 5,000 pods, push against volume only
 bench-placement create-to-bound of 5,000 pods with and without placement
 bench-real      release latency on real pods on the real kubelet
@@ -216,7 +217,7 @@ else ifneq ($(BENCH_SIZE),)
 $(error BENCH_SIZE is "ci" or empty (the full size), not "$(BENCH_SIZE)")
 endif
 BENCH_RECORD ?= build/bench/watch-5000
-bench: bench-micro bench-webhook bench-release bench-placement bench-real
+bench: bench-micro bench-webhook bench-controller bench-release bench-placement bench-real
 	build/host/controller/replay_bench --pods $(BENCH_RECORD)/pods.jsonl --jobsets $(BENCH_RECORD)/jobsets.jsonl
 
 # Webhook latency over TLS (2,000 req/s on /mutate, /validate and the pod
@@ -233,6 +234,15 @@ bench-webhook: bin/muster-webhook build/host/webhook/webhook_load
 	/usr/bin/python3 e2e/bench/webhook_latency.py \
 		--pin-kubeconfig "$${MUSTER_KUBECONFIG:-$$(bash e2e/cluster/up.sh | tail -n 1)}" $(WEBHOOK_BENCH_ARGS)
 	/usr/bin/python3 e2e/bench/admission_overhead.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG))
+
+# The controller's peak RSS with 300 JobSets of 250 KiB in its namespace while
+# it releases a gang (the e2e test that proves it prints the figure).
+bench-controller: all
+	@mkdir -p build/bench
+	@MUSTER_KUBECONFIG="$${MUSTER_KUBECONFIG:-$$(bash e2e/cluster/up.sh | tail -n 1)}" \
+		/usr/bin/python3 -m pytest e2e/tests/test_controller_tenant.py -p no:cacheprovider -q -s \
+		-k large_jobsets_of_a_tenant >build/bench/controller-memory.log 2>&1; status=$$?; \
+		grep -E '^controller peak RSS|passed|failed' build/bench/controller-memory.log; exit $$status
 
 bench-micro: bin/muster-barrier $(BENCHES:%=build/host/%)
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/initbarrier/barrier_bench
