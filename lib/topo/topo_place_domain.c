@@ -1,0 +1,765 @@
+/*
+ * topo_place_domain: the domain search of the placement core. One context
+ * holds the free resources per node, the capacity of the instance being
+ * placed per domain, and a log of what each placed instance took, so a
+ * failed branch of the search is undone exactly. Each instance goes to the
+ * tightest domain that holds it (slices whole), then, for a required level,
+ * the other domains there are tried with backtracking, within a budget.
+ * Also the order the instances are placed in. Not the request's checks or
+ * the output (topo_place.c), the node-level search (topo_place_node.c) or
+ * the choice between orders (topo_place_order.c).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topo_place_int.h"
+
+/* The slice size and level in force for a group (1 and the node level without slices). */
+static void slicing(const struct ctx *x, const struct topo_group *g, uint64_t *size, size_t *level)
+{
+	*size = g->slice_size > 1 ? g->slice_size : 1;
+	*level = g->slice_size > 1 ? g->slice_level : x->t->node_level;
+}
+
+/* The slice size required at `level` (1: none): the outer slices' at the
+ * slice level, an inner layer's at its level. */
+static uint64_t layer_size(const struct ctx *x, const struct topo_group *g, size_t level)
+{
+	uint64_t size;
+	size_t slice_level;
+
+	slicing(x, g, &size, &slice_level);
+	if (level == slice_level)
+		return size;
+	for (size_t i = 0; size > 1 && i < g->inner_count; i++)
+		if (g->inner[i].level == level)
+			return g->inner[i].size;
+	return 1;
+}
+
+/* The deepest level with slices (the node level without slices). */
+/* Whether a slice layer's level lies strictly between two levels: a domain
+ * of `below` directly under one of `above` is then in no domain of that
+ * layer, and its pods form no slice of it. */
+static int skips_layer(const struct ctx *x, const struct topo_group *g, size_t above, size_t below)
+{
+	uint64_t size;
+	size_t slice_level;
+
+	slicing(x, g, &size, &slice_level);
+	if (size <= 1)
+		return 0;
+	if (above < slice_level && slice_level < below)
+		return 1;
+	for (size_t i = 0; i < g->inner_count; i++)
+		if (above < g->inner[i].level && g->inner[i].level < below)
+			return 1;
+	return 0;
+}
+
+static size_t deepest_slices(const struct ctx *x, const struct topo_group *g)
+{
+	uint64_t size;
+	size_t slice_level;
+
+	slicing(x, g, &size, &slice_level);
+	return size > 1 && g->inner_count ? g->inner[g->inner_count - 1].level : slice_level;
+}
+
+/* Capacity of group g per domain of the subtree `scope`: pods[] in pods,
+ * usable[] in pods that form whole slices inside domains of the slice
+ * levels (each layer's slices whole inside the layer above). */
+void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope)
+{
+	const struct topo_domain *dom = x->t->domains;
+	const struct topo_group *grp = &x->req->groups[g];
+	uint32_t end = dom[scope].end;
+	size_t slice_level = deepest_slices(x, grp);
+	uint64_t size = layer_size(x, grp, slice_level);
+
+	memset(x->pods + scope, 0, (end - scope) * sizeof(uint64_t));
+	memset(x->usable + scope, 0, (end - scope) * sizeof(uint64_t));
+	memset(x->room + scope, 0, (end - scope) * sizeof(uint64_t));
+	memset(x->occupied + scope, 0, end - scope);
+	for (uint32_t d = end; d-- > scope;) {
+		size_t level = dom[d].level;
+
+		if (dom[d].node != TOPO_NONE) {
+			uint32_t n = dom[d].node;
+
+			x->pods[d] = x->eligible[(size_t)g * x->c->node_count + n] && !x->closed[n]
+					     ? topo_place_fit_free(x->c, x->free + (size_t)n * x->resources,
+								   &grp->shape)
+					     : 0;
+			x->room[d] = x->pods[d];
+			if (x->pods[d] && x->scarce >= 0) {
+				int64_t f = x->free[(size_t)n * x->resources + (size_t)x->scarce];
+
+				x->room[d] = f > 0 ? (uint64_t)f : 0;
+			}
+			x->occupied[d] = x->taken[n] > 0 || x->closed[n];
+		}
+		if (level == slice_level) {
+			x->usable[d] = x->pods[d] / size * size;
+		} else if (level > slice_level) {
+			x->usable[d] = x->pods[d];
+		} else if (grp->inner_count) {
+			uint64_t outer = layer_size(x, grp, level); /* an outer layer: whole slices of it */
+
+			x->usable[d] = x->usable[d] / outer * outer;
+		}
+		/* An exclusive instance takes only a domain nobody else is in. */
+		if (grp->exclusive && level == grp->constraint.level && x->occupied[d])
+			x->pods[d] = x->usable[d] = 0;
+		if (d != scope) {
+			x->pods[dom[d].parent] += x->pods[d];
+			x->room[dom[d].parent] += x->room[d];
+			x->occupied[dom[d].parent] |= x->occupied[d];
+			if (level <= slice_level && !skips_layer(x, grp, dom[dom[d].parent].level, level))
+				x->usable[dom[d].parent] += x->usable[d];
+		}
+	}
+}
+
+void topo_place_take(struct ctx *x, uint32_t g, uint32_t node, uint32_t count)
+{
+	const struct topo_group *grp = &x->req->groups[g];
+	int64_t *free = x->free + (size_t)node * x->resources;
+
+	for (size_t r = 0; r < x->resources; r++)
+		free[r] -=
+			(int)r == x->pods_resource ? (int64_t)count : grp->shape.requests[r] * (int64_t)count;
+	x->taken[node] += count;
+	x->log[x->log_used++] = (struct take){ node, count };
+}
+
+/* Closes every node under d that is open (an exclusive instance's domain). */
+static void close_domain(struct ctx *x, uint32_t d)
+{
+	const struct topo_domain *dom = x->t->domains;
+
+	for (uint32_t c = d; c < dom[d].end; c++) {
+		uint32_t n = dom[c].node;
+
+		if (n != TOPO_NONE && !x->closed[n]) {
+			x->closed[n] = 1;
+			x->log[x->log_used++] = (struct take){ n, 0 };
+		}
+	}
+}
+
+void topo_place_undo(struct ctx *x, uint32_t g, size_t mark)
+{
+	const struct topo_group *grp = &x->req->groups[g];
+
+	while (x->log_used > mark) {
+		struct take *tk = &x->log[--x->log_used];
+		int64_t *free = x->free + (size_t)tk->node * x->resources;
+
+		if (tk->count == 0) {
+			x->closed[tk->node] = 0;
+			continue;
+		}
+		x->taken[tk->node] -= tk->count;
+		for (size_t r = 0; r < x->resources; r++)
+			free[r] += (int)r == x->pods_resource ? (int64_t)tk->count
+							      : grp->shape.requests[r] * (int64_t)tk->count;
+	}
+}
+
+static int by_value_desc(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value > y->value ? -1 : 1;
+	return x->domain < y->domain ? -1 : x->domain > y->domain;
+}
+
+static int by_value_asc(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	return x->domain < y->domain ? -1 : x->domain > y->domain;
+}
+
+/* Puts `need` pods of group g under domain d, which holds them (usable[d] >=
+ * need): the tightest child that holds the rest, else the largest child whole. */
+static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
+{
+	const struct topo_domain *dom = x->t->domains;
+	size_t slice_level, base = x->scratch_used, k = 0, i = 0;
+	struct ranked *kids = x->scratch + base;
+
+	if (dom[d].node != TOPO_NONE) {
+		topo_place_take(x, g, dom[d].node, (uint32_t)need);
+		return;
+	}
+	slice_level = deepest_slices(x, &x->req->groups[g]);
+	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end) {
+		if ((dom[d].level < slice_level && dom[c].level > slice_level) ||
+		    skips_layer(x, &x->req->groups[g], dom[d].level, dom[c].level))
+			continue;
+		if (x->usable[c] > 0)
+			kids[k++] = (struct ranked){ x->usable[c], c };
+	}
+	x->scratch_used += k;
+	qsort(kids, k, sizeof(*kids), by_value_desc);
+	while (need > 0 && i < k) {
+		if (kids[i].value >= need) {
+			size_t lo = i, hi = k; /* the last child still holding `need` */
+
+			while (hi - lo > 1) {
+				size_t mid = (lo + hi) / 2;
+
+				if (kids[mid].value >= need)
+					lo = mid;
+				else
+					hi = mid;
+			}
+			descend(x, g, kids[lo].domain, need);
+			need = 0;
+		} else {
+			descend(x, g, kids[i].domain, kids[i].value);
+			need -= kids[i].value;
+			i++;
+		}
+	}
+	x->scratch_used = base;
+}
+
+/* Fills gaps for an unconstrained instance: the nodes under d with the least
+ * room for the pods first (ties in tree order). */
+static void fill_gaps(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
+{
+	const struct topo_domain *dom = x->t->domains;
+	size_t base = x->scratch_used, k = 0;
+	struct ranked *nodes = x->scratch + base;
+
+	for (uint32_t c = d; c < dom[d].end; c++)
+		if (dom[c].node != TOPO_NONE && x->usable[c] > 0)
+			nodes[k++] = (struct ranked){ x->usable[c], c };
+	x->scratch_used += k;
+	qsort(nodes, k, sizeof(*nodes), by_value_asc);
+	for (size_t i = 0; i < k && need > 0; i++) {
+		uint64_t n = nodes[i].value < need ? nodes[i].value : need;
+
+		topo_place_take(x, g, dom[nodes[i].domain].node, (uint32_t)n);
+		need -= n;
+	}
+	x->scratch_used = base;
+}
+
+static void place(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
+{
+	if (x->req->groups[g].constraint.mode == TOPO_MODE_UNCONSTRAINED)
+		fill_gaps(x, g, d, need);
+	else
+		descend(x, g, d, need);
+}
+
+/* Instance k's `want` pods into domain d (capacity computed), which an
+ * exclusive instance then holds alone. */
+static void place_instance(struct ctx *x, size_t k, uint32_t d, uint32_t want)
+{
+	uint32_t g = x->order[k].group;
+
+	place(x, g, d, want);
+	x->domain[k] = d;
+	x->placed[k] = want;
+	if (x->req->groups[g].exclusive)
+		close_domain(x, d);
+}
+
+/* The level at which a required instance's domains are compared inside scope. */
+size_t topo_place_required_level(const struct ctx *x, const struct topo_group *grp, uint32_t scope)
+{
+	size_t level = x->t->domains[scope].level;
+
+	return grp->constraint.level > level ? grp->constraint.level : level;
+}
+
+/* The ancestor of d (or d) at `level`, or the first one above it when the
+ * tree skips that level there. */
+uint32_t topo_place_ancestor_at(const struct ctx *x, uint32_t d, size_t level)
+{
+	while (x->t->domains[d].level > level)
+		d = x->t->domains[d].parent;
+	return d;
+}
+
+/* How close domain d is to the pods of the request already placed: the
+ * deepest level of an ancestor of d (d included) holding some (occupied,
+ * from topo_place_compute), or -1. */
+static int affinity(const struct ctx *x, uint32_t d)
+{
+	for (;; d = x->t->domains[d].parent) {
+		if (x->occupied[d])
+			return (int)x->t->domains[d].level;
+		if (d == 0)
+			return -1;
+	}
+}
+
+/* Whether a domain may hold an instance of a group with a required level:
+ * at or above that level, or inside a domain of it (a Node listed directly
+ * in a higher-tier HyperNode is in no domain of the lower tier). */
+static int within_level(const struct ctx *x, uint32_t d, const struct topo_group *grp)
+{
+	size_t lowest = grp->constraint.mode == TOPO_MODE_REQUIRED ? grp->constraint.level : 0;
+
+	return !lowest || x->t->domains[d].level <= lowest ||
+	       x->t->domains[topo_place_ancestor_at(x, d, lowest)].level == lowest;
+}
+
+/* Whether domain d is tighter than domain e for the instance being placed:
+ * fewer pod slots, or as many and less free room of the scarcest resource
+ * (of two racks with room for 10 pods, the one with 20 free cpu is taken
+ * and the one with 22 left whole). */
+static int tighter(const struct ctx *x, uint32_t d, uint32_t e)
+{
+	if (x->usable[d] != x->usable[e])
+		return x->usable[d] < x->usable[e];
+	return x->room_ties && x->room[d] < x->room[e];
+}
+
+/* Among the domains of `level` in scope holding `want` pods, the tightest
+ * (large domains stay whole), then among equally tight ones the one nearest
+ * the pods already placed (the JobSet stays together), then the one with
+ * the least free room, then in tree order. */
+static uint32_t nearest_tightest(struct ctx *x, uint32_t scope, uint64_t want, size_t level)
+{
+	const struct topo_domain *dom = x->t->domains;
+	uint32_t best = TOPO_NONE;
+	int best_near = -2;
+
+	for (uint32_t d = scope; d < dom[scope].end; d++) {
+		int near;
+
+		if (dom[d].level != level || x->usable[d] < want)
+			continue;
+		near = affinity(x, d);
+		if (best == TOPO_NONE || x->usable[d] < x->usable[best] ||
+		    (x->usable[d] == x->usable[best] &&
+		     (near > best_near ||
+		      (near == best_near && x->room_ties && x->room[d] < x->room[best])))) {
+			best = d;
+			best_near = near;
+		}
+	}
+	return best;
+}
+
+/* The tightest domain in scope holding `want` pods, at the deepest level
+ * that has one and that the constraint allows; TOPO_NONE if none. */
+static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope, uint64_t want)
+{
+	const struct topo_domain *dom = x->t->domains;
+	const struct topo_constraint *con = &x->req->groups[in->group].constraint;
+	uint32_t best[TOPO_LEVELS_MAX + 2];
+	size_t lowest = con->mode == TOPO_MODE_REQUIRED ? con->level : 0;
+
+	if (con->mode == TOPO_MODE_UNCONSTRAINED)
+		return x->usable[scope] >= want ? scope : TOPO_NONE;
+	for (size_t l = 0; l <= x->t->node_level; l++)
+		best[l] = TOPO_NONE;
+	for (uint32_t d = scope; d < dom[scope].end; d++) {
+		size_t l = dom[d].level;
+
+		if (x->usable[d] < want || l < lowest || (x->req->groups[in->group].exclusive && l != lowest))
+			continue;
+		/* Below the required level only inside a domain of it: a Node listed
+		 * directly in a higher-tier HyperNode is in no domain of the lower
+		 * tier (Volcano's highestTierAllowed). */
+		if (!within_level(x, d, &x->req->groups[in->group]))
+			continue;
+		if (best[l] == TOPO_NONE || tighter(x, d, best[l]))
+			best[l] = d;
+	}
+	/* A required or preferred level: the tightest domain of that level (the
+	 * descent then takes the tightest part of it that holds the pods), so
+	 * the pods do not cut into another, larger domain of the level because
+	 * it has a tight node; preferred climbs from there. Without a level: the
+	 * deepest level that has one. */
+	if (con->mode == TOPO_MODE_REQUIRED || con->mode == TOPO_MODE_PREFERRED) {
+		size_t target = topo_place_required_level(x, &x->req->groups[in->group], scope);
+
+		if (best[target] != TOPO_NONE)
+			return nearest_tightest(x, scope, want, target);
+		for (size_t l = target; l-- > 0;)
+			if (best[l] != TOPO_NONE)
+				return best[l];
+		return TOPO_NONE;
+	}
+	for (size_t l = x->t->node_level + 1; l-- > 0;)
+		if (best[l] != TOPO_NONE)
+			return best[l];
+	return TOPO_NONE;
+}
+
+/* The most pods of the instance one allowed domain in scope holds (capacity
+ * computed), in whole slices. */
+static uint64_t largest_fit(struct ctx *x, const struct instance *in, uint32_t scope)
+{
+	const struct topo_domain *dom = x->t->domains;
+	const struct topo_group *grp = &x->req->groups[in->group];
+	uint64_t most = 0, size = slice_size_of(grp);
+
+	if (grp->constraint.mode != TOPO_MODE_REQUIRED) {
+		most = x->usable[scope];
+	} else {
+		size_t level = topo_place_required_level(x, grp, scope);
+
+		for (uint32_t d = scope; d < dom[scope].end; d++)
+			if (dom[d].level == level && x->usable[d] > most)
+				most = x->usable[d];
+	}
+	return most / size * size;
+}
+
+static void note_refusal(struct ctx *x, const struct instance *in, uint32_t scope)
+{
+	const struct topo_tree *t = x->t;
+	const struct topo_domain *dom = t->domains;
+	const struct topo_group *grp = &x->req->groups[in->group];
+	uint64_t most = 0;
+	size_t excluded = 0;
+	const char *why = NULL, *who = NULL;
+	char where[600] = "", slices[64] = "", least[64] = "", note[400] = "", job[400];
+	char path[512];
+
+	if (x->first_cause)
+		return;
+	for (uint32_t d = scope; d < dom[scope].end; d++) {
+		uint32_t n = dom[d].node;
+
+		if (n != TOPO_NONE && !x->eligible[(size_t)in->group * x->c->node_count + n]) {
+			if (!excluded++) {
+				who = x->c->nodes[n].name;
+				why = topo_place_exclusion(&x->c->nodes[n], &grp->shape);
+			}
+		}
+	}
+	if (scope != 0)
+		snprintf(where, sizeof(where), ", inside %s %s", t->level_names[dom[scope].level],
+			 topo_tree_path(t, scope, path, sizeof(path)));
+	if (grp->slice_size > 1)
+		snprintf(slices, sizeof(slices), " in whole slices of %u", grp->slice_size);
+	if (in->min_pods < in->pods)
+		snprintf(least, sizeof(least), ", at least %u needed", in->min_pods);
+	if (excluded)
+		snprintf(note, sizeof(note), "; %zu nodes excluded for these pods (node %s %s)", excluded,
+			 who, why ? why : "");
+	if (grp->job_pods)
+		snprintf(job, sizeof(job), "its %u jobs as one", grp->pods / grp->job_pods);
+	else
+		snprintf(job, sizeof(job), "job %u", in->job);
+	if (grp->exclusive) {
+		size_t used = strlen(job);
+
+		snprintf(job + used, sizeof(job) - used,
+			 "; exclusive: a %s holding pods of another Job is not taken",
+			 t->level_names[grp->constraint.level]);
+	}
+	if (grp->slice_size > 1 && grp->slice_level > 0 && grp->slice_level < t->node_level) {
+		size_t used = strlen(job);
+
+		snprintf(job + used, sizeof(job) - used, "; a slice in one %s",
+			 t->level_names[grp->slice_level]);
+	}
+	if (grp->constraint.mode == TOPO_MODE_REQUIRED) {
+		size_t level = topo_place_required_level(x, grp, scope);
+
+		for (uint32_t d = scope; d < dom[scope].end; d++)
+			if (dom[d].level == level && x->usable[d] > most)
+				most = x->usable[d];
+		x->first_cause = topo_place_format(
+			"%s: at most %llu of %u pods fit in any one domain%s%s (replicated job %s, "
+			"%s%s)%s",
+			t->level_names[grp->constraint.level], (unsigned long long)most, in->pods, slices,
+			least, grp->name ? grp->name : "", job, where, note);
+	} else {
+		x->first_cause = topo_place_format(
+			"at most %llu of %u pods fit%s%s in the %s (replicated job %s, %s%s)%s",
+			(unsigned long long)x->usable[scope], in->pods, slices, least,
+			scope ? "domain" : "cluster", grp->name ? grp->name : "", job, where, note);
+	}
+}
+
+static int budget_left(struct ctx *x)
+{
+	if (x->scope_descents >= x->budget) {
+		x->budget_hit = 1;
+		return 0;
+	}
+	x->scope_descents++;
+	x->descents++;
+	return 1;
+}
+
+static int dfs(struct ctx *x, size_t k, uint32_t scope);
+
+/* Instance k with `want` pods inside `near` (its scope, or for a co-placed
+ * instance the domain its unit's leader is in), the rest of the order inside
+ * `scope`: the greedy choice, then for a required level the other domains
+ * there, tightest first. */
+static int try_count(struct ctx *x, size_t k, uint32_t near, uint32_t scope, uint32_t want)
+{
+	const struct instance *in = &x->order[k];
+	const struct topo_group *grp = &x->req->groups[in->group];
+	const struct topo_domain *dom = x->t->domains;
+	struct ranked *alts = NULL;
+	size_t alt_count = 0, mark = x->log_used, level;
+	uint32_t first;
+	int ok = 0;
+
+	topo_place_compute(x, in->group, near);
+	first = choose(x, in, near, want);
+	if (first == TOPO_NONE) {
+		note_refusal(x, in, near);
+	} else if (budget_left(x)) {
+		place_instance(x, k, first, want);
+		if (dfs(x, k + 1, scope))
+			return 1;
+		topo_place_undo(x, in->group, mark);
+	}
+	if (grp->constraint.mode != TOPO_MODE_REQUIRED || x->budget_hit)
+		return 0;
+	/* The other domains at the required level, tightest first. */
+	topo_place_compute(x, in->group, near);
+	level = topo_place_required_level(x, grp, near);
+	alts = malloc((dom[near].end - near) * sizeof(*alts));
+	if (!alts)
+		return 0;
+	for (uint32_t d = near; d < dom[near].end; d++)
+		if (dom[d].level == level && x->usable[d] >= want && d != first && within_level(x, d, grp))
+			alts[alt_count++] = (struct ranked){ x->usable[d], d };
+	qsort(alts, alt_count, sizeof(*alts), by_value_asc);
+	for (size_t a = 0; a < alt_count && !ok; a++) {
+		if (!budget_left(x))
+			break;
+		topo_place_compute(x, in->group, near);
+		place_instance(x, k, alts[a].domain, want);
+		ok = dfs(x, k + 1, scope);
+		if (!ok)
+			topo_place_undo(x, in->group, mark);
+	}
+	free(alts);
+	return ok;
+}
+
+/* Every pod of instance k, then (elastic pass, min_slices) fewer whole slices,
+ * the most that one allowed domain holds first, down to the minimum. */
+static int try_counts(struct ctx *x, size_t k, uint32_t near, uint32_t scope)
+{
+	const struct instance *in = &x->order[k];
+	uint32_t size = slice_size_of(&x->req->groups[in->group]);
+	uint64_t most;
+
+	if (try_count(x, k, near, scope, in->pods))
+		return 1;
+	if (!x->elastic || in->min_pods >= in->pods || x->budget_hit)
+		return 0;
+	topo_place_compute(x, in->group, near);
+	most = largest_fit(x, in, near);
+	if (most >= in->pods)
+		most = in->pods - size; /* all of them failed further down */
+	for (uint64_t want = most; want >= in->min_pods && !x->budget_hit; want -= size)
+		if (try_count(x, k, near, scope, (uint32_t)want))
+			return 1;
+	return 0;
+}
+
+/* Places instances k.. inside scope, backtracking (see topo_place.h). */
+static int dfs(struct ctx *x, size_t k, uint32_t scope)
+{
+	const struct instance *in;
+	const struct topo_group *grp;
+	uint32_t near;
+
+	if (k == x->instance_count)
+		return 1;
+	in = &x->order[k];
+	grp = &x->req->groups[in->group];
+	x->start[k] = x->log_used;
+	if (in->leader == k)
+		return try_counts(x, k, grp->outside_whole ? 0 : scope, scope);
+	/* Co-placed: inside the domain of the unit's level that holds the
+	 * leader; a preferred unit may fall back to the whole scope. */
+	near = topo_place_ancestor_at(x, x->domain[in->leader], topo_place_required_level(x, grp, scope));
+	if (try_counts(x, k, near, scope))
+		return 1;
+	if (grp->constraint.mode != TOPO_MODE_PREFERRED || near == scope || x->budget_hit)
+		return 0;
+	return try_counts(x, k, scope, scope);
+}
+
+static int instance_order(const struct instance *x, const struct instance *y)
+{
+	if (x->required != y->required)
+		return x->required ? -1 : 1;
+	if (x->unit_pods != y->unit_pods)
+		return x->unit_pods > y->unit_pods ? -1 : 1;
+	if (x->unit_group != y->unit_group)
+		return x->unit_group < y->unit_group ? -1 : 1;
+	if (x->job != y->job)
+		return x->job < y->job ? -1 : 1;
+	/* Inside a unit: the largest first (the leader), then by group. */
+	if (x->pods != y->pods)
+		return x->pods > y->pods ? -1 : 1;
+	return x->group < y->group ? -1 : x->group > y->group;
+}
+
+/* Insertion into sorted order: instance lists are small (<= TOPO_INSTANCES_MAX)
+ * and mostly sorted already. Then each unit's leader. */
+static void sort_instances(struct instance *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		struct instance cur = v[i];
+		size_t j = i;
+
+		while (j > 0 && instance_order(&v[j - 1], &cur) > 0) {
+			v[j] = v[j - 1];
+			j--;
+		}
+		v[j] = cur;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int same = i > 0 && v[i].unit_group == v[i - 1].unit_group && v[i].job == v[i - 1].job;
+
+		v[i].leader = same ? v[i - 1].leader : (uint32_t)i;
+	}
+}
+
+/* The instances of the request, with their units, in placement order. */
+void topo_place_make_order(struct ctx *x)
+{
+	const struct topo_request *req = x->req;
+	size_t k = 0;
+
+	for (size_t g = 0; g < req->group_count; g++) {
+		const struct topo_group *grp = &req->groups[g];
+		uint32_t size = slice_size_of(grp);
+		uint32_t least = grp->min_slices ? grp->min_slices * size : grp->pods;
+		uint64_t unit_pods = grp->pods;
+		uint32_t unit_group = (uint32_t)g;
+
+		for (size_t h = 0; grp->together && h < req->group_count; h++)
+			if (h != g && req->groups[h].together == grp->together) {
+				unit_pods += req->groups[h].pods;
+				if (h < unit_group)
+					unit_group = (uint32_t)h;
+			}
+		for (uint32_t j = 0; j < grp->replicas; j++)
+			x->order[k++] =
+				(struct instance){ .group = (uint32_t)g,
+						   .job = j,
+						   .pods = grp->pods,
+						   .min_pods = least < grp->pods ? least : grp->pods,
+						   .unit_group = unit_group,
+						   .unit_pods = unit_pods,
+						   .required = grp->constraint.mode == TOPO_MODE_REQUIRED };
+	}
+	sort_instances(x->order, k);
+}
+
+/* For a refusal: the most pods of the request that the free capacity of
+ * one domain of `level` holds, each group counted on its own shape and
+ * groups taken in order (an upper bound; the search also keeps instances
+ * and slices whole). */
+uint64_t topo_place_whole_fit(struct ctx *x, size_t level)
+{
+	const struct topo_domain *dom = x->t->domains;
+	uint64_t best = 0;
+
+	for (uint32_t d = 0; d < x->t->domain_count; d++) {
+		uint64_t fit = 0;
+
+		if (dom[d].level != level)
+			continue;
+		for (uint32_t g = 0; g < x->req->group_count; g++) {
+			const struct topo_group *grp = &x->req->groups[g];
+			uint64_t want = (uint64_t)grp->pods * grp->replicas, have;
+
+			if (grp->outside_whole)
+				continue;
+			topo_place_compute(x, g, d);
+			have = x->usable[d];
+			fit += have < want ? have : want;
+		}
+		if (fit > best)
+			best = fit;
+	}
+	return best;
+}
+
+/* Tries the whole JobSet inside each candidate scope of `level`, tightest first. */
+static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape, uint32_t *found)
+{
+	const struct topo_domain *dom = x->t->domains;
+	const struct instance *big;
+	size_t first = 0;
+	uint64_t need;
+
+	/* The largest instance the JobSet's constraint holds decides the candidates. */
+	while (first + 1 < x->instance_count && x->req->groups[x->order[first].group].outside_whole)
+		first++;
+	big = &x->order[first];
+	need = x->elastic ? big->min_pods : big->pods;
+	/* An exclusive job holds a domain of its level alone: a JobSet domain
+	 * deeper than that could not show whether the rest of it is taken. */
+	for (size_t g = 0; g < x->req->group_count; g++)
+		if (x->req->groups[g].exclusive && !x->req->groups[g].outside_whole &&
+		    level > x->req->groups[g].constraint.level)
+			return 0;
+	struct ranked *cands = NULL;
+	size_t n = 0;
+	int ok = 0;
+
+	topo_place_compute(x, big->group, 0);
+	cands = malloc(x->t->domain_count * sizeof(*cands));
+	if (!cands)
+		return 0;
+	for (uint32_t d = 0; d < x->t->domain_count; d++)
+		if (dom[d].level == level && x->usable[d] >= need && (!one_shape || x->pods[d] >= total))
+			cands[n++] = (struct ranked){ x->usable[d], d };
+	qsort(cands, n, sizeof(*cands), by_value_asc);
+	/* Each level has a budget of its own: a level whose candidates are
+	 * many and fragmented cannot use up the search of the levels above
+	 * it, so a preferred constraint always gets to try the root. */
+	x->level_start = x->descents;
+	for (size_t i = 0; i < n && !ok && x->descents - x->level_start < 8 * (size_t)x->budget; i++) {
+		x->scope_descents = 0;
+		x->budget_hit = 0;
+		ok = dfs(x, 0, cands[i].domain);
+		if (ok)
+			*found = cands[i].domain;
+	}
+	free(cands);
+	return ok;
+}
+
+/* One pass over the request: without the JobSet constraint the cluster is
+ * the scope; with it, candidate scopes from the deepest level up. */
+int topo_place_run_pass(struct ctx *x, uint64_t total, int one_shape, uint32_t *whole)
+{
+	const struct topo_request *req = x->req;
+	size_t top;
+
+	x->budget_hit = 0;
+	if (x->instance_count == 0)
+		return 1;
+	if (req->whole.mode == TOPO_MODE_NONE) {
+		x->scope_descents = 0;
+		return dfs(x, 0, 0);
+	}
+	top = req->whole.mode == TOPO_MODE_REQUIRED ? req->whole.level : 0;
+	for (size_t level = x->t->node_level + 1; level-- > top;)
+		if (try_level(x, level, total, one_shape, whole))
+			return 1;
+	return 0;
+}

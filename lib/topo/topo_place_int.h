@@ -1,0 +1,133 @@
+/*
+ * topo_place_int: what the files of the placement core share, and nothing a
+ * user of it sees (that is topo_place.h). The placement is split by idea:
+ *
+ *   topo_place.c         the entry (topo_place): the request's checks, the
+ *                        context, a node's fit, the output
+ *   topo_place_domain.c  the domain search: capacity per domain, the greedy
+ *                        descent, the backtracking over domains, the order
+ *                        of the instances
+ *   topo_place_node.c    the node-level search, for mixed shapes
+ *   topo_place_order.c   the order choice: the spec's order against the
+ *                        search's, the better placement kept
+ *
+ * Only this header's structs and prototypes cross between them; every other
+ * helper stays static in its file. Pure like the rest of lib/topo: no I/O,
+ * no clock, no logging. Not an API: include it from these files only.
+ */
+#ifndef MUSTER_TOPO_PLACE_INT_H
+#define MUSTER_TOPO_PLACE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "topo_place.h"
+
+/* One child Job to place. Co-placed instances (topo_group.together) form a
+ * unit: they are adjacent in the order, the first is the unit's leader. */
+struct instance {
+	uint32_t group, job;
+	uint32_t pods, min_pods; /* wanted, and at least (min_slices) */
+	uint32_t unit_group; /* the lowest group index of its unit (itself when alone) */
+	uint64_t unit_pods; /* pods of the whole unit */
+	int required;
+	uint32_t leader; /* order position of the unit's first instance */
+};
+
+/* What an instance took from a node; count 0 closes the node instead (an
+ * exclusive instance's domain), undone by reopening it. */
+struct take {
+	uint32_t node, count;
+};
+
+struct ranked {
+	uint64_t value;
+	uint32_t domain;
+};
+
+struct ctx {
+	const struct topo_tree *t;
+	const struct topo_cluster *c;
+	const struct topo_request *req;
+	size_t resources;
+	int pods_resource;
+	int64_t *free; /* node_count x resources */
+	uint32_t *taken; /* per node: pods of this request placed there */
+	uint8_t *closed; /* per node: inside a domain an exclusive instance holds */
+	uint8_t *occupied; /* per domain, for the instance being placed: pods of the request or closed */
+	uint8_t *eligible; /* group_count x node_count */
+	uint64_t *pods, *usable; /* per domain, for the instance being placed */
+	uint64_t *room; /* per domain, for the instance being placed: free room of `scarce` on its nodes */
+	int scarce; /* the request's scarcest resource, or -1 (room counts pod slots) */
+	int room_ties; /* equally tight domains: the least free room first (else tree order) */
+	struct ranked *scratch; /* children lists of the descent, a stack */
+	size_t scratch_used;
+	struct take *log;
+	size_t log_used, log_cap;
+	struct instance *order;
+	size_t instance_count;
+	size_t *start; /* per order position: its first log entry */
+	uint32_t *domain; /* per order position: the domain it was placed in */
+	uint32_t *placed; /* per order position: pods placed (fewer than wanted only when elastic) */
+	size_t descents, budget, scope_descents, level_start;
+	size_t node_steps; /* the node-level search's work, against NODE_SEARCH_BUDGET */
+	int budget_hit;
+	int elastic; /* this pass may place fewer slices (min_slices) */
+	char *first_cause;
+};
+
+static inline uint32_t slice_size_of(const struct topo_group *g)
+{
+	return g->slice_size > 1 ? g->slice_size : 1;
+}
+
+/* ---- topo_place.c ---- */
+
+/* A formatted sentence, malloc'd (NULL without memory). */
+char *topo_place_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Why a node takes none of shape's pods (not Ready, cordoned, a taint, the
+ * selector or affinity), or NULL when it may. */
+const char *topo_place_exclusion(const struct topo_node *node, const struct topo_shape *shape);
+/* How many pods of shape fit in free (one node's free resources). */
+uint32_t topo_place_fit_free(const struct topo_cluster *cluster, const int64_t *free,
+			     const struct topo_shape *shape);
+/* The placement the context holds, whole the JobSet's domain; NULL without
+ * memory. */
+struct topo_placement *topo_place_build_output(struct ctx *x, uint32_t whole);
+
+/* ---- topo_place_domain.c: the domain search ---- */
+
+/* Capacity of group g per domain of the subtree scope (pods, usable, room,
+ * occupied). */
+void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope);
+/* Puts count pods of group g on node, logged for undo. */
+void topo_place_take(struct ctx *x, uint32_t g, uint32_t node, uint32_t count);
+/* Undoes the log back to mark (the takes of group g). */
+void topo_place_undo(struct ctx *x, uint32_t g, size_t mark);
+size_t topo_place_required_level(const struct ctx *x, const struct topo_group *grp, uint32_t scope);
+uint32_t topo_place_ancestor_at(const struct ctx *x, uint32_t d, size_t level);
+/* The instances in the search's order (largest units first). */
+void topo_place_make_order(struct ctx *x);
+/* One pass of the search over the whole request; 1 when every instance is
+ * placed, with *whole the JobSet's domain. */
+int topo_place_run_pass(struct ctx *x, uint64_t total, int one_shape, uint32_t *whole);
+/* For a refusal: the most pods of the request one domain of level holds. */
+uint64_t topo_place_whole_fit(struct ctx *x, size_t level);
+
+/* ---- topo_place_node.c: the node-level search ---- */
+
+/* 1 when it placed every instance, with *whole the JobSet's domain. */
+int topo_place_node_search(struct ctx *x, uint32_t *whole);
+
+/* ---- topo_place_order.c: the order choice ---- */
+
+/* The request's scarcest resource, or -1. */
+int topo_place_scarcest_resource(const struct ctx *x);
+/* Whether another order may be tried (no co-placement, no minimum, more
+ * than one instance). */
+int topo_place_second_order_allowed(const struct ctx *x);
+/* The best of first and the other orders' placements; the rest freed. */
+struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, int one_shape,
+						 struct topo_placement *first);
+
+#endif

@@ -1,0 +1,221 @@
+/*
+ * topo_place_order: the placement core's choice between orders, and the
+ * request's scarcest resource that breaks ties between equally tight
+ * domains. Not the searches that place in a given order
+ * (topo_place_domain.c, topo_place_node.c).
+ *
+ * The search places the largest instances first (first-fit decreasing).
+ * Kueue places PodSets in the order the JobSet lists them, and on some
+ * clusters that order leaves the JobSet closer together or a larger domain
+ * free. So, when a placement was found, the spec order is tried as well
+ * (one more greedy descent per instance) and the better of the two kept, by
+ * what users measure, in this order: preferred levels met, the level of the
+ * smallest domain holding the whole JobSet, the largest domain left free at
+ * the request's level, the fewest domains used.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "topo_place_int.h"
+
+struct order_score {
+	uint32_t preferred_met;
+	size_t jobset_level;
+	uint64_t largest_free;
+	size_t domains;
+};
+
+/* Positive when a is better than b. */
+static int compare_scores(const struct order_score *a, const struct order_score *b)
+{
+	if (a->preferred_met != b->preferred_met)
+		return a->preferred_met > b->preferred_met ? 1 : -1;
+	if (a->jobset_level != b->jobset_level)
+		return a->jobset_level > b->jobset_level ? 1 : -1;
+	if (a->largest_free != b->largest_free)
+		return a->largest_free > b->largest_free ? 1 : -1;
+	if (a->domains != b->domains)
+		return a->domains < b->domains ? 1 : -1;
+	return 0;
+}
+
+/* The request's scarcest resource: the one its pods ask the largest share
+ * of the cluster's free capacity of (the pods count aside). */
+int topo_place_scarcest_resource(const struct ctx *x)
+{
+	double most = -1;
+	int best = -1;
+
+	for (size_t r = 0; r < x->resources; r++) {
+		int64_t total = 0, asked = 0;
+		double share;
+
+		if ((int)r == x->pods_resource)
+			continue;
+		for (size_t g = 0; g < x->req->group_count; g++)
+			asked += x->req->groups[g].shape.requests[r] * (int64_t)x->req->groups[g].pods *
+				 (int64_t)x->req->groups[g].replicas;
+		if (asked <= 0)
+			continue;
+		for (size_t n = 0; n < x->c->node_count; n++)
+			total += x->free[n * x->resources + r] > 0 ? x->free[n * x->resources + r] : 0;
+		share = total > 0 ? (double)asked / (double)total : 1e300;
+		if (share > most) {
+			most = share;
+			best = (int)r;
+		}
+	}
+	return best;
+}
+
+/* The most free room of the request's scarcest resource (of pod slots when
+ * it asks for none) that one domain of `level` has, as the context's free
+ * capacity stands: what the next job can still have in one domain. */
+static uint64_t largest_free_room(struct ctx *x, size_t level)
+{
+	const struct topo_domain *dom = x->t->domains;
+	int r = x->scarce;
+	uint64_t largest = 0;
+
+	if (r < 0) {
+		topo_place_compute(x, 0, 0);
+		for (uint32_t d = 0; d < x->t->domain_count; d++)
+			if (dom[d].level == level && x->usable[d] > largest)
+				largest = x->usable[d];
+		return largest;
+	}
+	/* x->pods as scratch: the room summed up the tree. */
+	memset(x->pods, 0, x->t->domain_count * sizeof(*x->pods));
+	for (uint32_t d = x->t->domain_count; d-- > 0;) {
+		if (dom[d].node != TOPO_NONE) {
+			int64_t f = x->free[(size_t)dom[d].node * x->resources + (size_t)r];
+
+			x->pods[d] = f > 0 ? (uint64_t)f : 0;
+		}
+		if (dom[d].level == level && x->pods[d] > largest)
+			largest = x->pods[d];
+		if (d)
+			x->pods[dom[d].parent] += x->pods[d];
+	}
+	return largest;
+}
+
+/* The score of placement p, with the context's free capacity as p left it. */
+static struct order_score score_of(struct ctx *x, const struct topo_placement *p)
+{
+	const struct topo_domain *dom = x->t->domains;
+	struct order_score s = { .domains = p->count_count };
+	size_t level = 0;
+
+	for (size_t g = 0, k = 0; g < x->req->group_count; g++) {
+		const struct topo_group *grp = &x->req->groups[g];
+
+		if ((grp->constraint.mode == TOPO_MODE_REQUIRED ||
+		     grp->constraint.mode == TOPO_MODE_PREFERRED) &&
+		    grp->constraint.level > level)
+			level = grp->constraint.level;
+		for (uint32_t j = 0; j < grp->replicas; j++, k++)
+			s.preferred_met += grp->constraint.mode == TOPO_MODE_PREFERRED &&
+					   dom[p->instance_domain[k]].level >= grp->constraint.level;
+	}
+	for (size_t l = x->t->node_level; l-- > 0 && p->pod_count;) {
+		uint32_t first = TOPO_NONE;
+		int same = 1;
+
+		for (size_t i = 0; i < p->pod_count && same; i++) {
+			uint32_t a;
+
+			if (p->pods[i].domain == TOPO_NONE)
+				continue;
+			a = topo_place_ancestor_at(x, p->pods[i].domain, l);
+			if (dom[a].level != l || (first != TOPO_NONE && a != first))
+				same = 0;
+			first = a;
+		}
+		if (same) {
+			s.jobset_level = l;
+			break;
+		}
+	}
+	if (level)
+		s.largest_free = largest_free_room(x, level);
+	return s;
+}
+
+int topo_place_second_order_allowed(const struct ctx *x)
+{
+	for (size_t g = 0; g < x->req->group_count; g++)
+		if (x->req->groups[g].together || x->req->groups[g].min_slices)
+			return 0;
+	return x->instance_count > 1;
+}
+
+/* Undoes every instance placed, last first. */
+static void undo_all(struct ctx *x)
+{
+	for (size_t k = x->instance_count; k-- > 0;)
+		topo_place_undo(x, x->order[k].group, x->start[k]);
+}
+
+/* Sets the order of the instances: the spec's (Kueue's), or the search's
+ * (largest first, topo_place_make_order). */
+static void set_order(struct ctx *x, int spec)
+{
+	size_t k = 0;
+
+	if (!spec) {
+		topo_place_make_order(x);
+		return;
+	}
+	for (size_t g = 0; g < x->req->group_count; g++)
+		for (uint32_t j = 0; j < x->req->groups[g].replicas; j++, k++)
+			x->order[k] = (struct instance){ .group = (uint32_t)g,
+							 .job = j,
+							 .pods = x->req->groups[g].pods,
+							 .min_pods = x->req->groups[g].pods,
+							 .unit_group = (uint32_t)g,
+							 .unit_pods = x->req->groups[g].pods,
+							 .required = x->req->groups[g].constraint.mode ==
+								     TOPO_MODE_REQUIRED,
+							 .leader = (uint32_t)k };
+}
+
+/* The best of `first` (the search's order, ties broken by free room) and
+ * three more greedy passes: the spec order, and each order with ties left
+ * in tree order. The others are freed; ties keep the earlier. */
+struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, int one_shape,
+						 struct topo_placement *first)
+{
+	static const struct {
+		int spec, room_ties;
+	} variants[] = { { 1, 1 }, { 0, 0 }, { 1, 0 } };
+	struct topo_placement *best = first;
+	struct order_score best_score = score_of(x, first);
+
+	/* One greedy descent per instance: the order and ties are all that vary. */
+	for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+		struct topo_placement *other;
+		struct order_score score;
+		uint32_t whole = 0;
+
+		undo_all(x);
+		set_order(x, variants[v].spec);
+		x->room_ties = variants[v].room_ties;
+		x->budget = x->instance_count + 1;
+		if (!topo_place_run_pass(x, total, one_shape, &whole))
+			continue;
+		other = topo_place_build_output(x, whole);
+		if (!other)
+			continue;
+		score = score_of(x, other);
+		if (compare_scores(&score, &best_score) > 0) {
+			topo_placement_free(best);
+			best = other;
+			best_score = score;
+		} else {
+			topo_placement_free(other);
+		}
+	}
+	best->descents = x->descents; /* every pass's */
+	return best;
+}
