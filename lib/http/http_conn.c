@@ -233,7 +233,7 @@ int http_conn_sweeper_start(struct http_serve *server, char **cause)
 {
 	if (pthread_create(&server->sweeper, NULL, sweep, server) != 0)
 		return cause_err(cause, -EAGAIN, "no thread for the connection deadlines of %s",
-				      server->address);
+				 server->address);
 	server->sweeper_started = 1;
 	return 0;
 }

@@ -459,39 +459,38 @@ static int check_options(const struct http_serve_options *options, char **cause)
 
 	if (!options->tls_cert_file != !options->tls_key_file)
 		return cause_err(cause, -EINVAL,
-				      "TLS needs both a certificate file and a key file (%s given alone)",
-				      options->tls_cert_file ? "certificate" : "key");
+				 "TLS needs both a certificate file and a key file (%s given alone)",
+				 options->tls_cert_file ? "certificate" : "key");
 	if (options->tls_cert_file && (!options->tls_cert_file[0] || !options->tls_key_file[0]))
 		return cause_err(cause, -EINVAL, "TLS file name is empty");
 	if (options->threads > HTTP_SERVE_THREADS_MAX)
 		return cause_err(cause, -EINVAL, "threads %u exceeds %u", options->threads,
-				      HTTP_SERVE_THREADS_MAX);
+				 HTTP_SERVE_THREADS_MAX);
 	if (connections_max > HTTP_SERVE_CONNECTIONS_LIMIT)
 		return cause_err(cause, -EINVAL, "connections_max %u exceeds %u", connections_max,
-				      HTTP_SERVE_CONNECTIONS_LIMIT);
+				 HTTP_SERVE_CONNECTIONS_LIMIT);
 	/* libmicrohttpd shares the connections among the pool's threads. */
 	if (options->threads > connections_max)
-		return cause_err(cause, -EINVAL, "threads %u exceeds connections_max %u",
-				      options->threads, connections_max);
+		return cause_err(cause, -EINVAL, "threads %u exceeds connections_max %u", options->threads,
+				 connections_max);
 	if (options->idle_seconds > HTTP_SERVE_IDLE_SECONDS_MAX)
 		return cause_err(cause, -EINVAL, "idle_seconds %u exceeds %u", options->idle_seconds,
-				      HTTP_SERVE_IDLE_SECONDS_MAX);
+				 HTTP_SERVE_IDLE_SECONDS_MAX);
 	if (options->body_seconds > HTTP_SERVE_BODY_SECONDS_MAX)
 		return cause_err(cause, -EINVAL, "body_seconds %u exceeds %u", options->body_seconds,
-				      HTTP_SERVE_BODY_SECONDS_MAX);
+				 HTTP_SERVE_BODY_SECONDS_MAX);
 	if (options->head_seconds > HTTP_SERVE_BODY_SECONDS_MAX)
 		return cause_err(cause, -EINVAL, "head_seconds %u exceeds %u", options->head_seconds,
-				      HTTP_SERVE_BODY_SECONDS_MAX);
+				 HTTP_SERVE_BODY_SECONDS_MAX);
 	if (options->header_seconds > HTTP_SERVE_BODY_SECONDS_MAX)
 		return cause_err(cause, -EINVAL, "header_seconds %u exceeds %u", options->header_seconds,
-				      HTTP_SERVE_BODY_SECONDS_MAX);
+				 HTTP_SERVE_BODY_SECONDS_MAX);
 	if (options->bodies_max &&
 	    options->bodies_max < (options->body_max ? options->body_max : HTTP_SERVE_BODY_MAX_DEFAULT) + 1)
-		return cause_err(cause, -EINVAL, "bodies_max %zu is below body_max + 1",
-				      options->bodies_max);
+		return cause_err(cause, -EINVAL, "bodies_max %zu is below body_max + 1", options->bodies_max);
 	if (options->body_max > HTTP_SERVE_BODY_MAX_LIMIT)
 		return cause_err(cause, -EINVAL, "body_max %zu exceeds %u", options->body_max,
-				      HTTP_SERVE_BODY_MAX_LIMIT);
+				 HTTP_SERVE_BODY_MAX_LIMIT);
 	if (options->post_count > HTTP_SERVE_POST_ROUTES_MAX || (options->post_count && !options->posts))
 		return cause_err(cause, -EINVAL, "at most %u POST routes", HTTP_SERVE_POST_ROUTES_MAX);
 	for (size_t i = 0; i < options->post_count; i++) {
@@ -504,12 +503,11 @@ static int check_options(const struct http_serve_options *options, char **cause)
 		for (size_t j = 0; j < sizeof(route_table) / sizeof(route_table[0]); j++) {
 			if (strcmp(post->path, route_table[j].path) == 0)
 				return cause_err(cause, -EINVAL, "POST route %s is a GET route",
-						      route_table[j].path);
+						 route_table[j].path);
 		}
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(post->path, options->posts[j].path) == 0)
-				return cause_err(cause, -EINVAL,
-						      "POST route %zu repeats an earlier path", i);
+				return cause_err(cause, -EINVAL, "POST route %zu repeats an earlier path", i);
 		}
 	}
 	return 0;
@@ -618,7 +616,7 @@ static int listen_socket(struct http_serve *server, const struct http_serve_addr
 	if (fd < 0) {
 		err = errno;
 		return cause_err(cause, -err, "cannot make a socket for %s: %s", wanted,
-				      http_error_text(err, error, sizeof(error)));
+				 http_error_text(err, error, sizeof(error)));
 	}
 	/* Lets a restarted controller bind while old connections linger in
 	 * TIME_WAIT; a port another socket listens on is still refused. */
@@ -628,7 +626,7 @@ static int listen_socket(struct http_serve *server, const struct http_serve_addr
 		err = errno;
 		close(fd);
 		return cause_err(cause, -err, "cannot listen on %s: %s", wanted,
-				      http_error_text(err, error, sizeof(error)));
+				 http_error_text(err, error, sizeof(error)));
 	}
 	server->port = format_address(&bound, server->address, sizeof(server->address));
 	return fd;
@@ -676,8 +674,7 @@ static int daemon_start(struct http_serve *server, int fd, char **cause)
 		MHD_OPTION_END);
 	if (!server->daemon) {
 		/* libmicrohttpd closed fd; its http-library lines say why. */
-		return cause_err(cause, -EIO, "libmicrohttpd could not start serving %s",
-				      server->address);
+		return cause_err(cause, -EIO, "libmicrohttpd could not start serving %s", server->address);
 	}
 	return http_conn_sweeper_start(server, cause);
 }

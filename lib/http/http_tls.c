@@ -109,13 +109,13 @@ static int read_tls_file(const char *path, const char *what, gnutls_datum_t *out
 	if (fd < 0) {
 		err = -errno;
 		cause_err(cause, err, "TLS %s %s: %s", what, quoted,
-			       http_error_text(-err, error, sizeof(error)));
+			  http_error_text(-err, error, sizeof(error)));
 		goto out;
 	}
 	if (fstat(fd, &st) != 0) {
 		err = -errno;
 		cause_err(cause, err, "TLS %s %s: %s", what, quoted,
-			       http_error_text(-err, error, sizeof(error)));
+			  http_error_text(-err, error, sizeof(error)));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
@@ -157,7 +157,7 @@ static int read_tls_file(const char *path, const char *what, gnutls_datum_t *out
 		if (n < 0) {
 			err = -errno;
 			cause_err(cause, err, "TLS %s %s: %s", what, quoted,
-				       http_error_text(-err, error, sizeof(error)));
+				  http_error_text(-err, error, sizeof(error)));
 			goto out;
 		}
 		if (n == 0)
@@ -168,7 +168,7 @@ static int read_tls_file(const char *path, const char *what, gnutls_datum_t *out
 
 too_large:
 	err = cause_err(cause, -EFBIG, "TLS %s %s: larger than %u bytes", what, quoted,
-			     HTTP_SERVE_TLS_FILE_MAX);
+			HTTP_SERVE_TLS_FILE_MAX);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -278,12 +278,12 @@ static int tls_pair_parse(const struct tls_state *tls, const gnutls_datum_t *cer
 						GNUTLS_X509_CRT_LIST_FAIL_IF_UNSORTED);
 	if (ret == GNUTLS_E_SHORT_MEMORY_BUFFER) {
 		err = cause_err(cause, -EINVAL, "TLS certificate file %s: more than %u certificates",
-				     cert_name, HTTP_SERVE_TLS_CHAIN_MAX);
+				cert_name, HTTP_SERVE_TLS_CHAIN_MAX);
 		goto out;
 	}
 	if (ret < 0 || count == 0) {
 		err = cause_err(cause, -EINVAL, "TLS certificate file %s: no PEM certificate chain: %s",
-				     cert_name, ret < 0 ? gnutls_strerror(ret) : "empty");
+				cert_name, ret < 0 ? gnutls_strerror(ret) : "empty");
 		goto out;
 	}
 	pair->cert_count = count;
@@ -295,14 +295,13 @@ static int tls_pair_parse(const struct tls_state *tls, const gnutls_datum_t *cer
 	ret = gnutls_privkey_import_x509_raw(pair->key, key, GNUTLS_X509_FMT_PEM, NULL, 0);
 	if (ret < 0) {
 		err = cause_err(cause, -EINVAL, "TLS key file %s: no unencrypted PEM private key: %s",
-				     key_name, gnutls_strerror(ret));
+				key_name, gnutls_strerror(ret));
 		goto out;
 	}
 	ret = tls_key_matches(pair);
 	if (ret < 0) {
-		err = cause_err(cause, -EINVAL,
-				     "TLS key file %s does not match the certificate in %s: %s", key_name,
-				     cert_name, gnutls_strerror(ret));
+		err = cause_err(cause, -EINVAL, "TLS key file %s does not match the certificate in %s: %s",
+				key_name, cert_name, gnutls_strerror(ret));
 		goto out;
 	}
 	tls_describe(pair);
@@ -639,7 +638,7 @@ int http_tls_setup(struct http_serve *server, const struct http_serve_options *o
 	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES ||
 	    MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES)
 		return cause_err(cause, -ENOTSUP,
-				      "libmicrohttpd was built without TLS certificate callbacks");
+				 "libmicrohttpd was built without TLS certificate callbacks");
 	if (pthread_mutex_init(&tls->lock, NULL) != 0)
 		return cause_err(cause, -ENOMEM, "cannot make a lock");
 	tls->lock_ready = 1;
@@ -659,7 +658,7 @@ int http_tls_setup(struct http_serve *server, const struct http_serve_options *o
 	if (tls->wake_fd < 0) {
 		err = -errno;
 		return cause_err(cause, err, "cannot make an eventfd: %s",
-				      http_error_text(-err, error, sizeof(error)));
+				 http_error_text(-err, error, sizeof(error)));
 	}
 	/* Watched before the first read, so that no change after it is missed.
 	 * Without inotify the periodic check still reloads. */
@@ -685,7 +684,7 @@ int http_tls_watch_start(struct http_serve *server, char **cause)
 
 	if (err)
 		return cause_err(cause, -err, "cannot start the TLS watcher thread: %s",
-				      http_error_text(err, error, sizeof(error)));
+				 http_error_text(err, error, sizeof(error)));
 	server->tls.watcher_started = 1;
 	return 0;
 }
