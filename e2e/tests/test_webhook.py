@@ -815,3 +815,24 @@ def test_a_hanging_apiserver_holds_up_no_other_jobsets_pods_and_every_pin_answer
     finally:
         server.stop()
         api_server.stop()
+
+
+def test_a_configmap_its_jobset_does_not_control_never_pins_a_pod(kube, hooked):
+    """Issue 34 §2: a tenant's ConfigMap of a record's name, holding a valid
+    record for the pod's labels but controlled by no JobSet of that uid, is
+    nobody's record: the pod is refused, saying so, and the webhook keeps
+    nothing of it. Before, the webhook parsed and cached any such ConfigMap
+    (about 10 MB each at 900 KiB) and pinned the pod by it."""
+    namespace = hooked
+    record = json.dumps({"uid": "u-forged", "attempt": 0,
+                         "replicatedJobs": {"w": [[[0, 0, "kubernetes.io/hostname=anywhere"]]]}})
+    kube.create(f"/api/v1/namespaces/{namespace}/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"forged{api.PLACEMENT_SUFFIX}"},
+        "data": {api.PLACEMENT_KEY: record}})
+    labels = {api.JOBSET_LABEL_NAME: "forged", api.JOBSET_LABEL_UID: "u-forged",
+              api.JOBSET_LABEL_REPLICATED_JOB: "w", api.JOBSET_LABEL_JOB_INDEX: "0"}
+    with pytest.raises(ApiError) as refused:
+        kube.create(f"/api/v1/namespaces/{namespace}/pods", pinned_pod(labels))
+    message = refused.value.body.get("message", "") if isinstance(refused.value.body, dict) else str(refused.value)
+    assert "is not the placement of record of JobSet forged of uid u-forged" in message, message
+    assert "anywhere" not in message, message
