@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "controller_group.h"
+#include "controller_group_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,96 +36,6 @@
 
 #define LIST_PAGE_SIZE 500u
 
-/* One group-scheduled JobSet. */
-struct entry {
-	struct name_node node; /* first: an entry is its node; namespace and name point below */
-	char namespace[MODEL_LABEL_MAX + 1];
-	char name[MODEL_LABEL_MAX + 1];
-	char uid[MODEL_UID_MAX + 1];
-	char token[RELEASE_TOKEN_MAX + 1]; /* "" when the annotation is absent */
-	struct group_tracker *tracker;
-	int in_pod_relist; /* relist_begin was called for the pod LIST in progress */
-	int needs_read; /* reading the ConfigMap or listing the pods failed: retried every tick */
-	enum group_action last_action;
-	int has_last_action;
-	uint64_t retry_at_ms; /* no release write before this (a foreign ConfigMap is in the way) */
-	int conflict_reported; /* the ConfigMapConflict Event was sent */
-	uint32_t timeout_reported; /* attempt + 1 whose GroupTimedOut Event was sent, 0: none */
-	int repush; /* released before this tracker was made: push again to the pods still waiting */
-	int uid_missing_reported; /* a pod without the jobset-uid label was logged */
-	uint64_t serial; /* tells this entry from a later one of the same JobSet */
-	uint32_t timeout_s; /* groupSchedulingConfig.timeoutAfterSeconds, 0: not given */
-	int64_t waiting_since; /* Unix seconds the current epoch began waiting, 0: not waiting */
-	uint64_t waiting_epoch; /* that epoch */
-};
-
-/* A release write handed to the writer thread: decided under the lock,
- * written outside it, its result recorded under the lock again. While it is
- * queued or under way the tracker says PENDING (no second release of the
- * epoch is decided) and no ConfigMap read of that JobSet is made. */
-struct write_req {
-	struct write_req *next;
-	struct entry snap; /* identity of the JobSet (namespace, name, uid, serial); no tracker */
-	struct group_decision decision;
-	uint64_t begun, written; /* the write's start and end, now_ms */
-	int err, foreign;
-	const char *how;
-	char *cause;
-};
-
-/* An API client (owning its transport, or on the tests' own); one per
- * thread. */
-struct api {
-	struct kube_client *client;
-};
-
-struct controller_group {
-	pthread_mutex_t lock; /* the registry and every tracker */
-	struct name_table registry; /* the entries */
-	char namespace[MODEL_LABEL_MAX + 1];
-	struct controller_group_options options;
-	struct api jobset_api, pod_api, write_api, side_api;
-	struct side_queue side; /* pushes and Events, with side_api's client */
-	struct api read_api; /* ConfigMap GET and pod LIST of a new tracker, under the lock */
-	struct kube_informer *jobset_informer, *pod_informer; /* each used by its watch thread */
-	uint64_t serials; /* entries made */
-
-	/* Release writes decided and not yet recorded, oldest first; under lock. */
-	pthread_cond_t writes_cond;
-	struct write_req *writes_head, *writes_tail;
-	int writes_stop;
-	struct timespec start;
-	atomic_int jobsets_listed, pods_listed; /* each watch completed a LIST once */
-	unsigned jobset_lists, pod_lists; /* LISTs begun, for the re-list log line */
-	/* Why each watch's LIST under way or last begun happened, for /readyz. */
-	pthread_mutex_t reason_lock;
-	char jobset_reason[KUBE_RELIST_REASON_MAX], pod_reason[KUBE_RELIST_REASON_MAX];
-
-	struct {
-		_Atomic uint64_t releases, release_failures, configmap_conflicts, barrier_timeouts;
-		_Atomic uint64_t push_skipped;
-	} stats;
-};
-
-static void stat_add(_Atomic uint64_t *counter, uint64_t n)
-{
-	atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
-}
-
-static uint64_t stat_get(const _Atomic uint64_t *counter)
-{
-	return atomic_load_explicit((_Atomic uint64_t *)counter, memory_order_relaxed);
-}
-
-static uint64_t now_ms(const struct controller_group *group)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)(now.tv_sec - group->start.tv_sec) * 1000u +
-	       (uint64_t)((now.tv_nsec - group->start.tv_nsec) / 1000000);
-}
-
 static void api_free(struct api *api)
 {
 	kube_client_free(api->client);
@@ -143,35 +54,6 @@ static int api_new(const struct kube_config *cfg, const struct controller_group_
 	if (err)
 		api_free(api);
 	return err;
-}
-
-/* ---- decoding at the boundary ---- */
-
-static const char *annotation(const cJSON *object, const char *key)
-{
-	const cJSON *value = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(object, "metadata"),
-						 "annotations"),
-		key);
-
-	return cJSON_IsString(value) ? value->valuestring : NULL;
-}
-
-/* jobset_model_decode (which reads the settings from the spec field or
- * the annotations), plus the token annotation (copied into token, "" when
- * absent or too long). */
-static int jobset_decode(const cJSON *object, struct jobset_model *jobset, char *token, size_t token_size,
-			 char **cause)
-{
-	const char *value;
-
-	if (jobset_model_decode(object, jobset, cause))
-		return -1;
-	token[0] = '\0';
-	value = annotation(object, MUSTER_ANNOTATION_BARRIER_TOKEN);
-	if (value && strlen(value) < token_size)
-		memcpy(token, value, strlen(value) + 1);
-	return 0;
 }
 
 /* ---- the registry (a name_table, under the lock) ---- */
@@ -758,7 +640,7 @@ static void jobset_changed(struct controller_group *group, const cJSON *object, 
 
 	if (!jobset)
 		return;
-	if (jobset_decode(object, jobset, token, sizeof(token), &cause)) {
+	if (group_jobset_decode(object, jobset, token, sizeof(token), &cause)) {
 		undecodable(group, object, cause);
 		goto out;
 	}
@@ -1090,93 +972,4 @@ void controller_group_free(struct controller_group *group)
 	pthread_mutex_destroy(&group->lock);
 	pthread_mutex_destroy(&group->reason_lock);
 	free(group);
-}
-
-/* ---- what the metrics and health endpoints read ---- */
-
-int controller_group_ready(struct controller_group *group, char *reason, size_t size)
-{
-	char why[KUBE_RELIST_REASON_MAX];
-	int jobsets = atomic_load(&group->jobsets_listed), pods = atomic_load(&group->pods_listed);
-
-	if (jobsets && pods)
-		return 1;
-	pthread_mutex_lock(&group->reason_lock);
-	snprintf(why, sizeof(why), "%s", jobsets ? group->pod_reason : group->jobset_reason);
-	pthread_mutex_unlock(&group->reason_lock);
-	/* The reason of the LIST under way: "first list", or why the last one
-	 * failed (an apiserver out of reach, a TLS verification failure). */
-	snprintf(reason, size, "the %s watch has not completed its first LIST (%s)",
-		 jobsets ? "pod" : "JobSet", why[0] ? why : "not started");
-	return 0;
-}
-
-static void stats_sum(struct kube_client_stats *into, const struct kube_client_stats *add)
-{
-	into->requests += add->requests;
-	into->retries += add->retries;
-	for (int i = 0; i < KUBE_STATS_ERROR_SLOTS; i++)
-		into->errors[i] += add->errors[i];
-	into->watch_streams += add->watch_streams;
-	into->relists += add->relists;
-	into->watch_events += add->watch_events;
-	into->list_pages_shrunk += add->list_pages_shrunk;
-}
-
-void controller_group_stats(struct controller_group *group, struct controller_group_stats *out)
-{
-	struct kube_client_stats reads;
-
-	memset(out, 0, sizeof(*out));
-	out->releases = stat_get(&group->stats.releases);
-	out->release_failures = stat_get(&group->stats.release_failures);
-	out->configmap_conflicts = stat_get(&group->stats.configmap_conflicts);
-	out->barrier_timeouts = stat_get(&group->stats.barrier_timeouts);
-	out->push_ok = stat_get(&group->side.stats.push_results[PUSH_OK]);
-	out->push_refused = stat_get(&group->side.stats.push_results[PUSH_REFUSED]);
-	out->push_unreachable = stat_get(&group->side.stats.push_results[PUSH_UNREACHABLE]);
-	out->push_timeout = stat_get(&group->side.stats.push_results[PUSH_TIMEOUT]);
-	out->push_pending = stat_get(&group->side.stats.push_results[PUSH_PENDING]);
-	out->push_skipped = stat_get(&group->stats.push_skipped);
-	out->push_passed = stat_get(&group->side.stats.push_passed);
-	out->jobs_dropped = stat_get(&group->side.stats.jobs_dropped);
-	kube_client_stats(group->jobset_api.client, &out->api[CONTROLLER_API_JOBSETS]);
-	kube_client_stats(group->pod_api.client, &out->api[CONTROLLER_API_PODS]);
-	kube_client_stats(group->write_api.client, &out->api[CONTROLLER_API_WRITES]);
-	/* The reads of a new tracker have their own client (they are made under
-	 * the lock, the writes outside it); both are the "writes" API. */
-	kube_client_stats(group->read_api.client, &reads);
-	stats_sum(&out->api[CONTROLLER_API_WRITES], &reads);
-	kube_client_stats(group->side_api.client, &out->api[CONTROLLER_API_EVENTS]);
-}
-
-struct view_context {
-	void (*fn)(void *arg, const struct controller_jobset_view *view);
-	void *arg;
-};
-
-static void view_entry(void *arg, struct name_node *node)
-{
-	const struct view_context *context = arg;
-	const struct entry *e = (const struct entry *)node;
-	struct controller_jobset_view view;
-
-	group_tracker_peek(e->tracker, &view.decision);
-	view.namespace = e->namespace;
-	view.name = e->name;
-	view.pod_bytes = group_tracker_memory(e->tracker);
-	view.pod_records = group_tracker_records(e->tracker);
-	view.timeout_s = e->timeout_s;
-	view.waiting_since = e->waiting_since;
-	context->fn(context->arg, &view);
-}
-
-void controller_group_foreach(struct controller_group *group,
-			      void (*fn)(void *arg, const struct controller_jobset_view *view), void *arg)
-{
-	struct view_context context = { fn, arg };
-
-	pthread_mutex_lock(&group->lock);
-	name_table_each(&group->registry, view_entry, &context);
-	pthread_mutex_unlock(&group->lock);
 }

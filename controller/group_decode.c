@@ -239,3 +239,17 @@ out:
 	cJSON_Delete(root);
 	return rc;
 }
+
+int group_jobset_decode(const cJSON *object, struct jobset_model *jobset, char *token, size_t token_size,
+			char **cause)
+{
+	const cJSON *value = kjson_member(kjson_member(kjson_member(object, "metadata"), "annotations"),
+					  MUSTER_ANNOTATION_BARRIER_TOKEN);
+
+	if (jobset_model_decode(object, jobset, cause))
+		return -1;
+	token[0] = '\0';
+	if (cJSON_IsString(value) && strlen(value->valuestring) < token_size)
+		memcpy(token, value->valuestring, strlen(value->valuestring) + 1);
+	return 0;
+}

@@ -79,6 +79,13 @@ enum group_event {
 
 struct cJSON;
 
+/* A JobSet as the gang loop reads it: jobset_model_decode (which reads the
+ * settings from the spec field or the annotations), plus the barrier token
+ * annotation (copied into token, "" when absent or too long). 0, or -1
+ * with the cause. */
+int group_jobset_decode(const struct cJSON *object, struct jobset_model *jobset, char *token,
+			size_t token_size, char **cause);
+
 /* Decodes a pod from `len` bytes of JSON. Requires metadata.uid,
  * metadata.name and metadata.namespace; everything else is optional and read
  * as described at struct group_pod. A restart-attempt label that is not a
