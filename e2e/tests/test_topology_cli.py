@@ -267,3 +267,26 @@ def test_slices_above_the_required_level_are_bad_input(tmp_path):
     assert result.returncode == 2
     assert "the slice topology block is above the topology rack of the replicated job" in result.stderr
 
+
+
+CASES = ROOT / "topology" / "placement-cases"
+
+
+def run_case(name):
+    """A case of ../shared/placement-cases, copied into topology/placement-cases:
+    its command, run in its folder (the first word is the CLI)."""
+    folder = CASES / name
+    argv = (folder / "cmd.txt").read_text().split()
+    assert argv[0] == "muster-topology", argv
+    return subprocess.run([str(CLI), *argv[1:]], cwd=folder, capture_output=True, text=True)
+
+
+def test_case_r6_slice_layers_of_size_1_are_placed_as_kueue_accepts_them():
+    """R6: podset-slice-required-topology-constraints [{rack,1},{hostname,1}]
+    (sizes that divide their parent, as Kueue validates) was refused, exit 1,
+    "inner slices need outer slices": a request check reported as a refusal.
+    A layer of size 1 asks nothing (a pod is on one node); it is placed."""
+    done = run_case("R6-refused-outer-slice-size-1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["placed"] is True and len(answer["pods"]) == 1, answer

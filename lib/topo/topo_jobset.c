@@ -632,6 +632,17 @@ static int group_request(const struct topo_jobset *in, const struct topo_tree *t
 			g->inner[k] = (struct topo_slice_layer){ ig->inner_sizes[k], (uint8_t)l };
 		}
 		g->inner_count = ig->inner_count;
+		/* A slice of one pod holds nothing together (a pod is on one
+		 * node): a layer of size 1 asks nothing, nor do the layers below
+		 * it (their sizes divide 1). Kueue accepts such layers; they are
+		 * dropped here, so that the search sees what they mean. */
+		if (g->slice_size <= 1)
+			g->inner_count = 0;
+		for (size_t k = 0; k < g->inner_count; k++)
+			if (g->inner[k].size <= 1) {
+				g->inner_count = k;
+				break;
+			}
 	}
 	if (ig->partitions) {
 		struct topo_constraint part = { TOPO_MODE_NONE, 0 };
