@@ -959,14 +959,17 @@ static void podsets_hold_every_replica(void **state)
 		topo_tree_free(t);
 		topo_input_free(&in);
 	}
-	/* As in Kueue, a group does not take slices. */
+	/* As in Kueue (issue 36 K1): a group takes single-level slices; the
+	 * multi-layer constraints only behind a gate that is off by default. */
 	decode_fails(
 		topo_input_jobset,
 		"spec:\n  replicatedJobs:\n  - name: w\n    template:\n      spec:\n        template:\n"
 		"          metadata:\n            annotations: {kueue.x-k8s.io/podset-group-name: g, "
-		"kueue.x-k8s.io/podset-slice-required-topology: rack, kueue.x-k8s.io/podset-slice-size: '1'}\n"
+		"kueue.x-k8s.io/podset-slice-required-topology-constraints: '[{topology: rack, size: 1}]'}\n"
 		"          spec: {}\n",
-		"kueue.x-k8s.io/podset-group-name cannot be combined with slices", NULL);
+		"cannot be combined with kueue.x-k8s.io/podset-slice-required-topology, "
+		"kueue.x-k8s.io/podset-slice-size or kueue.x-k8s.io/podset-group-name",
+		NULL);
 }
 
 static void podset_group_co_places_leader_and_workers(void **state)

@@ -272,13 +272,15 @@ def test_slices_above_the_required_level_are_bad_input(tmp_path):
 CASES = ROOT / "topology" / "placement-cases"
 
 
-def run_case(name):
+def run_case(name, *extra):
     """A case of ../shared/placement-cases, copied into topology/placement-cases:
     its command, run in its folder (the first word is the CLI)."""
     folder = CASES / name
     argv = (folder / "cmd.txt").read_text().split()
     assert argv[0] == "muster-topology", argv
-    return subprocess.run([str(CLI), *argv[1:]], cwd=folder, capture_output=True, text=True)
+    if "--output" in argv and "--output" in extra:
+        del argv[argv.index("--output"):argv.index("--output") + 2]
+    return subprocess.run([str(CLI), *argv[1:], *extra], cwd=folder, capture_output=True, text=True)
 
 
 def test_case_r6_slice_layers_of_size_1_are_placed_as_kueue_accepts_them():
@@ -290,3 +292,21 @@ def test_case_r6_slice_layers_of_size_1_are_placed_as_kueue_accepts_them():
     assert done.returncode == 0, done.stdout + done.stderr
     answer = json.loads(done.stdout)
     assert answer["placed"] is True and len(answer["pods"]) == 1, answer
+
+
+def test_case_k1_a_group_with_slices_is_placed_as_kueues_table_places_it():
+    """K1: podset-group-name with slices was refused ("Kueue forbids it"),
+    exit 2; Kueue's scheduler places such PodSets (its test table's "find
+    topology assignment for sliced grouped podsets"). The leader and the 8
+    workers share one rack, the workers two by two on a host."""
+    done = run_case("K1-kueue-table-group-with-slices-rejected", "--output", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["placed"] is True, answer
+    racks = {p["domain"].split("/")[0] for p in answer["pods"]}
+    assert len(racks) == 1 and len(answer["pods"]) == 9, answer["pods"]
+    per_host = {}
+    for p in answer["pods"]:
+        if p["replicatedJob"] == "workers":
+            per_host[p["domain"]] = per_host.get(p["domain"], 0) + 1
+    assert sum(per_host.values()) == 8 and all(n % 2 == 0 for n in per_host.values()), per_host

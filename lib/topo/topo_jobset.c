@@ -323,9 +323,10 @@ static int decode_annotations(struct topo_store *s, const cJSON *annotations, st
 	}
 	if (decode_slice_layers(s, annotations, g, where, field, cause))
 		return -1;
-	if (g->podset_group && g->slice_level)
-		return cause_replace(cause, "%s: %s: %s cannot be combined with slices (Kueue forbids it)",
-				     where, field, KUEUE_ANNOTATION_GROUP);
+	/* Kueue takes podset-group-name with single-level slices (the
+	 * multi-layer constraints with it only behind its
+	 * TASGroupedPodSetSlicing gate, off by default: decode_slice_layers
+	 * refuses that, as Kueue does). */
 	if (g->slice_level && g->partitions)
 		return cause_replace(cause, "%s: %s: %s and %s exclude each other", where, field,
 				     KUEUE_ANNOTATION_SLICE, MUSTER_ANNOTATION_PARTITION_POLICY);
