@@ -310,3 +310,19 @@ def test_case_k1_a_group_with_slices_is_placed_as_kueues_table_places_it():
         if p["replicatedJob"] == "workers":
             per_host[p["domain"]] = per_host.get(p["domain"], 0) + 1
     assert sum(per_host.values()) == 8 and all(n % 2 == 0 for n in per_host.values()), per_host
+
+
+def test_cases_r1_r2_a_hard_tier_never_takes_a_node_listed_directly_in_a_higher_one():
+    """R1: 1-pod Volcano partitions under a hard highestTierAllowed 1 were put
+    on hs0x-2, a Node listed directly in tier-2 s0; R2: a JobSet held to tier
+    2 was put on hc0x-6, directly in tier-3 c0. Such a Node is in no HyperNode
+    of the lower tier: every pod must be inside one (tier-1 HyperNodes are
+    l*, tier-2 ones s*)."""
+    for name, inside in (("R1-invalid-hn-partition-size1-on-bare-node", "l"),
+                         ("R2-invalid-hn-jobset-tier-on-bare-node", "s")):
+        done = run_case(name)
+        assert done.returncode == 0, (name, done.stdout + done.stderr)
+        answer = json.loads(done.stdout)
+        assert answer["placed"] is True and answer["pods"], (name, answer)
+        for pod in answer["pods"]:
+            assert any(part.startswith(inside) for part in pod["domain"].split("/")), (name, pod)

@@ -16,11 +16,14 @@
 
 #include "topo_place_int.h"
 
-/* The slice size and level in force for a group (1 and the node level without slices). */
+/* The slice size and level in force for a group (1 and the node level without slices).
+ * Slices of one pod at a level (Volcano partitions of size 1 under a hard
+ * tier) keep their level: each pod must be on a node inside a domain of it,
+ * which a Node listed directly in a higher-tier HyperNode is not. */
 static void slicing(const struct ctx *x, const struct topo_group *g, uint64_t *size, size_t *level)
 {
 	*size = g->slice_size > 1 ? g->slice_size : 1;
-	*level = g->slice_size > 1 ? g->slice_level : x->t->node_level;
+	*level = g->slice_size > 1 || g->slice_level ? g->slice_level : x->t->node_level;
 }
 
 /* The slice size required at `level` (1: none): the outer slices' at the
@@ -49,10 +52,10 @@ static int skips_layer(const struct ctx *x, const struct topo_group *g, size_t a
 	size_t slice_level;
 
 	slicing(x, g, &size, &slice_level);
-	if (size <= 1)
-		return 0;
 	if (above < slice_level && slice_level < below)
 		return 1;
+	if (size <= 1)
+		return 0;
 	for (size_t i = 0; i < g->inner_count; i++)
 		if (above < g->inner[i].level && g->inner[i].level < below)
 			return 1;
@@ -697,6 +700,18 @@ uint64_t topo_place_whole_fit(struct ctx *x, size_t level)
 	return best;
 }
 
+/* Whether domain d may hold the whole JobSet under its required level: at
+ * or above it, or inside a domain of it. A Node listed directly in a
+ * higher-tier HyperNode is in no domain of the lower tier, so a JobSet
+ * held to that tier (Volcano's hard highestTierAllowed) may not use it. */
+static int whole_within(const struct ctx *x, uint32_t d)
+{
+	size_t top = x->req->whole.mode == TOPO_MODE_REQUIRED ? x->req->whole.level : 0;
+
+	return !top || x->t->domains[d].level <= top ||
+	       x->t->domains[topo_place_ancestor_at(x, d, top)].level == top;
+}
+
 /* Tries the whole JobSet inside each candidate scope of `level`, tightest first. */
 static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape, uint32_t *found)
 {
@@ -725,7 +740,8 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 	if (!cands)
 		return 0;
 	for (uint32_t d = 0; d < x->t->domain_count; d++)
-		if (dom[d].level == level && x->usable[d] >= need && (!one_shape || x->pods[d] >= total))
+		if (dom[d].level == level && x->usable[d] >= need && (!one_shape || x->pods[d] >= total) &&
+		    whole_within(x, d))
 			cands[n++] = (struct ranked){ x->usable[d], d };
 	qsort(cands, n, sizeof(*cands), by_value_asc);
 	/* Each level has a budget of its own: a level whose candidates are
