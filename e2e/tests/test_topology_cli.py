@@ -326,3 +326,18 @@ def test_cases_r1_r2_a_hard_tier_never_takes_a_node_listed_directly_in_a_higher_
         assert answer["placed"] is True and answer["pods"], (name, answer)
         for pod in answer["pods"]:
             assert any(part.startswith(inside) for part in pod["domain"].split("/")), (name, pod)
+
+
+def test_case_r4_a_tier_1_hypernode_under_a_tier_3_one_is_within_a_limit_of_tier_2():
+    """R4: 3 Jobs of 1 pod under a hard highestTierAllowed 2 were refused
+    ("tier 2: at most 0 of 1 pods fit in any one domain"): only tier-2 s3 (2
+    free) was considered, not the tier-1 HyperNodes l1 and l5 that hang
+    directly under tier-3 ones. Volcano: the highest tier a job may cross; a
+    tier-1 HyperNode is within it whatever its parent's tier. Every pod is
+    placed inside a HyperNode of tier 1 or 2 (l* or s*)."""
+    done = run_case("R4-false-refusal-hn-skipped-tier-highestTierAllowed")
+    assert done.returncode == 0, done.stdout + done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["placed"] is True and len(answer["pods"]) == 3, answer
+    for pod in answer["pods"]:
+        assert any(part[0] in "ls" for part in pod["domain"].split("/")), pod

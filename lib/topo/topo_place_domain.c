@@ -295,6 +295,22 @@ uint32_t topo_place_ancestor_at(const struct ctx *x, uint32_t d, size_t level)
 	return d;
 }
 
+/* Whether domain d lies inside a domain of `level` or deeper (d itself, or
+ * for a node, the domain that lists it): what a limit of that level asks.
+ * Volcano's highestTierAllowed is "the highest tier a job may cross": a
+ * tier-1 HyperNode is within a limit of tier 2 whatever its parent's tier,
+ * and a Node listed directly in a tier-3 HyperNode is within none below. In
+ * a tree of labels every node is inside a domain of each level, so this is
+ * the plain "at or below the level". */
+static int inside_level(const struct ctx *x, uint32_t d, size_t level)
+{
+	const struct topo_domain *dom = x->t->domains;
+
+	if (dom[d].level < x->t->node_level || d == 0)
+		return dom[d].level >= level;
+	return dom[dom[d].parent].level >= level;
+}
+
 /* How close domain d is to the pods of the request already placed: the
  * deepest level of an ancestor of d (d included) holding some (occupied,
  * from topo_place_compute), or -1. */
@@ -315,8 +331,7 @@ static int within_level(const struct ctx *x, uint32_t d, const struct topo_group
 {
 	size_t lowest = grp->constraint.mode == TOPO_MODE_REQUIRED ? grp->constraint.level : 0;
 
-	return !lowest || x->t->domains[d].level <= lowest ||
-	       x->t->domains[topo_place_ancestor_at(x, d, lowest)].level == lowest;
+	return !lowest || x->t->domains[d].level <= lowest || inside_level(x, d, lowest);
 }
 
 /* Whether domain d is tighter than domain e for the instance being placed:
@@ -394,6 +409,12 @@ static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope,
 		if (best[target] != TOPO_NONE)
 			return nearest_tightest(x, scope, want, target);
 		for (size_t l = target; l-- > 0;)
+			if (best[l] != TOPO_NONE)
+				return best[l];
+		/* No domain of the level holds it, yet one deeper may, where the
+		 * tree skips the level there (a tier-1 HyperNode directly under a
+		 * tier-3 one): within the limit, and the tightest fit. */
+		for (size_t l = target + 1; l <= x->t->node_level; l++)
 			if (best[l] != TOPO_NONE)
 				return best[l];
 		return TOPO_NONE;
@@ -708,8 +729,7 @@ static int whole_within(const struct ctx *x, uint32_t d)
 {
 	size_t top = x->req->whole.mode == TOPO_MODE_REQUIRED ? x->req->whole.level : 0;
 
-	return !top || x->t->domains[d].level <= top ||
-	       x->t->domains[topo_place_ancestor_at(x, d, top)].level == top;
+	return !top || x->t->domains[d].level <= top || inside_level(x, d, top);
 }
 
 /* Tries the whole JobSet inside each candidate scope of `level`, tightest first. */
