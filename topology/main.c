@@ -583,7 +583,8 @@ static int parse_flags(int argc, char **argv, struct options *o)
 		"                       (--jobset FILE | --jobset-ref NS/NAME | --explain NS/NAME) [--output text|json]\n"
 		"                       [--depth N|all]\n"
 		"Places a JobSet on a cluster's topology as muster would, and says why when it cannot.\n";
-	static const char tail[] = "exit status: 0 placed, 1 refused (the reason is printed), 2 bad input\n";
+	static const char tail[] =
+		"exit status: 0 placed, 1 refused (the reason is printed), 2 bad input (a request\nthe placement cannot take included)\n";
 	int code = daemon_exit_code(flag_parse(argc, argv, "muster-topology", MUSTER_VERSION, head, flags,
 					       sizeof(flags) / sizeof(flags[0]), tail));
 
@@ -722,6 +723,10 @@ static int report(const struct options *o, struct topo_live *live, struct topo_i
 	if (!json && live)
 		print_holders(live);
 	rc = topo_jobset_place(&in->jobset, t, groups, req, &p, &cause) ? 1 : 0;
+	/* A request the core cannot take (its checks' sentences begin so) is
+	 * bad input, not a refusal of the cluster: exit 2. */
+	if (rc && cause && strncmp(cause, "request: ", 9) == 0)
+		rc = 2;
 	if (json) {
 		if (print_json(t, req, p, in->jobset.name, rc ? (cause ? cause : "out of memory") : NULL))
 			rc = 2;

@@ -341,3 +341,19 @@ def test_case_r4_a_tier_1_hypernode_under_a_tier_3_one_is_within_a_limit_of_tier
     assert answer["placed"] is True and len(answer["pods"]) == 3, answer
     for pod in answer["pods"]:
         assert any(part[0] in "ls" for part in pod["domain"].split("/")), pod
+
+
+def test_a_request_the_placement_cannot_take_is_bad_input_not_a_refusal(tmp_path):
+    """R6's second half: a request problem (an unconstrained job given a
+    slice level) exits 2, bad input, never 1, the cluster's refusal."""
+    body = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "train"},
+            "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {
+                "parallelism": 2, "completions": 2, "template": {
+                    "metadata": {"annotations": {"kueue.x-k8s.io/podset-unconstrained-topology": "true",
+                                                 api.KUEUE_ANNOTATION_SLICE: "rack",
+                                                 api.KUEUE_ANNOTATION_SLICE_SIZE: "2"}},
+                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}}}]}}
+    (tmp_path / "js.yaml").write_text(yaml.safe_dump(body))
+    result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS, "--jobset", tmp_path / "js.yaml")
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "request: " in result.stdout + result.stderr
