@@ -938,6 +938,34 @@ static void a_record_of_before_attempts_is_adopted_not_replaced(void **state)
 	finish(r);
 }
 
+/* Issue 36 L7: a JobSet whose record was written before a controller
+ * restart (the controller stopped between the record and the resume) is
+ * resumed from it by the next controller, and gets its Placed Event, as
+ * one placed in one go does. Before, the resume came without the Event. */
+static int placed_event(struct fake *f, const char *unused)
+{
+	(void)unused;
+	return logged(f, 0, "POST /api/v1/namespaces/ns/events", "\"reason\":\"Placed\"") >= 0;
+}
+
+static void a_jobset_resumed_from_a_record_of_before_a_restart_gets_its_placed_event(void **state)
+{
+	struct run *r = new_run();
+
+	(void)state;
+	four_nodes(&r->fake);
+	gated_jobset(&r->fake, "train", 4, "1");
+	put(&r->fake, CONFIGMAPS,
+	    "{\"metadata\":{\"name\":\"train-placement\",\"namespace\":\"ns\",\"uid\":\"cm-1\",\"ownerReferences\":[{"
+	    "\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"name\":\"train\",\"uid\":\"js-train\","
+	    "\"controller\":true}]},\"data\":{\"placement\":\"{\\\"uid\\\":\\\"js-train\\\",\\\"attempt\\\":0,"
+	    "\\\"replicatedJobs\\\":{\\\"w\\\":[[[0,3,\\\"rack=r2\\\"]]]}}\"}}");
+	start(r, "rack");
+	wait_until(&r->fake, placed, "train", 10, "train resumed from its record");
+	wait_until(&r->fake, placed_event, NULL, 10, "the Placed Event");
+	finish(r);
+}
+
 /* The topology cannot be read (the Kueue Topology named is missing) and a
  * JobSet waits for it; a placed JobSet that restarts meanwhile is still
  * suspended and its record of attempt 0 dropped at once (its pods must not
@@ -1524,6 +1552,7 @@ int main(void)
 		cmocka_unit_test(nodes_not_ready_are_not_free_room),
 		cmocka_unit_test(a_placed_jobset_without_its_record_is_placed_again),
 		cmocka_unit_test(a_record_of_before_attempts_is_adopted_not_replaced),
+		cmocka_unit_test(a_jobset_resumed_from_a_record_of_before_a_restart_gets_its_placed_event),
 		cmocka_unit_test(a_restart_is_handled_while_the_topology_is_unreadable),
 		cmocka_unit_test(a_stranded_job_moves_alone_and_the_next_controller_deletes_it),
 		cmocka_unit_test(a_job_made_again_during_the_wait_with_old_pins_is_deleted),

@@ -276,10 +276,17 @@ void placement_phase_resume(struct pass *p)
 		} else
 			mark_placed(loop, recorded->items[i].namespace, recorded->items[i].name,
 				    recorded->items[i].uid);
-		if (!err)
+		if (!err) {
 			mlog(MLOG_INFO, "placement-resumed",
 			     "jobset=%s/%s reason=\"its placement of record was written before\"",
 			     recorded->items[i].namespace, recorded->items[i].name);
+			/* As for a JobSet placed in one go: the user sees it placed. */
+			jobset_event_post(
+				loop->api[API_WRITES].client, recorded->items[i].namespace,
+				recorded->items[i].name, recorded->items[i].uid, "Placed", 0,
+				"placed by its placement of record, written before muster-controller "
+				"restarted");
+		}
 		free(cause);
 	}
 }
