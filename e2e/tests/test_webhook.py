@@ -270,13 +270,13 @@ def test_kep_stories_are_injected_held_and_released_together(kube, kubeconfig, h
 
         main = wait_for(all_started, timeout=240, interval=1, what="600 pytorch containers started")
         events = read_events(events_path)
+        held = {}
         for story in ("story-1", "story-2"):
             barrier = starts(events, BARRIER, namespace, story + "-workers-")
             workers = {pod: t for pod, t in main.items() if pod.startswith(f"{namespace}/{story}-workers-")}
             assert len(barrier) == 300 and set(barrier) == set(workers), story
             last_barrier = max(barrier.values())
-            # Held: the early pods waited for the late pool (20 s after the agent started).
-            assert last_barrier - min(barrier.values()) > 5, story
+            held[story] = last_barrier - min(barrier.values())
             # Released together, after the last start, by the push: the
             # volumes sync hourly, so anything well under a minute is the
             # push. The gap is mostly the node agent reporting 300 barriers
@@ -287,6 +287,12 @@ def test_kep_stories_are_injected_held_and_released_together(kube, kubeconfig, h
             print(f"{story}: barrier held {last_barrier - min(barrier.values()):.1f} s; mains started "
                   f"{min(workers.values()) - last_barrier:.2f}..{max(workers.values()) - last_barrier:.2f} s "
                   "after the last barrier start")
+        # Held: early pods waited for the late pool (20 s after the agent
+        # started). The early pool holds 300 pods, one story's worth: which
+        # story's pods the scheduler puts there first is its order, so one
+        # story may run wholly early or wholly late (CI saw story-1 wholly
+        # early once); the stories together always span both pools.
+        assert max(held.values()) > 5, held
         # Story 2's auxiliary pod is not held: it runs with no barrier. The
         # scheduler may put it on the late pool, after the workers' start, so
         # its start is waited for rather than expected in the events already
