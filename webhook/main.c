@@ -275,7 +275,11 @@ static int connect_api(struct settings *s, struct api *api, char **cause)
 	/* A pod's admission waits on this read: short, not retried (the
 	 * apiserver's webhook timeout is 5 s; the Job controller retries a
 	 * refused pod). */
-	api->cfg.request_timeout_ms = s->pin_deadline_ms > 3000 ? 2000 : (long)s->pin_deadline_ms * 2 / 3;
+	/* Half the deadline (1.5 s by default): a request can also wait behind
+	 * one read of another on its worker thread (libmicrohttpd serves a
+	 * thread's connections one at a time), and both must end well inside
+	 * the apiserver's timeoutSeconds. */
+	api->cfg.request_timeout_ms = (long)s->pin_deadline_ms / 2;
 	api->cfg.max_retries = 0;
 	/* A record is a ConfigMap (1 MiB at most, its JSON escaped). */
 	api->cfg.max_response_bytes = 8u * 1024u * 1024u;

@@ -468,14 +468,25 @@ class PinSetup:
                                                 "metadata": {"name": self.namespace}})
         per = self.PODS // self.RACKS
         runs = [[r * per, r * per + per - 1, f"block=b{r // 8},rack=r{r % 8}"] for r in range(self.RACKS)]
-        record = {"uid": "bench-jobset-uid", "replicatedJobs": {"workers": [runs]}}
+        # The record's JobSet, suspended (nothing runs): the webhook takes a
+        # record only when its JobSet controls it, and the garbage collector
+        # keeps it only while that JobSet exists.
+        jobset = self.kube.create(f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{self.namespace}/jobsets", {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "bench"},
+            "spec": {"suspend": True, "replicatedJobs": [{"name": "workers", "template": {"spec": {"template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}]}})
+        jobset_uid = jobset["metadata"]["uid"]
+        record = {"uid": jobset_uid, "replicatedJobs": {"workers": [runs]}}
         self.kube.create(f"/api/v1/namespaces/{self.namespace}/configmaps", {
-            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bench" + api.PLACEMENT_SUFFIX},
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+                "name": "bench" + api.PLACEMENT_SUFFIX,
+                "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "bench",
+                                     "uid": jobset_uid, "controller": True}]},
             "data": {api.PLACEMENT_KEY: json.dumps(record, separators=(",", ":"))}})
         self.uid = "pin-bench-review-uid"
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {
             "generateName": "bench-workers-0-", "namespace": self.namespace,
-            "labels": {api.JOBSET_LABEL_NAME: "bench", api.JOBSET_LABEL_UID: "bench-jobset-uid",
+            "labels": {api.JOBSET_LABEL_NAME: "bench", api.JOBSET_LABEL_UID: jobset_uid,
                        api.JOBSET_LABEL_REPLICATED_JOB: "workers", api.JOBSET_LABEL_JOB_INDEX: "0",
                        api.LABEL_PLACEMENT: "true"},
             "annotations": {api.JOB_ANNOTATION_COMPLETION_INDEX: "2345"}},
