@@ -7,6 +7,7 @@
 
 #include "controller_group.h"
 #include "controller_group_int.h"
+#include "cause.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -611,10 +612,13 @@ static void undecodable(struct controller_group *group, const cJSON *object, con
 		    cJSON_IsString(uid) && kube_label_value(uid->valuestring);
 	struct entry e = { 0 };
 	struct side_job *job;
+	char quoted[CAUSE_MAX + 64];
 
-	mlog(MLOG_WARN, "jobset-undecodable", "jobset=%s/%s cause=\"%s\" action=skipped",
+	/* The cause may quote the object's own values: one line, escaped. */
+	mlog(MLOG_WARN, "jobset-undecodable", "jobset=%s/%s cause=%s action=skipped",
 	     named ? namespace->valuestring : "?", named ? name->valuestring : "?",
-	     cause ? cause : "no memory");
+	     mlog_quote(quoted, sizeof(quoted), cause ? cause : "no memory",
+			strlen(cause ? cause : "no memory")));
 	if (!named ||
 	    (!kjson_member(kjson_member(metadata, "annotations"), MUSTER_ANNOTATION_GROUP_TIMEOUT) &&
 	     !kjson_member(kjson_member(object, "spec"), "groupSchedulingConfig")))
