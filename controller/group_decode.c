@@ -10,6 +10,7 @@
 #include "group_decode.h"
 #include "cause.h"
 
+#include "jobset_pod.h"
 #include "kjson.h"
 #include "model_fields.h"
 #include "muster_api.h"
@@ -119,8 +120,8 @@ static int decode_pod_status(const cJSON *status, struct group_pod *out, char **
 int group_pod_from_json(const struct cJSON *object, struct group_pod *out, char **cause)
 {
 	const cJSON *metadata = kjson_member(object, "metadata");
-	const cJSON *labels = kjson_member(metadata, "labels");
 	const cJSON *deletion = kjson_member(metadata, "deletionTimestamp");
+	struct jobset_pod place;
 	char text[MODEL_LABEL_MAX + 1];
 	uint64_t value;
 
@@ -138,30 +139,16 @@ int group_pod_from_json(const struct cJSON *object, struct group_pod *out, char 
 	    kjson_take_string(kjson_member(metadata, "namespace"), out->namespace, MODEL_LABEL_MAX, 1,
 			      "pod metadata.namespace", cause))
 		return -1;
-	if (labels && !cJSON_IsNull(labels) && !cJSON_IsObject(labels))
-		return cause_fail(cause, "pod metadata.labels is not an object");
-	if (kjson_take_string(kjson_member(labels, JOBSET_LABEL_NAME), out->jobset_name, MODEL_LABEL_MAX, 0,
-			      "label " JOBSET_LABEL_NAME, cause) ||
-	    kjson_take_string(kjson_member(labels, JOBSET_LABEL_UID), out->jobset_uid, MODEL_UID_MAX, 0,
-			      "label " JOBSET_LABEL_UID, cause) ||
-	    kjson_take_string(kjson_member(labels, JOBSET_LABEL_REPLICATED_JOB), out->replicated_job,
-			      MODEL_LABEL_MAX, 0, "label " JOBSET_LABEL_REPLICATED_JOB, cause) ||
-	    kjson_take_string(kjson_member(labels, JOBSET_LABEL_RESTART_ATTEMPT), text, MODEL_LABEL_MAX, 0,
-			      "label " JOBSET_LABEL_RESTART_ATTEMPT, cause))
+	if (jobset_pod_decode(metadata, "pod", &place, cause))
 		return -1;
-	if (text[0] && model_parse_decimal(text, 10, KJSON_INT32_MAX, &value) == 0) {
-		out->has_attempt = 1;
-		out->attempt = (uint32_t)value;
-	}
-	if (kjson_take_string(kjson_member(labels, MUSTER_LABEL_GANG_GENERATION), text, MODEL_LABEL_MAX, 0,
-			      "label " MUSTER_LABEL_GANG_GENERATION, cause))
-		return -1;
-	if (text[0]) {
-		if (model_parse_decimal(text, 10, KJSON_INT32_MAX, &value) == 0)
-			out->generation = (uint32_t)value;
-		else
-			out->has_attempt = 0;
-	}
+	memcpy(out->jobset_name, place.jobset, sizeof(out->jobset_name));
+	memcpy(out->jobset_uid, place.uid, sizeof(out->jobset_uid));
+	memcpy(out->replicated_job, place.replicated_job, sizeof(out->replicated_job));
+	/* A pod counts in an attempt only when it says which, and the gang
+	 * generation it carries (0 when absent) is a number too. */
+	out->has_attempt = place.attempt_state == JOBSET_POD_SET && place.generation_state != JOBSET_POD_BAD;
+	out->attempt = place.attempt;
+	out->generation = place.generation;
 	out->deleting = deletion && !cJSON_IsNull(deletion);
 	if (kjson_take_string(kjson_member(metadata, "resourceVersion"), text, 20, 0,
 			      "pod metadata.resourceVersion", cause))

@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (strnlen(request.uid, ADMISSION_UID_MAX + 1) > ADMISSION_UID_MAX || !request.uid[0])
 		abort();
 	if (request.object) { /* the pin route's halves, on any object */
-		struct pod_pin_key key;
+		struct jobset_pod key;
 		uint32_t pods;
 		cJSON *pin = cJSON_CreateArray();
 

@@ -1575,7 +1575,7 @@ static void gate_holds_a_resume_until_placed(void **state)
 static void pod_route_pins_by_job_and_completion_index(void **state)
 {
 	cJSON *pod = cJSON_Parse(PINNED_POD("")), *patch = cJSON_CreateArray(), *sel;
-	struct pod_pin_key key;
+	struct jobset_pod key;
 	char *cause = NULL;
 
 	(void)state;
@@ -1795,7 +1795,7 @@ static void job_route_pins_a_job_whole(void **state)
 		      PINNED_JOB("\"completions\":4,\"parallelism\":4,",
 				 "\"metadata\":{\"labels\":{\"muster.dev/placement\":\"true\"}},")),
 	      *patch = cJSON_CreateArray(), *template, *sel;
-	struct pod_pin_key key;
+	struct jobset_pod key;
 	uint32_t pods;
 	char *cause = NULL;
 

@@ -12,98 +12,38 @@
 
 #include "cause.h"
 #include "kjson.h"
-#include "kube_path.h"
 #include "muster_api.h"
 
 #define LABEL_VALUE_MAX 63
 #define SHARE_MAX 2048 /* a share's pairs: at most a record selector's */
 
-/* `kind` is "pod" or "Job", as the messages name the object. */
-static int take(const cJSON *labels, const char *kind, const char *key, char *dst, size_t max, char **cause)
+int pod_pin_key(const cJSON *pod, struct jobset_pod *key, char **cause)
 {
-	char what[128];
-
-	snprintf(what, sizeof(what), "the %s's label %s", kind, key);
-	return kjson_take_string(kjson_member(labels, key), dst, max, 1, what, cause);
-}
-
-static int number(const cJSON *item, const char *kind, const char *what, uint32_t *out, char **cause)
-{
-	long long value;
-
-	if (!item)
-		return cause_fail(cause, "the %s has no %s: is it a %s made by JobSet?", kind, what,
-				  strcmp(kind, "pod") == 0 ? "pod of an Indexed Job" : "Job");
-	if (kjson_count(item, -1, KJSON_INT32_MAX, &value) != KJSON_OK || value < 0)
-		return cause_fail(cause, "the %s's %s is not an integer from 0", kind, what);
-	*out = (uint32_t)value;
-	return 0;
-}
-
-/* The labels JobSet puts on its Jobs and their pods alike. */
-static int jobset_key(const cJSON *labels, const char *kind, struct pod_pin_key *key, char **cause)
-{
-	if (take(labels, kind, JOBSET_LABEL_NAME, key->jobset, sizeof(key->jobset) - 1, cause) ||
-	    take(labels, kind, JOBSET_LABEL_UID, key->uid, sizeof(key->uid) - 1, cause) ||
-	    take(labels, kind, JOBSET_LABEL_REPLICATED_JOB, key->replicated_job,
-		 sizeof(key->replicated_job) - 1, cause) ||
-	    number(kjson_member(labels, JOBSET_LABEL_JOB_INDEX), kind, "label " JOBSET_LABEL_JOB_INDEX,
-		   &key->job_index, cause))
-		return -1;
-	/* Mutating admission comes before the apiserver validates the object:
-	 * these are whatever its author wrote, and the JobSet's name goes into
-	 * the path of its record. Each must be what JobSet writes. */
-	if (!kube_dns_subdomain(key->jobset, LABEL_VALUE_MAX))
-		return cause_fail(cause,
-				  "the %s's label " JOBSET_LABEL_NAME
-				  " is not a JobSet's name (a DNS-1123 subdomain of at most %d characters)",
-				  kind, LABEL_VALUE_MAX);
-	if (!kube_label_value(key->uid) || !key->uid[0])
-		return cause_fail(cause, "the %s's label " JOBSET_LABEL_UID " is not a uid", kind);
-	if (!kube_label_value(key->replicated_job))
-		return cause_fail(cause,
-				  "the %s's label " JOBSET_LABEL_REPLICATED_JOB
-				  " is not a replicated job's name",
-				  kind);
-	/* Absent: attempt 0 (a JobSet that does not label it never restarts
-	 * under another number). */
-	if (kjson_member(labels, JOBSET_LABEL_RESTART_ATTEMPT) &&
-	    number(kjson_member(labels, JOBSET_LABEL_RESTART_ATTEMPT), kind,
-		   "label " JOBSET_LABEL_RESTART_ATTEMPT, &key->attempt, cause))
+	if (jobset_pod_decode(kjson_member(pod, "metadata"), "pod", key, cause) ||
+	    jobset_pod_require(key, "pod", 1, cause))
 		return -1;
 	return 0;
 }
 
-int pod_pin_key(const cJSON *pod, struct pod_pin_key *key, char **cause)
-{
-	const cJSON *metadata = kjson_member(pod, "metadata");
-	const cJSON *labels = kjson_member(metadata, "labels");
-	const cJSON *completion =
-		kjson_member(kjson_member(metadata, "annotations"), JOB_ANNOTATION_COMPLETION_INDEX);
-
-	memset(key, 0, sizeof(*key));
-	if (!completion)
-		completion = kjson_member(labels, JOB_ANNOTATION_COMPLETION_INDEX);
-	if (jobset_key(labels, "pod", key, cause) ||
-	    number(completion, "pod", "annotation " JOB_ANNOTATION_COMPLETION_INDEX, &key->completion, cause))
-		return -1;
-	return 0;
-}
-
-int pod_pin_job_key(const cJSON *job, struct pod_pin_key *key, uint32_t *pods, char **cause)
+int pod_pin_job_key(const cJSON *job, struct jobset_pod *key, uint32_t *pods, char **cause)
 {
 	const cJSON *spec = kjson_member(job, "spec");
 	const cJSON *completions = kjson_member(spec, "completions"),
 		    *parallelism = kjson_member(spec, "parallelism");
+	long long value;
 
-	memset(key, 0, sizeof(*key));
 	*pods = 0;
-	if (jobset_key(kjson_member(kjson_member(job, "metadata"), "labels"), "Job", key, cause))
+	if (jobset_pod_decode(kjson_member(job, "metadata"), "Job", key, cause) ||
+	    jobset_pod_require(key, "Job", 0, cause))
 		return -1;
 	/* The Job API's defaults: neither set is one pod; parallelism alone
 	 * is a work queue, no fixed set of pods to pin as a whole. */
-	if (cJSON_IsNumber(completions))
-		return number(completions, "Job", "spec.completions", pods, cause);
+	if (cJSON_IsNumber(completions)) {
+		if (kjson_count(completions, -1, KJSON_INT32_MAX, &value) != KJSON_OK || value < 0)
+			return cause_fail(cause, "the Job's spec.completions is not an integer from 0");
+		*pods = (uint32_t)value;
+		return 0;
+	}
 	if (!parallelism || cJSON_IsNull(parallelism))
 		*pods = 1;
 	return 0;

@@ -27,23 +27,19 @@
 
 #include <stdint.h>
 
+#include "jobset_pod.h"
+
 struct cJSON;
 
-struct pod_pin_key {
-	char jobset[254];
-	char uid[129];
-	char replicated_job[254];
-	uint32_t job_index, completion;
-	uint32_t attempt; /* jobset.sigs.k8s.io/restart-attempt, 0 when absent */
-};
-
-int pod_pin_key(const struct cJSON *pod, struct pod_pin_key *key, char **cause);
+/* The pod's place (lib/muster/jobset_pod.h), every label the record's
+ * lookup needs present and valid. */
+int pod_pin_key(const struct cJSON *pod, struct jobset_pod *key, char **cause);
 
 /* The same for a Job JobSet made (its labels; completion left 0), and how
  * many pods it makes: spec.completions, 1 when neither completions nor
  * parallelism is set, 0 when only parallelism is (a work queue: its pods
  * are pinned one by one). */
-int pod_pin_job_key(const struct cJSON *job, struct pod_pin_key *key, uint32_t *pods, char **cause);
+int pod_pin_job_key(const struct cJSON *job, struct jobset_pod *key, uint32_t *pods, char **cause);
 
 /* Ops appended to `patch` (a cJSON array) for `selector` ("k=v,k=v"; ""
  * adds nothing). */

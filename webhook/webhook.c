@@ -441,7 +441,7 @@ static void pin_denied(struct outcome *o)
 static cJSON *pin_pod(struct webhook *w, const struct admission_request *request, char *selector, size_t size,
 		      struct outcome *o)
 {
-	struct pod_pin_key key;
+	struct jobset_pod key;
 	cJSON *patch = NULL;
 
 	if (pod_pin_key(request->object, &key, &o->message) ||
@@ -460,7 +460,7 @@ static cJSON *pin_pod(struct webhook *w, const struct admission_request *request
 static cJSON *pin_job(struct webhook *w, const struct admission_request *request, char *selector, size_t size,
 		      struct outcome *o)
 {
-	struct pod_pin_key key;
+	struct jobset_pod key;
 	uint32_t pods;
 	cJSON *patch = NULL;
 	int rc;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "jobset_pod.h"
 #include "mlog.h"
 #include "muster_api.h"
 
@@ -153,19 +154,19 @@ static int node_change(void *arg, const struct kube_informer_event *e)
 	return 0;
 }
 
-/* The bound key of a pinned pod, or 0 when it is not one. */
+/* The bound key of a pinned pod (jobset_pod_key), or 0 when it is not one. */
 static int bound_key(const cJSON *pod, char *key, size_t size)
 {
-	const char *jobset = label(pod, JOBSET_LABEL_UID), *rj = label(pod, JOBSET_LABEL_REPLICATED_JOB),
-		   *job = label(pod, JOBSET_LABEL_JOB_INDEX), *pin = label(pod, MUSTER_LABEL_PLACEMENT);
-	const char *completion = annotation(pod, JOB_ANNOTATION_COMPLETION_INDEX);
-	const char *attempt = label(pod, JOBSET_LABEL_RESTART_ATTEMPT);
 	const cJSON *node = kjson_member(kjson_member(pod, "spec"), "nodeName");
+	struct jobset_pod place;
 
-	if (!pin || !jobset || !rj || !job || !completion || !cJSON_IsString(node) || !node->valuestring[0])
+	if (!label(pod, MUSTER_LABEL_PLACEMENT) || !cJSON_IsString(node) || !node->valuestring[0] ||
+	    jobset_pod_decode(kjson_member(pod, "metadata"), "pod", &place, NULL) || !place.uid[0] ||
+	    !place.replicated_job[0] || place.job_index_state != JOBSET_POD_SET ||
+	    place.completion_state != JOBSET_POD_SET || place.attempt_state == JOBSET_POD_BAD)
 		return 0;
-	return snprintf(key, size, "%s/%s/%s/%s/%s", jobset, attempt ? attempt : "0", rj, job, completion) <
-	       (int)size;
+	return jobset_pod_key(place.uid, place.attempt, place.replicated_job, place.job_index,
+			      place.completion, key, size) == 0;
 }
 
 static void bound_forget(struct placement_loop *loop, const char *namespace, const char *pod)
@@ -227,7 +228,7 @@ static void bound_note(struct placement_loop *loop, const char *namespace, const
 static int pod_change(void *arg, const struct kube_informer_event *e)
 {
 	struct placement_loop *loop = arg;
-	char key[600], *cause = NULL;
+	char key[JOBSET_POD_KEY_MAX + 1], *cause = NULL;
 
 	pthread_mutex_lock(&loop->lock);
 	if (e->change == KUBE_INFORMER_DELETE) {

@@ -14,6 +14,7 @@
 
 #include "../jobset_event.h"
 #include "kube_path.h"
+#include "jobset_pod.h"
 #include "mlog.h"
 #include "muster_api.h"
 
@@ -79,12 +80,12 @@ void placement_note_moved(struct placement_loop *loop, struct pjobset *j, const 
 	m->job = job;
 	m->until = until;
 	for (unsigned c = 0; group && c < group->pods; c++) {
-		char key[600];
+		char key[JOBSET_POD_KEY_MAX + 1];
 		const struct bound *b;
 		int known = 0;
 
-		snprintf(key, sizeof(key), "%s/%u/%s/%u/%u", j->uid, j->rec.record_attempt, rj, job, c);
-		if (!(b = (const struct bound *)name_table_find(&loop->bound, j->namespace, key)))
+		if (jobset_pod_key(j->uid, j->rec.record_attempt, rj, job, c, key, sizeof(key)) ||
+		    !(b = (const struct bound *)name_table_find(&loop->bound, j->namespace, key)))
 			continue;
 		for (size_t k = 0; k < m->old_count && !known; k++)
 			known = strcmp(m->old_pods[k], b->pod) == 0;
@@ -137,7 +138,8 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 		err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the moved Jobs");
 	for (size_t i = 0; !err && i < m->count; i++) {
 		cJSON *job = NULL;
-		const char *job_uid, *js_uid, *attempt;
+		const char *job_uid;
+		struct jobset_pod place;
 		struct topo_retire r = { 0 };
 
 		err = placement_job_path(path, sizeof(path), m->namespace, m->name, m->names[i],
@@ -152,15 +154,15 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 		if (err)
 			break;
 		job_uid = meta_string(job, "uid");
-		js_uid = label(job, JOBSET_LABEL_UID);
-		attempt = label(job, JOBSET_LABEL_RESTART_ATTEMPT);
 		snprintf(r.replicated_job, sizeof(r.replicated_job), "%s", m->names[i]);
 		r.job = m->job_index[i];
 		/* This attempt's Job: deleted when due; none (or another's):
 		 * whatever Job holds the name then is checked by its pods. */
-		if (job_uid && js_uid && strcmp(js_uid, m->uid) == 0 && strlen(job_uid) < sizeof(r.job_uid) &&
-		    (!attempt || strtoul(attempt, NULL, 10) == topo_record_attempt(written) ||
-		     !topo_record_has_attempt(written)))
+		if (job && jobset_pod_decode(kjson_member(job, "metadata"), "Job", &place, NULL) == 0 &&
+		    job_uid && strcmp(place.uid, m->uid) == 0 && strlen(job_uid) < sizeof(r.job_uid) &&
+		    place.attempt_state != JOBSET_POD_BAD &&
+		    (place.attempt_state == JOBSET_POD_ABSENT ||
+		     place.attempt == topo_record_attempt(written) || !topo_record_has_attempt(written)))
 			snprintf(r.job_uid, sizeof(r.job_uid), "%s", job_uid);
 		else
 			snprintf(r.job_uid, sizeof(r.job_uid), "-");

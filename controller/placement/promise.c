@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "jobset_pod.h"
 #include "mlog.h"
 #include "muster_api.h"
 
@@ -21,11 +22,11 @@
 /* 1 when the pod is bound now (p->current's). */
 static int bound_now(const struct pass *p, const char *rj, uint32_t job, uint32_t completion)
 {
-	char key[600];
+	char key[JOBSET_POD_KEY_MAX + 1];
 
-	snprintf(key, sizeof(key), "%s/%u/%s/%u/%u", p->current->uid, p->current->rec.record_attempt, rj, job,
-		 completion);
-	return name_table_find(&p->loop->bound, p->current->namespace, key) != NULL;
+	return jobset_pod_key(p->current->uid, p->current->rec.record_attempt, rj, job, completion, key,
+			      sizeof(key)) == 0 &&
+	       name_table_find(&p->loop->bound, p->current->namespace, key) != NULL;
 }
 
 /* The JobSet-wide number of job `job` of replicated job rj, or -1. */
@@ -103,12 +104,12 @@ int placement_pod_bound(void *arg, const char *rj, uint32_t job, uint32_t comple
 	for (size_t i = 0; i < j->moving.moved_count; i++)
 		if (j->moving.moved[i].job == job && strcmp(j->moving.moved[i].replicated_job, rj) == 0 &&
 		    j->moving.moved[i].until > now_s()) {
-			char key[600];
+			char key[JOBSET_POD_KEY_MAX + 1];
 			const struct bound *b;
 
-			snprintf(key, sizeof(key), "%s/%u/%s/%u/%u", j->uid, j->rec.record_attempt, rj, job,
-				 completion);
-			if (!(b = (const struct bound *)name_table_find(&p->loop->bound, j->namespace, key)))
+			if (jobset_pod_key(j->uid, j->rec.record_attempt, rj, job, completion, key,
+					   sizeof(key)) ||
+			    !(b = (const struct bound *)name_table_find(&p->loop->bound, j->namespace, key)))
 				return 0;
 			for (size_t k = 0; k < j->moving.moved[i].old_count; k++)
 				if (strcmp(j->moving.moved[i].old_pods[k], b->pod) == 0)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "kube_path.h"
+#include "jobset_pod.h"
 #include "mlog.h"
 #include "muster_api.h"
 
@@ -117,7 +118,8 @@ static int pinned_by_old_runs(struct placement_loop *loop, const struct retiring
 	cJSON_ArrayForEach(pod, pods)
 	{
 		const cJSON *owners = kjson_member(kjson_member(pod, "metadata"), "ownerReferences"), *owner;
-		const char *index = annotation(pod, JOB_ANNOTATION_COMPLETION_INDEX), *want = NULL;
+		const char *want = NULL;
+		struct jobset_pod place;
 		int ours = 0;
 
 		cJSON_ArrayForEach(owner, owners)
@@ -126,12 +128,12 @@ static int pinned_by_old_runs(struct placement_loop *loop, const struct retiring
 
 			ours |= cJSON_IsString(uid) && strcmp(uid->valuestring, job_uid) == 0;
 		}
-		if (!index)
-			index = label(pod, JOB_ANNOTATION_COMPLETION_INDEX);
-		if (!ours || !index || !j || strcmp(j->uid, w->uid) != 0 || !j->rec.record)
+		if (!ours || jobset_pod_decode(kjson_member(pod, "metadata"), "pod", &place, NULL) ||
+		    place.completion_state != JOBSET_POD_SET || !j || strcmp(j->uid, w->uid) != 0 ||
+		    !j->rec.record)
 			continue;
-		if (topo_record_find(j->rec.record, rj, job, (uint32_t)strtoul(index, NULL, 10), &want) &&
-		    *want && !pins_to(pod, want))
+		if (topo_record_find(j->rec.record, rj, job, place.completion, &want) && *want &&
+		    !pins_to(pod, want))
 			stale = 1;
 	}
 	pthread_mutex_unlock(&loop->lock);
