@@ -13,33 +13,11 @@
 #include <string.h>
 
 #include "jobset_shape.h"
+#include "json_patch.h"
 #include "muster_api.h"
 
 /* Longest JSON Pointer written: a replicated job index and fixed keys. */
 #define POINTER_MAX 192
-
-/* Appends {"op":"add","path":path,"value":value} to patch; takes value. */
-static int patch_op(cJSON *patch, const char *kind, const char *path, cJSON *value)
-{
-	cJSON *op = cJSON_CreateObject();
-
-	/* value is NULL for "remove" only. */
-	if (!op || (!value && strcmp(kind, "remove") != 0) || !cJSON_AddStringToObject(op, "op", kind) ||
-	    !cJSON_AddStringToObject(op, "path", path)) {
-		cJSON_Delete(op);
-		cJSON_Delete(value);
-		return -1;
-	}
-	if (value)
-		cJSON_AddItemToObject(op, "value", value);
-	cJSON_AddItemToArray(patch, op);
-	return 0;
-}
-
-static int add_op(cJSON *patch, const char *path, cJSON *value)
-{
-	return patch_op(patch, "add", path, value);
-}
 
 static cJSON *env_field(const char *name, const char *field_path)
 {
@@ -201,18 +179,19 @@ static int set_template_label(cJSON *patch, const char *base, const cJSON *templ
 
 	if (!cJSON_IsObject(metadata)) {
 		snprintf(path, sizeof(path), "%s/metadata", base);
-		return add_op(patch, path,
-			      one_entry_object("labels", one_entry_object(key, cJSON_CreateString(value))));
+		return json_patch_add(
+			patch, path,
+			one_entry_object("labels", one_entry_object(key, cJSON_CreateString(value))));
 	}
 	if (!cJSON_IsObject(labels)) {
 		snprintf(path, sizeof(path), "%s/metadata/labels", base);
-		return add_op(patch, path, one_entry_object(key, cJSON_CreateString(value)));
+		return json_patch_add(patch, path, one_entry_object(key, cJSON_CreateString(value)));
 	}
 	if (only_missing && kjson_member(labels, key))
 		return 0;
 	snprintf(path, sizeof(path), "%s/metadata/labels/%s", base, key_pointer);
-	return patch_op(patch, kjson_member(labels, key) ? "replace" : "add", path,
-			cJSON_CreateString(value));
+	return json_patch_op(patch, kjson_member(labels, key) ? "replace" : "add", path,
+			     cJSON_CreateString(value));
 }
 
 /* The JSON Pointer of replicated job `index`'s pod template. */
@@ -241,14 +220,14 @@ static int patch_template(cJSON *patch, size_t index, const cJSON *template, con
 
 		snprintf(path, sizeof(path), "%s/spec/initContainers", base);
 		if (!list || add_item(list, barrier_container(config, options, token)) ||
-		    add_op(patch, path, list)) {
+		    json_patch_add(patch, path, list)) {
 			cJSON_Delete(list);
 			return -1;
 		}
 	} else if (!(found = jobset_find_named(init, MUSTER_BARRIER_CONTAINER, &at))) {
 		snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base,
 			 barrier_position(init, SIZE_MAX));
-		if (add_op(patch, path, barrier_container(config, options, token)))
+		if (json_patch_add(patch, path, barrier_container(config, options, token)))
 			return -1;
 	} else {
 		/* Already there: our own injection (a re-admission), left as it is,
@@ -262,16 +241,16 @@ static int patch_template(cJSON *patch, size_t index, const cJSON *template, con
 			return -1;
 		snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base, at);
 		if (position != at) {
-			if (patch_op(patch, "remove", path, NULL)) {
+			if (json_patch_op(patch, "remove", path, NULL)) {
 				cJSON_Delete(want);
 				return -1;
 			}
 			snprintf(path, sizeof(path), "%s/spec/initContainers/%zu", base, position);
-			if (add_op(patch, path, want))
+			if (json_patch_add(patch, path, want))
 				return -1;
 		} else if (cJSON_Compare(found, want, 1)) {
 			cJSON_Delete(want);
-		} else if (patch_op(patch, "replace", path, want)) {
+		} else if (json_patch_op(patch, "replace", path, want)) {
 			return -1;
 		}
 	}
@@ -279,13 +258,13 @@ static int patch_template(cJSON *patch, size_t index, const cJSON *template, con
 		cJSON *list = cJSON_CreateArray();
 
 		snprintf(path, sizeof(path), "%s/spec/volumes", base);
-		if (!list || add_item(list, barrier_volume(jobset)) || add_op(patch, path, list)) {
+		if (!list || add_item(list, barrier_volume(jobset)) || json_patch_add(patch, path, list)) {
 			cJSON_Delete(list);
 			return -1;
 		}
 	} else if (!jobset_find_named(volumes, MUSTER_BARRIER_VOLUME, NULL)) {
 		snprintf(path, sizeof(path), "%s/spec/volumes/-", base);
-		if (add_op(patch, path, barrier_volume(jobset)))
+		if (json_patch_add(patch, path, barrier_volume(jobset)))
 			return -1;
 	}
 	return 0;
@@ -314,11 +293,12 @@ int jobset_mutate(const cJSON *jobset, const struct group_config *config,
 	if (existing)
 		token = existing;
 	else if (!cJSON_IsObject(kjson_member(metadata, "annotations"))) {
-		if (add_op(ops, "/metadata/annotations",
-			   one_entry_object(MUSTER_ANNOTATION_BARRIER_TOKEN, cJSON_CreateString(token))))
+		if (json_patch_add(
+			    ops, "/metadata/annotations",
+			    one_entry_object(MUSTER_ANNOTATION_BARRIER_TOKEN, cJSON_CreateString(token))))
 			goto no_memory;
-	} else if (add_op(ops, "/metadata/annotations/" MUSTER_ANNOTATION_BARRIER_TOKEN_POINTER,
-			  cJSON_CreateString(token))) {
+	} else if (json_patch_add(ops, "/metadata/annotations/" MUSTER_ANNOTATION_BARRIER_TOKEN_POINTER,
+				  cJSON_CreateString(token))) {
 		goto no_memory;
 	}
 	cJSON_ArrayForEach(job, jobs)
@@ -355,11 +335,12 @@ static int set_generation_annotation(cJSON *patch, const cJSON *jobset, const ch
 	const cJSON *annotations = kjson_member(kjson_member(jobset, "metadata"), "annotations");
 
 	if (!cJSON_IsObject(annotations))
-		return add_op(patch, "/metadata/annotations",
-			      one_entry_object(MUSTER_LABEL_GANG_GENERATION, cJSON_CreateString(value)));
-	return patch_op(patch, kjson_member(annotations, MUSTER_LABEL_GANG_GENERATION) ? "replace" : "add",
-			"/metadata/annotations/" MUSTER_LABEL_GANG_GENERATION_POINTER,
-			cJSON_CreateString(value));
+		return json_patch_add(
+			patch, "/metadata/annotations",
+			one_entry_object(MUSTER_LABEL_GANG_GENERATION, cJSON_CreateString(value)));
+	return json_patch_op(
+		patch, kjson_member(annotations, MUSTER_LABEL_GANG_GENERATION) ? "replace" : "add",
+		"/metadata/annotations/" MUSTER_LABEL_GANG_GENERATION_POINTER, cJSON_CreateString(value));
 }
 
 static long long max3(long long a, long long b, long long c)

@@ -11,6 +11,7 @@
 
 #include "cause.h"
 #include "jobset_shape.h"
+#include "json_patch.h"
 #include "kjson.h"
 #include "muster_api.h"
 #include "topo_jobset.h"
@@ -132,20 +133,6 @@ static const char *owner(const cJSON *jobset)
 
 /* ---- building the copy and the ops together ---- */
 
-static int op(cJSON *patch, const char *kind, const char *path, cJSON *value)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (!o || !value || !cJSON_AddStringToObject(o, "op", kind) ||
-	    !cJSON_AddStringToObject(o, "path", path) || !cJSON_AddItemToArray(patch, o)) {
-		cJSON_Delete(o);
-		cJSON_Delete(value);
-		return -1;
-	}
-	cJSON_AddItemToObject(o, "value", value);
-	return 0;
-}
-
 /* parent[key] as an object, made (with its op) when absent or not one. */
 static cJSON *object_at(cJSON *patch, cJSON *parent, const char *key, const char *pointer)
 {
@@ -153,7 +140,7 @@ static cJSON *object_at(cJSON *patch, cJSON *parent, const char *key, const char
 
 	if (cJSON_IsObject(child))
 		return child;
-	if (op(patch, "add", pointer, cJSON_CreateObject()))
+	if (json_patch_op(patch, "add", pointer, cJSON_CreateObject()))
 		return NULL;
 	if (child)
 		cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
@@ -166,7 +153,7 @@ static int set_value(cJSON *patch, cJSON *parent, const char *key, const char *p
 	cJSON *copy = value ? cJSON_Duplicate(value, 1) : NULL;
 	const char *kind = cJSON_GetObjectItemCaseSensitive(parent, key) ? "replace" : "add";
 
-	if (!copy || op(patch, kind, pointer, copy)) {
+	if (!copy || json_patch_op(patch, kind, pointer, copy)) {
 		cJSON_Delete(value);
 		return -1;
 	}
@@ -304,19 +291,14 @@ static int strip_pin_marks(const cJSON *old, const cJSON *jobset, cJSON *patch)
 	{
 		for (size_t m = 0; m < sizeof(pin_marks) / sizeof(pin_marks[0]); m++) {
 			char path[POINTER_MAX];
-			cJSON *o;
 
 			if (!has_pin_mark(rj, m) || (was && has_pin_mark(was, m)))
 				continue;
-			o = cJSON_CreateObject();
 			snprintf(path, sizeof(path),
 				 "/spec/replicatedJobs/%zu/template/spec/template/metadata/%s", i,
 				 pin_marks[m].pointer);
-			if (o && cJSON_AddStringToObject(o, "op", "remove") &&
-			    cJSON_AddStringToObject(o, "path", path) && cJSON_AddItemToArray(patch, o))
+			if (json_patch_remove(patch, path) == 0)
 				any = 1;
-			else
-				cJSON_Delete(o);
 		}
 		was = was ? was->next : NULL;
 		i++;
@@ -353,22 +335,17 @@ static int strip(const cJSON *jobset, cJSON *patch)
 {
 	static const char *const keys[][2] = {
 		{ MUSTER_ANNOTATION_PLACEMENT, "/metadata/annotations/" MUSTER_ANNOTATION_PLACEMENT_POINTER },
-		{ MUSTER_ANNOTATION_PLACEMENT_REASON, "/metadata/annotations/muster.dev~1placement-reason" },
+		{ MUSTER_ANNOTATION_PLACEMENT_REASON,
+		  "/metadata/annotations/" MUSTER_ANNOTATION_PLACEMENT_REASON_POINTER },
 	};
 	const cJSON *rj;
 	size_t i = 0;
 	int any = 0;
 
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-		if (kjson_member(annotations_of(jobset), keys[k][0])) {
-			cJSON *o = cJSON_CreateObject();
-
-			if (o && cJSON_AddStringToObject(o, "op", "remove") &&
-			    cJSON_AddStringToObject(o, "path", keys[k][1]) && cJSON_AddItemToArray(patch, o))
-				any = 1;
-			else
-				cJSON_Delete(o);
-		}
+		if (kjson_member(annotations_of(jobset), keys[k][0]) &&
+		    json_patch_remove(patch, keys[k][1]) == 0)
+			any = 1;
 	any |= strip_pin_marks(NULL, jobset, patch);
 	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
 	{
@@ -384,16 +361,10 @@ static int strip(const cJSON *jobset, cJSON *patch)
 				continue;
 			at = snprintf(path, sizeof(path), "/spec/replicatedJobs/%zu/template%s", i, tails[t]);
 			if (at > 0 && (size_t)at < sizeof(path)) {
-				cJSON *o = cJSON_CreateObject();
-
 				snprintf(path + at, sizeof(path) - (size_t)at,
 					 "/metadata/labels/" MUSTER_LABEL_PLACEMENT_POINTER);
-				if (o && cJSON_AddStringToObject(o, "op", "remove") &&
-				    cJSON_AddStringToObject(o, "path", path) &&
-				    cJSON_AddItemToArray(patch, o))
+				if (json_patch_remove(patch, path) == 0)
 					any = 1;
-				else
-					cJSON_Delete(o);
 			}
 		}
 		i++;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cause.h"
+#include "json_patch.h"
 #include "kjson.h"
 #include "muster_api.h"
 
@@ -46,54 +47,6 @@ int pod_pin_job_key(const cJSON *job, struct jobset_pod *key, uint32_t *pods, ch
 	}
 	if (!parallelism || cJSON_IsNull(parallelism))
 		*pods = 1;
-	return 0;
-}
-
-static int op(cJSON *patch, const char *kind, const char *path, cJSON *value)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (!o || !value || !cJSON_AddStringToObject(o, "op", kind) ||
-	    !cJSON_AddStringToObject(o, "path", path) || !cJSON_AddItemToArray(patch, o)) {
-		cJSON_Delete(o);
-		cJSON_Delete(value);
-		return -1;
-	}
-	cJSON_AddItemToObject(o, "value", value);
-	return 0;
-}
-
-static int add(cJSON *patch, const char *path, cJSON *value)
-{
-	return op(patch, "add", path, value);
-}
-
-/* A JSON Pointer token: '~' as "~0", '/' as "~1". */
-static void pointer_token(char *out, size_t size, const char *text, size_t len)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < len && o + 3 < size; i++) {
-		if (text[i] == '~' || text[i] == '/') {
-			out[o++] = '~';
-			out[o++] = text[i] == '~' ? '0' : '1';
-		} else {
-			out[o++] = text[i];
-		}
-	}
-	out[o] = '\0';
-}
-
-/* A remove op for `path`. */
-static int remove_op(cJSON *patch, const char *path)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (!o || !cJSON_AddStringToObject(o, "op", "remove") || !cJSON_AddStringToObject(o, "path", path) ||
-	    !cJSON_AddItemToArray(patch, o)) {
-		cJSON_Delete(o);
-		return -1;
-	}
 	return 0;
 }
 
@@ -178,14 +131,14 @@ static int pin_spec(const cJSON *spec, const char *base, const char *kind, const
 		selector = comma ? comma + 1 : eq + 1 + value_len;
 		have = kjson_member(existing, key);
 		snprintf(path, sizeof(path), "%s/", selector_path);
-		pointer_token(path + strlen(path), sizeof(path) - strlen(path), key, key_len);
+		json_pointer_token(path + strlen(path), sizeof(path) - strlen(path), key, key_len);
 		if (cJSON_IsString(have)) {
 			if (strcmp(have->valuestring, value) == 0)
 				continue;
 			/* Its Job's share, from the pod template: this pod's
 			 * own domain instead. */
 			if (owns(owned, key, key_len, have->valuestring)) {
-				if (op(patch, "replace", path, cJSON_CreateString(value)))
+				if (json_patch_op(patch, "replace", path, cJSON_CreateString(value)))
 					return cause_fail(cause, "out of memory");
 				continue;
 			}
@@ -196,11 +149,11 @@ static int pin_spec(const cJSON *spec, const char *base, const char *kind, const
 				kind, key, have->valuestring, key, value);
 		}
 		if (!made) {
-			if (add(patch, selector_path, cJSON_CreateObject()))
+			if (json_patch_add(patch, selector_path, cJSON_CreateObject()))
 				return cause_fail(cause, "out of memory");
 			made = 1;
 		}
-		if (add(patch, path, cJSON_CreateString(value)))
+		if (json_patch_add(patch, path, cJSON_CreateString(value)))
 			return cause_fail(cause, "out of memory");
 		note_added(added, added_size, key, value);
 	}
@@ -223,9 +176,9 @@ static int pin_spec(const cJSON *spec, const char *base, const char *kind, const
 			if (cJSON_IsString(have) && strlen(have->valuestring) == value_len &&
 			    memcmp(have->valuestring, eq + 1, value_len) == 0) {
 				snprintf(path, sizeof(path), "%s/", selector_path);
-				pointer_token(path + strlen(path), sizeof(path) - strlen(path), key,
-					      strlen(key));
-				if (remove_op(patch, path))
+				json_pointer_token(path + strlen(path), sizeof(path) - strlen(path), key,
+						   strlen(key));
+				if (json_patch_remove(patch, path))
 					return cause_fail(cause, "out of memory");
 			}
 		}
@@ -263,7 +216,7 @@ static int drop_mark(const cJSON *job, const char *field, const char *key, const
 			  key))
 		return 0;
 	snprintf(path, sizeof(path), "/spec/template/metadata/%s/%s", field, token);
-	return remove_op(patch, path);
+	return json_patch_remove(patch, path);
 }
 
 /* Sets the pod template's `field` (labels or annotations) `key` to `value`,
@@ -275,13 +228,15 @@ static int set_mark(const cJSON *job, const char *field, const char *key, const 
 	const cJSON *map = kjson_member(metadata, field);
 	char path[128];
 
-	if (!cJSON_IsObject(metadata) && add(patch, "/spec/template/metadata", cJSON_CreateObject()))
+	if (!cJSON_IsObject(metadata) &&
+	    json_patch_add(patch, "/spec/template/metadata", cJSON_CreateObject()))
 		return -1;
 	snprintf(path, sizeof(path), "/spec/template/metadata/%s", field);
-	if (!cJSON_IsObject(map) && add(patch, path, cJSON_CreateObject()))
+	if (!cJSON_IsObject(map) && json_patch_add(patch, path, cJSON_CreateObject()))
 		return -1;
 	snprintf(path, sizeof(path), "/spec/template/metadata/%s/%s", field, token);
-	return op(patch, kjson_member(map, key) ? "replace" : "add", path, cJSON_CreateString(value));
+	return json_patch_op(patch, kjson_member(map, key) ? "replace" : "add", path,
+			     cJSON_CreateString(value));
 }
 
 int pod_pin_job_patch(const cJSON *job, const char *selector, cJSON *patch, char **cause)

@@ -24,6 +24,7 @@
 #include "pod_pin.h"
 #include "record_cache.h"
 #include "topo_record.h"
+#include "json_patch.h"
 #include "kjson.h"
 
 /* 24 random bytes: 32 characters of base64url. */
@@ -157,16 +158,6 @@ static void reply_text(struct http_serve_reply *reply, unsigned status, const ch
 	}
 }
 
-/* Moves the ops of `more` to the end of `patch`; frees `more`. */
-static void append_ops(cJSON *patch, cJSON *more)
-{
-	cJSON *item;
-
-	while (more && (item = cJSON_DetachItemFromArray(more, 0)) != NULL)
-		cJSON_AddItemToArray(patch, item);
-	cJSON_Delete(more);
-}
-
 static void mutate(struct webhook *w, const struct admission_request *request, struct outcome *o)
 {
 	struct group_config *config = malloc(sizeof(*config));
@@ -221,7 +212,7 @@ static void mutate(struct webhook *w, const struct admission_request *request, s
 			cause = NULL;
 			goto deny;
 		}
-		append_ops(patch, gang);
+		json_patch_append(patch, gang);
 		goto patched;
 	}
 	if (jobset_validate_create(object, config, &o->message))
@@ -238,7 +229,7 @@ static void mutate(struct webhook *w, const struct admission_request *request, s
 		cause = NULL;
 		goto deny;
 	}
-	append_ops(patch, gang);
+	json_patch_append(patch, gang);
 patched:
 	o->patch_ops = (size_t)cJSON_GetArraySize(patch);
 	if (o->patch_ops) {

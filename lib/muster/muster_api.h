@@ -103,6 +103,7 @@ enum muster_barrier_exit {
 /* Why a JobSet waits: the placement core's sentence, written by the
  * controller while it waits (also an Event PlacementWaiting). */
 #define MUSTER_ANNOTATION_PLACEMENT_REASON "muster.dev/placement-reason"
+#define MUSTER_ANNOTATION_PLACEMENT_REASON_POINTER "muster.dev~1placement-reason"
 /* Label (value "true") on every replicated job's Job template and pod
  * template of a gated JobSet: the pin webhook (/pin) selects its Jobs and
  * pods by it. */
