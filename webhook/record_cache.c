@@ -17,8 +17,8 @@
 #include "kube_error.h"
 #include "kube_path.h"
 #include "muster_api.h"
-#include "record_owner.h"
 #include "topo_record.h"
+#include "topo_record_map.h"
 
 struct entry {
 	char namespace[KUBE_NAMESPACE_MAX + 1];
@@ -273,14 +273,15 @@ static int wait_change(struct record_cache *c, uint64_t until_ms)
 
 /* Parses the record's text; a large one waits for the other large ones
  * and gives its parse memory back. */
-static int parse(struct record_cache *c, const char *text, struct topo_record **out, char **cause)
+static int parse(struct record_cache *c, const char *text, const char *uid, struct topo_record **out,
+		 int *earlier, char **cause)
 {
 	size_t len = strlen(text);
 	int large = len > RECORD_CACHE_LARGE, rc;
 
 	if (large)
 		pthread_mutex_lock(&c->large);
-	rc = topo_record_parse(text, len, out, cause);
+	rc = topo_record_map_parse(text, len, uid, out, earlier, cause);
 	if (large) {
 		malloc_trim(0);
 		pthread_mutex_unlock(&c->large);
@@ -303,8 +304,8 @@ static int read_record(struct record_cache *c, struct kube_client *reader, const
 {
 	char name[KUBE_NAME_MAX + sizeof(MUSTER_PLACEMENT_SUFFIX)], path[KUBE_PATH_MAX], *inner = NULL;
 	cJSON *configmap = NULL;
-	const cJSON *text;
-	int err, rc = -1;
+	const char *text = NULL;
+	int err, rc = -1, earlier = 0;
 
 	*out = NULL;
 	snprintf(name, sizeof(name), "%s" MUSTER_PLACEMENT_SUFFIX, jobset);
@@ -333,10 +334,10 @@ static int read_record(struct record_cache *c, struct kube_client *reader, const
 	}
 	/* A ConfigMap of the name that JobSet does not control is not muster's
 	 * record, whatever it holds: refused unread, and not said what it holds. */
-	switch (record_owner_of(configmap, jobset, uid, 1)) {
-	case RECORD_OWNER_OURS:
+	switch (topo_record_map_whose(configmap, jobset, uid, 1, &text)) {
+	case TOPO_RECORD_OURS:
 		break;
-	case RECORD_OWNER_PREDECESSOR:
+	case TOPO_RECORD_EARLIER:
 		earlier_jobsets(namespace, name, uid, cause);
 		goto out;
 	default:
@@ -348,21 +349,18 @@ static int read_record(struct record_cache *c, struct kube_client *reader, const
 			namespace, name, jobset, uid, job ? "Job" : "pod");
 		goto out;
 	}
-	text = kjson_member(kjson_member(configmap, "data"), MUSTER_PLACEMENT_KEY);
-	if (!cJSON_IsString(text)) {
+	if (!text) {
 		cause_fail(cause, "ConfigMap %s/%s has no data." MUSTER_PLACEMENT_KEY, namespace, name);
 		goto out;
 	}
 	free(inner);
 	inner = NULL;
-	if (parse(c, text->valuestring, out, &inner)) {
-		cause_fail(cause, "ConfigMap %s/%s: %s", namespace, name, inner ? inner : "out of memory");
-		goto out;
-	}
-	if (strcmp(topo_record_uid(*out), uid) != 0) {
-		topo_record_free(*out);
-		*out = NULL;
-		earlier_jobsets(namespace, name, uid, cause);
+	if (parse(c, text, uid, out, &earlier, &inner)) {
+		if (earlier)
+			earlier_jobsets(namespace, name, uid, cause);
+		else
+			cause_fail(cause, "ConfigMap %s/%s: %s", namespace, name,
+				   inner ? inner : "out of memory");
 		goto out;
 	}
 	rc = 0;

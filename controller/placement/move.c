@@ -109,9 +109,10 @@ void placement_note_moved(struct placement_loop *loop, struct pjobset *j, const 
  * and tries again. */
 static void move_jobs(struct placement_loop *loop, const struct move *m)
 {
-	enum release_owner owner = RELEASE_OWNER_FOREIGN;
+	enum topo_record_whose owner = TOPO_RECORD_FOREIGN;
 	cJSON *configmap = NULL, *patch = NULL, *metadata, *annotations, *data;
-	const cJSON *text, *rv, *moved;
+	const cJSON *rv, *moved;
+	const char *text = NULL;
 	struct topo_record *old = NULL, *written = NULL;
 	struct topo_retire *list = NULL;
 	size_t count = 0;
@@ -120,15 +121,12 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 	struct pjobset *j;
 	int err;
 
-	err = placement_record_get(loop, m->namespace, m->name, m->uid, &configmap, &owner, &cause);
-	text = kjson_member(kjson_member(configmap, "data"), MUSTER_PLACEMENT_KEY);
+	err = placement_record_get(loop, m->namespace, m->name, m->uid, &configmap, &owner, &text, &cause);
 	rv = kjson_member(kjson_member(configmap, "metadata"), "resourceVersion");
-	if (!err &&
-	    (!configmap || owner != RELEASE_OWNER_OURS || !cJSON_IsString(text) || !cJSON_IsString(rv) ||
-	     topo_record_parse(text->valuestring, strlen(text->valuestring), &old, NULL) ||
-	     strcmp(topo_record_uid(old), m->uid) != 0 ||
-	     topo_record_parse(m->record, strlen(m->record), &written, NULL) ||
-	     topo_record_attempt(old) != topo_record_attempt(written)))
+	if (!err && (!configmap || owner != TOPO_RECORD_OURS || !text || !cJSON_IsString(rv) ||
+		     topo_record_map_parse(text, strlen(text), m->uid, &old, NULL, NULL) ||
+		     topo_record_parse(m->record, strlen(m->record), &written, NULL) ||
+		     topo_record_attempt(old) != topo_record_attempt(written)))
 		err = kube_cause(&cause, KUBE_ECONFLICT,
 				 "the placement record changed since the pass read it");
 	moved = kjson_member(kjson_member(kjson_member(configmap, "metadata"), "annotations"),

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../release_record.h"
+#include "topo_record_map.h"
 #include "kjson.h"
 #include "kube_client.h"
 #include "kube_informer.h"
@@ -355,7 +355,8 @@ const char *placement_single_level(const struct topo_jobset *js);
 int placement_record_path(char *path, size_t size, const char *namespace, const char *name, int collection,
 			  char **cause);
 int placement_record_get(struct placement_loop *loop, const char *namespace, const char *name,
-			 const char *uid, cJSON **configmap, enum release_owner *owner, char **cause);
+			 const char *uid, cJSON **configmap, enum topo_record_whose *owner, const char **text,
+			 char **cause);
 int placement_record_drop(struct placement_loop *loop, const char *namespace, const char *name,
 			  const char *uid, char **cause);
 int placement_record_write(struct placement_loop *loop, const char *namespace, const char *name,

@@ -1,7 +1,7 @@
 /*
  * placement/record.c: the placement of record, `<jobset>-placement`, and the
  * JobSet patches that go with it: read, written (created, kept or replaced by
- * whose it is, release_record's rule), dropped; the JobSet resumed or given
+ * whose it is, lib/topo/topo_record_map.h), dropped; the JobSet resumed or given
  * its waiting reason; the records of JobSets not read yet read at the start
  * of a pass. Not here: what to write (decide.c) and when (act.c, move.c).
  */
@@ -47,14 +47,15 @@ int placement_record_path(char *path, size_t size, const char *namespace, const 
 
 /* Reads the record of a JobSet: 0 and *out (NULL when there is none, or it
  * is an earlier JobSet's), or an API error. */
-/* The ConfigMap `<jobset>-placement` and whose it is (release_record's rule:
- * ours when an owner reference names this JobSet's uid, an earlier JobSet's
- * of the name when one of those controls it, else anyone else's, which
- * muster never touches). *configmap NULL: there is none. */
+/* The ConfigMap `<jobset>-placement`, whose it is and, when ours, its
+ * record's text (lib/topo/topo_record_map.h: ours when an owner reference
+ * names this JobSet's uid, an earlier JobSet's of the name when one of
+ * those controls it, else anyone else's, which muster never touches).
+ * *configmap NULL: there is none. */
 int placement_record_get(struct placement_loop *loop, const char *namespace, const char *name,
-			 const char *uid, cJSON **configmap, enum release_owner *owner, char **cause)
+			 const char *uid, cJSON **configmap, enum topo_record_whose *owner, const char **text,
+			 char **cause)
 {
-	const struct release_jobset jobset = { namespace, name, uid };
 	char path[KUBE_PATH_MAX];
 	int err;
 
@@ -68,7 +69,7 @@ int placement_record_get(struct placement_loop *loop, const char *namespace, con
 		return 0;
 	}
 	if (!err)
-		*owner = release_record_owner(*configmap, &jobset);
+		*owner = topo_record_map_whose(*configmap, name, uid, 0, text);
 	return err;
 }
 
@@ -78,23 +79,19 @@ static int record_read(struct placement_loop *loop, const char *namespace, const
 		       struct topo_record **out, struct topo_retire **retire, size_t *retire_count,
 		       char **cause)
 {
-	enum release_owner owner = RELEASE_OWNER_FOREIGN;
+	enum topo_record_whose owner = TOPO_RECORD_FOREIGN;
 	cJSON *configmap = NULL;
-	const cJSON *text, *moved;
-	int err = placement_record_get(loop, namespace, name, uid, &configmap, &owner, cause);
+	const cJSON *moved;
+	const char *text = NULL;
+	int err = placement_record_get(loop, namespace, name, uid, &configmap, &owner, &text, cause);
 
 	*out = NULL;
 	*retire = NULL;
 	*retire_count = 0;
 	if (err || !configmap)
 		return err;
-	text = kjson_member(kjson_member(configmap, "data"), MUSTER_PLACEMENT_KEY);
-	if (owner == RELEASE_OWNER_OURS && cJSON_IsString(text) &&
-	    topo_record_parse(text->valuestring, strlen(text->valuestring), out, NULL) == 0 &&
-	    strcmp(topo_record_uid(*out), uid) != 0) {
-		topo_record_free(*out);
-		*out = NULL;
-	}
+	if (owner == TOPO_RECORD_OURS && text)
+		topo_record_map_parse(text, strlen(text), uid, out, NULL, NULL);
 	/* Moved Jobs not deleted yet (the controller stopped in between). */
 	moved = kjson_member(kjson_member(kjson_member(configmap, "metadata"), "annotations"),
 			     MUSTER_ANNOTATION_PLACEMENT_RETIRE);
@@ -115,16 +112,16 @@ static int record_read(struct placement_loop *loop, const char *namespace, const
 int placement_record_drop(struct placement_loop *loop, const char *namespace, const char *name,
 			  const char *uid, char **cause)
 {
-	enum release_owner owner = RELEASE_OWNER_FOREIGN;
+	enum topo_record_whose owner = TOPO_RECORD_FOREIGN;
 	cJSON *configmap = NULL;
 	const cJSON *cm_uid;
 	char path[KUBE_PATH_MAX];
-	int err = placement_record_get(loop, namespace, name, uid, &configmap, &owner, cause);
+	int err = placement_record_get(loop, namespace, name, uid, &configmap, &owner, NULL, cause);
 
 	if (err || !configmap)
 		return err;
 	cm_uid = kjson_member(kjson_member(configmap, "metadata"), "uid");
-	if (owner == RELEASE_OWNER_OURS && cJSON_IsString(cm_uid)) {
+	if (owner == TOPO_RECORD_OURS && cJSON_IsString(cm_uid)) {
 		err = placement_record_path(path, sizeof(path), namespace, name, 0, cause);
 		if (!err)
 			err = kube_delete_uid(loop->api[API_WRITES].client, path, cm_uid->valuestring, cause);
@@ -180,8 +177,9 @@ int placement_record_write(struct placement_loop *loop, const char *namespace, c
 {
 	char path[KUBE_PATH_MAX];
 	cJSON *body = record_body(namespace, name, uid, text), *configmap = NULL;
-	enum release_owner owner = RELEASE_OWNER_FOREIGN;
+	enum topo_record_whose owner = TOPO_RECORD_FOREIGN;
 	const cJSON *cm_uid;
+	const char *data = NULL;
 	int err;
 
 	*kept = NULL;
@@ -199,7 +197,8 @@ int placement_record_write(struct placement_loop *loop, const char *namespace, c
 			goto out;
 		free(*cause);
 		*cause = NULL;
-		if ((err = placement_record_get(loop, namespace, name, uid, &configmap, &owner, cause)) != 0)
+		if ((err = placement_record_get(loop, namespace, name, uid, &configmap, &owner, &data,
+						cause)) != 0)
 			goto out;
 		if (configmap)
 			break;
@@ -212,7 +211,7 @@ int placement_record_write(struct placement_loop *loop, const char *namespace, c
 			goto out;
 		}
 	}
-	if (owner == RELEASE_OWNER_FOREIGN) {
+	if (owner == TOPO_RECORD_FOREIGN) {
 		*foreign = 1;
 		err = kube_cause(
 			cause, KUBE_ECONFLICT,
@@ -222,20 +221,16 @@ int placement_record_write(struct placement_loop *loop, const char *namespace, c
 			namespace, name);
 		goto out;
 	}
-	if (owner == RELEASE_OWNER_OURS) {
-		const cJSON *data = kjson_member(kjson_member(configmap, "data"), MUSTER_PLACEMENT_KEY);
-
-		if (cJSON_IsString(data) &&
-		    topo_record_parse(data->valuestring, strlen(data->valuestring), kept, NULL) == 0 &&
-		    strcmp(topo_record_uid(*kept), uid) == 0 && topo_record_has_attempt(*kept) &&
-		    topo_record_attempt(*kept) == attempt)
+	if (owner == TOPO_RECORD_OURS) {
+		if (data && topo_record_map_parse(data, strlen(data), uid, kept, NULL, NULL) == 0 &&
+		    topo_record_has_attempt(*kept) && topo_record_attempt(*kept) == attempt)
 			goto out; /* written before: that one stands */
 		topo_record_free(*kept);
 		*kept = NULL;
 	}
 	mlog(MLOG_INFO, "placement-record-replaced", "jobset=%s/%s reason=\"%s\"", namespace, name,
-	     owner == RELEASE_OWNER_OURS ? "unreadable or of an earlier restart attempt"
-					 : "written for an earlier JobSet of this name");
+	     owner == TOPO_RECORD_OURS ? "unreadable or of an earlier restart attempt"
+				       : "written for an earlier JobSet of this name");
 	cm_uid = kjson_member(kjson_member(configmap, "metadata"), "uid");
 	err = placement_record_path(path, sizeof(path), namespace, name, 0, cause);
 	err = err ? err

@@ -13,9 +13,11 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "topo_place.h"
 #include "topo_record.h"
+#include "topo_record_map.h"
 #include "topo_tree.h"
 
 enum { CPU, PODS };
@@ -258,6 +260,71 @@ static void selectors_match_labels_and_hostnames(void **state)
 	assert_false(topo_record_selector_matches("block=b", &f.nodes[0])); /* a prefix is not the value */
 }
 
+/* The one reader of a record's ConfigMap (topo_record_map.h): whose it is
+ * by its owner reference, its text only when ours, and a record of another
+ * uid named as an earlier JobSet's. */
+static void a_records_configmap_is_read_by_one_rule(void **state)
+{
+#define CM(ref, data)                                                                                        \
+	"{\"metadata\":{\"name\":\"t-placement\",\"ownerReferences\":[" ref "]},\"data\":{" data "}}"
+#define REF(name, uid, controller)                                                                           \
+	"{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"name\":\"" name                  \
+	"\",\"uid\":\"" uid "\",\"controller\":" controller "}"
+#define RECORD(uid) "\"placement\":\"{\\\"uid\\\":\\\"" uid "\\\",\\\"replicatedJobs\\\":{}}\""
+	static const struct {
+		const char *configmap;
+		int need_controller;
+		enum topo_record_whose whose;
+		int has_text;
+	} cases[] = {
+		{ CM(REF("t", "u1", "true"), RECORD("u1")), 1, TOPO_RECORD_OURS, 1 },
+		{ CM(REF("t", "u1", "false"), RECORD("u1")), 1, TOPO_RECORD_FOREIGN, 0 },
+		{ CM(REF("t", "u1", "false"), RECORD("u1")), 0, TOPO_RECORD_OURS, 1 },
+		{ CM(REF("t", "u0", "true"), RECORD("u0")), 1, TOPO_RECORD_EARLIER, 0 },
+		{ CM(REF("other", "u1", "true"), RECORD("u1")), 1, TOPO_RECORD_FOREIGN, 0 },
+		{ CM("", RECORD("u1")), 0, TOPO_RECORD_FOREIGN, 0 },
+		{ CM(REF("t", "u1", "true"), "\"placement\":7"), 1, TOPO_RECORD_OURS, 0 },
+	};
+	struct topo_record *record = NULL;
+	char *cause = NULL;
+	int earlier = -1;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cJSON *cm = cJSON_Parse(cases[i].configmap);
+		const char *text = "unset";
+
+		assert_non_null(cm);
+		assert_int_equal(topo_record_map_whose(cm, "t", "u1", cases[i].need_controller, &text),
+				 cases[i].whose);
+		assert_int_equal(text != NULL, cases[i].has_text);
+		if (text) {
+			assert_int_equal(
+				topo_record_map_parse(text, strlen(text), "u1", &record, &earlier, &cause),
+				0);
+			assert_int_equal(earlier, 0);
+			assert_string_equal(topo_record_uid(record), "u1");
+			topo_record_free(record);
+		}
+		cJSON_Delete(cm);
+	}
+	/* Text of another uid: an earlier JobSet's, nothing kept. */
+	static const char other[] = "{\"uid\":\"u0\",\"replicatedJobs\":{}}";
+
+	assert_int_equal(topo_record_map_parse(other, strlen(other), "u1", &record, &earlier, &cause), -1);
+	assert_null(record);
+	assert_int_equal(earlier, 1);
+	assert_non_null(strstr(cause, "earlier JobSet"));
+	free(cause);
+	cause = NULL;
+	assert_int_equal(topo_record_map_parse("{", 1, "u1", &record, &earlier, &cause), -1);
+	assert_int_equal(earlier, 0);
+	free(cause);
+#undef CM
+#undef REF
+#undef RECORD
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +332,7 @@ int main(void)
 		cmocka_unit_test(runs_and_lookup),
 		cmocka_unit_test(a_jobs_template_gets_the_domain_of_most_of_its_pods),
 		cmocka_unit_test(bad_records_are_refused),
+		cmocka_unit_test(a_records_configmap_is_read_by_one_rule),
 		cmocka_unit_test(selectors_match_labels_and_hostnames),
 	};
 
