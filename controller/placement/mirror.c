@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "jobset_pod.h"
+#include "jobset_state.h"
 #include "mlog.h"
 #include "muster_api.h"
 
@@ -40,29 +41,31 @@ void placement_set_record(struct pjobset *j, struct topo_record *record)
 				: topo_record_has_attempt(record) ? topo_record_attempt(record)
 								  : j->restarts;
 }
-/* Completed or Failed (a JobSet's terminal conditions). */
-static int finished(const cJSON *jobset)
-{
-	return condition_done(jobset, "Completed");
-}
 static int jobset_change(void *arg, const struct kube_informer_event *e)
 {
 	struct placement_loop *loop = arg;
 	struct pjobset *j;
-	const char *state = e->object ? annotation(e->object, MUSTER_ANNOTATION_PLACEMENT) : NULL;
-	const char *reason;
+	struct jobset_state *st = NULL;
+	const char *state = NULL;
 	char *cause = NULL;
 
+	/* Identity and state first, each field on its own (jobset_state.h):
+	 * a JobSet whose request cannot be read is still seen to restart. */
+	if (e->change != KUBE_INFORMER_DELETE && e->object) {
+		if (!(st = malloc(sizeof(*st))))
+			return 0;
+		if (jobset_state_decode(e->object, st, NULL) == 0 && st->placement[0])
+			state = st->placement;
+	}
 	pthread_mutex_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, e->namespace, e->name);
-	if (e->change == KUBE_INFORMER_DELETE || !state ||
-	    (j && strcmp(j->uid, meta_string(e->object, "uid")) != 0)) {
+	if (!state || (j && strcmp(j->uid, st->uid) != 0)) {
 		if (j) {
 			name_table_remove(&loop->jobsets, &j->node);
 			pjobset_free(j);
 			mark_dirty(loop); /* its promised room is free */
 		}
-		if (e->change == KUBE_INFORMER_DELETE || !state)
+		if (!state)
 			goto out;
 		j = NULL;
 	}
@@ -71,8 +74,8 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 			goto out;
 		snprintf(j->namespace, sizeof(j->namespace), "%s", e->namespace);
 		snprintf(j->name, sizeof(j->name), "%s", e->name);
-		snprintf(j->uid, sizeof(j->uid), "%s", meta_string(e->object, "uid"));
-		snprintf(j->created, sizeof(j->created), "%s", meta_string(e->object, "creationTimestamp"));
+		snprintf(j->uid, sizeof(j->uid), "%s", st->uid);
+		snprintf(j->created, sizeof(j->created), "%s", st->created);
 		j->node.namespace = j->namespace;
 		j->node.name = j->name;
 		if (name_table_insert(&loop->jobsets, &j->node)) {
@@ -104,34 +107,30 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 		}
 	}
 	{
-		/* Two fields only, each on its own: a JobSet the gang loop cannot
-		 * count (jobset_model) is still seen to restart. */
-		int suspended = cJSON_IsTrue(kjson_member(kjson_member(e->object, "spec"), "suspend"));
-		long long restarts = 0;
+		/* A restart count that is not one: the last one read stands. */
+		uint32_t restarts = st->has_restarts ? st->restarts : j->restarts;
 
-		if (kjson_count(kjson_member(kjson_member(e->object, "status"), "restarts"), 0,
-				KJSON_INT32_MAX, &restarts) != KJSON_OK)
-			restarts = j->restarts; /* not a count: the last one read stands */
 		/* A placed JobSet's checks (restart, lost record) run when what
 		 * they read changes, not on every status write. */
 		if (strcmp(state, MUSTER_PLACEMENT_PLACED) == 0 &&
-		    (strcmp(j->state, state) != 0 || j->suspended != suspended ||
-		     j->restarts != (uint32_t)restarts))
+		    (strcmp(j->state, state) != 0 || j->suspended != st->suspended ||
+		     j->restarts != restarts))
 			loop->placed_changed = 1;
-		j->suspended = suspended;
-		j->restarts = (uint32_t)restarts;
+		j->suspended = st->suspended;
+		j->restarts = restarts;
 		/* This controller suspended it to place it again: until the informer
 		 * shows that, an older event does not make it placed and live. */
-		if (j->relocation.relocating && (suspended || strcmp(state, MUSTER_PLACEMENT_WAITING) == 0))
+		if (j->relocation.relocating &&
+		    (st->suspended || strcmp(state, MUSTER_PLACEMENT_WAITING) == 0))
 			j->relocation.relocating = 0;
 	}
 	snprintf(j->state, sizeof(j->state), "%s", state);
-	j->finished = finished(e->object);
-	reason = annotation(e->object, MUSTER_ANNOTATION_PLACEMENT_REASON);
-	snprintf(j->reason, sizeof(j->reason), "%s", reason ? reason : "");
+	j->finished = st->finished;
+	snprintf(j->reason, sizeof(j->reason), "%s", st->placement_reason);
 	mark_dirty(loop);
 out:
 	pthread_mutex_unlock(&loop->lock);
+	free(st);
 	return 0;
 }
 

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "jobset_state.h"
 #include "topo_record_map.h"
 #include "kjson.h"
 #include "kube_client.h"
@@ -40,7 +41,7 @@
 /* Items a LIST page asks for. */
 #define PAGE_SIZE 500
 /* A waiting reason, the longest (the annotation and the Event say it). */
-#define REASON_MAX 900
+#define REASON_MAX (JOBSET_STATE_REASON_MAX + 1)
 
 enum { API_NODES, API_PODS, API_JOBSETS, API_WRITES, API_COUNT };
 enum { WATCH_NODES, WATCH_PODS, WATCH_JOBSETS, WATCH_COUNT };

@@ -7,6 +7,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "jobset_model.h"
+#include "jobset_state.h"
 #include "cause.h"
 #include "group_config.h"
 #include "kjson.h"
@@ -102,7 +103,6 @@ static int decode_config(const cJSON *object, struct jobset_model *out, char **c
 
 static int decode(const struct cJSON *object, int document, struct jobset_model *out, char **cause)
 {
-	const cJSON *metadata = kjson_member(object, "metadata");
 	const cJSON *spec = kjson_member(object, "spec");
 	const cJSON *jobs, *item;
 	int present;
@@ -115,15 +115,18 @@ static int decode(const struct cJSON *object, int document, struct jobset_model 
 	/* Before it is stored, a JobSet's identity is the caller's to check
 	 * (a file needs none; admission has its own rules for the name). */
 	if (!document) {
-		if (!cJSON_IsObject(metadata))
-			return cause_fail(cause, "JobSet metadata is missing");
-		if (kjson_take_string(kjson_member(metadata, "name"), out->name, MODEL_LABEL_MAX, 1,
-				      "JobSet metadata.name", cause) ||
-		    kjson_take_string(kjson_member(metadata, "namespace"), out->namespace, MODEL_LABEL_MAX, 1,
-				      "JobSet metadata.namespace", cause) ||
-		    kjson_take_string(kjson_member(metadata, "uid"), out->uid, MODEL_UID_MAX, 1,
-				      "JobSet metadata.uid", cause))
+		struct jobset_state *state = malloc(sizeof(*state));
+
+		if (!state)
+			return cause_fail(cause, "out of memory");
+		if (jobset_state_decode(object, state, cause)) {
+			free(state);
 			return -1;
+		}
+		memcpy(out->name, state->name, sizeof(out->name));
+		memcpy(out->namespace, state->namespace, sizeof(out->namespace));
+		memcpy(out->uid, state->uid, sizeof(out->uid));
+		free(state);
 	}
 	if (!cJSON_IsObject(spec))
 		return cause_fail(cause, "JobSet spec is missing");
