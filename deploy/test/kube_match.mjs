@@ -83,7 +83,7 @@ function checkRequestPath(path, problems) {
 	}
 }
 
-function walk(expr, scope, macros, problems) {
+function walk(expr, scope, problems) {
 	const v = expr.exprKind.value;
 	switch (kindOf(expr)) {
 	case "constExpr":
@@ -96,34 +96,34 @@ function walk(expr, scope, macros, problems) {
 	case "selectExpr": {
 		const path = selectPath(expr);
 		if (path && path[0] === "request" && !scope.has("request")) checkRequestPath(path, problems);
-		walk(v.operand, scope, macros, problems);
+		walk(v.operand, scope, problems);
 		return;
 	}
 	case "callExpr":
 		if (!STANDARD.has(v.function)) problems.add(`${v.function}(): not in CEL's standard library`);
-		if (v.target) walk(v.target, scope, macros, problems);
-		for (const a of v.args) walk(a, scope, macros, problems);
+		if (v.target) walk(v.target, scope, problems);
+		for (const a of v.args) walk(a, scope, problems);
 		return;
 	case "listExpr": {
 		const kinds = new Set(v.elements.filter((e) => kindOf(e) === "constExpr")
 			.map((e) => e.exprKind.value.constantKind.case));
 		if (kinds.size > 1) problems.add("a list literal mixes types (Kubernetes wants homogeneous literals)");
-		for (const e of v.elements) walk(e, scope, macros, problems);
+		for (const e of v.elements) walk(e, scope, problems);
 		return;
 	}
 	case "structExpr":
 		if (v.messageName) problems.add(`${v.messageName}{}: no message types in matchConditions`);
 		for (const entry of v.entries) {
-			if (entry.keyKind.case === "mapKey") walk(entry.keyKind.value, scope, macros, problems);
-			walk(entry.value, scope, macros, problems);
+			if (entry.keyKind.case === "mapKey") walk(entry.keyKind.value, scope, problems);
+			walk(entry.value, scope, problems);
 		}
 		return;
 	case "comprehensionExpr": {
-		walk(v.iterRange, scope, macros, problems);
-		walk(v.accuInit, scope, macros, problems);
+		walk(v.iterRange, scope, problems);
+		walk(v.accuInit, scope, problems);
 		const inner = new Set([...scope, v.iterVar, v.accuVar]);
 		if (v.iterVar2) inner.add(v.iterVar2);
-		for (const e of [v.loopCondition, v.loopStep, v.result]) walk(e, inner, macros, problems);
+		for (const e of [v.loopCondition, v.loopStep, v.result]) walk(e, inner, problems);
 		return;
 	}
 	default:
@@ -154,7 +154,7 @@ export function checkExpression(text) {
 		const name = call.exprKind.value.function;
 		if (!MACROS.has(name)) problems.add(`${name}(): not one of CEL's standard macros`);
 	}
-	walk(parsed.expr, new Set(), parsed.sourceInfo.macroCalls, problems);
+	walk(parsed.expr, new Set(), problems);
 	if (!isBoolean(parsed)) problems.add("its type is not bool (matchConditions must evaluate to bool)");
 	return [...problems];
 }

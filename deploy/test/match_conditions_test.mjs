@@ -34,7 +34,7 @@ function mismatches(hook, compiled) {
 }
 
 test("every source writes JobSet webhooks with matchConditions, and only JobSet ones", () => {
-	for (const { source, docs } of SOURCES) {
+	for (const { source } of SOURCES) {
 		const names = HOOKS.filter((h) => h.source === source).map((h) => h.name);
 		assert.deepEqual(names.sort(), ["mutate.jobsets.muster.dev", "validate.jobsets.muster.dev"], source);
 	}
@@ -122,10 +122,9 @@ for (const [n, { text, hook, index }] of MUTATED.entries()) {
 
 test("each declared equivalent mutant still exists", () => {
 	const all = new Set();
-	for (const { text, hook, index } of MUTATED) {
+	for (const { hook, index } of MUTATED) {
 		const condition = hook.compiled[index];
 		for (const site of mutationSites(condition)) all.add(`${mutateCondition(condition, site.node, site.value).replaced} => ${site.value}`);
-		assert.ok(text);
 	}
 	for (const key of Object.keys(EQUIVALENT)) assert.ok(all.has(key), `${key}: no longer in any expression`);
 });
