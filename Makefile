@@ -69,15 +69,16 @@ FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initba
 
 BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology
 
-.PHONY: images all test check unit binary-test fuzz bench bench-controller bench-micro bench-release bench-placement bench-real lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook help
+.PHONY: images all test check unit binary-test cel-test fuzz bench bench-controller bench-micro bench-release bench-placement bench-real lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook help
 
 # Every target a user may name, one line each; `make lint` checks that each
 # .PHONY target has its line.
 define HELP
 all             build every binary into bin/ (the default)
-test            every test that exists: lint, unit, binary, sanitizers, brief fuzz, e2e; one summary line
+test            every test that exists: lint, unit, binary, sanitizers, brief fuzz, CEL, e2e; one summary line
 unit            the cmocka unit tests
 binary-test     the barrier's tests against its real binary, once per watch kind
+cel-test        the webhooks' CEL matchConditions evaluated as a 1.28+ apiserver does (deploy/test/, no cluster)
 check           unit and binary tests under ASan+UBSan, failing on any report or leak
 fuzz            each fuzz target for FUZZ_SECONDS (large inputs once, then 64 KiB ones mutated)
 e2e             the end-to-end suite on the local control plane (part of make test)
@@ -276,11 +277,17 @@ bench-real: all images
 	/usr/bin/python3 e2e/bench/real_release.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
 		$(REAL_BENCH_ARGS)
 
+# The webhooks' matchConditions, which the local control plane (1.20) drops:
+# every expression deploy/ writes, on a table of JobSet admission requests,
+# with @bufbuild/cel (scripts/deps installs it; deploy/test/).
+cel-test:
+	@scripts/run-tests cel deploy/test/match_conditions_test.mjs
+
 # Everything that exists, with one summary line at the end.
 test: deps
 	@$(MAKE) --no-print-directory lint
 	@rm -f build/test-summary
-	@$(MAKE) --no-print-directory -k unit binary-test check fuzz e2e; status=$$?; \
+	@$(MAKE) --no-print-directory -k unit binary-test check fuzz cel-test e2e; status=$$?; \
 		if [ $$status -ne 0 ] && ! awk '$$4 > 0 { bad = 1 } END { exit !bad }' build/test-summary 2>/dev/null; then \
 			echo "test: a target failed to build or run without a test to show it (see the errors above)"; \
 			scripts/run-tests --record make build-or-run 0 1; \

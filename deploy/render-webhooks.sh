@@ -19,7 +19,7 @@
 #                       register by Service (default: muster-webhook in
 #                       muster-system, port 443), the in-cluster deployment.
 #                       --namespace is also the muster namespace that the
-#                       namespaceSelector and matchConditions exclude
+#                       namespaceSelector excludes
 #   --failure-policy    Fail (default) or Ignore; see deploy/README.md
 #   --timeout-seconds   1..30 (default 5)
 #   --namespace-label KEY=VALUE
@@ -42,9 +42,12 @@
 # that resumes a suspended JobSet, raises its gang generation), in every namespace but
 # kube-system and the muster namespace; with matchConditions (1.28+), only
 # JobSets that ask for a gang start (spec.groupSchedulingConfig or a
-# muster.dev/group-scheduling-* annotation, or a topology request; for UPDATE
-# also the old object, so removing the request is seen) and not requests of
-# muster's own service accounts. The pod webhook matches pods CREATE carrying
+# muster.dev/group-scheduling-* annotation), or a topology request, or carry
+# the placement gate's marks; for UPDATE also the old object, so removing the
+# request is seen. Requests of muster's controller are sent too: its resume of
+# a JobSet it placed must raise the gang generation, and only its requests may
+# mark a JobSet placed. deploy/test/ evaluates these expressions in `make
+# test` (the local control plane, 1.20, ignores them). The pod webhook matches pods CREATE carrying
 # the label muster.dev/placement=true (objectSelector: only pods of JobSets
 # muster placed are sent), in the same namespaces; failurePolicy Fail, so that
 # no such pod runs unpinned. Its second webhook matches Jobs CREATE carrying
@@ -210,17 +213,27 @@ asks() { # $1: object or oldObject
 
 # A topology request muster places (webhook/placement_gate.h): muster's and
 # upstream JobSet's annotations on the JobSet, a Job template's
-# exclusive-topology, Kueue's podset-* and muster's on a pod template.
+# exclusive-topology, Kueue's podset-* and muster's on a pod template; and the
+# gate's label muster.dev/placement on a Job or pod template, which the
+# webhook strips from a JobSet it does not gate (its Jobs and pods would be
+# sent to /pin, which refuses them without a placement record). The mutating
+# webhook sees objects before the apiserver validates them: every field
+# below the JobSet's metadata is tested with has() before it is read, so that
+# a missing one gives false and not an error (which failurePolicy Fail would
+# turn into a refusal with a CEL message).
 topology() { # $1: object or oldObject
 	local o=$1
 	printf "(has(%s.metadata.annotations) && %s.metadata.annotations.exists(k, k.startsWith('muster.dev/topology-') || \
 k == 'muster.dev/network-topology' || k == 'alpha.jobset.sigs.k8s.io/exclusive-topology')) || \
-(has(%s.spec) && has(%s.spec.replicatedJobs) && %s.spec.replicatedJobs.exists(r, \
-(has(r.template.metadata) && has(r.template.metadata.annotations) && \
+(has(%s.spec) && has(%s.spec.replicatedJobs) && %s.spec.replicatedJobs.exists(r, has(r.template) && \
+((has(r.template.metadata) && ((has(r.template.metadata.annotations) && \
 'alpha.jobset.sigs.k8s.io/exclusive-topology' in r.template.metadata.annotations) || \
-(has(r.template.spec.template.metadata) && has(r.template.spec.template.metadata.annotations) && \
+(has(r.template.metadata.labels) && 'muster.dev/placement' in r.template.metadata.labels))) || \
+(has(r.template.spec) && has(r.template.spec.template) && has(r.template.spec.template.metadata) && \
+((has(r.template.spec.template.metadata.annotations) && \
 r.template.spec.template.metadata.annotations.exists(k, k.startsWith('kueue.x-k8s.io/podset-') || \
-k == 'muster.dev/network-topology' || k == 'muster.dev/partition-policy'))))" "$o" "$o" "$o" "$o" "$o"
+k == 'muster.dev/network-topology' || k == 'muster.dev/partition-policy')) || \
+(has(r.template.spec.template.metadata.labels) && 'muster.dev/placement' in r.template.spec.template.metadata.labels))))))" "$o" "$o" "$o" "$o" "$o"
 }
 
 match_conditions() { # $1: the expression selecting the JobSets
@@ -230,10 +243,6 @@ match_conditions() { # $1: the expression selecting the JobSets
       - name: asks-for-gang-start
         expression: >-
           $1
-      - name: not-muster-itself
-        expression: >-
-          !(request.userInfo.username in ['system:serviceaccount:$namespace:muster-controller',
-          'system:serviceaccount:$namespace:muster-webhook'])
 EOF
 }
 
