@@ -59,10 +59,10 @@ BINARY_TESTS := initbarrier/barrier_binary_test
 E2E_C_TESTS := lib/kube/kube_client_e2e_test lib/kube/kube_lease_e2e_test
 TOOLS := testing/atomic_write_tool
 # controller/replay_bench: the controller's event rate, replaying a watch
-# stream recorded by e2e/bench/release_latency.py. webhook/webhook_load: the
-# webhook's paced HTTPS load generator, driven by e2e/bench/webhook_latency.py.
+# stream recorded by bench/release_latency.py. bench/webhook_load: the
+# webhook's paced HTTPS load generator, driven by bench/webhook_latency.py.
 BENCHES := initbarrier/barrier_bench controller/push_fanout_bench controller/group_bench topology/topo_bench lib/topo/topo_cache_bench \
-	controller/replay_bench webhook/webhook_load
+	controller/replay_bench bench/webhook_load
 FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initbarrier/barrier_listen_fuzz \
 	lib/kube/kube_watch_fuzz lib/kube/kube_config_fuzz lib/kube/kube_response_fuzz lib/http/http_listen_fuzz lib/http/metrics_fuzz controller/group_decode_fuzz controller/release_record_fuzz \
 	webhook/admission_fuzz webhook/jobset_mutate_fuzz topology/topo_input_fuzz lib/topo/topo_cache_fuzz lib/topo/topo_record_fuzz lib/topo/topo_retire_fuzz
@@ -228,13 +228,13 @@ bench: bench-micro bench-webhook bench-controller bench-release bench-placement 
 # connections are held (no cluster needed; WEBHOOK_HOSTILE_ARGS), then the
 # admission overhead of a 5,000-pod JobSet's create, with and without the
 # webhook.
-bench-webhook: bin/muster-webhook build/host/webhook/webhook_load
-	/usr/bin/python3 e2e/bench/webhook_memory.py
-	/usr/bin/python3 e2e/bench/webhook_hostile.py $(WEBHOOK_HOSTILE_ARGS)
-	/usr/bin/python3 e2e/bench/pin_memory.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG))
-	/usr/bin/python3 e2e/bench/webhook_latency.py \
+bench-webhook: bin/muster-webhook build/host/bench/webhook_load
+	/usr/bin/python3 bench/webhook_memory.py
+	/usr/bin/python3 bench/webhook_hostile.py $(WEBHOOK_HOSTILE_ARGS)
+	/usr/bin/python3 bench/pin_memory.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG))
+	/usr/bin/python3 bench/webhook_latency.py \
 		--pin-kubeconfig "$${MUSTER_KUBECONFIG:-$$(bash e2e/cluster/up.sh | tail -n 1)}" $(WEBHOOK_BENCH_ARGS)
-	/usr/bin/python3 e2e/bench/admission_overhead.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG))
+	/usr/bin/python3 bench/admission_overhead.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG))
 
 # The controller's peak RSS with 300 JobSets of 250 KiB in its namespace while
 # it releases a gang (the e2e test that proves it prints the figure).
@@ -253,28 +253,28 @@ bench-micro: bin/muster-barrier $(BENCHES:%=build/host/%)
 	build/host/lib/topo/topo_cache_bench
 
 # Release latency, push versus volume only, 5,000 pods on 1,000 fake nodes
-# (e2e/bench/release_latency.py; --pods etc. through RELEASE_BENCH_ARGS).
+# (bench/release_latency.py; --pods etc. through RELEASE_BENCH_ARGS).
 bench-release: all
-	/usr/bin/python3 e2e/bench/release_latency.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
+	/usr/bin/python3 bench/release_latency.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
 		$(RELEASE_BENCH_ARGS)
 
 # Placement's cost end to end: a 5,000-pod JobSet on 1,000 fake nodes, create
 # to all pods bound, with and without placement, alternating in pairs after a
-# warm-up round (e2e/bench/placement.py; 4 pairs at full size, 1 at CI's):
+# warm-up round (bench/placement.py; 4 pairs at full size, 1 at CI's):
 # Jobs of 100 pods each in one block (they span two
 # racks of 80, so their pods are pinned one by one), then Jobs of 50 pods each
 # in one rack (each Job pinned whole, no admission call per pod).
 bench-placement: all
-	/usr/bin/python3 e2e/bench/placement.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
+	/usr/bin/python3 bench/placement.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
 		$(PLACEMENT_BENCH_ARGS)
-	/usr/bin/python3 e2e/bench/placement.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
+	/usr/bin/python3 bench/placement.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
 		--replicas 100 --parallelism 50 --level rack $(PLACEMENT_RACK_BENCH_ARGS)
 
 # Release latency on real pods (the local cluster's real node, kubelet's
 # default sync): push versus volume only, image sizes, the node's memory
-# (e2e/bench/real_release.py; REAL_BENCH_ARGS).
+# (bench/real_release.py; REAL_BENCH_ARGS).
 bench-real: all images
-	/usr/bin/python3 e2e/bench/real_release.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
+	/usr/bin/python3 bench/real_release.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
 		$(REAL_BENCH_ARGS)
 
 # The webhooks' matchConditions, which the local control plane (1.20) drops:
@@ -311,7 +311,7 @@ e2e: all $(E2E_C_TESTS:%=build/host/%)
 
 # Scale check of the stand-ins: 1,000 nodes, a 5,000-pod JobSet (docs/benchmarks.md).
 bench-e2e: all
-	/usr/bin/python3 e2e/bench/scale.py
+	/usr/bin/python3 bench/scale.py
 
 SHELL_SCRIPTS := deploy/*.sh deploy/crd/*.sh e2e/cluster/*.sh images/images.sh scripts/barrier-demo scripts/deps \
 	scripts/run-e2e scripts/run-fuzz scripts/run-tests .ci/run
@@ -332,7 +332,7 @@ lint: all
 	@echo "lint: ShellCheck on every shell script"
 	@shellcheck -x --source-path=SCRIPTDIR $(SHELL_SCRIPTS)
 	@echo "lint: flake8 (pyflakes' checks) on the Python"
-	@flake8 --select=F e2e scripts/demo.py images/*.py
+	@flake8 --select=F e2e bench scripts/demo.py images/*.py
 	@echo "lint: every .PHONY target in make help"
 	@for t in $(filter-out .PHONY,$(shell sed -n 's/^\.PHONY://p' Makefile)); do \
 		printf '%s\n' "$$HELP" | grep -q "^$$t " || { echo "lint: make help lacks $$t"; exit 1; }; \

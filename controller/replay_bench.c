@@ -4,7 +4,7 @@
  *
  *     replay_bench [--pods FILE] [--jobsets FILE] [--all-cpus]
  *
- * The files are what e2e/bench/release_latency.py records during its
+ * The files are what bench/release_latency.py records during its
  * 5,000-pod run: the raw pod watch stream (one JSON event per line, bytes as
  * the apiserver sent them) and the JobSet watch stream. The whole controller
  * runs (controller_group: its four API clients, watch threads, lock, hash
@@ -368,7 +368,7 @@ int main(int argc, char **argv)
 	if (read_file(pods_path, &fake.pods.data, &fake.pods.size) != 0 || split_lines(&fake.pods) != 0) {
 		fprintf(stderr,
 			"replay_bench: cannot read %s: %s\n"
-			"  record one with: /usr/bin/python3 e2e/bench/release_latency.py (part of make bench)\n",
+			"  record one with: /usr/bin/python3 bench/release_latency.py (part of make bench)\n",
 			pods_path, strerror(errno));
 		return 2;
 	}

@@ -9,7 +9,7 @@ import time
 
 from conftest import ROOT, wait_for
 
-sys.path.insert(0, str(ROOT / "e2e" / "bench"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import benchlib  # noqa: E402
 import placement  # noqa: E402
@@ -190,7 +190,7 @@ def test_a_second_benchmark_waits_for_the_fake_nodes_of_the_first(tmp_path):
         [sys.executable, "-c",
          "import sys, time; sys.path.insert(0, sys.argv[1]); import benchlib; "
          "benchlib.hold_fake_nodes(sys.argv[2]); print('held', flush=True); time.sleep(2)",
-         str(ROOT / "e2e" / "bench"), str(kubeconfig)],
+         str(ROOT / "bench"), str(kubeconfig)],
         stdout=subprocess.PIPE, text=True)
     try:
         assert first.stdout.readline().strip() == "held"

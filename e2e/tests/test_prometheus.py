@@ -97,7 +97,7 @@ def webhook(tmp_path):
 
 
 def admit(port, context):
-    body = (ROOT / "webhook" / "bench" / "admission-review.json").read_bytes()
+    body = (ROOT / "bench" / "webhook" / "admission-review.json").read_bytes()
     request = urllib.request.Request(f"https://127.0.0.1:{port}/mutate?timeout=10s", data=body,
                                      headers={"Content-Type": "application/json"})
     answer = json.loads(urllib.request.urlopen(request, context=context, timeout=10).read())

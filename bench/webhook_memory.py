@@ -9,7 +9,7 @@ for each input, a fresh bin/muster-webhook (default flags: 8 threads) on
 (memory given back or not). Inputs, each an AdmissionReview CREATE of a
 JobSet with spec.groupSchedulingConfig (so the whole mutation runs):
 
-  baseline        webhook/bench/admission-review.json (a 3-job JobSet)
+  baseline        bench/webhook/admission-review.json (a 3-job JobSet)
   args-3mib       one container with about a million empty args (3 MiB,
                   the apiserver's request limit)
   args-3mib-x4    the same, 4 at once (the default thread count)
@@ -38,8 +38,8 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(ROOT / "e2e" / "bench"))
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
 from benchlib import Proc, clean_up_on_sigterm, free_port  # noqa: E402
 
 GOAL_MB = 64
@@ -97,7 +97,7 @@ def sized(limit, build, measure=len):
 
 
 def inputs():
-    yield "baseline", [(ROOT / "webhook" / "bench" / "admission-review.json").read_bytes()]
+    yield "baseline", [(ROOT / "bench" / "webhook" / "admission-review.json").read_bytes()]
     args = sized(3 * MIB - 4096, lambda n: review(jobset(1, {"name": "c", "image": "busybox", "args": [""] * n})))
     yield "args-3mib", [args]
     yield "args-3mib-x4", [args] * 4
@@ -168,7 +168,7 @@ def main():
         subprocess.run(["bash", str(ROOT / "deploy" / "gen-certs.sh"), "--out", str(work / "certs"),
                         "--ip", "127.0.0.1"], check=True, capture_output=True)
         context = ssl.create_default_context(cafile=str(work / "certs" / "ca.crt"))
-        print(f"command: /usr/bin/python3 e2e/bench/webhook_memory.py  (webhook {args.webhook}, default flags)")
+        print(f"command: /usr/bin/python3 bench/webhook_memory.py  (webhook {args.webhook}, default flags)")
         print(f"{'input':<14} {'bodies':>6} {'MiB':>5} {'HTTP':>5} {'seconds':>8} {'peak MB':>8} {'after MB':>9}  answer")
         for name, bodies in inputs():
             port = free_port()

@@ -27,9 +27,9 @@ import uuid
 
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "e2e" / "standins"))
-sys.path.insert(0, str(ROOT / "e2e" / "bench"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from benchlib import clean_up_on_sigterm, free_port  # noqa: E402
 from kube import Kube  # noqa: E402
@@ -122,7 +122,7 @@ def main():
                     times[ns].append(elapsed * 1000)
                 kube.delete(JOBSETS.format(ns) + f"/{name}")
         print(f"machine: {machine()}")
-        print(f"command: /usr/bin/python3 e2e/bench/admission_overhead.py --rounds {options.rounds}")
+        print(f"command: /usr/bin/python3 bench/admission_overhead.py --rounds {options.rounds}")
         print(f"JobSet create (5,000-pod spec, {options.rounds} creates each, alternating), client-side latency:")
         for label, ns in (("with webhook   ", with_ns), ("without webhook", without_ns)):
             values = times[ns]

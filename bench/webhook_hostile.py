@@ -17,7 +17,7 @@ What it does, without a cluster (/mutate needs no API), on 127.0.0.1 only:
     attack repeated at will), until told to stop. The webhook keeps at most
     7/8 of its 512 open and closes the rest at once, so "held at the end"
     is what the attacker still has open or is waiting to reopen;
- 3. meanwhile build/host/webhook/webhook_load posts the AdmissionReview to
+ 3. meanwhile build/host/bench/webhook_load posts the AdmissionReview to
     /mutate at --rate for --duration over --connections keep-alive
     connections (the apiserver's way; latency from each request's schedule),
     and --fresh requests are made one after another each on a new
@@ -216,8 +216,8 @@ def parse_args():
                         help="one more argument for the webhook (repeatable), e.g. --webhook-arg=--threads=2")
     parser.add_argument("--load", type=pathlib.Path,
                         default=pathlib.Path(os.environ.get("MUSTER_WEBHOOK_LOAD",
-                                                            ROOT / "build" / "host" / "webhook" / "webhook_load")))
-    parser.add_argument("--body", type=pathlib.Path, default=ROOT / "webhook" / "bench" / "admission-review.json")
+                                                            ROOT / "build" / "host" / "bench" / "webhook_load")))
+    parser.add_argument("--body", type=pathlib.Path, default=ROOT / "bench" / "webhook" / "admission-review.json")
     parser.add_argument("--hostile", default="0,600,5000", help="hostile connection counts, comma-separated")
     parser.add_argument("--reopen-rate", type=float, default=2000, help="hostile reconnections per second at most")
     parser.add_argument("--rate", type=float, default=200, help="keep-alive /mutate requests per second")
@@ -237,7 +237,7 @@ def parse_args():
     if not os.access(args.webhook, os.X_OK):
         parser.error(f"{args.webhook} is not executable: run `make bin/muster-webhook` first")
     if not os.access(args.load, os.X_OK):
-        parser.error(f"{args.load} is not executable: run `make build/host/webhook/webhook_load` first")
+        parser.error(f"{args.load} is not executable: run `make build/host/bench/webhook_load` first")
     args.body_bytes = args.body.read_bytes()
     args.uid = json.loads(args.body_bytes)["request"]["uid"]
     return args

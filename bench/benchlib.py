@@ -18,7 +18,7 @@ import threading
 import time
 import urllib.request
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 STANDINS = ROOT / "e2e" / "standins"
 PYTHON = "/usr/bin/python3"
 sys.path.insert(0, str(STANDINS))

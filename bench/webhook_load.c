@@ -2,7 +2,7 @@
  * webhook_load: a paced HTTPS load generator for the admission webhook
  * (bin/muster-webhook), one thread on libcurl's multi interface.
  *
- * It posts one body (an AdmissionReview: webhook/bench/admission-review.json)
+ * It posts one body (an AdmissionReview: bench/webhook/admission-review.json)
  * over at most --connections keep-alive HTTP/1.1 connections, TLS verified
  * against --cacert, at a fixed rate: request i is due at start + i/R whatever
  * happened to the requests before it, as the apiserver's many independent

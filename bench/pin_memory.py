@@ -30,8 +30,8 @@ import tempfile
 import time
 import shutil
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(ROOT / "e2e" / "bench"))
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
 from benchlib import JOBSETS, ApiError, Kube, Proc, clean_up_on_sigterm, cluster_kubeconfig, create_namespace, delete_namespace, free_port  # noqa: E402
 import muster_api as api  # noqa: E402
 
@@ -97,7 +97,7 @@ def main():
     proc = None
     answers, failed = {}, 0
     try:
-        print(f"command: /usr/bin/python3 e2e/bench/pin_memory.py --records {args.records} --seconds {args.seconds:g} "
+        print(f"command: /usr/bin/python3 bench/pin_memory.py --records {args.records} --seconds {args.seconds:g} "
               f"--concurrency {args.concurrency}", flush=True)
         runs, uids = 0, []
         for i in range(args.records):

@@ -1,8 +1,8 @@
 -- wrk script: POST the AdmissionReview of admission-review.json (beside this
 -- file) to the path given on wrk's command line, as the apiserver would.
--- Cross-check of webhook_load's maximum rate (e2e/bench/webhook_latency.py):
+-- Cross-check of webhook_load's maximum rate (bench/webhook_latency.py):
 --
---   wrk -t2 -c16 -d10s --latency -s webhook/bench/admission.lua https://127.0.0.1:PORT/mutate
+--   wrk -t2 -c16 -d10s --latency -s bench/webhook/admission.lua https://127.0.0.1:PORT/mutate
 --
 -- Caveats, read them before quoting wrk's figures:
 --   * wrk verifies nothing about TLS: no certificate chain, no host name. It

@@ -416,7 +416,7 @@ def main():
         decisions = [float(logfmt(line)["ms"]) for line in (work / "controller.log").read_text().splitlines()
                      if " event=placed " in line]
         with_s, without_s = statistics.median(results["with"]), statistics.median(results["without"])
-        print(f"command: /usr/bin/python3 e2e/bench/placement.py --warmup {args.warmup} --rounds {args.rounds} "
+        print(f"command: /usr/bin/python3 bench/placement.py --warmup {args.warmup} --rounds {args.rounds} "
               f"--replicas {args.replicas} --parallelism {args.parallelism} --level {args.level}"
               f"{' --exclusive' if args.exclusive else ''}")
         print(f"{pods_wanted}-pod JobSet ({args.replicas} Jobs x {args.parallelism}) on {len(nodes)} nodes, "

@@ -13,7 +13,7 @@ main container's start minus the last barrier's start, from the pod status
 (whole seconds). Also printed: the images' sizes, and the memory and CPU of
 the real node's kubelet and containerd.
 
-Usage: /usr/bin/python3 e2e/bench/real_release.py [--kubeconfig KC] [--rounds 2]
+Usage: /usr/bin/python3 bench/real_release.py [--kubeconfig KC] [--rounds 2]
        [--jobsets 3] [--hold 10]
 """
 

@@ -12,10 +12,10 @@ What it does, in a new temporary directory:
  2. starts bin/muster-webhook --tls-cert-file DIR/tls.crt --tls-key-file
     DIR/tls.key --listen 127.0.0.1:PORT --threads 2 and waits for GET /readyz
     (HTTPS, verified against DIR/ca.crt);
- 3. posts webhook/bench/admission-review.json (an AdmissionReview v1 CREATE of
+ 3. posts bench/webhook/admission-review.json (an AdmissionReview v1 CREATE of
     the KEP-498 Story 2 JobSet) once to /mutate and /validate and checks the
     answers: 200, an AdmissionReview whose response.uid is the request's;
- 4. build/host/webhook/webhook_load (webhook/webhook_load.c: paced, latency
+ 4. build/host/bench/webhook_load (bench/webhook_load.c: paced, latency
     counted from each request's scheduled time, so no coordinated omission,
     TLS verified) at --rate (2,000/s) for --duration (20 s) after --warmup
     (5 s), on /mutate then /validate, each response checked for the uid;
@@ -27,7 +27,7 @@ What it does, in a new temporary directory:
  5. webhook_load --max on /mutate: steps of --max-step seconds from 1,000/s up
     (a step not held is run once more), then two bisections: the highest rate
     held (>= 98 % achieved, no failure, p99 from schedule <= 10 ms);
- 6. wrk -t2 -c16 -d10s --latency -s webhook/bench/admission.lua on /mutate as
+ 6. wrk -t2 -c16 -d10s --latency -s bench/webhook/admission.lua on /mutate as
     a cross-check of the maximum (closed loop, and wrk verifies no
     certificate), when wrk is installed.
 
@@ -393,7 +393,7 @@ class Bench:
     def wrk(self, wrk):
         args = self.args
         argv = [str(a) for a in [*self.load_prefix, wrk, "-t2", f"-c{args.connections}", f"-d{args.wrk_seconds}s",
-                                 "--latency", "-s", ROOT / "webhook" / "bench" / "admission.lua",
+                                 "--latency", "-s", ROOT / "bench" / "webhook" / "admission.lua",
                                  f"{self.base_url}/mutate"]]
         print(f"\n== wrk cross-check (closed loop; wrk does not verify the certificate)\ncommand: {shlex.join(argv)}",
               flush=True)
@@ -529,9 +529,9 @@ def parse_args():
                         help="one more argument for the webhook (repeatable), e.g. --webhook-arg=--quiet")
     parser.add_argument("--load", type=pathlib.Path,
                         default=pathlib.Path(os.environ.get("MUSTER_WEBHOOK_LOAD",
-                                                            ROOT / "build" / "host" / "webhook" / "webhook_load")),
+                                                            ROOT / "build" / "host" / "bench" / "webhook_load")),
                         help="the load generator (env MUSTER_WEBHOOK_LOAD)")
-    parser.add_argument("--body", type=pathlib.Path, default=ROOT / "webhook" / "bench" / "admission-review.json")
+    parser.add_argument("--body", type=pathlib.Path, default=ROOT / "bench" / "webhook" / "admission-review.json")
     parser.add_argument("--threads", type=int, default=2, help="the webhook's --threads")
     parser.add_argument("--rate", type=float, default=GOAL_RATE, help="requests/s of the fixed-rate runs")
     parser.add_argument("--duration", type=float, default=20, help="seconds of each fixed-rate run")
@@ -556,7 +556,7 @@ def parse_args():
     if not os.access(args.webhook, os.X_OK):
         parser.error(f"{args.webhook} is not executable: run `make bin/muster-webhook` first")
     if not os.access(args.load, os.X_OK):
-        parser.error(f"{args.load} is not executable: run `make build/host/webhook/webhook_load` first")
+        parser.error(f"{args.load} is not executable: run `make build/host/bench/webhook_load` first")
     args.body_bytes = args.body.read_bytes()
     try:
         args.uid = json.loads(args.body_bytes)["request"]["uid"]
