@@ -194,7 +194,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	if (kc_args_parse(argc, argv, &a, &cause)) {
-		fprintf(stderr, PROGRAM ": %s\n%s", cause ? cause : "out of memory", kc_args_usage);
+		fprintf(stderr, PROGRAM ": %s (kubectl muster --help says how)\n", cause ? cause : "out of memory");
 		free(cause);
 		return EXIT_USAGE;
 	}
