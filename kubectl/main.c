@@ -194,7 +194,8 @@ int main(int argc, char **argv)
 	int rc;
 
 	if (kc_args_parse(argc, argv, &a, &cause)) {
-		fprintf(stderr, PROGRAM ": %s (kubectl muster --help says how)\n", cause ? cause : "out of memory");
+		fprintf(stderr, PROGRAM ": %s (kubectl muster --help says how)\n",
+			cause ? cause : "out of memory");
 		free(cause);
 		return EXIT_USAGE;
 	}
