@@ -129,10 +129,11 @@ static void build(const cJSON *js, const cJSON *pods, const cJSON *release, cons
 
 /* Only the pods of the current attempt and generation, of this JobSet's
  * uid and of a targeted replicated job count; a pod counts as started when
- * bound with its barrier running or passed. */
+ * bound with its barrier running or passed (a status saying running
+ * without a node proves nothing, as for the controller). */
 static void counts_the_current_pods(void **state)
 {
-	char texts[6][2048];
+	char texts[7][2048];
 	cJSON *js = jobset(1, 1, 0, NULL, NULL), *pods;
 	struct kc_status *s = malloc(sizeof(*s));
 
@@ -143,15 +144,16 @@ static void counts_the_current_pods(void **state)
 	pod_text(texts[3], sizeof(texts[3]), "old", UID, 0, 1, "n3", RUNNING, "Pending");
 	pod_text(texts[4], sizeof(texts[4]), "other-uid", "another", 1, 1, "n3", RUNNING, "Pending");
 	pod_text(texts[5], sizeof(texts[5]), "old-generation", UID, 1, 0, "n3", RUNNING, "Pending");
-	pods = pod_list(6, texts);
+	pod_text(texts[6], sizeof(texts[6]), "w-1-1", UID, 1, 1, "", RUNNING, "Pending");
+	pods = pod_list(7, texts);
 	build(js, pods, NULL, NULL, NULL, s);
 	assert_int_equal(s->gang.expected, 4);
-	assert_int_equal(s->gang.created, 3);
+	assert_int_equal(s->gang.created, 4);
 	assert_int_equal(s->gang.bound, 2);
 	assert_int_equal(s->gang.started, 2);
 	assert_int_equal(s->gang.at_barrier, 2);
 	assert_int_equal(s->gang.state, KC_GANG_WAITING);
-	assert_string_equal(s->gang.why, "2 of 4 pods started (3 created, 2 bound)");
+	assert_string_equal(s->gang.why, "2 of 4 pods started (4 created, 2 bound)");
 	assert_string_equal(kc_gang_state_name(s->gang.state), "waiting");
 	cJSON_Delete(pods);
 	cJSON_Delete(js);
