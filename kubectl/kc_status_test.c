@@ -22,6 +22,7 @@
 #include "kube_config.h"
 #include "kube_error.h"
 #include "muster_api.h"
+#include "path_transport.h"
 
 #define UID "6f1c-uid"
 
@@ -346,84 +347,13 @@ static void an_undecodable_jobset_fails(void **state)
 	free(s);
 }
 
-/* ---- kc_fetch against a fake API server ---- */
-
-struct fake_answer {
-	const char *path_prefix;
-	long status;
-	char *body;
-};
-
-struct fake_server {
-	struct fake_answer answers[8];
-	size_t answer_count;
-	char asked[8][1024];
-	size_t asked_count;
-};
-
-static int fake_send(void *ctx, const struct kube_request *req, struct kube_response *resp, char **cause)
-{
-	struct fake_server *f = ctx;
-
-	(void)cause;
-	if (f->asked_count < 8)
-		snprintf(f->asked[f->asked_count++], sizeof(f->asked[0]), "%s", req->path);
-	for (size_t i = 0; i < f->answer_count; i++)
-		if (strncmp(req->path, f->answers[i].path_prefix, strlen(f->answers[i].path_prefix)) == 0) {
-			resp->status = f->answers[i].status;
-			resp->body = strdup(f->answers[i].body);
-			resp->body_len = strlen(resp->body);
-			return KUBE_OK;
-		}
-	resp->status = 404;
-	resp->body = strdup("{\"kind\":\"Status\",\"code\":404,\"reason\":\"NotFound\"}");
-	resp->body_len = strlen(resp->body);
-	return KUBE_OK;
-}
-
-static int fake_stream(void *ctx, const struct kube_request *req, size_t max_line, long idle_timeout_s,
-		       const atomic_int *stop, kube_line_fn on_line, void *arg, long *status,
-		       char **error_body, char **cause)
-{
-	(void)ctx;
-	(void)req;
-	(void)max_line;
-	(void)idle_timeout_s;
-	(void)stop;
-	(void)on_line;
-	(void)arg;
-	*status = 0;
-	*error_body = NULL;
-	return kube_cause(cause, KUBE_ETRANSPORT, "fake: no streams");
-}
-
-static const struct kube_transport fake_ops = { fake_send, fake_stream };
-
-static struct kube_client *fake_client(struct fake_server *f)
-{
-	struct kube_config cfg;
-	struct kube_client *client = NULL;
-
-	kube_config_defaults(&cfg);
-	cfg.qps = 0;
-	cfg.max_retries = 0;
-	assert_int_equal(kube_client_new(&cfg, &fake_ops, f, NULL, &client, NULL), 0);
-	return client;
-}
-
-static void fake_add(struct fake_server *f, const char *prefix, long status, cJSON *body)
-{
-	f->answers[f->answer_count].path_prefix = prefix;
-	f->answers[f->answer_count].status = status;
-	f->answers[f->answer_count++].body = cJSON_PrintUnformatted(body);
-	cJSON_Delete(body);
-}
+/* ---- kc_fetch against a fake API server (testing/path_transport) ---- */
 
 /* The JobSet, its pods by label, both records (one absent), its Events
  * by uid: what the API is asked, and the summary of what it answers. */
 static void fetches_what_status_needs(void **state)
 {
-	struct fake_server *f = calloc(1, sizeof(*f));
+	struct path_transport *f = calloc(1, sizeof(*f));
 	struct kc_fetched got;
 	struct kc_status *s = malloc(sizeof(*s));
 	struct kube_client *client;
@@ -432,15 +362,23 @@ static void fetches_what_status_needs(void **state)
 	(void)state;
 	pod_text(pod, sizeof(pod), "w-0-0", UID, 0, 1, "n1", RUNNING, "Pending");
 	snprintf(list, sizeof(list), "{\"metadata\":{},\"items\":[%s]}", pod);
-	fake_add(f, "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team/jobsets/train", 200,
-		 jobset(1, 0, 0, MUSTER_PLACEMENT_WAITING, "no room"));
-	fake_add(f, "/api/v1/namespaces/team/pods", 200, parse(list));
-	fake_add(f, "/api/v1/namespaces/team/configmaps/train-group-scheduling", 200,
-		 configmap("train-group-scheduling", UID, "{\"started\":\"0\",\"generation\":\"1\"}"));
-	fake_add(f, "/api/v1/namespaces/team/events", 200,
-		 parse("{\"metadata\":{},\"items\":[{\"type\":\"Warning\",\"reason\":\"PlacementWaiting\","
-		       "\"message\":\"no room\",\"lastTimestamp\":\"2026-01-01T10:00:00Z\"}]}"));
-	client = fake_client(f);
+	assert_int_equal(path_transport_add(f, "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team/jobsets/train",
+					    200, jobset(1, 0, 0, MUSTER_PLACEMENT_WAITING, "no room")),
+			 0);
+	assert_int_equal(path_transport_add(f, "/api/v1/namespaces/team/pods", 200, parse(list)), 0);
+	assert_int_equal(path_transport_add(f, "/api/v1/namespaces/team/configmaps/train-group-scheduling",
+					    200,
+					    configmap("train-group-scheduling", UID,
+						      "{\"started\":\"0\",\"generation\":\"1\"}")),
+			 0);
+	assert_int_equal(
+		path_transport_add(
+			f, "/api/v1/namespaces/team/events", 200,
+			parse("{\"metadata\":{},\"items\":[{\"type\":\"Warning\",\"reason\":\"PlacementWaiting\","
+			      "\"message\":\"no room\",\"lastTimestamp\":\"2026-01-01T10:00:00Z\"}]}")),
+		0);
+	client = path_transport_client(f);
+	assert_non_null(client);
 	assert_int_equal(kc_fetch_status(client, "team", "train", &got, &cause), 0);
 	assert_null(cause);
 	assert_null(got.placement);
@@ -462,8 +400,7 @@ static void fetches_what_status_needs(void **state)
 	assert_null(got.jobset);
 	free(cause);
 	kube_client_free(client);
-	for (size_t i = 0; i < f->answer_count; i++)
-		free(f->answers[i].body);
+	path_transport_clear(f);
 	free(f);
 	free(s);
 }
