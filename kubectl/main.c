@@ -164,7 +164,7 @@ static const struct {
 };
 
 /* The cluster from the kubeconfig; 0, or an exit code (said). */
-static int connect(const struct kc_args *a, struct kube_config *cfg, struct topo_live **live)
+static int open_cluster(const struct kc_args *a, struct kube_config *cfg, struct topo_live **live)
 {
 	struct kc_kubeconfig_files files;
 	struct kube_client *client = NULL;
@@ -216,7 +216,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	memset(&cfg, 0, sizeof(cfg));
-	rc = connect(&a, &cfg, &live);
+	rc = open_cluster(&a, &cfg, &live);
 	if (rc)
 		return rc;
 	rc = EXIT_USAGE;
