@@ -22,8 +22,8 @@ SAN_CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-
 # helpers shared by several folders). A program is its own main file(s) plus
 # the archives, so a new library file is added to the build by being created
 # in its folder. The archives are linked in layer order, top to bottom:
-LIB_LAYERS := topo muster kube http base
-ARCHIVE_DIRS := controller webhook topology initbarrier testing $(LIB_LAYERS:%=lib/%)
+LIB_LAYERS := cli topo muster kube http base
+ARCHIVE_DIRS := controller webhook topology kubectl initbarrier testing $(LIB_LAYERS:%=lib/%)
 # Files with a main() (or a test/fuzz/bench entry point): not in an archive.
 MAIN_PATTERNS := %/main.c %_test.c %_fuzz.c %_bench.c %_tool.c %_load.c
 # A folder's rooms: subfolders whose files join its archive (one file a
@@ -52,7 +52,7 @@ UNIT_TESTS := initbarrier/barrier_core_test controller/push_fanout_test \
 	lib/kube/kube_informer_test lib/kube/kube_path_test lib/muster/jobset_pod_test lib/muster/jobset_state_test \
 	lib/base/flag_test lib/base/name_table_test lib/base/quantity_test lib/base/yaml_json_test lib/base/kjson_test lib/base/utf8_test lib/base/json_patch_test lib/http/metrics_test lib/http/http_serve_test \
 	controller/group_decode_test controller/group_tracker_test controller/controller_group_test controller/placement_loop_test webhook/record_cache_test \
-	webhook/jobset_admission_test topology/topo_test topology/topo_input_test lib/topo/topo_objects_test lib/topo/topo_cache_test lib/topo/topo_record_test lib/topo/topo_promise_test lib/topo/topo_move_test lib/topo/topo_retire_test
+	webhook/jobset_admission_test topology/topo_test lib/cli/topo_input_test lib/cli/topo_view_test lib/cli/topo_run_test kubectl/kc_args_test kubectl/kc_kubeconfig_test kubectl/kc_status_test lib/topo/topo_objects_test lib/topo/topo_cache_test lib/topo/topo_record_test lib/topo/topo_promise_test lib/topo/topo_move_test lib/topo/topo_retire_test
 # Tests that drive a real binary (cmocka too).
 BINARY_TESTS := initbarrier/barrier_binary_test
 # C tests against the real control plane, run by `make e2e`.
@@ -65,16 +65,17 @@ BENCHES := initbarrier/barrier_bench controller/push_fanout_bench controller/gro
 	controller/replay_bench bench/webhook_load
 FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initbarrier/barrier_listen_fuzz \
 	lib/kube/kube_watch_fuzz lib/kube/kube_config_fuzz lib/kube/kube_response_fuzz lib/http/http_listen_fuzz lib/http/metrics_fuzz controller/group_decode_fuzz controller/release_record_fuzz \
-	webhook/admission_fuzz webhook/jobset_mutate_fuzz topology/topo_input_fuzz lib/topo/topo_cache_fuzz lib/topo/topo_record_fuzz lib/topo/topo_retire_fuzz
+	webhook/admission_fuzz webhook/jobset_mutate_fuzz lib/cli/topo_input_fuzz lib/topo/topo_cache_fuzz lib/topo/topo_record_fuzz lib/topo/topo_retire_fuzz
 
-BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology
+BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology bin/kubectl-muster
 
-.PHONY: images all test check unit binary-test cel-test fuzz bench bench-controller bench-micro bench-release bench-placement bench-real lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook help
+.PHONY: install images all test check unit binary-test cel-test fuzz bench bench-controller bench-micro bench-release bench-placement bench-real lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook help
 
 # Every target a user may name, one line each; `make lint` checks that each
 # .PHONY target has its line.
 define HELP
 all             build every binary into bin/ (the default)
+install         the command-line tools (kubectl-muster, muster-topology) into DESTDIR PREFIX/bin (PREFIX: /usr/local)
 test            every test that exists: lint, unit, binary, sanitizers, brief fuzz, CEL, e2e; one summary line
 unit            the cmocka unit tests
 binary-test     the barrier's tests against its real binary, once per watch kind
@@ -109,6 +110,15 @@ help:
 
 all: $(BINARIES)
 
+# The command-line tools a user runs (docs/kubectl-muster.md, docs/topology.md);
+# the daemons and the barrier ship in images (make images). kubectl finds
+# kubectl-muster on PATH as `kubectl muster`.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+install: bin/kubectl-muster bin/muster-topology
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 bin/kubectl-muster bin/muster-topology $(DESTDIR)$(BINDIR)/
+
 bin/muster-barrier: $(BARRIER_MUSL_OBJS)
 	@mkdir -p $(@D)
 	$(MUSL_CC) $(MUSL_LDFLAGS) $(LDFLAGS) -o $@ $^
@@ -140,7 +150,7 @@ $(foreach f,host asan fuzz,$(foreach d,$(ARCHIVE_DIRS),$(eval $(call archive,$(d
 
 # A program's sources (NAME.c unless NAME_SRCS lists them) and its archives:
 # its own folder's (a folder of PROGRAM_DIRS), testing/, then the layers.
-PROGRAM_DIRS := controller webhook topology initbarrier
+PROGRAM_DIRS := controller webhook topology kubectl initbarrier
 srcs_of = $(or $($(1)_SRCS),$(1).c)
 archives_of = $(foreach d,$(filter $(patsubst %/,%,$(dir $(firstword $(call srcs_of,$(1))))),$(PROGRAM_DIRS)) \
 	testing $(LIB_LAYERS:%=lib/%),build/$(2)/$(d)/lib.a)
@@ -165,12 +175,13 @@ $(foreach p,$(FUZZERS),$(eval $(call fuzzer,$(p))))
 bin/muster-controller_SRCS := controller/main.c
 bin/muster-webhook_SRCS := webhook/main.c
 bin/muster-topology_SRCS := topology/main.c
+bin/kubectl-muster_SRCS := kubectl/main.c
 define daemon
 $(1): $$(call objs_of,$(1),host)
 	@mkdir -p $$(@D)
 	$$(CC) $$(OPT_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(SYS_LIBS)
 endef
-$(foreach p,bin/muster-controller bin/muster-webhook bin/muster-topology,$(eval $(call daemon,$(p))))
+$(foreach p,bin/muster-controller bin/muster-webhook bin/muster-topology bin/kubectl-muster,$(eval $(call daemon,$(p))))
 
 # A sanitized, dynamically linked barrier: the binary tests also run against it.
 build/asan/bin/muster-barrier: $(BARRIER_ASAN_OBJS)

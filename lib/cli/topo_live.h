@@ -1,5 +1,5 @@
 /*
- * topo_live: what muster-topology reads from a live cluster (--kubeconfig):
+ * topo_live: what the command-line tools read from a live cluster:
  * a LIST collected into one tree, or one object, through the API client
  * (lib/kube). The trees go to topo_input's *_tree decoders, so the cluster
  * and files are decoded the same way. I/O: negative KUBE_E* codes and a
@@ -11,8 +11,17 @@
 struct cJSON;
 struct topo_live;
 
-/* Connects with the kubeconfig's current context (TLS verified). */
-int topo_live_open(const char *kubeconfig, struct topo_live **out, char **cause);
+/* Connects with the kubeconfig's context `context` (NULL: its current
+ * context), TLS verified. */
+int topo_live_open(const char *kubeconfig, const char *context, struct topo_live **out, char **cause);
+
+/* The same on a client already open (kubectl-muster's, or a test's on a
+ * fake transport); the topo_live owns it from then on, also on failure. */
+struct kube_client;
+int topo_live_wrap(struct kube_client *client, struct topo_live **out, char **cause);
+
+/* The client it reads through (borrowed). */
+struct kube_client *topo_live_client(struct topo_live *live);
 
 /* LISTs path page by page (field selector may be NULL) into *out, an
  * object {"items": [...]} the caller deletes. */

@@ -20,7 +20,7 @@ struct topo_live {
 	struct kube_client *client; /* owns its transport */
 };
 
-int topo_live_open(const char *kubeconfig, struct topo_live **out, char **cause)
+int topo_live_open(const char *kubeconfig, const char *context, struct topo_live **out, char **cause)
 {
 	struct topo_live *live = calloc(1, sizeof(*live));
 	struct kube_config cfg;
@@ -29,7 +29,7 @@ int topo_live_open(const char *kubeconfig, struct topo_live **out, char **cause)
 	*out = NULL;
 	if (!live)
 		return kube_cause(cause, KUBE_ENOMEM, "no memory for the API client");
-	err = kube_config_from_kubeconfig(kubeconfig, NULL, &cfg, cause);
+	err = kube_config_from_kubeconfig(kubeconfig, context, &cfg, cause);
 	if (err) {
 		free(live);
 		return err;
@@ -42,6 +42,25 @@ int topo_live_open(const char *kubeconfig, struct topo_live **out, char **cause)
 	}
 	*out = live;
 	return 0;
+}
+
+int topo_live_wrap(struct kube_client *client, struct topo_live **out, char **cause)
+{
+	struct topo_live *live = calloc(1, sizeof(*live));
+
+	*out = NULL;
+	if (!live) {
+		kube_client_free(client);
+		return kube_cause(cause, KUBE_ENOMEM, "no memory for the API client");
+	}
+	live->client = client;
+	*out = live;
+	return 0;
+}
+
+struct kube_client *topo_live_client(struct topo_live *live)
+{
+	return live->client;
 }
 
 int topo_live_list(struct topo_live *live, const char *path, const char *field_selector, cJSON **out,
