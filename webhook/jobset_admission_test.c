@@ -1879,6 +1879,41 @@ static void job_route_pins_a_job_whole(void **state)
 	cJSON_Delete(job);
 }
 
+/* Admission decodes the settings once: the model takes the ones given
+ * (here, targets the object itself does not name) and reads the rest of
+ * the JobSet; without them it reads the object's own. */
+static void the_model_takes_the_settings_admission_decoded(void **state)
+{
+	cJSON *jobset = cJSON_Parse("{\"metadata\":{\"name\":\"t\"},\"spec\":{\"groupSchedulingConfig\":{},"
+				    "\"replicatedJobs\":[{\"name\":\"a\",\"replicas\":2,\"template\":{}},"
+				    "{\"name\":\"b\",\"template\":{}}]}}");
+	struct group_config *config = calloc(1, sizeof(*config));
+	struct jobset_model *model = calloc(1, sizeof(*model));
+	char *cause = NULL;
+
+	(void)state;
+	assert_non_null(jobset);
+	assert_int_equal(group_config_decode(jobset, config, &cause), 0);
+	assert_true(config->present);
+	assert_int_equal(config->target_count, 0);
+	config->target_count = 1;
+	snprintf(config->targets[0], sizeof(config->targets[0]), "b");
+	config->has_timeout = 1;
+	config->timeout_seconds = 77;
+	assert_int_equal(jobset_model_decode_admitted(jobset, config, model, &cause), 0);
+	assert_int_equal(model->replicated_job_count, 2);
+	assert_int_equal(model->replicated_jobs[0].replicas, 2);
+	assert_false(model->replicated_jobs[0].targeted);
+	assert_true(model->replicated_jobs[1].targeted);
+	assert_int_equal(model->timeout_seconds, 77);
+	assert_int_equal(jobset_model_decode_written(jobset, model, &cause), 0);
+	assert_true(model->replicated_jobs[0].targeted); /* its own settings: every job */
+	assert_false(model->has_timeout);
+	free(model);
+	free(config);
+	cJSON_Delete(jobset);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1897,6 +1932,7 @@ int main(void)
 		cmocka_unit_test(mutate_without_config_is_empty),
 		cmocka_unit_test(validate_create_rules),
 		cmocka_unit_test(validate_create_refuses_what_the_controller_cannot_count),
+		cmocka_unit_test(the_model_takes_the_settings_admission_decoded),
 		cmocka_unit_test(validate_update_rules),
 		cmocka_unit_test(config_forms),
 		cmocka_unit_test(gate_suspends_labels_and_composes_with_the_barrier),

@@ -101,7 +101,7 @@ static int check_targets(const struct jobset_model *model, char **message)
 /* The model of a group-scheduled JobSet, as the controller will count it:
  * what it could not count is refused now, not left to wait for a release
  * that cannot come. */
-static struct jobset_model *model_of(const cJSON *jobset, char **message)
+static struct jobset_model *model_of(const cJSON *jobset, const struct group_config *config, char **message)
 {
 	struct jobset_model *model = malloc(sizeof(*model));
 	char *cause = NULL;
@@ -110,7 +110,7 @@ static struct jobset_model *model_of(const cJSON *jobset, char **message)
 		cause_fail(message, "out of memory");
 		return NULL;
 	}
-	if (jobset_model_decode_written(jobset, model, &cause) == 0)
+	if (jobset_model_decode_admitted(jobset, config, model, &cause) == 0)
 		return model;
 	cause_fail(message, "%s", cause ? cause : "out of memory");
 	free(cause);
@@ -177,7 +177,7 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 			if (jobset_gang_generation(jobset, config, &annotation, &labels, message))
 				return -1;
 		}
-		model = model_of(jobset, message);
+		model = model_of(jobset, config, message);
 		if (!model || check_targets(model, message))
 			goto out;
 		targeted = targeted_names(model, names, sizeof(names));

@@ -80,28 +80,33 @@ static int decode_replicated_job(const cJSON *item, size_t index, int document, 
 	return 0;
 }
 
-/* The settings, from the spec field or the annotations (lib/muster/group_config). */
-static int decode_config(const cJSON *object, struct jobset_model *out, char **cause)
+/* The settings, from the spec field or the annotations (lib/muster/group_config),
+ * decoded here unless the caller has (`given`). */
+static int decode_config(const cJSON *object, const struct group_config *given, struct jobset_model *out,
+			 char **cause)
 {
-	struct group_config *config = malloc(sizeof(*config));
-	int err;
+	struct group_config *config = given ? NULL : malloc(sizeof(*config));
+	const struct group_config *use = given ? given : config;
+	int err = 0;
 
-	if (!config)
+	if (!use)
 		return cause_fail(cause, "out of memory");
-	err = group_config_decode(object, config, cause);
-	if (!err && config->present) {
+	if (!given)
+		err = group_config_decode(object, config, cause);
+	if (!err && use->present) {
 		out->has_config = 1;
-		out->has_timeout = config->has_timeout;
-		out->timeout_seconds = config->timeout_seconds;
-		out->target_count = config->target_count;
-		for (size_t i = 0; i < config->target_count; i++)
-			memcpy(out->targets[i], config->targets[i], sizeof(out->targets[i]));
+		out->has_timeout = use->has_timeout;
+		out->timeout_seconds = use->timeout_seconds;
+		out->target_count = use->target_count;
+		for (size_t i = 0; i < use->target_count; i++)
+			memcpy(out->targets[i], use->targets[i], sizeof(out->targets[i]));
 	}
 	free(config);
 	return err;
 }
 
-static int decode(const struct cJSON *object, int document, struct jobset_model *out, char **cause)
+static int decode(const struct cJSON *object, int document, const struct group_config *config,
+		  struct jobset_model *out, char **cause)
 {
 	const cJSON *spec = kjson_member(object, "spec");
 	const cJSON *jobs, *item;
@@ -148,7 +153,7 @@ static int decode(const struct cJSON *object, int document, struct jobset_model 
 						  rj->name);
 		out->replicated_job_count++;
 	}
-	if (decode_config(object, out, cause))
+	if (decode_config(object, config, out, cause))
 		return -1;
 	for (size_t i = 0; i < out->replicated_job_count; i++) {
 		struct jobset_rjob *rj = &out->replicated_jobs[i];
@@ -169,12 +174,18 @@ static int decode(const struct cJSON *object, int document, struct jobset_model 
 
 int jobset_model_decode(const struct cJSON *object, struct jobset_model *out, char **cause)
 {
-	return decode(object, 0, out, cause);
+	return decode(object, 0, NULL, out, cause);
 }
 
 int jobset_model_decode_written(const struct cJSON *object, struct jobset_model *out, char **cause)
 {
-	return decode(object, 1, out, cause);
+	return decode(object, 1, NULL, out, cause);
+}
+
+int jobset_model_decode_admitted(const struct cJSON *object, const struct group_config *config,
+				 struct jobset_model *out, char **cause)
+{
+	return decode(object, 1, config, out, cause);
 }
 
 int jobset_model_parse(const char *json, size_t len, struct jobset_model *out, char **cause)

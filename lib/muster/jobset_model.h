@@ -78,4 +78,12 @@ int jobset_model_decode(const struct cJSON *object, struct jobset_model *out, ch
  * before the JobSet exists. */
 int jobset_model_decode_written(const struct cJSON *object, struct jobset_model *out, char **cause);
 
+struct group_config;
+
+/* The same, with the settings admission has decoded already
+ * (group_config_decode of the same object): an admission decodes each part
+ * of a JobSet once. */
+int jobset_model_decode_admitted(const struct cJSON *object, const struct group_config *config,
+				 struct jobset_model *out, char **cause);
+
 #endif
