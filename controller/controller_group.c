@@ -518,12 +518,17 @@ static void decide(struct controller_group *group, struct entry *e)
 			e->timeout_reported = decision.attempt + 1u;
 			event_later(
 				group, e, "GroupTimedOut", 1,
-				"The barrier of %llu pod(s) of restart attempt %u timed out before the group "
-				"was complete (%llu of %llu pods reached the barrier). Check why the missing pods "
-				"did not start, or raise the group scheduling timeout.",
-				(unsigned long long)decision.timeouts, decision.attempt,
-				(unsigned long long)(decision.started + decision.timeouts),
-				(unsigned long long)decision.expected);
+				"Restart attempt %u did not start as a group: %llu of %llu pods reached the "
+				"barrier and %llu never did, and the barriers of those that reached it are "
+				"timing out (%llu so far). Check why the missing pods did not start, or raise "
+				"the group scheduling timeout.",
+				decision.attempt, (unsigned long long)(decision.started + decision.timeouts),
+				(unsigned long long)decision.expected,
+				(unsigned long long)(decision.expected > decision.started + decision.timeouts
+							     ? decision.expected - decision.started -
+								       decision.timeouts
+							     : 0),
+				(unsigned long long)decision.timeouts);
 		}
 	}
 	if (decision.action == GROUP_ACTION_RELEASE)

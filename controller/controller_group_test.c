@@ -509,8 +509,9 @@ static void replaces_a_predecessors_leftover(void **state)
 	free(r);
 }
 
-/* Two barriers time out (exit code 3), one of them seen twice: one
- * GroupTimedOut Event for the attempt, no release. */
+/* Two barriers time out (exit code 3), one of them seen twice, two pods
+ * never reach theirs: one GroupTimedOut Event for the attempt, saying so,
+ * no release. */
 static void reports_a_timeout_once(void **state)
 {
 	struct run *r = new_run(CM_ABSENT);
@@ -526,6 +527,10 @@ static void reports_a_timeout_once(void **state)
 	pause_ms(1200);
 	assert_int_equal(count_requests(&r->fake, EVENT_POST, "GroupTimedOut"), 1);
 	assert_int_equal(count_requests(&r->fake, EVENT_POST, "\"type\":\"Warning\""), 1);
+	/* What is known when the first barrier times out, said truthfully:
+	 * two pods reached the barrier, two never did. */
+	assert_int_equal(
+		count_requests(&r->fake, EVENT_POST, "2 of 4 pods reached the barrier and 2 never did"), 1);
 	assert_int_equal(count_requests(&r->fake, CM_POST, NULL), 0);
 	{
 		struct controller_group_stats stats;

@@ -20,6 +20,9 @@
 # controller no longer sees those JobSets as group-scheduled, and their pods'
 # barriers are never released (they time out). --force removes anyway.
 #
+# After a patch it returns once the apiserver serves the field (kubectl
+# validates it and the apiserver keeps it; PATCH_CRD_WAIT_SECONDS, 60).
+#
 # --status prints "present", "absent" or "outdated" (stdout) and changes
 # nothing. Progress goes to stderr. Needs kubectl (and nothing else).
 #
@@ -107,6 +110,34 @@ state() {
 	esac
 }
 
+# The apiserver serves a new schema a moment after the patch: in its
+# OpenAPI document, which kubectl validates against (it refuses "unknown
+# field" until then), and to its handler, which prunes the field until then.
+# Both are waited for, so that a JobSet made right after this script keeps
+# its field. The handler is asked by a server-side dry run; one refused for
+# another reason (no namespace default, a webhook) leaves the OpenAPI check.
+served() {
+	local kept
+	k explain jobsets.spec.groupSchedulingConfig --api-version="jobset.x-k8s.io/$version" >/dev/null 2>&1 ||
+		return 1
+	kept=$(k create --dry-run=server -o 'jsonpath={.spec.groupSchedulingConfig.timeoutAfterSeconds}' -f - 2>/dev/null <<EOF
+{"apiVersion":"jobset.x-k8s.io/$version","kind":"JobSet",
+ "metadata":{"name":"muster-patch-crd-check","namespace":"default"},
+ "spec":{"groupSchedulingConfig":{"timeoutAfterSeconds":60},"replicatedJobs":[]}}
+EOF
+	) || return 0
+	[ "$kept" = 60 ]
+}
+wait_served() {
+	local deadline=$((SECONDS + ${PATCH_CRD_WAIT_SECONDS:-60}))
+	until served; do
+		[ "$SECONDS" -lt "$deadline" ] ||
+			die "the schema is patched but the apiserver did not serve it within ${PATCH_CRD_WAIT_SECONDS:-60} s (kubectl explain jobsets.spec.groupSchedulingConfig); run this script again"
+		sleep 0.5
+	done
+	say "$crd: spec.groupSchedulingConfig is served (kubectl validates it, the apiserver keeps it)"
+}
+
 case $mode in
 status)
 	state
@@ -120,6 +151,7 @@ apply)
 	say "$crd: $([ "$current" = absent ] && echo adding || echo updating) spec.groupSchedulingConfig in version $version (index $index)"
 	k patch crd "$crd" --type json --patch "$patch" >&2
 	[ "$(state)" = present ] || die "the patch was applied but the schema does not read back as expected"
+	wait_served
 	;;
 remove)
 	if [ -z "$(in_schema)" ]; then

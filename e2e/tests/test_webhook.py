@@ -481,7 +481,7 @@ def test_timed_out_group_shows_the_reason(kube, kubeconfig, hooked, run_standin,
 
         out = wait_for(describe, timeout=60, interval=1, what="GroupTimedOut in kubectl describe jobset")
         print(out)
-        assert "(1 of 2 pods reached the barrier)" in out, out
+        assert "1 of 2 pods reached the barrier and 1 never did" in out, out
         def timed_out_pod():
             for p in pods_of(kube, namespace, "stuck"):
                 for status in p.get("status", {}).get("initContainerStatuses", []):
