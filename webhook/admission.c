@@ -319,7 +319,7 @@ static char *base64(const char *data, size_t len)
 }
 
 char *admission_response(const char *uid, int allowed, int code, const char *message, const char *patch,
-			 size_t patch_len, size_t *len)
+			 size_t patch_len, const char *warning, size_t *len)
 {
 	cJSON *review = cJSON_CreateObject(), *response = NULL, *status;
 	char *encoded = NULL, *text = NULL;
@@ -336,6 +336,15 @@ char *admission_response(const char *uid, int allowed, int code, const char *mes
 		if (!encoded || !cJSON_AddStringToObject(response, "patchType", "JSONPatch") ||
 		    !cJSON_AddStringToObject(response, "patch", encoded))
 			goto out;
+	}
+	if (allowed && warning) {
+		cJSON *warnings = cJSON_AddArrayToObject(response, "warnings"),
+		      *one = cJSON_CreateString(warning);
+
+		if (!warnings || !one || !cJSON_AddItemToArray(warnings, one)) {
+			cJSON_Delete(one);
+			goto out;
+		}
 	}
 	if (!allowed) {
 		status = cJSON_AddObjectToObject(response, "status");

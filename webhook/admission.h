@@ -101,9 +101,11 @@ const char *admission_operation_name(enum admission_operation operation);
 /* Encodes the response to the review with this uid. allowed 1: the patch
  * (`patch_len` bytes of a JSON Patch array, may be NULL) is attached when
  * given; allowed 0: `code` (e.g. 400, 422) and `message` (may be NULL) form
- * the status. Returns a malloc'd NUL-terminated document and its length in
- * *len, or NULL when out of memory. */
+ * the status. `warning` (may be NULL) is shown to the user of an allowed
+ * request (response.warnings: kubectl prints "Warning: ..."). Returns a
+ * malloc'd NUL-terminated document and its length in *len, or NULL when out
+ * of memory. */
 char *admission_response(const char *uid, int allowed, int code, const char *message, const char *patch,
-			 size_t patch_len, size_t *len);
+			 size_t patch_len, const char *warning, size_t *len);
 
 #endif

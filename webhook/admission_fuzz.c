@@ -105,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	response = admission_response(request.uid, allowed, 422, cause, patch_text,
-				      patch_text ? strlen(patch_text) : 0, &len);
+				      patch_text ? strlen(patch_text) : 0, allowed ? cause : NULL, &len);
 	/* What decodes is text, and so is every answer built from it. */
 	if (utf8_invalid_at((const char *)data, size) != size ||
 	    (response && (strlen(response) != len || utf8_invalid_at(response, len) != len)))

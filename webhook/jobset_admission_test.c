@@ -449,7 +449,7 @@ static void admission_encoding(void **state)
 	cJSON *doc, *response;
 
 	(void)state;
-	text = admission_response("abc-1", 1, 0, NULL, patch, strlen(patch), &len);
+	text = admission_response("abc-1", 1, 0, NULL, patch, strlen(patch), NULL, &len);
 	assert_non_null(text);
 	assert_int_equal(len, strlen(text));
 	doc = cJSON_Parse(text);
@@ -460,10 +460,21 @@ static void admission_encoding(void **state)
 	assert_string_equal(cJSON_GetObjectItem(response, "patchType")->valuestring, "JSONPatch");
 	assert_string_equal(cJSON_GetObjectItem(response, "patch")->valuestring,
 			    "W3sib3AiOiJhZGQiLCJwYXRoIjoiL2EiLCJ2YWx1ZSI6MX1d");
+	assert_null(cJSON_GetObjectItem(response, "warnings"));
 	cJSON_Delete(doc);
 	free(text);
 
-	text = admission_response("abc-2", 0, 422, "no \"way\"", NULL, 0, &len);
+	/* A warning for the user of an allowed request: response.warnings. */
+	text = admission_response("abc-3", 1, 0, NULL, NULL, 0, "not \"placed\"", &len);
+	doc = cJSON_Parse(text);
+	response = cJSON_GetObjectItem(doc, "response");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(response, "warnings")), 1);
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(response, "warnings"), 0)->valuestring,
+			    "not \"placed\"");
+	cJSON_Delete(doc);
+	free(text);
+
+	text = admission_response("abc-2", 0, 422, "no \"way\"", NULL, 0, NULL, &len);
 	doc = cJSON_Parse(text);
 	response = cJSON_GetObjectItem(doc, "response");
 	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(response, "allowed")));
@@ -1160,7 +1171,7 @@ static void gate_suspends_labels_and_composes_with_the_barrier(void **state)
 	cJSON *js = story2_with_rack(), *patch = cJSON_CreateArray(), *modified = NULL, *gang = NULL, *item;
 	struct group_config config;
 	const char *skip = "?";
-	char *cause = NULL;
+	char *cause = NULL, *warning = NULL;
 
 	(void)state;
 	/* Copied from a pinned Job's YAML: the pin route's mark, never the user's. */
@@ -1173,8 +1184,9 @@ static void gate_suspends_labels_and_composes_with_the_barrier(void **state)
 			cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(js, 0), "metadata"),
 			"annotations"),
 		MUSTER_ANNOTATION_JOB_SELECTOR, "rack=r1");
-	assert_int_equal(placement_gate_create(js, patch, &modified, &skip, &cause), 0);
+	assert_int_equal(placement_gate_create(js, patch, &modified, &skip, &warning, &cause), 0);
 	assert_null(skip);
+	assert_null(warning);
 	assert_non_null(modified);
 	/* The barrier's patch is computed on the gated copy and appended, as
 	 * webhook.c does; the two apply in order to the JobSet as sent. */
@@ -1211,11 +1223,17 @@ static void gate_suspends_labels_and_composes_with_the_barrier(void **state)
 	cJSON_Delete(js);
 }
 
+/* The warning of the last gate() (admission's response.warnings), or NULL. */
+static char *gate_warning;
+
 /* The gate's outcome for a variant of story2_with_rack(). */
 static int gate(cJSON *js, cJSON **after, const char **skip, char **cause)
 {
 	cJSON *patch = cJSON_CreateArray(), *modified = NULL;
-	int rc = placement_gate_create(js, patch, &modified, skip, cause);
+	int rc;
+
+	free(gate_warning);
+	rc = placement_gate_create(js, patch, &modified, skip, &gate_warning, cause);
 
 	if (rc == 0)
 		apply_patch(js, patch);
@@ -1286,6 +1304,17 @@ static void gate_cases(void **state)
 				"schedulerName", VOLCANO_SCHEDULER_NAME);
 	assert_int_equal(gate(js, &after, &skip, &cause), 0);
 	assert_string_equal(skip, "volcano");
+	/* L6: its other replicated job's rack request is not applied, and the
+	 * author is told so (kubectl prints the admission warning). */
+	assert_non_null(gate_warning);
+	assert_non_null(strstr(gate_warning, "leaves the placement of the whole JobSet to Volcano"));
+	cJSON_Delete(js);
+	/* Volcano's alone, no request muster reads: no warning. */
+	js = cJSON_Parse(STORY2);
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(js, 1), "spec"),
+				"schedulerName", VOLCANO_SCHEDULER_NAME);
+	assert_int_equal(gate(js, &after, &skip, &cause), 0);
+	assert_null(gate_warning);
 	cJSON_Delete(js);
 	/* No topology annotation: nothing. Unconstrained only: nothing to place. */
 	js = cJSON_Parse(STORY2);

@@ -438,17 +438,37 @@ static int asks_muster(const cJSON *jobset, char **cause)
  * while suspended), suspended until placed, its pod templates labelled. */
 static int gate(const cJSON *old, const cJSON *jobset, cJSON *patch, cJSON **modified, char **cause);
 
+/* A JobSet Volcano schedules is Volcano's to place, all of it: a request
+ * muster would read on it is not applied, which its author is told. */
+static void warn_dropped(const cJSON *jobset, const char *by, char **warning)
+{
+	char *ignored = NULL;
+
+	if (strcmp(by, "volcano") != 0 || asks_muster(jobset, &ignored) <= 0) {
+		free(ignored);
+		return;
+	}
+	cause_fail(warning,
+		   "muster.dev: a replicated job of this JobSet has schedulerName " VOLCANO_SCHEDULER_NAME
+		   ", so muster leaves the placement of the whole JobSet to Volcano and does not apply "
+		   "its topology request; ask Volcano for it (networkTopology), or schedule every "
+		   "replicated job with the default scheduler for muster to place it");
+}
+
 int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, const char **skip,
-			  char **cause)
+			  char **warning, char **cause)
 {
 	int asks;
 
 	*modified = NULL;
 	*skip = NULL;
+	*warning = NULL;
 	if (!placement_gate_mentions(jobset))
 		return stripped(jobset, patch, modified, cause);
-	if ((*skip = owner(jobset)) != NULL)
+	if ((*skip = owner(jobset)) != NULL) {
+		warn_dropped(jobset, *skip, warning);
 		return stripped(jobset, patch, modified, cause);
+	}
 	if ((asks = asks_muster(jobset, cause)) < 0)
 		return -1;
 	if (!asks)

@@ -41,7 +41,7 @@
 struct cJSON;
 
 int placement_gate_create(const struct cJSON *jobset, struct cJSON *patch, struct cJSON **modified,
-			  const char **skip, char **cause);
+			  const char **skip, char **warning, char **cause);
 
 int placement_gate_update(const struct cJSON *old_jobset, const struct cJSON *jobset, int from_controller,
 			  struct cJSON *patch, struct cJSON **modified, char **cause);

@@ -140,6 +140,7 @@ struct outcome {
 	char *patch; /* JSON Patch text, malloc'd; NULL: none */
 	size_t patch_ops;
 	const char *result; /* "allowed", "patched", "denied", "error", "per_pod" */
+	char *warning; /* shown to the user of an allowed request, malloc'd; NULL: none */
 };
 
 static void reply_text(struct http_serve_reply *reply, unsigned status, const char *result, const char *text)
@@ -180,7 +181,7 @@ static void mutate(struct webhook *w, const struct admission_request *request, s
 	/* The placement gate first (placement_gate.h): the barrier's patch is
 	 * computed on the JobSet as the gate leaves it. */
 	if (request->operation == ADMISSION_CREATE)
-		rc = placement_gate_create(object, patch, &modified, &skip, &cause);
+		rc = placement_gate_create(object, patch, &modified, &skip, &o->warning, &cause);
 	else if (request->old_object)
 		rc = placement_gate_update(request->old_object, object,
 					   w->controller_user &&
@@ -333,7 +334,7 @@ static int decode(struct webhook *w, const char *route, const char *body, size_t
 	     mlog_quote(quoted, sizeof(quoted), cause ? cause : "out of memory", cause ? strlen(cause) : 13));
 	if ((rc == ADMISSION_TOO_LARGE || rc == ADMISSION_BAD_TEXT) && request->uid[0]) {
 		reply->body = admission_response(request->uid, 0, rc == ADMISSION_TOO_LARGE ? 413 : 400,
-						 cause, NULL, 0, &reply->body_len);
+						 cause, NULL, 0, NULL, &reply->body_len);
 		reply->status = reply->body ? 200 : 500;
 		reply->content_type = "application/json";
 		reply->result = reply->body ? "denied" : "error";
@@ -390,7 +391,7 @@ static void review(struct webhook *w, int mutating, const char *route, const cha
 		validate(&request, &o);
 	}
 	reply->body = admission_response(request.uid, o.allowed, o.code, o.message, o.patch,
-					 o.patch ? strlen(o.patch) : 0, &reply->body_len);
+					 o.patch ? strlen(o.patch) : 0, o.warning, &reply->body_len);
 	reply->status = reply->body ? 200 : 500;
 	reply->content_type = "application/json";
 	reply->result = reply->body ? o.result : "error";
@@ -403,6 +404,7 @@ static void review(struct webhook *w, int mutating, const char *route, const cha
 		     (now_seconds() - started) * 1e3, o.message ? " message=" : "",
 		     o.message ? mlog_quote(quoted, sizeof(quoted), o.message, strlen(o.message)) : "");
 	free(o.message);
+	free(o.warning);
 	free(o.patch);
 	admission_request_free(&request);
 	decoded_done(w, large);
@@ -549,7 +551,7 @@ void webhook_pin(void *arg, const char *body, size_t body_len, struct http_serve
 	}
 	cJSON_Delete(patch);
 	reply->body = admission_response(request.uid, o.allowed, o.code, o.message, o.patch,
-					 o.patch ? strlen(o.patch) : 0, &reply->body_len);
+					 o.patch ? strlen(o.patch) : 0, o.warning, &reply->body_len);
 	reply->status = reply->body ? 200 : 500;
 	reply->content_type = "application/json";
 	reply->result = reply->body ? o.result : "error";

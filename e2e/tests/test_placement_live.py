@@ -328,6 +328,34 @@ def test_kueue_managed_jobsets_are_left_to_kueue_and_a_users_suspend_is_kept(kub
     assert len({rack_of(node_labels(kube), p["spec"]["nodeName"]) for p in pods}) == 1
 
 
+def test_a_jobset_volcano_schedules_is_left_to_volcano_and_its_author_is_told(kube, kubeconfig, placing):
+    """L6: one replicated job asks for a rack, another is Volcano's (schedulerName volcano). The whole
+    JobSet is Volcano's to place: muster gates nothing, and kubectl shows the author that the rack
+    request is not applied (an admission warning), instead of dropping it in silence."""
+    namespace = placing
+    body = jobset("mixed", {api.KUEUE_ANNOTATION_REQUIRED: RACK}, pods=2)
+    other = json.loads(json.dumps(body["spec"]["replicatedJobs"][0]))
+    other["name"] = "ps"
+    other["template"]["spec"]["template"]["metadata"]["annotations"] = {}
+    other["template"]["spec"]["template"]["spec"]["schedulerName"] = "volcano"
+    body["spec"]["replicatedJobs"].append(other)
+    made = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "create", "-f", "-", "-o", "json"],
+                          input=json.dumps(body), capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    assert "Warning: muster.dev: a replicated job of this JobSet has schedulerName volcano" in made.stderr, \
+        made.stderr
+    assert "does not apply its topology request" in made.stderr
+    created = json.loads(made.stdout)
+    assert api.ANNOTATION_PLACEMENT not in created["metadata"].get("annotations", {})
+    assert not created["spec"].get("suspend")
+    # A JobSet that is Volcano's alone, asking muster nothing: no warning.
+    alone = jobset("volcano-only", pods=2)
+    alone["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["schedulerName"] = "volcano"
+    made = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "create", "-f", "-"],
+                          input=json.dumps(alone), capture_output=True, text=True)
+    assert made.returncode == 0 and "Warning" not in made.stderr, made.stderr
+
+
 def test_room_promised_to_pods_not_bound_yet_is_not_given_away(kube, placing):
     """A placed JobSet whose pods are not bound keeps its room: here its pods
     ask for one host port each, which placement does not count, so the
