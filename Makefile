@@ -139,12 +139,15 @@ build/fuzz/%.o: %.c
 	@mkdir -p $(@D)
 	$(CLANG) $(BASE_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all $(CFLAGS) -c -o $@ $<
 
-# Archives: one per folder of ARCHIVE_DIRS and flavour.
+# Archives: one per folder of ARCHIVE_DIRS and flavour. Each depends on a
+# list of its members, rewritten only when it changes, so that a source
+# moved or deleted leaves no stale object in the archive.
 define archive
-build/$(2)/$(1)/lib.a: $$(patsubst %.c,build/$(2)/%.o,$$(call archive_srcs,$(1)))
+$$(shell mkdir -p build/$(2)/$(1) && echo '$$(call archive_srcs,$(1))' | cmp -s - build/$(2)/$(1)/members || echo '$$(call archive_srcs,$(1))' > build/$(2)/$(1)/members)
+build/$(2)/$(1)/lib.a: $$(patsubst %.c,build/$(2)/%.o,$$(call archive_srcs,$(1))) build/$(2)/$(1)/members
 	@mkdir -p $$(@D)
 	@rm -f $$@
-	$$(AR) rcs $$@ $$^
+	$$(AR) rcs $$@ $$(filter %.o,$$^)
 endef
 $(foreach f,host asan fuzz,$(foreach d,$(ARCHIVE_DIRS),$(eval $(call archive,$(d),$(f)))))
 
