@@ -49,12 +49,30 @@ from kube import ApiError, Kube  # noqa: E402
 from local_images import REAL_NODE_LABEL, image_refs  # noqa: E402
 import muster_api as api  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import demo_placement  # noqa: E402
+
 BARRIER = api.BARRIER_CONTAINER
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets"
 
 
 class DemoError(Exception):
     pass
+
+
+class Demo:
+    """What the placement half (scripts/demo_placement.py) uses of the demo's run."""
+
+    def __init__(self, start, kube, kubeconfig, namespace, processes, work):
+        self.start, self.kube, self.kubeconfig = start, kube, kubeconfig
+        self.namespace, self.processes, self.work = namespace, processes, work
+        self.root = ROOT
+        self.jobsets_path = JOBSETS.format(namespace)
+        self.error = DemoError
+        self.pod_letter = pod_letter
+
+    def say(self, text):
+        say(self.start, text)
 
 
 def say(start, text):
@@ -86,6 +104,16 @@ class Processes:
             if process.poll() is not None:
                 tail = (self.work / f"{name}.log").read_text().splitlines()[-15:]
                 raise DemoError(f"{name} exited with code {process.returncode}:\n    " + "\n    ".join(tail))
+
+    def stop_one(self, name):
+        for child, process, log in self.children:
+            if child == name and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
     def stop(self):
         for _, process, _ in reversed(self.children):
@@ -212,6 +240,9 @@ def main():
     parser.add_argument("--stagger", type=float, default=12, help="seconds between node pools (default 12)")
     parser.add_argument("--timeout", type=int, default=120, help="groupSchedulingConfig.timeoutAfterSeconds")
     parser.add_argument("--keep", action="store_true", help="keep the namespace, the logs and the certificates")
+    halves = parser.add_mutually_exclusive_group()
+    halves.add_argument("--gang-only", action="store_true", help="show the gang start alone")
+    halves.add_argument("--placement-only", action="store_true", help="show topology placement alone")
     options = parser.parse_args()
     start = time.monotonic()
     work = pathlib.Path(tempfile.mkdtemp(prefix="muster-demo-"))
@@ -220,6 +251,7 @@ def main():
     namespace = f"muster-demo-{uuid.uuid4().hex[:6]}"
     registrations = []
     crd_was = None
+    topology_made = False
     kubeconfig = None
     code = 1
     try:
@@ -271,26 +303,38 @@ def main():
                    "the demo CA), registered for JobSets")
 
         events = work / "events.jsonl"
-        shape = work / "shape.yaml"
-        # One CPU per pod, six nodes: each pool of two holds a third of the pods.
-        per_pool = {"cpu": str(-(-4 * options.pods_per_job // 6)), "memory": "64Gi", "pods": "110"}
-        shape.write_text(yaml.safe_dump({"groups": [
-            {"name": "pool-a", "count": 2, "allocatable": per_pool},
-            {"name": "pool-b", "count": 2, "allocatable": per_pool, "appearAfterSeconds": options.stagger,
-             "readyAfterSeconds": options.stagger},
-            {"name": "pool-c", "count": 2, "allocatable": per_pool, "appearAfterSeconds": 2 * options.stagger,
-             "readyAfterSeconds": 2 * options.stagger}]}))
-        processes.start("node-agent", ["/usr/bin/python3", ROOT / "e2e" / "standins" / "node_agent.py",
-                                       "--kubeconfig", kubeconfig, "--shape", shape, "--work-dir", work / "agent",
-                                       "--sync-period", 60, "--events", events, "--delete-nodes"])
+        per_pool = None
+        if not options.placement_only:
+            shape = work / "shape.yaml"
+            # One CPU per pod, six nodes: each pool of two holds a third of the pods.
+            per_pool = {"cpu": str(-(-4 * options.pods_per_job // 6)), "memory": "64Gi", "pods": "110"}
+            shape.write_text(yaml.safe_dump({"groups": [
+                {"name": "pool-a", "count": 2, "allocatable": per_pool},
+                {"name": "pool-b", "count": 2, "allocatable": per_pool, "appearAfterSeconds": options.stagger,
+                 "readyAfterSeconds": options.stagger},
+                {"name": "pool-c", "count": 2, "allocatable": per_pool, "appearAfterSeconds": 2 * options.stagger,
+                 "readyAfterSeconds": 2 * options.stagger}]}))
+            processes.start("node-agent", ["/usr/bin/python3", ROOT / "e2e" / "standins" / "node_agent.py",
+                                           "--kubeconfig", kubeconfig, "--shape", shape, "--work-dir", work / "agent",
+                                           "--sync-period", 60, "--events", events, "--delete-nodes"])
         processes.start("jobset-controller", ["/usr/bin/python3", ROOT / "e2e" / "standins" / "jobset_controller.py",
                                               "--kubeconfig", kubeconfig, "--namespace", namespace])
+        placement_flags = []
+        if not options.gang_only:
+            try:
+                kube.create(demo_placement.TOPOLOGIES, demo_placement.topology())
+                topology_made = True
+            except ApiError as error:
+                if error.status != 409:
+                    raise
+            placement_flags = ["--placement-topology", demo_placement.TOPOLOGY]
         processes.start("muster-controller", [ROOT / "bin" / "muster-controller", "--kubeconfig", kubeconfig,
                                               "--namespace", namespace, "--leader-elect", "false",
-                                              "--metrics-addr", "127.0.0.1:0"])
-        say(start, f"node agent: 2 nodes now, 2 more in {options.stagger:.0f} s, 2 more in "
-                   f"{2 * options.stagger:.0f} s (each fits {per_pool['cpu']} pods); JobSet stand-in and "
-                   "muster-controller running")
+                                              "--metrics-addr", "127.0.0.1:0"] + placement_flags)
+        if per_pool:
+            say(start, f"node agent: 2 nodes now, 2 more in {options.stagger:.0f} s, 2 more in "
+                       f"{2 * options.stagger:.0f} s (each fits {per_pool['cpu']} pods); JobSet stand-in and "
+                       "muster-controller running")
 
         # The apiserver's webhook configuration cache takes a moment.
         probe = demo_jobset("probe", 1, options.timeout)
@@ -304,83 +348,88 @@ def main():
                 raise DemoError("the apiserver did not call the webhook within 30 s")
             time.sleep(0.5)
 
-        name = "train"
-        body = demo_jobset(name, options.pods_per_job, options.timeout, refs.get("busybox"))
-        total = 4 * options.pods_per_job + (REAL_PODS if refs else 0)
-        print()
-        print(yaml.safe_dump({"spec": {"groupSchedulingConfig": body["spec"]["groupSchedulingConfig"]}}).strip())
-        kube.create(JOBSETS.format(namespace), body)
-        stored = kube.get(JOBSETS.format(namespace) + f"/{name}")
-        injected = [j["name"] for j in stored["spec"]["replicatedJobs"]
-                    if (j["template"]["spec"]["template"]["spec"].get("initContainers") or [{}])[0].get("name") == BARRIER]
-        say(start, f"submitted JobSet {namespace}/{name}: {total} pods; the webhook injected the barrier into "
-                   f"{', '.join(injected)}" + (f"; the {REAL_PODS} pods of 'real' run as real containers on "
-                                                f"{real_nodes[0]['metadata']['name']}" if refs else ""))
-        print("  legend: . no node yet   w starting   B held at the barrier   R main container running   D done")
+        if not options.placement_only:
+            name = "train"
+            body = demo_jobset(name, options.pods_per_job, options.timeout, refs.get("busybox"))
+            total = 4 * options.pods_per_job + (REAL_PODS if refs else 0)
+            print()
+            print(yaml.safe_dump({"spec": {"groupSchedulingConfig": body["spec"]["groupSchedulingConfig"]}}).strip())
+            kube.create(JOBSETS.format(namespace), body)
+            stored = kube.get(JOBSETS.format(namespace) + f"/{name}")
+            injected = [j["name"] for j in stored["spec"]["replicatedJobs"]
+                        if (j["template"]["spec"]["template"]["spec"].get("initContainers") or [{}])[0].get("name") == BARRIER]
+            say(start, f"submitted JobSet {namespace}/{name}: {total} pods; the webhook injected the barrier into "
+                       f"{', '.join(injected)}" + (f"; the {REAL_PODS} pods of 'real' run as real containers on "
+                                                    f"{real_nodes[0]['metadata']['name']}" if refs else ""))
+            print("  legend: . no node yet   w starting   B held at the barrier   R main container running   D done")
 
-        deadline = time.monotonic() + 3 * options.stagger + options.timeout + 60
-        last_line = None
-        while True:
-            processes.check()
-            pods, _ = kube.list(f"/api/v1/namespaces/{namespace}/pods",
-                                labelSelector=f"{api.JOBSET_LABEL_NAME}={name}")
-            pods.sort(key=lambda p: p["metadata"]["name"])
-            letters = "".join(pod_letter(p) for p in pods)
-            nodes, _ = kube.list("/api/v1/nodes")
-            line = (f"pods {len(pods):2}/{total}  on a node {sum(c != '.' for c in letters):2}  "
-                    f"at barrier {letters.count('B'):2}  released {letters.count('R') + letters.count('D'):2}  "
-                    f"nodes {len(nodes)}  [{letters}]")
-            if line != last_line:
-                say(start, line)
-                last_line = line
-            if len(pods) == total and all(c in "RD" for c in letters) and \
-                    all(kubelet_times(p) for p in pods if p["metadata"]["name"].startswith(f"{name}-real-")):
-                break
-            if "F" in letters:
-                failed = [p for p in pods if pod_letter(p) == "F"]
-                reason = (failed[0]["status"].get("initContainerStatuses") or [{}])[0] \
-                    .get("state", {}).get("terminated", {}).get("message", "")
-                raise DemoError(f"pod {failed[0]['metadata']['name']} failed: {reason}")
-            if time.monotonic() > deadline:
-                raise DemoError(f"not every pod started in time: [{letters}]")
-            time.sleep(1)
+            deadline = time.monotonic() + 3 * options.stagger + options.timeout + 60
+            last_line = None
+            while True:
+                processes.check()
+                pods, _ = kube.list(f"/api/v1/namespaces/{namespace}/pods",
+                                    labelSelector=f"{api.JOBSET_LABEL_NAME}={name}")
+                pods.sort(key=lambda p: p["metadata"]["name"])
+                letters = "".join(pod_letter(p) for p in pods)
+                nodes, _ = kube.list("/api/v1/nodes")
+                line = (f"pods {len(pods):2}/{total}  on a node {sum(c != '.' for c in letters):2}  "
+                        f"at barrier {letters.count('B'):2}  released {letters.count('R') + letters.count('D'):2}  "
+                        f"nodes {len(nodes)}  [{letters}]")
+                if line != last_line:
+                    say(start, line)
+                    last_line = line
+                if len(pods) == total and all(c in "RD" for c in letters) and \
+                        all(kubelet_times(p) for p in pods if p["metadata"]["name"].startswith(f"{name}-real-")):
+                    break
+                if "F" in letters:
+                    failed = [p for p in pods if pod_letter(p) == "F"]
+                    reason = (failed[0]["status"].get("initContainerStatuses") or [{}])[0] \
+                        .get("state", {}).get("terminated", {}).get("message", "")
+                    raise DemoError(f"pod {failed[0]['metadata']['name']} failed: {reason}")
+                if time.monotonic() > deadline:
+                    raise DemoError(f"not every pod started in time: [{letters}]")
+                time.sleep(1)
 
-        time.sleep(0.5)
-        evs = read_events(events)
-        mine = [e for e in evs if e["pod"].startswith(namespace + "/") and e["event"] == "started"]
-        barrier = {e["pod"]: e["t"] for e in mine if e["container"] == BARRIER}
-        trainer = {e["pod"]: e["t"] for e in mine if e["container"] == "trainer"}
-        # Real pods: kubelet's own times, whole seconds; a main container's
-        # start counts as the end of its second, so a real pod can only look
-        # later than it was, never earlier, against the fake ones.
-        for pod in pods:
-            if pod["metadata"]["name"].startswith(f"{name}-real-"):
-                times = kubelet_times(pod)
-                key = f"{namespace}/{pod['metadata']['name']}"
-                barrier[key], trainer[key] = times[0], times[1] + 0.999
-        if len(barrier) != total or len(trainer) != total:
-            raise DemoError(f"the nodes saw {len(barrier)} barriers and {len(trainer)} main containers "
-                            f"start, not {total}")
-        first, last = min(barrier.values()), max(barrier.values())
-        released = min(trainer.values())
-        print()
-        print(f"Summary of {namespace}/{name} (times from the first pod reaching the barrier):")
-        print(f"  {'pod':<34} {'at barrier':>10} {'main start':>10} {'held':>7}")
-        for pod in sorted(barrier, key=barrier.get):
-            print(f"  {pod.split('/', 1)[1]:<34} {barrier[pod] - first:9.2f}s {trainer[pod] - first:9.2f}s "
-                  f"{trainer[pod] - barrier[pod]:6.2f}s")
-        release_line = next((line for line in (work / "muster-controller.log").read_text().splitlines()
-                             if " event=release " in line), "")
-        print(f"  last pod reached the barrier at {last - first:.2f} s; group released (first main container) at "
-              f"{released - first:.2f} s, {released - last:.2f} s after the last start")
-        print(f"  the barrier held the earliest pod {trainer[min(barrier, key=barrier.get)] - first:.2f} s; "
-              f"main containers started within {max(trainer.values()) - released:.2f} s of each other")
-        if release_line:
-            print(f"  controller: {release_line.split('event=', 1)[1]}")
-        if min(trainer.values()) < last:
-            raise DemoError("a main container started before the last pod reached the barrier")
-        print(f"\nOK: no main container started before the last of the {total} pods"
-              + (f"; logs in {work}" if options.keep else ""))
+            time.sleep(0.5)
+            evs = read_events(events)
+            mine = [e for e in evs if e["pod"].startswith(namespace + "/") and e["event"] == "started"]
+            barrier = {e["pod"]: e["t"] for e in mine if e["container"] == BARRIER}
+            trainer = {e["pod"]: e["t"] for e in mine if e["container"] == "trainer"}
+            # Real pods: kubelet's own times, whole seconds; a main container's
+            # start counts as the end of its second, so a real pod can only look
+            # later than it was, never earlier, against the fake ones.
+            for pod in pods:
+                if pod["metadata"]["name"].startswith(f"{name}-real-"):
+                    times = kubelet_times(pod)
+                    key = f"{namespace}/{pod['metadata']['name']}"
+                    barrier[key], trainer[key] = times[0], times[1] + 0.999
+            if len(barrier) != total or len(trainer) != total:
+                raise DemoError(f"the nodes saw {len(barrier)} barriers and {len(trainer)} main containers "
+                                f"start, not {total}")
+            first, last = min(barrier.values()), max(barrier.values())
+            released = min(trainer.values())
+            print()
+            print(f"Summary of {namespace}/{name} (times from the first pod reaching the barrier):")
+            print(f"  {'pod':<34} {'at barrier':>10} {'main start':>10} {'held':>7}")
+            for pod in sorted(barrier, key=barrier.get):
+                print(f"  {pod.split('/', 1)[1]:<34} {barrier[pod] - first:9.2f}s {trainer[pod] - first:9.2f}s "
+                      f"{trainer[pod] - barrier[pod]:6.2f}s")
+            release_line = next((line for line in (work / "muster-controller.log").read_text().splitlines()
+                                 if " event=release " in line), "")
+            print(f"  last pod reached the barrier at {last - first:.2f} s; group released (first main container) at "
+                  f"{released - first:.2f} s, {released - last:.2f} s after the last start")
+            print(f"  the barrier held the earliest pod {trainer[min(barrier, key=barrier.get)] - first:.2f} s; "
+                  f"main containers started within {max(trainer.values()) - released:.2f} s of each other")
+            if release_line:
+                print(f"  controller: {release_line.split('event=', 1)[1]}")
+            if min(trainer.values()) < last:
+                raise DemoError("a main container started before the last pod reached the barrier")
+            print(f"\nOK: no main container started before the last of the {total} pods"
+                  + (f"; logs in {work}" if options.keep else ""))
+        if not options.gang_only:
+            if not options.placement_only:
+                processes.stop_one("node-agent")  # its nodes go; the rack nodes come
+            demo_placement.Placement(Demo(start, kube, kubeconfig, namespace, processes, work)).run(options.timeout)
         code = 0
     except DemoError as error:
         print(f"\nFAILED: {error}\n(logs in {work})", file=sys.stderr)
@@ -396,6 +445,8 @@ def main():
                 kube.delete(path)
             if not options.keep:
                 kube.delete(f"/api/v1/namespaces/{namespace}")
+            if topology_made:
+                kube.delete(f"{demo_placement.TOPOLOGIES}/{demo_placement.TOPOLOGY}")
             if crd_was == "absent":
                 subprocess.run(["bash", str(ROOT / "deploy" / "crd" / "patch-crd.sh"), "--kubeconfig", kubeconfig,
                                 "--remove", "--force"], capture_output=True)
