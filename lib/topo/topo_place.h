@@ -70,6 +70,7 @@
 #define TOPO_INSTANCES_MAX 4096u
 #define TOPO_PODS_MAX 1000000u
 #define TOPO_SEARCH_BUDGET_DEFAULT 4096u
+#define TOPO_EXACT_BUDGET_DEFAULT 1000000u
 #define TOPO_SLICE_LAYERS_MAX 3 /* Kueue's multi-layer slice constraints */
 
 /* NONE places compactly without a limit; UNCONSTRAINED fills gaps (see above). */
@@ -154,6 +155,7 @@ struct topo_request {
 	size_t group_count;
 	struct topo_constraint whole; /* the whole JobSet */
 	uint32_t search_budget; /* 0: TOPO_SEARCH_BUDGET_DEFAULT */
+	uint32_t exact_budget; /* the node-level search's steps; 0: TOPO_EXACT_BUDGET_DEFAULT */
 	/* NULL, or per cluster node what the JobSet's other Jobs already hold
 	 * when some of its Jobs are placed again alone (topo_move.h):
 	 * TOPO_HELD_PODS, pods of the JobSet (an exclusive instance takes no

@@ -71,6 +71,24 @@ static size_t deepest_slices(const struct ctx *x, const struct topo_group *g)
 	return size > 1 && g->inner_count ? g->inner[g->inner_count - 1].level : slice_level;
 }
 
+/* For an exclusive instance placed inside `scope`, deeper than its level
+ * (a JobSet-wide required level below the exclusive one): whether the
+ * domain of that level holding scope exists and holds no pod of the request
+ * and is held by no exclusive instance. The rest of that domain lies outside
+ * the scope, so its nodes are looked at here. */
+static int exclusive_domain_free(const struct ctx *x, uint32_t scope, size_t level)
+{
+	const struct topo_domain *dom = x->t->domains;
+	uint32_t a = topo_place_ancestor_at(x, scope, level);
+
+	if (dom[a].level != level)
+		return 0;
+	for (uint32_t d = a; d < dom[a].end; d++)
+		if (dom[d].node != TOPO_NONE && (x->taken[dom[d].node] || x->closed[dom[d].node]))
+			return 0;
+	return 1;
+}
+
 /* Capacity of group g per domain of the subtree `scope`: pods[] in pods,
  * usable[] in pods that form whole slices inside domains of the slice
  * levels (each layer's slices whole inside the layer above). */
@@ -82,6 +100,11 @@ void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope)
 	size_t slice_level = deepest_slices(x, grp);
 	uint64_t size = layer_size(x, grp, slice_level);
 
+	/* An exclusive instance inside a scope deeper than its level: only when
+	 * the domain of its level around the scope is free. */
+	int blocked = grp->exclusive && dom[scope].level > grp->constraint.level &&
+		      !exclusive_domain_free(x, scope, grp->constraint.level);
+
 	memset(x->pods + scope, 0, (end - scope) * sizeof(uint64_t));
 	memset(x->usable + scope, 0, (end - scope) * sizeof(uint64_t));
 	memset(x->room + scope, 0, (end - scope) * sizeof(uint64_t));
@@ -92,10 +115,11 @@ void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope)
 		if (dom[d].node != TOPO_NONE) {
 			uint32_t n = dom[d].node;
 
-			x->pods[d] = x->eligible[(size_t)g * x->c->node_count + n] && !x->closed[n]
-					     ? topo_place_fit_free(x->c, x->free + (size_t)n * x->resources,
-								   &grp->shape)
-					     : 0;
+			x->pods[d] =
+				!blocked && x->eligible[(size_t)g * x->c->node_count + n] && !x->closed[n]
+					? topo_place_fit_free(x->c, x->free + (size_t)n * x->resources,
+							      &grp->shape)
+					: 0;
 			x->room[d] = x->pods[d];
 			if (x->pods[d] && x->scarce >= 0) {
 				int64_t f = x->free[(size_t)n * x->resources + (size_t)x->scarce];
@@ -139,7 +163,7 @@ void topo_place_take(struct ctx *x, uint32_t g, uint32_t node, uint32_t count)
 }
 
 /* Closes every node under d that is open (an exclusive instance's domain). */
-static void close_domain(struct ctx *x, uint32_t d)
+void topo_place_close(struct ctx *x, uint32_t d)
 {
 	const struct topo_domain *dom = x->t->domains;
 
@@ -274,8 +298,10 @@ static void place_instance(struct ctx *x, size_t k, uint32_t d, uint32_t want)
 	place(x, g, d, want);
 	x->domain[k] = d;
 	x->placed[k] = want;
+	/* The domain of its level (d, or d's ancestor when a JobSet-wide level
+	 * below it confines the search; topo_place_compute checked it free). */
 	if (x->req->groups[g].exclusive)
-		close_domain(x, d);
+		topo_place_close(x, topo_place_ancestor_at(x, d, x->req->groups[g].constraint.level));
 }
 
 /* The level at which a required instance's domains are compared inside scope. */
@@ -388,7 +414,9 @@ static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope,
 	for (uint32_t d = scope; d < dom[scope].end; d++) {
 		size_t l = dom[d].level;
 
-		if (x->usable[d] < want || l < lowest || (x->req->groups[in->group].exclusive && l != lowest))
+		if (x->usable[d] < want || l < lowest ||
+		    (x->req->groups[in->group].exclusive &&
+		     l != topo_place_required_level(x, &x->req->groups[in->group], scope)))
 			continue;
 		/* Below the required level only inside a domain of it: a Node listed
 		 * directly in a higher-tier HyperNode is in no domain of the lower
@@ -745,12 +773,6 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 		first++;
 	big = &x->order[first];
 	need = x->elastic ? big->min_pods : big->pods;
-	/* An exclusive job holds a domain of its level alone: a JobSet domain
-	 * deeper than that could not show whether the rest of it is taken. */
-	for (size_t g = 0; g < x->req->group_count; g++)
-		if (x->req->groups[g].exclusive && !x->req->groups[g].outside_whole &&
-		    level > x->req->groups[g].constraint.level)
-			return 0;
 	struct ranked *cands = NULL;
 	size_t n = 0;
 	int ok = 0;
