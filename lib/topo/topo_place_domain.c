@@ -360,6 +360,23 @@ static int within_level(const struct ctx *x, uint32_t d, const struct topo_group
 	return !lowest || x->t->domains[d].level <= lowest || inside_level(x, d, lowest);
 }
 
+/* Whether a node taken whole as an instance's domain lies inside a domain
+ * of its deepest slice level: a Node listed directly in a higher-tier
+ * HyperNode is in none, so even slices of one pod (partitions under a tier)
+ * may not go there. Domains are checked by the capacity roll-up. */
+static int within_slices(const struct ctx *x, uint32_t d, const struct topo_group *grp)
+{
+	const struct topo_domain *dom = x->t->domains;
+	size_t level = grp->slice_level; /* the deepest layer above the nodes */
+
+	for (size_t i = 0; grp->slice_size > 1 && i < grp->inner_count; i++)
+		if (grp->inner[i].level < x->t->node_level && grp->inner[i].level > level)
+			level = grp->inner[i].level;
+	if (!grp->slice_level || dom[d].node == TOPO_NONE || level >= x->t->node_level)
+		return 1;
+	return dom[dom[d].parent].level >= level;
+}
+
 /* Whether domain d is tighter than domain e for the instance being placed:
  * fewer pod slots, or as many and less free room of the scarcest resource
  * (of two racks with room for 10 pods, the one with 20 free cpu is taken
@@ -421,7 +438,8 @@ static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope,
 		/* Below the required level only inside a domain of it: a Node listed
 		 * directly in a higher-tier HyperNode is in no domain of the lower
 		 * tier (Volcano's highestTierAllowed). */
-		if (!within_level(x, d, &x->req->groups[in->group]))
+		if (!within_level(x, d, &x->req->groups[in->group]) ||
+		    !within_slices(x, d, &x->req->groups[in->group]))
 			continue;
 		if (best[l] == TOPO_NONE || tighter(x, d, best[l]))
 			best[l] = d;
@@ -555,6 +573,19 @@ static int budget_left(struct ctx *x)
 
 static int dfs(struct ctx *x, size_t k, uint32_t scope);
 
+/* The largest domain holding d that is within `level` (d itself when above
+ * it): where a tree skips the level, a domain below it directly under a
+ * higher one (a tier-2 HyperNode under the root, for a unit held to tier
+ * 3) is the unit's domain, not the root. */
+static uint32_t top_within(const struct ctx *x, uint32_t d, size_t level)
+{
+	const struct topo_domain *dom = x->t->domains;
+
+	while (dom[d].parent != TOPO_NONE && dom[dom[d].parent].level >= level)
+		d = dom[d].parent;
+	return d;
+}
+
 /* Instance k with `want` pods inside `near` (its scope, or for a co-placed
  * instance the domain its unit's leader is in), the rest of the order inside
  * `scope`: the greedy choice, then for a required level the other domains
@@ -588,7 +619,8 @@ static int try_count(struct ctx *x, size_t k, uint32_t near, uint32_t scope, uin
 	if (!alts)
 		return 0;
 	for (uint32_t d = near; d < dom[near].end; d++)
-		if (dom[d].level == level && x->usable[d] >= want && d != first && within_level(x, d, grp))
+		if (dom[d].level == level && x->usable[d] >= want && d != first && within_level(x, d, grp) &&
+		    within_slices(x, d, grp))
 			alts[alt_count++] = (struct ranked){ x->usable[d], d };
 	qsort(alts, alt_count, sizeof(*alts), by_value_asc);
 	for (size_t a = 0; a < alt_count && !ok; a++) {
@@ -642,7 +674,7 @@ static int dfs(struct ctx *x, size_t k, uint32_t scope)
 		return try_counts(x, k, grp->outside_whole ? 0 : scope, scope);
 	/* Co-placed: inside the domain of the unit's level that holds the
 	 * leader; a preferred unit may fall back to the whole scope. */
-	near = topo_place_ancestor_at(x, x->domain[in->leader], topo_place_required_level(x, grp, scope));
+	near = top_within(x, x->domain[in->leader], topo_place_required_level(x, grp, scope));
 	if (try_counts(x, k, near, scope))
 		return 1;
 	if (grp->constraint.mode != TOPO_MODE_PREFERRED || near == scope || x->budget_hit)
