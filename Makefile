@@ -213,7 +213,7 @@ BENCH_RECORD ?= build/bench/watch-1000
 PLACEMENT_BENCH_ARGS ?= --rounds 1 --replicas 20
 PLACEMENT_RACK_BENCH_ARGS ?= --rounds 1 --replicas 40
 REAL_BENCH_ARGS ?= --rounds 1
-PROPERTY_BENCH_CASES ?= 20000
+PROPERTY_BENCH_CASES ?= 100000
 else ifneq ($(BENCH_SIZE),)
 $(error BENCH_SIZE is "ci" or empty (the full size), not "$(BENCH_SIZE)")
 endif

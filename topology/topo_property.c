@@ -15,10 +15,10 @@
 #include "topo_place.h"
 #include "topo_tree.h"
 
-#define P_NODES 5
+#define P_NODES 6
 #define P_GROUPS 3
-#define P_INSTANCES 6
-#define P_PODS 6 /* in all */
+#define P_INSTANCES 7
+#define P_PODS 7 /* in all */
 #define P_HYPERNODES 5
 #define P_NONE UINT32_MAX
 #define R_CPU 0
@@ -337,10 +337,10 @@ static void make_nodes(struct pcase *c)
 		n->name = c->names[i];
 		n->labels = c->labels[i];
 		n->label_count = 4;
-		n->unschedulable = rnd(c, 10) == 0;
-		n->allocatable[R_CPU] = 1000 * (1 + (int64_t)rnd(c, 4));
-		n->allocatable[R_MEM] = MEM_UNIT * (1 + (int64_t)rnd(c, 4));
-		n->allocatable[R_PODS] = 1 + rnd(c, 4);
+		n->unschedulable = rnd(c, 16) == 0;
+		n->allocatable[R_CPU] = 1000 * (2 + (int64_t)rnd(c, 4));
+		n->allocatable[R_MEM] = MEM_UNIT * (2 + (int64_t)rnd(c, 4));
+		n->allocatable[R_PODS] = 1 + rnd(c, 5);
 		n->used[R_CPU] = 500 * (int64_t)rnd(c, 3);
 		if (n->used[R_CPU] > n->allocatable[R_CPU])
 			n->used[R_CPU] = n->allocatable[R_CPU];
@@ -427,7 +427,7 @@ static void make_request(struct pcase *c)
 		if (together && k < 2) {
 			g->constraint = (struct topo_constraint){ unit_mode, unit_level };
 			g->together = 1;
-		} else if (rnd(c, 6) == 0) {
+		} else if (rnd(c, 8) == 0) {
 			g->constraint.mode = TOPO_MODE_REQUIRED;
 			g->exclusive = 1;
 		}
@@ -438,6 +438,8 @@ static void make_request(struct pcase *c)
 		if (g->constraint.mode != TOPO_MODE_UNCONSTRAINED && rnd(c, 2) == 0) {
 			uint32_t size = 1 + rnd(c, 3);
 
+			if (size * 2 <= left && g->replicas == 1 && !g->together && rnd(c, 2))
+				g->pods = size * 2;
 			if (g->pods % size)
 				size = 1;
 			g->slice_size = size;
@@ -445,8 +447,7 @@ static void make_request(struct pcase *c)
 						   rnd(c, (uint32_t)(c->t->node_level - lowest_slice + 1)));
 			if (size > 1 && rnd(c, 5) == 0)
 				g->slice_level = 0; /* anywhere in the Job's domain */
-			if (size > 1 && g->slice_level && g->slice_level < c->t->node_level &&
-			    rnd(c, 2) == 0) {
+			if (size > 1 && g->slice_level && g->slice_level < c->t->node_level && rnd(c, 3)) {
 				uint32_t inner = rnd(c, 2) ? 1 : size;
 
 				if (size % 2 == 0 && rnd(c, 2))

@@ -1,6 +1,6 @@
 /*
  * topo_property_bench: the property test of topo_property.h at a larger
- * count (default 100,000 cases; the first argument sets it), printing what
+ * count (default 500,000 cases; the first argument sets it), printing what
  * the cases covered and what the core and the exhaustive search answered.
  * Exit 1 with the failing case when a property breaks.
  */
@@ -13,7 +13,7 @@
 int main(int argc, char **argv)
 {
 	struct topo_property_counts n = { 0 };
-	size_t cases = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
+	size_t cases = argc > 1 ? strtoul(argv[1], NULL, 10) : 500000;
 	char *failure = NULL;
 	struct timespec a, b;
 	int rc;

@@ -368,6 +368,35 @@ static int exact_dfs(struct ctx *x, size_t k, uint32_t scope)
 	return 0;
 }
 
+/* Whether the nodes under d have, per resource, the free room the pods the
+ * JobSet's constraint holds ask in all (at least each minimum in the
+ * elastic pass): a bound that skips most candidate domains at no search. */
+static int scope_may_hold(struct ctx *x, uint32_t d)
+{
+	const struct topo_domain *dom = x->t->domains;
+	int64_t asked[TOPO_RESOURCES_MAX] = { 0 }, have[TOPO_RESOURCES_MAX] = { 0 };
+
+	for (size_t k = 0; k < x->instance_count; k++) {
+		const struct topo_group *grp = &x->req->groups[x->order[k].group];
+		int64_t pods = x->elastic ? x->order[k].min_pods : x->order[k].pods;
+
+		for (size_t r = 0; !grp->outside_whole && r < x->resources; r++)
+			asked[r] += pods * ((int)r == x->pods_resource ? 1 : grp->shape.requests[r]);
+	}
+	if (!spend(x, dom[d].end - d))
+		return 0;
+	for (uint32_t c = d; c < dom[d].end; c++)
+		for (size_t r = 0; dom[c].node != TOPO_NONE && !x->closed[dom[c].node] && r < x->resources; r++) {
+			int64_t f = x->free[(size_t)dom[c].node * x->resources + r];
+
+			have[r] += f > 0 ? f : 0;
+		}
+	for (size_t r = 0; r < x->resources; r++)
+		if (asked[r] > have[r])
+			return 0;
+	return 1;
+}
+
 int topo_place_exact(struct ctx *x, uint32_t *whole)
 {
 	const struct topo_request *req = x->req;
@@ -394,7 +423,7 @@ int topo_place_exact(struct ctx *x, uint32_t *whole)
 	for (uint32_t d = 0; d < x->t->domain_count; d++) {
 		if (!is_frontier(x, d, req->whole.level))
 			continue;
-		if (exact_dfs(x, 0, d)) {
+		if (scope_may_hold(x, d) && exact_dfs(x, 0, d)) {
 			*whole = d;
 			return 1;
 		}
