@@ -327,7 +327,7 @@ static void make_nodes(struct pcase *c)
 	for (size_t i = 0; i < count; i++) {
 		struct topo_node *n = &c->nodes[i];
 
-		snprintf(c->names[i], sizeof(c->names[i]), "n%zu", i);
+		snprintf(c->names[i], sizeof(c->names[i]), "n%u", (unsigned)(i % 100));
 		snprintf(c->blocks[i], sizeof(c->blocks[i]), "b%u", rnd(c, 2));
 		snprintf(c->racks[i], sizeof(c->racks[i]), "r%u", rnd(c, 2)); /* repeats across blocks */
 		c->labels[i][0] = (struct topo_label){ "block", c->blocks[i] };
@@ -357,7 +357,7 @@ static struct topo_tree *make_hypernodes(struct pcase *c, char **cause)
 	size_t count = 1 + rnd(c, P_HYPERNODES), members[P_HYPERNODES] = { 0 };
 
 	for (size_t h = 0; h < count; h++) {
-		snprintf(c->hn_names[h], sizeof(c->hn_names[h]), "h%zu", h);
+		snprintf(c->hn_names[h], sizeof(c->hn_names[h]), "h%u", (unsigned)(h % 100));
 		c->hns[h] = (struct topo_hypernode){ .name = c->hn_names[h], .tier = 1 + (int)rnd(c, 3) };
 	}
 	for (size_t h = 0; h < count; h++) {
