@@ -4,6 +4,7 @@
  * the cases covered and what the core and the exhaustive search answered.
  * Exit 1 with the failing case when a property breaks.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>

@@ -386,7 +386,8 @@ static int scope_may_hold(struct ctx *x, uint32_t d)
 	if (!spend(x, dom[d].end - d))
 		return 0;
 	for (uint32_t c = d; c < dom[d].end; c++)
-		for (size_t r = 0; dom[c].node != TOPO_NONE && !x->closed[dom[c].node] && r < x->resources; r++) {
+		for (size_t r = 0; dom[c].node != TOPO_NONE && !x->closed[dom[c].node] && r < x->resources;
+		     r++) {
 			int64_t f = x->free[(size_t)dom[c].node * x->resources + r];
 
 			have[r] += f > 0 ? f : 0;
