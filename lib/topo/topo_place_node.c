@@ -19,6 +19,10 @@
  * count tried and every node looked at is a step. Nodes that no instance
  * could tell apart (one parent, the same free resources, the same pods of
  * the request, eligible for the same groups) are tried in one order only.
+ * Memory follows the budget: a domain's node lists (about 25 bytes a node,
+ * 60 with three slice layers) are held while its instance is tried, and
+ * each node listed was a step. topology/topo_property_test checks it
+ * against an exhaustive search on random small cases.
  *
  * The rules are those of topo_place.h, stated as "the lowest domain holding
  * the pods": an instance's pods (a co-placed unit's, the JobSet's) lie in
