@@ -52,7 +52,7 @@ UNIT_TESTS := initbarrier/barrier_core_test controller/push_fanout_test \
 	lib/kube/kube_informer_test lib/kube/kube_path_test lib/muster/jobset_pod_test lib/muster/jobset_state_test \
 	lib/base/flag_test lib/base/name_table_test lib/base/quantity_test lib/base/yaml_json_test lib/base/kjson_test lib/base/utf8_test lib/base/json_patch_test lib/http/metrics_test lib/http/http_serve_test \
 	controller/group_decode_test controller/group_tracker_test controller/controller_group_test controller/placement_loop_test webhook/record_cache_test \
-	webhook/jobset_admission_test topology/topo_test lib/cli/topo_input_test lib/cli/topo_view_test lib/cli/topo_run_test kubectl/kc_args_test kubectl/kc_kubeconfig_test kubectl/kc_status_test lib/topo/topo_objects_test lib/topo/topo_cache_test lib/topo/topo_record_test lib/topo/topo_promise_test lib/topo/topo_move_test lib/topo/topo_retire_test
+	webhook/jobset_admission_test topology/topo_test topology/topo_property_test lib/cli/topo_input_test lib/cli/topo_view_test lib/cli/topo_run_test kubectl/kc_args_test kubectl/kc_kubeconfig_test kubectl/kc_status_test lib/topo/topo_objects_test lib/topo/topo_cache_test lib/topo/topo_record_test lib/topo/topo_promise_test lib/topo/topo_move_test lib/topo/topo_retire_test
 # Tests that drive a real binary (cmocka too).
 BINARY_TESTS := initbarrier/barrier_binary_test
 # C tests against the real control plane, run by `make e2e`.
@@ -61,7 +61,7 @@ TOOLS := testing/atomic_write_tool
 # controller/replay_bench: the controller's event rate, replaying a watch
 # stream recorded by bench/release_latency.py. bench/webhook_load: the
 # webhook's paced HTTPS load generator, driven by bench/webhook_latency.py.
-BENCHES := initbarrier/barrier_bench controller/push_fanout_bench controller/group_bench topology/topo_bench lib/topo/topo_cache_bench \
+BENCHES := initbarrier/barrier_bench controller/push_fanout_bench controller/group_bench topology/topo_bench topology/topo_property_bench lib/topo/topo_cache_bench \
 	controller/replay_bench bench/webhook_load
 FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initbarrier/barrier_listen_fuzz \
 	lib/kube/kube_watch_fuzz lib/kube/kube_config_fuzz lib/kube/kube_response_fuzz lib/http/http_listen_fuzz lib/http/metrics_fuzz controller/group_decode_fuzz controller/release_record_fuzz \
@@ -228,6 +228,7 @@ BENCH_RECORD ?= build/bench/watch-1000
 PLACEMENT_BENCH_ARGS ?= --rounds 1 --replicas 20
 PLACEMENT_RACK_BENCH_ARGS ?= --rounds 1 --replicas 40
 REAL_BENCH_ARGS ?= --rounds 1
+PROPERTY_BENCH_CASES ?= 100000
 else ifneq ($(BENCH_SIZE),)
 $(error BENCH_SIZE is "ci" or empty (the full size), not "$(BENCH_SIZE)")
 endif
@@ -264,6 +265,7 @@ bench-micro: bin/muster-barrier $(BENCHES:%=build/host/%)
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/controller/push_fanout_bench
 	build/host/controller/group_bench
 	build/host/topology/topo_bench
+	build/host/topology/topo_property_bench $(PROPERTY_BENCH_CASES)
 	build/host/lib/topo/topo_cache_bench
 
 # Release latency, push versus volume only, 5,000 pods on 1,000 fake nodes

@@ -1314,6 +1314,80 @@ static void exclusive_jobs_hold_a_rack_alone(void **state)
 	topo_tree_free(t);
 }
 
+/* R3: an exclusive Job (per block) under a JobSet-wide required rack. One
+ * Job: it takes a rack of a block no other pod of the request enters (the
+ * other replicated job, outside the JobSet's constraint, goes to the other
+ * block). Two Jobs in one rack cannot each hold their block alone: the
+ * request says so, whatever the cluster. */
+static void exclusive_job_under_a_deeper_jobset_level(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g[2];
+	struct topo_request req = { .groups = g, .group_count = 2 };
+	char *cause;
+
+	(void)state;
+	small_cluster(&f); /* 2 blocks x 2 racks x 2 hosts of 4 cpu */
+	t = levels_tree(&f, 2);
+	g[0] = one_cpu_group("excl", 1, 2, TOPO_MODE_REQUIRED, 1);
+	g[0].exclusive = 1;
+	g[1] = one_cpu_group("elsewhere", 1, 3, TOPO_MODE_NONE, 0);
+	g[1].outside_whole = 1;
+	req.whole = (struct topo_constraint){ TOPO_MODE_REQUIRED, 2 };
+	p = place_ok(t, &req);
+	instance_within(t, p, 0, 0, 2); /* one rack */
+	assert_int_not_equal(instance_within(t, p, 0, 0, 1),
+			     instance_within(t, p, 1, 0, 1)); /* its block alone */
+	topo_placement_free(p);
+	g[1].outside_whole = 0; /* two Jobs held to one rack, one exclusive per block */
+	cause = place_refused(t, &req);
+	assert_non_null(strstr(cause, "request: replicated job excl is exclusive per block"));
+	free(cause);
+	topo_tree_free(t);
+}
+
+/* R5 at the core: rj0 (3 pods, one block) and rj2 (a slice of 4 on one
+ * host). The greedy spread puts rj0 on the 6-cpu host, leaving no host for
+ * rj2; the node-level search finds 2 + 1. With its budget cut to a few
+ * steps it stops, and the refusal says so; a request nothing can hold is
+ * refused without that note (the search finished: a proof). */
+static void node_search_finds_the_spread_or_says_it_was_cut(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g[2];
+	struct topo_request req = { .groups = g, .group_count = 2 };
+	char *cause;
+
+	(void)state;
+	fx_init(&f);
+	fx_node(&f, "big", "b0", "r1", 6);
+	fx_node(&f, "small", "b0", "r2", 2);
+	t = levels_tree(&f, 3);
+	g[0] = one_cpu_group("rj0", 1, 3, TOPO_MODE_REQUIRED, 1);
+	g[1] = one_cpu_group("rj2", 1, 4, TOPO_MODE_PREFERRED, 1);
+	g[1].slice_size = 4;
+	g[1].slice_level = 3;
+	p = place_ok(t, &req);
+	for (size_t i = 0; i < p->pod_count; i++)
+		if (p->pods[i].group == 1)
+			assert_int_equal(p->pods[i].node, 0); /* rj2 on the big host */
+	topo_placement_free(p);
+	req.exact_budget = 3;
+	cause = place_refused(t, &req);
+	assert_true(strncmp(cause, "search cut after ", 17) == 0);
+	free(cause);
+	req.exact_budget = 0;
+	g[0].pods = 5; /* 5 + 4 pods on 8 cpus: no placement at all */
+	cause = place_refused(t, &req);
+	assert_null(strstr(cause, "search cut"));
+	free(cause);
+	topo_tree_free(t);
+}
+
 /* Kueue's multi-layer slices: every 6 consecutive ranks in one block and,
  * inside, every 3 in one rack, on racks with 5, 8, 8 and 8 free: a rack of
  * 5 holds one inner slice, not one and two pods of the next. */
@@ -1907,6 +1981,8 @@ int main(void)
 		cmocka_unit_test(tier_limit_excludes_nodes_directly_under_a_higher_tier),
 		cmocka_unit_test(exclusive_jobs_hold_a_rack_alone),
 		cmocka_unit_test(slice_layers_nest),
+		cmocka_unit_test(exclusive_job_under_a_deeper_jobset_level),
+		cmocka_unit_test(node_search_finds_the_spread_or_says_it_was_cut),
 		cmocka_unit_test(requirements_follow_kubernetes),
 		cmocka_unit_test(node_affinity_terms_select_nodes),
 		cmocka_unit_test(tolerations_follow_kubernetes),

@@ -357,3 +357,132 @@ def test_a_request_the_placement_cannot_take_is_bad_input_not_a_refusal(tmp_path
     result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS, "--jobset", tmp_path / "js.yaml")
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
     assert "request: " in result.stdout + result.stderr
+
+
+def quantity(text):
+    """A Kubernetes quantity as the cases write them (m, Mi, Gi, plain)."""
+    for suffix, scale in (("m", 0.001), ("Ki", 2 ** 10), ("Mi", 2 ** 20), ("Gi", 2 ** 30)):
+        if text.endswith(suffix):
+            return float(text[:-len(suffix)]) * scale
+    return float(text)
+
+
+def check_capacity(folder, answer):
+    """Every placed pod on a node with room: cpu, memory and pods per node,
+    with what the case's running pods use, never above allocatable."""
+    nodes = {n["metadata"]["name"]: n for n in json.loads((folder / "nodes.json").read_text())["items"]}
+    free = {name: {r: quantity(v) for r, v in n["status"]["allocatable"].items()} for name, n in nodes.items()}
+    for pod in json.loads((folder / "pods.json").read_text())["items"]:
+        left = free[pod["spec"]["nodeName"]]
+        left["pods"] = left.get("pods", 110) - 1
+        for c in pod["spec"]["containers"]:
+            for r, v in c["resources"]["requests"].items():
+                left[r] = left.get(r, 0) - quantity(v)
+    jobset = json.loads((folder / "jobset.json").read_text())
+    requests = {rj["name"]: rj["template"]["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+                for rj in jobset["spec"]["replicatedJobs"]}
+    for pod in answer["pods"]:
+        if "node" not in pod:
+            continue
+        left = free[pod["node"]]
+        left["pods"] = left.get("pods", 110) - 1
+        for r, v in requests[pod["replicatedJob"]].items():
+            left[r] = left.get(r, 0) - quantity(v)
+    for name, left in free.items():
+        assert all(v >= 0 for v in left.values()), (name, left)
+
+
+def placed_case(name):
+    done = run_case(name)
+    assert done.returncode == 0, (name, done.stdout + done.stderr)
+    answer = json.loads(done.stdout)
+    assert answer["placed"] is True, answer
+    assert all("node" in pod for pod in answer["pods"]), answer  # every pod, no partition left out
+    check_capacity(CASES / name, answer)
+    return answer
+
+
+def test_case_r3_an_exclusive_job_under_a_deeper_jobset_level_is_placed(tmp_path):
+    """R3: one Job, exclusive per block (its Job template), the JobSet held to
+    one rack: refused ("rack: no one domain holds the whole JobSet"), since
+    the search refused every JobSet domain deeper than an exclusive level.
+    One Job alone in a rack of an empty block keeps both; it is placed. With
+    two Jobs no cluster can keep both (one rack holds both, each wants its
+    block alone): a request problem, exit 2, with the cause."""
+    answer = placed_case("R3-false-refusal-exclusive-under-deeper-jobset-level")
+    assert [p["domain"] for p in answer["pods"]] == ["z0/b1/r2/n0122"], answer
+    folder = tmp_path / "two"
+    subprocess.run(["cp", "-r", str(CASES / "R3-false-refusal-exclusive-under-deeper-jobset-level"), str(folder)],
+                   check=True)
+    jobset = json.loads((folder / "jobset.json").read_text())
+    jobset["spec"]["replicatedJobs"][0]["replicas"] = 2
+    (folder / "jobset.json").write_text(json.dumps(jobset))
+    argv = (folder / "cmd.txt").read_text().split()
+    done = subprocess.run([str(CLI), *argv[1:]], cwd=folder, capture_output=True, text=True)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "request: replicated job rj0 is exclusive per block" in done.stdout + done.stderr
+    assert "puts all 2 of its Jobs in one rack" in done.stdout + done.stderr
+
+
+def test_case_r5_a_later_slice_gets_the_node_another_spread_leaves_whole():
+    """R5: rj0 (3 pods, Volcano hard tier 3 = one block) took n1010 first and
+    rj2's hostname slice of 4 found no node ("at most 0 of 4 pods fit in
+    whole slices of 4"): the search did not try another spread inside the
+    domain. rj2's 4 pods on n1010, rj0 in block b0 around them."""
+    answer = placed_case("R5-false-refusal-one-shape-search-within-domain")
+    rj2 = [p for p in answer["pods"] if p["replicatedJob"] == "rj2"]
+    rj0 = [p for p in answer["pods"] if p["replicatedJob"] == "rj0"]
+    assert len(rj2) == 4 and {p["node"] for p in rj2} == {"n1010"}, rj2
+    assert len(rj0) == 3 and {p["domain"].split("/")[1] for p in rj0} == {"b0"}, rj0
+
+
+def test_case_r7_every_partition_is_placed_when_a_full_placement_exists():
+    """R7: "rj0-1: 1 of 2 pods placed (minPartitions)" though all 7 pods fit
+    (leaf l2 has room for 6, l1 for 1): the full pass did not try another
+    spread, so the reduced pass ran. Every pod placed inside spine s0 (hard
+    highestTierAllowed 2), rj1's 3 pods in one leaf (its slice)."""
+    answer = placed_case("R7-partial-when-full-fits-one-shape-hn")
+    assert len(answer["pods"]) == 7, answer
+    assert all(p["domain"].startswith("s0/") for p in answer["pods"]), answer
+    assert len({p["domain"] for p in answer["pods"] if p["replicatedJob"] == "rj1"}) == 1, answer
+
+
+def test_case_d1_mixed_shapes_with_slices_are_packed_exactly():
+    """D1 (once a documented limit): mixed pod shapes with slices were refused
+    ("at most 1 of 2 pods fit in the cluster") though an exact packing
+    exists; the node-level search now covers slices. All 7 pods placed."""
+    answer = placed_case("D1-documented-limit-mixed-shapes-refusal")
+    assert len(answer["pods"]) == 7, answer
+
+
+def test_case_d2_no_partition_is_left_out_when_all_fit():
+    """D2 (once a documented limit): "rj1-0: 1 of 2 pods placed
+    (minPartitions)" though every partition fits. Every pod placed, rj1's
+    two partitions each on one host (hard highestTierAllowed 1)."""
+    done = run_case("D2-documented-limit-partial-when-full-fits", "--output", "text")
+    assert done.returncode == 0 and "(not placed)" not in done.stdout and "minPartitions" not in done.stdout, \
+        done.stdout + done.stderr
+    answer = placed_case("D2-documented-limit-partial-when-full-fits")
+    assert len(answer["pods"]) == 5, answer
+
+
+def test_a_job_places_min_of_parallelism_and_completions_pods(tmp_path):
+    """L4: a Job's PodSet count is its parallelism capped by its completions
+    (Kueue's batch Job podset count); the CLI places that many pods per Job,
+    whichever of the two is smaller, and refuses neither."""
+    for parallelism, completions, expect in ((3, 2, 2), (2, 5, 2), (4, 4, 4)):
+        body = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "train"},
+                "spec": {"replicatedJobs": [{"name": "w", "replicas": 2, "template": {"spec": {
+                    "parallelism": parallelism, "completions": completions, "completionMode": "Indexed",
+                    "template": {
+                        "metadata": {"annotations": {api.KUEUE_ANNOTATION_SLICE: "rack",
+                                                     api.KUEUE_ANNOTATION_SLICE_SIZE: str(expect)}},
+                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}}}]}}
+        (tmp_path / "js.yaml").write_text(yaml.safe_dump(body))
+        result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS, "--jobset", tmp_path / "js.yaml",
+                     "--output", "json")
+        assert result.returncode == 0, (parallelism, completions, result.stdout, result.stderr)
+        pods = json.loads(result.stdout)["pods"]
+        for job in (0, 1):
+            mine = sorted(p["completionIndex"] for p in pods if p["jobIndex"] == job)
+            assert mine == list(range(expect)), (parallelism, completions, pods)

@@ -28,7 +28,9 @@
  *     At most one of required / preferred / unconstrained / network-topology,
  *     and slices or a partition policy, not both; any other
  *     kueue.x-k8s.io/podset-* annotation is refused (it would otherwise be
- *     ignored). The constraint holds per child Job (instance).
+ *     ignored). Kueue's annotations hold for the PodSet: the replicated
+ *     job's pods taken together (replicas x min(parallelism, completions),
+ *     as Kueue counts them); Volcano's per child Job.
  *   upstream JobSet's alpha.jobset.sigs.k8s.io/exclusive-topology: LABEL, on the
  *     JobSet or a replicated job's Job template (which wins): each child Job
  *     alone in one domain of that level (not with Kueue's or Volcano's

@@ -206,6 +206,36 @@ static char *check_group(const struct topo_tree *t, const struct topo_request *r
 	return NULL;
 }
 
+/* An exclusive job holds a domain of its level alone; a JobSet-wide
+ * required level at or below that level puts every Job it holds inside one
+ * such domain. Both hold only when the JobSet's constraint holds that one
+ * Job alone (R3: one Job, exclusive per block, the JobSet in one rack); with
+ * two or more Jobs no cluster can hold both, so the request is refused as
+ * such, whatever the capacity. */
+static char *check_exclusive_whole(const struct topo_tree *t, const struct topo_request *req)
+{
+	size_t covered = 0;
+
+	if (req->whole.mode != TOPO_MODE_REQUIRED)
+		return NULL;
+	for (size_t g = 0; g < req->group_count; g++)
+		if (!req->groups[g].outside_whole)
+			covered += req->groups[g].replicas;
+	for (size_t g = 0; g < req->group_count && covered > 1; g++) {
+		const struct topo_group *grp = &req->groups[g];
+
+		if (grp->exclusive && !grp->outside_whole && req->whole.level >= grp->constraint.level)
+			return topo_place_format(
+				"request: replicated job %s is exclusive per %s (each Job alone in its "
+				"%s), yet the JobSet's required %s puts all %zu of its Jobs in one %s: no "
+				"placement holds both",
+				grp->name ? grp->name : "", t->level_names[grp->constraint.level],
+				t->level_names[grp->constraint.level], t->level_names[req->whole.level],
+				covered, t->level_names[req->whole.level]);
+	}
+	return NULL;
+}
+
 static char *check_request(const struct topo_tree *t, const struct topo_request *req, uint64_t *total_pods,
 			   size_t *instances)
 {
@@ -244,7 +274,7 @@ static char *check_request(const struct topo_tree *t, const struct topo_request 
 			return topo_place_format("request: at most %u jobs and %u pods supported",
 						 TOPO_INSTANCES_MAX, TOPO_PODS_MAX);
 	}
-	return NULL;
+	return check_exclusive_whole(t, req);
 }
 
 static void ctx_free(struct ctx *x)
@@ -404,6 +434,7 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 	size_t instances;
 	uint32_t whole = 0;
 	int one_shape = 1, elastic = 0, ok = 0, ret = -1;
+	size_t cut = 0; /* the steps of a node-level search cut at its budget */
 	const struct topo_cluster *c;
 
 	*out = NULL;
@@ -423,6 +454,7 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 	x.resources = c->resource_count;
 	x.pods_resource = topo_resource_index(c, "pods");
 	x.budget = req->search_budget ? req->search_budget : TOPO_SEARCH_BUDGET_DEFAULT;
+	x.exact_budget = req->exact_budget ? req->exact_budget : TOPO_EXACT_BUDGET_DEFAULT;
 	x.instance_count = instances;
 	x.free = malloc((c->node_count * x.resources + 1) * sizeof(int64_t));
 	x.eligible = malloc(req->group_count * c->node_count + 1);
@@ -471,28 +503,44 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 	x.scarce = topo_place_scarcest_resource(&x);
 	x.room_ties = 1;
 	topo_place_make_order(&x);
+	/* The greedy descent and the domain search first (fast, and the
+	 * placement they find is the tightest); when they give up, the
+	 * node-level search, complete within its budget. Every slice of every
+	 * instance is looked for first; only when none of that exists (the
+	 * search finished) or it was cut, fewer slices (min_slices). */
 	ok = topo_place_run_pass(&x, total, one_shape, &whole);
-	if (!ok && !elastic && !one_shape)
-		ok = topo_place_node_search(&x, &whole); /* mixed shapes: node-level packings too */
+	if (!ok) {
+		ok = topo_place_exact(&x, &whole);
+		cut = x.exact_cut ? x.exact_steps : 0;
+	}
 	if (!ok && elastic) {
 		/* Nowhere for every partition: place fewer, at least min_slices each. */
 		x.elastic = 1;
 		ok = topo_place_run_pass(&x, total, 0, &whole);
+		if (!ok) {
+			ok = topo_place_exact(&x, &whole);
+			if (x.exact_cut && x.exact_steps > cut)
+				cut = x.exact_steps;
+		}
 	}
 	if (!ok) {
-		const char *budget = x.budget_hit ? " (search budget spent)" : "";
+		char prefix[64] = "";
 
+		/* A finished node-level search is a proof: nothing fits. A cut one
+		 * is not, and the refusal says so. */
+		if (cut)
+			snprintf(prefix, sizeof(prefix), "search cut after %zu steps: ", cut);
 		if (req->whole.mode == TOPO_MODE_REQUIRED)
 			*cause = topo_place_format(
-				"%s: no one domain holds the whole JobSet (%llu pods; at most %llu of "
-				"them fit in any one %s by free capacity alone)%s%s%s",
-				t->level_names[req->whole.level], (unsigned long long)covered,
+				"%s%s: no one domain holds the whole JobSet (%llu pods; at most %llu of "
+				"them fit in any one %s by free capacity alone)%s%s",
+				prefix, t->level_names[req->whole.level], (unsigned long long)covered,
 				(unsigned long long)topo_place_whole_fit(&x, req->whole.level),
 				t->level_names[req->whole.level], x.first_cause ? "; " : "",
-				x.first_cause ? x.first_cause : "", budget);
+				x.first_cause ? x.first_cause : "");
 		else
-			*cause = topo_place_format(
-				"%s%s", x.first_cause ? x.first_cause : "no placement found", budget);
+			*cause = topo_place_format("%s%s", prefix,
+						   x.first_cause ? x.first_cause : "no placement found");
 		goto out;
 	}
 	*out = topo_place_build_output(&x, whole);

@@ -29,9 +29,14 @@
  * order gives, and the better kept (docs/topology.md). Each placed
  * instance's requests are taken off its nodes before the next is placed. If
  * the greedy path fails, a bounded depth-first search tries the other domains
- * at the required levels (`search_budget` descents), so a placement is found
- * whenever one exists, on instances small enough for the budget. The whole
- * JobSet's constraint picks candidate domains tightest first the same way.
+ * at the required levels (`search_budget` descents); the whole JobSet's
+ * constraint picks candidate domains tightest first the same way. If that
+ * fails too, the node-level search (topo_place_node.c) tries every allowed
+ * domain and every count of pods per node for each instance in turn, with
+ * every rule of the request, so a placement is found whenever one exists
+ * within its budget (`exact_budget` steps, TOPO_EXACT_BUDGET_DEFAULT); a
+ * refusal after a search cut at the budget starts "search cut after N
+ * steps: ", any other refusal is a proof that nothing fits.
  *
  * Rank order: inside an instance, completion indexes are handed out over the
  * nodes it got ordered by their lowest domain (the parent of the node's
@@ -44,11 +49,12 @@
  * pods, then tree order), to close small gaps.
  *
  * Partitions (min_slices): every partition is placed whole or not at all.
- * The placement first looks for room for every partition of every instance;
- * only when there is none anywhere does it place fewer, in the first
- * JobSet-level candidate that works, each instance taking as many partitions
- * as fit in one domain (never fewer than min_slices). The partitions left
- * out are the last ones (highest completion indexes).
+ * The placement first looks for room for every partition of every instance
+ * (all the searches above); only when there is none anywhere (or the
+ * node-level search was cut) does it place fewer, in the first JobSet-level
+ * candidate that works, each instance taking as many partitions as fit in
+ * one domain (never fewer than min_slices). The partitions left out are the
+ * last ones (highest completion indexes).
  *
  * Gang: all or nothing (at the min_slices level). Deterministic: the same
  * input gives the same output.
@@ -70,6 +76,7 @@
 #define TOPO_INSTANCES_MAX 4096u
 #define TOPO_PODS_MAX 1000000u
 #define TOPO_SEARCH_BUDGET_DEFAULT 4096u
+#define TOPO_EXACT_BUDGET_DEFAULT 1000000u
 #define TOPO_SLICE_LAYERS_MAX 3 /* Kueue's multi-layer slice constraints */
 
 /* NONE places compactly without a limit; UNCONSTRAINED fills gaps (see above). */
@@ -140,9 +147,12 @@ struct topo_group {
 	 * divides `pods`, and the output names each pod by its own Job. */
 	uint32_t job_pods;
 	/* Upstream JobSet's exclusive-topology: each instance alone in a domain
-	 * of its required level (constraint.level, mode REQUIRED): a domain
-	 * already holding pods of this request is not taken, and no pod of the
-	 * request goes into one an exclusive instance holds. */
+	 * of exactly its required level (constraint.level, mode REQUIRED): a
+	 * domain already holding pods of this request is not taken, and no pod
+	 * of the request goes into one an exclusive instance holds. Under a
+	 * JobSet-wide required level at or below it, that holds only when the
+	 * JobSet's constraint holds this one instance; two or more are refused
+	 * as a request ("request: ... no placement holds both"). */
 	int exclusive;
 	/* Not held by the whole JobSet's constraint (topo_request.whole): its
 	 * instances are placed anywhere in the cluster. */
@@ -154,6 +164,7 @@ struct topo_request {
 	size_t group_count;
 	struct topo_constraint whole; /* the whole JobSet */
 	uint32_t search_budget; /* 0: TOPO_SEARCH_BUDGET_DEFAULT */
+	uint32_t exact_budget; /* the node-level search's steps; 0: TOPO_EXACT_BUDGET_DEFAULT */
 	/* NULL, or per cluster node what the JobSet's other Jobs already hold
 	 * when some of its Jobs are placed again alone (topo_move.h):
 	 * TOPO_HELD_PODS, pods of the JobSet (an exclusive instance takes no

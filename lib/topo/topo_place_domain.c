@@ -71,6 +71,24 @@ static size_t deepest_slices(const struct ctx *x, const struct topo_group *g)
 	return size > 1 && g->inner_count ? g->inner[g->inner_count - 1].level : slice_level;
 }
 
+/* For an exclusive instance placed inside `scope`, deeper than its level
+ * (a JobSet-wide required level below the exclusive one): whether the
+ * domain of that level holding scope exists and holds no pod of the request
+ * and is held by no exclusive instance. The rest of that domain lies outside
+ * the scope, so its nodes are looked at here. */
+static int exclusive_domain_free(const struct ctx *x, uint32_t scope, size_t level)
+{
+	const struct topo_domain *dom = x->t->domains;
+	uint32_t a = topo_place_ancestor_at(x, scope, level);
+
+	if (dom[a].level != level)
+		return 0;
+	for (uint32_t d = a; d < dom[a].end; d++)
+		if (dom[d].node != TOPO_NONE && (x->taken[dom[d].node] || x->closed[dom[d].node]))
+			return 0;
+	return 1;
+}
+
 /* Capacity of group g per domain of the subtree `scope`: pods[] in pods,
  * usable[] in pods that form whole slices inside domains of the slice
  * levels (each layer's slices whole inside the layer above). */
@@ -82,6 +100,11 @@ void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope)
 	size_t slice_level = deepest_slices(x, grp);
 	uint64_t size = layer_size(x, grp, slice_level);
 
+	/* An exclusive instance inside a scope deeper than its level: only when
+	 * the domain of its level around the scope is free. */
+	int blocked = grp->exclusive && dom[scope].level > grp->constraint.level &&
+		      !exclusive_domain_free(x, scope, grp->constraint.level);
+
 	memset(x->pods + scope, 0, (end - scope) * sizeof(uint64_t));
 	memset(x->usable + scope, 0, (end - scope) * sizeof(uint64_t));
 	memset(x->room + scope, 0, (end - scope) * sizeof(uint64_t));
@@ -92,10 +115,11 @@ void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope)
 		if (dom[d].node != TOPO_NONE) {
 			uint32_t n = dom[d].node;
 
-			x->pods[d] = x->eligible[(size_t)g * x->c->node_count + n] && !x->closed[n]
-					     ? topo_place_fit_free(x->c, x->free + (size_t)n * x->resources,
-								   &grp->shape)
-					     : 0;
+			x->pods[d] =
+				!blocked && x->eligible[(size_t)g * x->c->node_count + n] && !x->closed[n]
+					? topo_place_fit_free(x->c, x->free + (size_t)n * x->resources,
+							      &grp->shape)
+					: 0;
 			x->room[d] = x->pods[d];
 			if (x->pods[d] && x->scarce >= 0) {
 				int64_t f = x->free[(size_t)n * x->resources + (size_t)x->scarce];
@@ -139,7 +163,7 @@ void topo_place_take(struct ctx *x, uint32_t g, uint32_t node, uint32_t count)
 }
 
 /* Closes every node under d that is open (an exclusive instance's domain). */
-static void close_domain(struct ctx *x, uint32_t d)
+void topo_place_close(struct ctx *x, uint32_t d)
 {
 	const struct topo_domain *dom = x->t->domains;
 
@@ -274,8 +298,10 @@ static void place_instance(struct ctx *x, size_t k, uint32_t d, uint32_t want)
 	place(x, g, d, want);
 	x->domain[k] = d;
 	x->placed[k] = want;
+	/* The domain of its level (d, or d's ancestor when a JobSet-wide level
+	 * below it confines the search; topo_place_compute checked it free). */
 	if (x->req->groups[g].exclusive)
-		close_domain(x, d);
+		topo_place_close(x, topo_place_ancestor_at(x, d, x->req->groups[g].constraint.level));
 }
 
 /* The level at which a required instance's domains are compared inside scope. */
@@ -334,6 +360,23 @@ static int within_level(const struct ctx *x, uint32_t d, const struct topo_group
 	return !lowest || x->t->domains[d].level <= lowest || inside_level(x, d, lowest);
 }
 
+/* Whether a node taken whole as an instance's domain lies inside a domain
+ * of its deepest slice level: a Node listed directly in a higher-tier
+ * HyperNode is in none, so even slices of one pod (partitions under a tier)
+ * may not go there. Domains are checked by the capacity roll-up. */
+static int within_slices(const struct ctx *x, uint32_t d, const struct topo_group *grp)
+{
+	const struct topo_domain *dom = x->t->domains;
+	size_t level = grp->slice_level; /* the deepest layer above the nodes */
+
+	for (size_t i = 0; grp->slice_size > 1 && i < grp->inner_count; i++)
+		if (grp->inner[i].level < x->t->node_level && grp->inner[i].level > level)
+			level = grp->inner[i].level;
+	if (!grp->slice_level || dom[d].node == TOPO_NONE || level >= x->t->node_level)
+		return 1;
+	return dom[dom[d].parent].level >= level;
+}
+
 /* Whether domain d is tighter than domain e for the instance being placed:
  * fewer pod slots, or as many and less free room of the scarcest resource
  * (of two racks with room for 10 pods, the one with 20 free cpu is taken
@@ -388,12 +431,15 @@ static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope,
 	for (uint32_t d = scope; d < dom[scope].end; d++) {
 		size_t l = dom[d].level;
 
-		if (x->usable[d] < want || l < lowest || (x->req->groups[in->group].exclusive && l != lowest))
+		if (x->usable[d] < want || l < lowest ||
+		    (x->req->groups[in->group].exclusive &&
+		     l != topo_place_required_level(x, &x->req->groups[in->group], scope)))
 			continue;
 		/* Below the required level only inside a domain of it: a Node listed
 		 * directly in a higher-tier HyperNode is in no domain of the lower
 		 * tier (Volcano's highestTierAllowed). */
-		if (!within_level(x, d, &x->req->groups[in->group]))
+		if (!within_level(x, d, &x->req->groups[in->group]) ||
+		    !within_slices(x, d, &x->req->groups[in->group]))
 			continue;
 		if (best[l] == TOPO_NONE || tighter(x, d, best[l]))
 			best[l] = d;
@@ -527,6 +573,19 @@ static int budget_left(struct ctx *x)
 
 static int dfs(struct ctx *x, size_t k, uint32_t scope);
 
+/* The largest domain holding d that is within `level` (d itself when above
+ * it): where a tree skips the level, a domain below it directly under a
+ * higher one (a tier-2 HyperNode under the root, for a unit held to tier
+ * 3) is the unit's domain, not the root. */
+static uint32_t top_within(const struct ctx *x, uint32_t d, size_t level)
+{
+	const struct topo_domain *dom = x->t->domains;
+
+	while (dom[d].parent != TOPO_NONE && dom[dom[d].parent].level >= level)
+		d = dom[d].parent;
+	return d;
+}
+
 /* Instance k with `want` pods inside `near` (its scope, or for a co-placed
  * instance the domain its unit's leader is in), the rest of the order inside
  * `scope`: the greedy choice, then for a required level the other domains
@@ -560,7 +619,8 @@ static int try_count(struct ctx *x, size_t k, uint32_t near, uint32_t scope, uin
 	if (!alts)
 		return 0;
 	for (uint32_t d = near; d < dom[near].end; d++)
-		if (dom[d].level == level && x->usable[d] >= want && d != first && within_level(x, d, grp))
+		if (dom[d].level == level && x->usable[d] >= want && d != first && within_level(x, d, grp) &&
+		    within_slices(x, d, grp))
 			alts[alt_count++] = (struct ranked){ x->usable[d], d };
 	qsort(alts, alt_count, sizeof(*alts), by_value_asc);
 	for (size_t a = 0; a < alt_count && !ok; a++) {
@@ -614,7 +674,7 @@ static int dfs(struct ctx *x, size_t k, uint32_t scope)
 		return try_counts(x, k, grp->outside_whole ? 0 : scope, scope);
 	/* Co-placed: inside the domain of the unit's level that holds the
 	 * leader; a preferred unit may fall back to the whole scope. */
-	near = topo_place_ancestor_at(x, x->domain[in->leader], topo_place_required_level(x, grp, scope));
+	near = top_within(x, x->domain[in->leader], topo_place_required_level(x, grp, scope));
 	if (try_counts(x, k, near, scope))
 		return 1;
 	if (grp->constraint.mode != TOPO_MODE_PREFERRED || near == scope || x->budget_hit)
@@ -745,12 +805,6 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 		first++;
 	big = &x->order[first];
 	need = x->elastic ? big->min_pods : big->pods;
-	/* An exclusive job holds a domain of its level alone: a JobSet domain
-	 * deeper than that could not show whether the rest of it is taken. */
-	for (size_t g = 0; g < x->req->group_count; g++)
-		if (x->req->groups[g].exclusive && !x->req->groups[g].outside_whole &&
-		    level > x->req->groups[g].constraint.level)
-			return 0;
 	struct ranked *cands = NULL;
 	size_t n = 0;
 	int ok = 0;

@@ -7,7 +7,8 @@
  *   topo_place_domain.c  the domain search: capacity per domain, the greedy
  *                        descent, the backtracking over domains, the order
  *                        of the instances
- *   topo_place_node.c    the node-level search, for mixed shapes
+ *   topo_place_node.c    the node-level search, complete within its step
+ *                        budget, when the domain search gives up
  *   topo_place_order.c   the order choice: the spec's order against the
  *                        search's, the better placement kept
  *
@@ -70,7 +71,8 @@ struct ctx {
 	uint32_t *domain; /* per order position: the domain it was placed in */
 	uint32_t *placed; /* per order position: pods placed (fewer than wanted only when elastic) */
 	size_t descents, budget, scope_descents, level_start;
-	size_t node_steps; /* the node-level search's work, against NODE_SEARCH_BUDGET */
+	size_t exact_steps, exact_budget; /* the node-level search's work and its budget */
+	int exact_cut; /* the node-level search stopped at its budget */
 	int budget_hit;
 	int elastic; /* this pass may place fewer slices (min_slices) */
 	char *first_cause;
@@ -102,6 +104,8 @@ struct topo_placement *topo_place_build_output(struct ctx *x, uint32_t whole);
 void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope);
 /* Puts count pods of group g on node, logged for undo. */
 void topo_place_take(struct ctx *x, uint32_t g, uint32_t node, uint32_t count);
+/* Closes every open node under d (an exclusive instance's domain), logged. */
+void topo_place_close(struct ctx *x, uint32_t d);
 /* Undoes the log back to mark (the takes of group g). */
 void topo_place_undo(struct ctx *x, uint32_t g, size_t mark);
 size_t topo_place_required_level(const struct ctx *x, const struct topo_group *grp, uint32_t scope);
@@ -116,8 +120,10 @@ uint64_t topo_place_whole_fit(struct ctx *x, size_t level);
 
 /* ---- topo_place_node.c: the node-level search ---- */
 
-/* 1 when it placed every instance, with *whole the JobSet's domain. */
-int topo_place_node_search(struct ctx *x, uint32_t *whole);
+/* The complete search over the whole request (x->elastic: at least each
+ * instance's minimum); 1 when it placed every instance, with *whole the
+ * JobSet's domain; else 0, with x->exact_cut when it stopped at its budget. */
+int topo_place_exact(struct ctx *x, uint32_t *whole);
 
 /* ---- topo_place_order.c: the order choice ---- */
 

@@ -1,0 +1,48 @@
+/*
+ * The placement core against an exhaustive search on random small cases
+ * (topology/topo_property.h): a fixed seed, 10,000 cases (half a second;
+ * a few seconds under ASan); `make bench` runs many more
+ * (topo_property_bench).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "topo_property.h"
+
+static void random_cases_against_an_exhaustive_search(void **state)
+{
+	struct topo_property_counts counts = { 0 };
+	char *failure = NULL;
+
+	(void)state;
+	if (topo_property_run(1, 10000, &counts, &failure) != 0)
+		fail_msg("%s", failure);
+	/* The generator reaches every feature and both answers. */
+	assert_int_equal(counts.cases, 10000);
+	assert_true(counts.hypernode_cases > 4000);
+	assert_true(counts.placed_full > 3000 && counts.placed_partial > 100);
+	assert_true(counts.refused > 3000 && counts.refused_request > 100);
+	assert_true(counts.with_slices > 5000 && counts.with_layers > 300 && counts.with_minimum > 3000);
+	assert_true(counts.with_exclusive > 1000 && counts.with_group > 500 && counts.with_whole > 2000);
+	assert_true(counts.mixed_shapes > 2000);
+	print_message(
+		"%zu cases (%zu HyperNode trees): placed %zu whole, %zu with fewer partitions; refused %zu, "
+		"%zu as requests; exhaustive: %zu full, %zu any, %zu assignments\n",
+		counts.cases, counts.hypernode_cases, counts.placed_full, counts.placed_partial,
+		counts.refused, counts.refused_request, counts.exhaustive_full, counts.exhaustive_any,
+		counts.exhaustive_leaves);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(random_cases_against_an_exhaustive_search),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
