@@ -69,17 +69,19 @@ FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initba
 
 BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology bin/kubectl-muster
 
-.PHONY: install images all test check unit binary-test cel-test fuzz bench bench-controller bench-micro bench-release bench-placement bench-real lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook help
+.PHONY: install images all test check unit binary-test cel-test docs-test reference fuzz bench bench-controller bench-micro bench-release bench-placement bench-real lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook help
 
 # Every target a user may name, one line each; `make lint` checks that each
 # .PHONY target has its line.
 define HELP
 all             build every binary into bin/ (the default)
 install         the command-line tools (kubectl-muster, muster-topology) into DESTDIR PREFIX/bin (PREFIX: /usr/local)
-test            every test that exists: lint, unit, binary, sanitizers, brief fuzz, CEL, e2e; one summary line
+test            every test that exists: lint, unit, binary, sanitizers, brief fuzz, CEL, docs, e2e; one summary line
 unit            the cmocka unit tests
 binary-test     the barrier's tests against its real binary, once per watch kind
 cel-test        the webhooks' CEL matchConditions evaluated as a 1.28+ apiserver does (deploy/test/, no cluster)
+docs-test       the links of README.md and docs/, and docs/reference/ against the binaries' --help (no cluster)
+reference       rewrite docs/reference/ from the binaries' --help (after a flag changed)
 check           unit and binary tests under ASan+UBSan, failing on any report or leak
 fuzz            each fuzz target for FUZZ_SECONDS (large inputs once, then 64 KiB ones mutated)
 e2e             the end-to-end suite on the local control plane (part of make test)
@@ -299,11 +301,20 @@ bench-real: all images
 cel-test:
 	@scripts/run-tests cel deploy/test/match_conditions_test.mjs
 
+# The docs: every relative link and #anchor of README.md and docs/ resolves,
+# and docs/reference/ is what the binaries' --help prints now (docs/test/).
+docs-test: $(BINARIES)
+	@scripts/run-tests docs docs/test/test_links.py docs/test/test_reference.py
+
+# The flag reference, from the binaries themselves.
+reference: $(BINARIES)
+	scripts/gen-reference
+
 # Everything that exists, with one summary line at the end.
 test: deps
 	@$(MAKE) --no-print-directory lint
 	@rm -f build/test-summary
-	@$(MAKE) --no-print-directory -k unit binary-test check fuzz cel-test e2e; status=$$?; \
+	@$(MAKE) --no-print-directory -k unit binary-test check fuzz cel-test docs-test e2e; status=$$?; \
 		if [ $$status -ne 0 ] && ! awk '$$4 > 0 { bad = 1 } END { exit !bad }' build/test-summary 2>/dev/null; then \
 			echo "test: a target failed to build or run without a test to show it (see the errors above)"; \
 			scripts/run-tests --record make build-or-run 0 1; \
@@ -330,7 +341,7 @@ bench-e2e: all
 	/usr/bin/python3 bench/scale.py
 
 SHELL_SCRIPTS := deploy/*.sh deploy/crd/*.sh e2e/cluster/*.sh images/images.sh scripts/barrier-demo scripts/deps \
-	scripts/run-e2e scripts/run-fuzz scripts/run-tests .ci/run
+	scripts/run-e2e scripts/run-fuzz scripts/run-tests scripts/gen-reference .ci/run
 BANNED := sprintf|vsprintf|strcpy|strcat|strncat|strtok|atoi|atol|gets|system|tmpnam|mktemp
 LINT_SRCS = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null || \
 	find . -name '*.[ch]' -not -path './build/*')
@@ -348,7 +359,7 @@ lint: all
 	@echo "lint: ShellCheck on every shell script"
 	@shellcheck -x --source-path=SCRIPTDIR $(SHELL_SCRIPTS)
 	@echo "lint: flake8 (pyflakes' checks) on the Python"
-	@flake8 --select=F e2e bench scripts/demo.py images/*.py
+	@flake8 --select=F e2e bench docs/test scripts/demo.py images/*.py
 	@echo "lint: every .PHONY target in make help"
 	@for t in $(filter-out .PHONY,$(shell sed -n 's/^\.PHONY://p' Makefile)); do \
 		printf '%s\n' "$$HELP" | grep -q "^$$t " || { echo "lint: make help lacks $$t"; exit 1; }; \
