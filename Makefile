@@ -15,7 +15,10 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
 	-Wundef
 BASE_CFLAGS := -std=c11 $(WARNINGS) -MMD -MP -DMUSTER_VERSION='"$(VERSION)"'
 OPT_CFLAGS  := -O2 -g
-SAN_CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+# The sanitized and fuzz builds (so `make check`) also abort on an API
+# request made under a muster lock (lib/base/muster_lock.h).
+SAN_CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-DMUSTER_LOCK_CHECK
 
 # Layout (docs/layout.md). lib/ is split by layer; each layer is a static
 # archive, as is each program folder's non-main code and testing/ (test
@@ -126,7 +129,7 @@ build/asan/%.o: %.c
 
 build/fuzz/%.o: %.c
 	@mkdir -p $(@D)
-	$(CLANG) $(BASE_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all $(CFLAGS) -c -o $@ $<
+	$(CLANG) $(BASE_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -DMUSTER_LOCK_CHECK $(CFLAGS) -c -o $@ $<
 
 # Archives: one per folder of ARCHIVE_DIRS and flavour.
 define archive
