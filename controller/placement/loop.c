@@ -93,7 +93,7 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000L;
 		}
-		pthread_mutex_lock(&loop->lock);
+		muster_lock(&loop->lock);
 		if (!loop->dirty)
 			pthread_cond_timedwait(&loop->cond, &loop->lock, &until);
 		wanted = !loop->cluster_watching && loop->jobsets.count > 0;
@@ -108,7 +108,7 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 		       (loop->stranded && now_s() - last >= 1.0) ||
 		       (loop->next_hold && now_s() >= loop->next_hold) ||
 		       (loop->next_retire && wall_s() >= loop->next_retire));
-		pthread_mutex_unlock(&loop->lock);
+		muster_unlock(&loop->lock);
 		if (wanted) {
 			mlog(MLOG_INFO, "placement-watching",
 			     "reason=\"a JobSet asks for a placement\" watches=\"nodes, "
@@ -231,21 +231,21 @@ int placement_loop_ready(struct placement_loop *loop, char *reason, size_t size)
 	static const char *const names[WATCH_COUNT] = { "nodes", "pods", "jobsets" };
 	int ready = 1;
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	for (int i = 0; i < WATCH_COUNT; i++)
 		if (!loop->listed[i] && ready && (i == WATCH_JOBSETS || loop->cluster_watching)) {
 			snprintf(reason, size, "placement: the %s are not listed yet", names[i]);
 			ready = 0;
 		}
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	return ready;
 }
 
 void placement_loop_stats(struct placement_loop *loop, struct placement_stats *out)
 {
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	*out = loop->stats;
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	out->list_pages_shrunk = 0;
 	for (int i = 0; i < API_COUNT; i++) {
 		struct kube_client_stats api;

@@ -52,7 +52,7 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 	const char *reason;
 	char *cause = NULL;
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, e->namespace, e->name);
 	if (e->change == KUBE_INFORMER_DELETE || !state ||
 	    (j && strcmp(j->uid, meta_string(e->object, "uid")) != 0)) {
@@ -130,7 +130,7 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 	snprintf(j->reason, sizeof(j->reason), "%s", reason ? reason : "");
 	mark_dirty(loop);
 out:
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	return 0;
 }
 
@@ -139,7 +139,7 @@ static int node_change(void *arg, const struct kube_informer_event *e)
 	struct placement_loop *loop = arg;
 	char *cause = NULL;
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	loop->nodes_changed = 1;
 	if (e->change == KUBE_INFORMER_DELETE) {
 		topo_cache_node_delete(loop->cache, e->name);
@@ -149,7 +149,7 @@ static int node_change(void *arg, const struct kube_informer_event *e)
 		free(cause);
 	}
 	mark_dirty(loop);
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	return 0;
 }
 
@@ -229,7 +229,7 @@ static int pod_change(void *arg, const struct kube_informer_event *e)
 	struct placement_loop *loop = arg;
 	char key[600], *cause = NULL;
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	if (e->change == KUBE_INFORMER_DELETE) {
 		topo_cache_pod_delete(loop->cache, e->namespace, e->name);
 		bound_forget(loop, e->namespace, e->name);
@@ -250,16 +250,16 @@ static int pod_change(void *arg, const struct kube_informer_event *e)
 	loop->pods_changed = 1;
 	if (loop->stats.waiting > loop->retrying)
 		mark_dirty(loop);
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	return 0;
 }
 
 static int relist_end(struct placement_loop *loop, int which)
 {
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	loop->listed[which] = 1;
 	mark_dirty(loop);
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	return 0;
 }
 

@@ -30,6 +30,7 @@
 #include "kjson.h"
 #include "kube_client.h"
 #include "kube_informer.h"
+#include "muster_lock.h"
 #include "name_table.h"
 #include "topo_cache.h"
 #include "topo_jobset.h"
