@@ -12,11 +12,12 @@
  * Threads: each watch runs in its own thread with its own API client; all
  * trackers live behind one mutex. The release of record (the ConfigMap
  * write) is decided under it and written outside it by a writer thread with
- * a third client; a new tracker's ConfigMap read and pod LIST are made under
- * it with a fifth.
+ * a third client; a new tracker's ConfigMap read and pod LIST are made
+ * outside it too, by a reader thread with a fifth (no API request is ever
+ * made under the mutex: lib/base/muster_lock.h checks it).
  * The push to the barriers and the Events are queued to a side thread with
  * a fourth client, so a 5,000-pod push never holds the watches up. A
- * once-a-second tick retries failed reads and writes. JobSets are found by
+ * once-a-second tick retries failed writes. JobSets are found by
  * namespace/name in a hash table. Leader election and the HTTP endpoints
  * are main.c's; this module offers what they read (ready, stats, foreach).
  *

@@ -17,7 +17,7 @@
  * thread making API calls also touches (controller_group's registry and
  * reason locks, the side queue's, the placement loop's). A lock a thread
  * takes only around memory, never around a call of another module, may
- * stay a plain pthread mutex; docs/layout.md lists the ones that do.
+ * stay a plain pthread mutex; controller/controller.md (Threads) names them.
  *
  * A pthread_cond_wait on a counted mutex keeps the count: the thread holds
  * the mutex again when the wait returns, and runs nothing meanwhile.
