@@ -33,7 +33,7 @@
 #include "push_fanout.h"
 #include "release_record.h"
 #include "side_queue.h"
-#include "watch_set.h"
+#include "watch_hub.h"
 #include "release_line.h"
 
 #define LIST_PAGE_SIZE 500u
@@ -973,16 +973,8 @@ static void tick(struct controller_group *group)
 
 int controller_group_run(struct controller_group *group, atomic_int *stop, char **cause)
 {
-	struct watch_set watches = { 0 };
-	struct watch_spec jobsets = { .client = group->jobset_api.client,
-				      .informer = group->jobset_informer,
-				      .page_size = LIST_PAGE_SIZE };
-	struct watch_spec pods = { .client = group->pod_api.client,
-				   .informer = group->pod_informer,
-				   .selectors = { .label = MUSTER_LABEL_GROUP_SCHEDULING },
-				   .page_size = LIST_PAGE_SIZE };
 	pthread_t writer, reader;
-	int err, watch_err;
+	int err, watch_err, pod_err;
 
 	/* Every request of the loop ends at once on a stop, however much of a
 	 * LIST or of a new JobSet's reads is left. */
@@ -991,13 +983,6 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 	kube_client_set_stop(group->read_api.client, stop);
 	kube_client_set_stop(group->write_api.client, stop);
 	kube_client_set_stop(group->side_api.client, stop);
-	if ((err = kube_path(jobsets.path, sizeof(jobsets.path), &KUBE_JOBSETS,
-			     group->namespace[0] ? group->namespace : NULL, NULL, cause)) ||
-	    (err = kube_path(pods.path, sizeof(pods.path), &KUBE_PODS,
-			     group->namespace[0] ? group->namespace : NULL, NULL, cause)))
-		return err;
-	watch_set_add(&watches, &jobsets);
-	watch_set_add(&watches, &pods);
 	if ((err = side_queue_start(&group->side, cause)))
 		return err;
 	if (pthread_create(&writer, NULL, writer_main, group) != 0) {
@@ -1013,7 +998,9 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 		side_queue_finish(&group->side);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot start the reader thread");
 	}
-	err = watch_set_start(&watches, stop, cause);
+	err = watch_hub_start(group->jobset_hub, stop, cause);
+	if (!err)
+		err = watch_hub_start(group->pod_hub, stop, cause);
 	while (!atomic_load(stop)) {
 		struct timespec second = { .tv_sec = 1, .tv_nsec = 0 };
 
@@ -1021,9 +1008,14 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 		if (!atomic_load(stop))
 			tick(group);
 	}
-	watch_err = watch_set_join(&watches, err ? NULL : cause);
+	/* The watches are shared (placement subscribes to them): they end
+	 * with this loop. */
+	watch_hub_stop(group->jobset_hub);
+	watch_hub_stop(group->pod_hub);
+	watch_err = watch_hub_wait(group->jobset_hub, err ? NULL : cause);
+	pod_err = watch_hub_wait(group->pod_hub, err || watch_err ? NULL : cause);
 	if (!err)
-		err = watch_err;
+		err = watch_err ? watch_err : pod_err;
 	/* The watches and the tick are done: no tracker is made any more. The
 	 * reader's request under way ends at once (its client is stopped); a
 	 * read it applies may still decide a release. Then the writer finishes
@@ -1042,6 +1034,62 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 	 * (pushes are bounded in time). */
 	side_queue_finish(&group->side);
 	return err;
+}
+
+/* The loop's JobSets: those of its namespace (all without one). */
+static int wants_jobset(void *arg, const cJSON *object)
+{
+	const struct controller_group *group = arg;
+	const cJSON *namespace = kjson_member(kjson_member(object, "metadata"), "namespace");
+
+	return !group->namespace[0] ||
+	       (cJSON_IsString(namespace) && strcmp(namespace->valuestring, group->namespace) == 0);
+}
+
+/* Its pods: of its namespace, carrying the group-scheduling label (what its
+ * own watch's label selector asks). */
+static int wants_pod(void *arg, const cJSON *object)
+{
+	const cJSON *labels = kjson_member(kjson_member(object, "metadata"), "labels");
+
+	return wants_jobset(arg, object) && kjson_member(labels, MUSTER_LABEL_GROUP_SCHEDULING) != NULL;
+}
+
+/* The JobSet and pod watches, as shared watches (watch_hub) with this loop
+ * their first consumer; placement may subscribe too. */
+static int watches_new(struct controller_group *group, char **cause)
+{
+	const char *namespace = group->namespace[0] ? group->namespace : NULL;
+	char jobsets[KUBE_PATH_MAX], pods[KUBE_PATH_MAX], all_jobsets[KUBE_PATH_MAX], all_pods[KUBE_PATH_MAX];
+	struct watch_hub_consumer_spec jobset_spec = {
+		.informer = group->jobset_informer, .path = jobsets, .wants = wants_jobset, .arg = group
+	};
+	struct watch_hub_consumer_spec pod_spec = { .informer = group->pod_informer,
+						    .path = pods,
+						    .selectors = { .label = MUSTER_LABEL_GROUP_SCHEDULING },
+						    .wants = wants_pod,
+						    .arg = group };
+	int err;
+
+	if ((err = kube_path(jobsets, sizeof(jobsets), &KUBE_JOBSETS, namespace, NULL, cause)) ||
+	    (err = kube_path(pods, sizeof(pods), &KUBE_PODS, namespace, NULL, cause)) ||
+	    (err = kube_path(all_jobsets, sizeof(all_jobsets), &KUBE_JOBSETS, NULL, NULL, cause)) ||
+	    (err = kube_path(all_pods, sizeof(all_pods), &KUBE_PODS, NULL, NULL, cause)) ||
+	    (err = watch_hub_new(group->jobset_api.client, all_jobsets, LIST_PAGE_SIZE, &group->jobset_hub,
+				 cause)) ||
+	    (err = watch_hub_new(group->pod_api.client, all_pods, LIST_PAGE_SIZE, &group->pod_hub, cause)))
+		return err;
+	if (watch_hub_add(group->jobset_hub, &jobset_spec, 1) < 0 ||
+	    watch_hub_add(group->pod_hub, &pod_spec, 1) < 0)
+		return kube_cause(cause, KUBE_EINVAL, "cannot subscribe to the watches");
+	return 0;
+}
+
+void controller_group_watches(struct controller_group *group, struct watch_hub **jobsets,
+			      struct watch_hub **pods)
+{
+	*jobsets = group->jobset_hub;
+	*pods = group->pod_hub;
 }
 
 int controller_group_new(const struct kube_config *cfg, const struct controller_group_options *options,
@@ -1103,7 +1151,8 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 	    (err = api_new(cfg, options, &group->side_api, cause)) ||
 	    (err = api_new(cfg, options, &group->read_api, cause)) ||
 	    (err = kube_informer_new(&jobset_handlers, &group->jobset_informer, cause)) ||
-	    (err = kube_informer_new(&pod_handlers, &group->pod_informer, cause))) {
+	    (err = kube_informer_new(&pod_handlers, &group->pod_informer, cause)) ||
+	    (err = watches_new(group, cause))) {
 		controller_group_free(group);
 		return err;
 	}
@@ -1134,6 +1183,8 @@ void controller_group_free(struct controller_group *group)
 	api_free(&group->write_api);
 	api_free(&group->side_api);
 	api_free(&group->read_api);
+	watch_hub_free(group->jobset_hub);
+	watch_hub_free(group->pod_hub);
 	kube_informer_free(group->jobset_informer);
 	kube_informer_free(group->pod_informer);
 	pthread_cond_destroy(&group->writes_cond);

@@ -90,6 +90,15 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
  * installed). Returns 0 when stopped, else the negative kube_err and *cause. */
 int controller_group_run(struct controller_group *group, atomic_int *stop, char **cause);
 
+struct watch_hub;
+
+/* The loop's JobSet and pod watches (controller/watch_hub.h), for another
+ * loop of the process to subscribe to before controller_group_run (one
+ * watch per kind, not one per loop). They run and end with
+ * controller_group_run; they are freed with the group. */
+void controller_group_watches(struct controller_group *group, struct watch_hub **jobsets,
+			      struct watch_hub **pods);
+
 void controller_group_free(struct controller_group *group);
 
 /* 1 when both watches have completed their first LIST (the controller knows

@@ -21,6 +21,7 @@
 #include "name_table.h"
 #include "release_line.h"
 #include "side_queue.h"
+#include "watch_hub.h"
 
 /* One group-scheduled JobSet. */
 struct entry {
@@ -78,7 +79,9 @@ struct controller_group {
 	struct api jobset_api, pod_api, write_api, side_api;
 	struct side_queue side; /* pushes and Events, with side_api's client */
 	struct api read_api; /* ConfigMap GET and pod LIST of a new tracker, by the reader thread */
-	struct kube_informer *jobset_informer, *pod_informer; /* each used by its watch thread */
+	struct kube_informer *jobset_informer, *pod_informer; /* each fed by its watch's thread */
+	struct watch_hub *jobset_hub,
+		*pod_hub; /* the process's JobSet and pod watches, shared with placement */
 	uint64_t serials; /* entries made */
 
 	/* Release writes decided and not yet recorded, oldest first; under lock. */
