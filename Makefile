@@ -54,7 +54,7 @@ UNIT_TESTS := initbarrier/barrier_core_test controller/push_fanout_test \
 	lib/kube/kube_client_test lib/kube/kube_config_test lib/base/json_arena_test lib/kube/kube_lease_test \
 	lib/kube/kube_informer_test lib/kube/kube_path_test \
 	lib/base/flag_test lib/base/name_table_test lib/base/quantity_test lib/base/yaml_json_test lib/base/kjson_test lib/base/utf8_test lib/http/metrics_test lib/http/http_serve_test \
-	controller/group_decode_test controller/group_tracker_test controller/controller_group_test controller/placement_loop_test webhook/record_cache_test \
+	controller/group_decode_test controller/group_tracker_test controller/controller_group_test controller/placement_loop_test controller/watch_hub_test webhook/record_cache_test \
 	webhook/jobset_admission_test topology/topo_test topology/topo_input_test lib/topo/topo_objects_test lib/topo/topo_cache_test lib/topo/topo_record_test lib/topo/topo_promise_test lib/topo/topo_move_test lib/topo/topo_retire_test
 # Tests that drive a real binary (cmocka too).
 BINARY_TESTS := initbarrier/barrier_binary_test
