@@ -15,7 +15,8 @@
  *
  * Which mutexes: every one of the controller's loops that guards state a
  * thread making API calls also touches (controller_group's registry and
- * reason locks, the side queue's, the placement loop's). A lock a thread
+ * reason locks, the side queue's, the placement loop's, the shared
+ * watches'), and the Lease's holder lock. A lock a thread
  * takes only around memory, never around a call of another module, may
  * stay a plain pthread mutex; controller/controller.md (Threads) names them.
  *
