@@ -658,15 +658,20 @@ static void *reader_main(void *arg)
 	while (!group->reads_stop) {
 		struct entry *e = group->reads_head;
 		struct read_target t = { .group = group };
-		uint64_t now = now_ms(group);
+		uint64_t now = now_ms(group), due = UINT64_MAX;
 
-		if (!e) {
+		/* The first entry due: a new one is not held behind a failed one
+		 * waiting for its retry. */
+		for (; e && e->read_after_ms > now; e = e->read_next)
+			if (e->read_after_ms < due)
+				due = e->read_after_ms;
+		if (!e && due == UINT64_MAX) {
 			pthread_cond_wait(&group->reads_cond, &group->lock);
 			continue;
 		}
-		if (e->read_after_ms > now) {
+		if (!e) {
 			struct timespec until;
-			uint64_t wait = e->read_after_ms - now;
+			uint64_t wait = due - now;
 
 			clock_gettime(CLOCK_REALTIME, &until);
 			until.tv_sec += (time_t)(wait / 1000u);
