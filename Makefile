@@ -15,7 +15,10 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
 	-Wundef
 BASE_CFLAGS := -std=c11 $(WARNINGS) -MMD -MP -DMUSTER_VERSION='"$(VERSION)"'
 OPT_CFLAGS  := -O2 -g
-SAN_CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+# The sanitized and fuzz builds (so `make check`) also abort on an API
+# request made under a muster lock (lib/base/muster_lock.h).
+SAN_CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-DMUSTER_LOCK_CHECK
 
 # Layout (docs/layout.md). lib/ is split by layer; each layer is a static
 # archive, as is each program folder's non-main code and testing/ (test
@@ -51,7 +54,7 @@ UNIT_TESTS := initbarrier/barrier_core_test controller/push_fanout_test \
 	lib/kube/kube_client_test lib/kube/kube_config_test lib/base/json_arena_test lib/kube/kube_lease_test \
 	lib/kube/kube_informer_test lib/kube/kube_path_test lib/muster/jobset_pod_test lib/muster/jobset_state_test \
 	lib/base/flag_test lib/base/name_table_test lib/base/quantity_test lib/base/yaml_json_test lib/base/kjson_test lib/base/utf8_test lib/base/json_patch_test lib/http/metrics_test lib/http/http_serve_test \
-	controller/group_decode_test controller/group_tracker_test controller/controller_group_test controller/placement_loop_test webhook/record_cache_test \
+	controller/group_decode_test controller/group_tracker_test controller/controller_group_test controller/placement_loop_test controller/watch_hub_test webhook/record_cache_test \
 	webhook/jobset_admission_test topology/topo_test topology/topo_property_test lib/cli/topo_input_test lib/cli/topo_view_test lib/cli/topo_run_test kubectl/kc_args_test kubectl/kc_kubeconfig_test kubectl/kc_status_test lib/topo/topo_objects_test lib/topo/topo_cache_test lib/topo/topo_record_test lib/topo/topo_promise_test lib/topo/topo_move_test lib/topo/topo_retire_test
 # Tests that drive a real binary (cmocka too).
 BINARY_TESTS := initbarrier/barrier_binary_test
@@ -139,7 +142,7 @@ build/asan/%.o: %.c
 
 build/fuzz/%.o: %.c
 	@mkdir -p $(@D)
-	$(CLANG) $(BASE_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all $(CFLAGS) -c -o $@ $<
+	$(CLANG) $(BASE_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -DMUSTER_LOCK_CHECK $(CFLAGS) -c -o $@ $<
 
 # Archives: one per folder of ARCHIVE_DIRS and flavour. Each depends on a
 # list of its members, rewritten only when it changes, so that a source

@@ -29,10 +29,11 @@
 #include "kube_path.h"
 #include "name_table.h"
 #include "mlog.h"
+#include "muster_lock.h"
 #include "push_fanout.h"
 #include "release_record.h"
 #include "side_queue.h"
-#include "watch_set.h"
+#include "watch_hub.h"
 #include "release_line.h"
 
 #define LIST_PAGE_SIZE 500u
@@ -72,8 +73,11 @@ static int entry_insert(struct controller_group *group, struct entry *e)
 	return name_table_insert(&group->registry, &e->node);
 }
 
+static void read_queue_remove(struct controller_group *group, struct entry *e);
+
 static void entry_remove(struct controller_group *group, struct entry *victim)
 {
+	read_queue_remove(group, victim);
 	name_table_remove(&group->registry, &victim->node);
 	group_tracker_free(victim->tracker);
 	free(victim);
@@ -151,35 +155,29 @@ static void report_conflict(struct controller_group *group, struct entry *e)
 		    e->name);
 }
 
-/* Reads the released epoch back from the ConfigMap into the tracker. A
- * ConfigMap that is not this JobSet's releases nothing. */
-static int read_released(struct controller_group *group, struct entry *e, char **cause)
+/* The released epoch read back from the ConfigMap, into the tracker. A
+ * ConfigMap that is not this JobSet's releases nothing. Under the lock. */
+static void released_read(struct controller_group *group, struct entry *e,
+			  const struct release_record_read *read)
 {
-	struct release_jobset jobset = { e->namespace, e->name, e->uid };
-	struct release_record_read read;
-	int err = release_record_read(group->read_api.client, &jobset, &read, cause);
-
-	if (err)
-		return err;
-	if (read.found && read.owner == RELEASE_OWNER_PREDECESSOR)
+	if (read->found && read->owner == RELEASE_OWNER_PREDECESSOR)
 		mlog(MLOG_INFO, "configmap-stale",
 		     "jobset=%s/%s reason=\"owned by an earlier JobSet of this name\"", e->namespace,
 		     e->name);
-	if (read.found && read.owner == RELEASE_OWNER_FOREIGN)
+	if (read->found && read->owner == RELEASE_OWNER_FOREIGN)
 		report_conflict(group, e);
-	if (!read.has_release) {
+	if (!read->has_release) {
 		group_tracker_set_none_released(e->tracker);
-		return 0;
+		return;
 	}
-	group_tracker_set_released(e->tracker, read.epoch);
+	group_tracker_set_released(e->tracker, read->epoch);
 	/* A controller that stopped between the write and the push left
 	 * barriers to the volume sync (up to 90 s): push again to those still
 	 * waiting, once the pods are listed. */
 	e->repush = 1;
 	mlog(MLOG_INFO, "released-read", "jobset=%s/%s attempt=%lu generation=%lu", e->namespace, e->name,
-	     (unsigned long)group_epoch_attempt(read.epoch),
-	     (unsigned long)group_epoch_generation(read.epoch));
-	return 0;
+	     (unsigned long)group_epoch_attempt(read->epoch),
+	     (unsigned long)group_epoch_generation(read->epoch));
 }
 
 /* A pod of the JobSet without the label jobset.sigs.k8s.io/jobset-uid
@@ -195,51 +193,6 @@ static void note_pod(struct entry *e, const struct group_pod *pod)
 	     "jobset=%s/%s pod=%s reason=\"no label " JOBSET_LABEL_UID " (JobSet before v0.10?): pods are "
 	     "matched by the JobSet's name, and those of a deleted JobSet of the same name can count\"",
 	     e->namespace, e->name, pod->name);
-}
-
-struct list_context {
-	struct entry *entry;
-	uint64_t seq;
-};
-
-static int list_pod_item(void *arg, const cJSON *item)
-{
-	struct list_context *context = arg;
-	struct group_pod pod;
-	char *cause = NULL;
-
-	if (group_pod_from_json(item, &pod, &cause)) {
-		mlog(MLOG_WARN, "pod-undecodable", "cause=\"%s\"", cause ? cause : "no memory");
-		free(cause);
-		return 0;
-	}
-	note_pod(context->entry, &pod);
-	group_tracker_apply_pod(context->entry->tracker, &pod, GROUP_EVENT_ADDED, context->seq);
-	return 0;
-}
-
-/* A new tracker gets its own LIST of the JobSet's pods, so that it has a
- * full picture without waiting for the pod watch's next re-list. It runs
- * under the lock: no pod event is applied meanwhile. */
-static int list_pods(struct controller_group *group, struct entry *e, char **cause)
-{
-	char path[KUBE_PATH_MAX], selector[sizeof(MUSTER_LABEL_GROUP_SCHEDULING) + sizeof(JOBSET_LABEL_NAME) +
-					   MODEL_LABEL_MAX + 2];
-	struct kube_selectors selectors = { .label = selector, .field = NULL };
-	struct list_context context = { .entry = e, .seq = now_ms(group) };
-	int err;
-
-	if ((err = kube_path(path, sizeof(path), &KUBE_PODS, e->namespace, NULL, cause)) != 0)
-		return err;
-	snprintf(selector, sizeof(selector), "%s,%s=%s", MUSTER_LABEL_GROUP_SCHEDULING, JOBSET_LABEL_NAME,
-		 e->name);
-	group_tracker_relist_begin(e->tracker);
-	err = kube_list(group->read_api.client, path, &selectors, LIST_PAGE_SIZE, list_pod_item, &context,
-			NULL, cause);
-	group_tracker_relist_end(e->tracker);
-	if (err)
-		group_tracker_relist_begin(e->tracker); /* keep decide() at UNKNOWN until a full LIST */
-	return err;
 }
 
 /* ---- the release ---- */
@@ -420,7 +373,7 @@ static void *writer_main(void *arg)
 {
 	struct controller_group *group = arg;
 
-	pthread_mutex_lock(&group->lock);
+	muster_lock(&group->lock);
 	for (;;) {
 		struct release_jobset jobset;
 		struct write_req *req;
@@ -431,13 +384,13 @@ static void *writer_main(void *arg)
 			break;
 		req = group->writes_head;
 		jobset = (struct release_jobset){ req->snap.namespace, req->snap.name, req->snap.uid };
-		pthread_mutex_unlock(&group->lock);
+		muster_unlock(&group->lock);
 		req->how = "";
 		req->begun = now_ms(group);
 		req->err = release_record_write(group->write_api.client, &jobset, req->decision.epoch,
 						&req->how, &req->foreign, &req->cause);
 		req->written = now_ms(group);
-		pthread_mutex_lock(&group->lock);
+		muster_lock(&group->lock);
 		group->writes_head = req->next;
 		if (!group->writes_head)
 			group->writes_tail = NULL;
@@ -445,7 +398,7 @@ static void *writer_main(void *arg)
 		free(req->cause);
 		free(req);
 	}
-	pthread_mutex_unlock(&group->lock);
+	muster_unlock(&group->lock);
 	return NULL;
 }
 
@@ -537,32 +490,223 @@ static void decide(struct controller_group *group, struct entry *e)
 		repush(group, e, &decision);
 }
 
-/* ---- JobSet events ---- */
+/* ---- a new tracker's reads, by the reader thread, outside the lock ---- */
 
-/* Reads the released attempt back and lists the entry's pods. Always list:
- * a tracker made while the pod watch's own LIST is under way (or before it
- * began) would otherwise never see a complete LIST. On failure the tracker
- * stays UNKNOWN (it never releases) and the tick tries again. */
-static void entry_read(struct controller_group *group, struct entry *e)
+/* Which entry a read is for, copied under the lock: the entry is found
+ * again by name and serial each time the lock is taken again (it may have
+ * been forgotten, or made anew for a new uid, meanwhile). */
+struct read_target {
+	char namespace[MODEL_LABEL_MAX + 1];
+	char name[MODEL_LABEL_MAX + 1];
+	char uid[MODEL_UID_MAX + 1];
+	uint64_t serial;
+	uint64_t pod_relists; /* the pod watch's LISTs begun when this LIST began */
+	uint64_t seq;
+	int moot; /* the pod watch re-listed meanwhile, or the entry is gone */
+	struct controller_group *group;
+};
+
+static struct entry *entry_again(struct controller_group *group, const struct read_target *t)
 {
+	struct entry *e = entry_find(group, t->namespace, t->name);
+
+	return e && e->serial == t->serial ? e : NULL;
+}
+
+/* Queues e for the reader thread, to be read from `after` (now_ms) on.
+ * Under the lock. */
+static void read_queue_put(struct controller_group *group, struct entry *e, uint64_t after)
+{
+	if (e->read_queued)
+		return;
+	e->read_queued = 1;
+	e->read_after_ms = after;
+	e->read_next = NULL;
+	e->read_prev = group->reads_tail;
+	if (group->reads_tail)
+		group->reads_tail->read_next = e;
+	else
+		group->reads_head = e;
+	group->reads_tail = e;
+	pthread_cond_signal(&group->reads_cond);
+}
+
+static void read_queue_remove(struct controller_group *group, struct entry *e)
+{
+	if (!e->read_queued)
+		return;
+	if (e->read_prev)
+		e->read_prev->read_next = e->read_next;
+	else
+		group->reads_head = e->read_next;
+	if (e->read_next)
+		e->read_next->read_prev = e->read_prev;
+	else
+		group->reads_tail = e->read_prev;
+	e->read_prev = e->read_next = NULL;
+	e->read_queued = 0;
+}
+
+/* A LIST item: decoded outside the lock, applied under it as ADDED, unless
+ * the pod watch began a LIST of its own meanwhile (that LIST covers this
+ * JobSet: the entry was there when it began) or the entry is gone. */
+static int list_pod_item(void *arg, const cJSON *item)
+{
+	struct read_target *t = arg;
+	struct controller_group *group = t->group;
+	struct group_pod pod;
+	struct entry *e;
 	char *cause = NULL;
+
+	if (group_pod_from_json(item, &pod, &cause)) {
+		mlog(MLOG_WARN, "pod-undecodable", "cause=\"%s\"", cause ? cause : "no memory");
+		free(cause);
+		return 0;
+	}
+	muster_lock(&group->lock);
+	e = entry_again(group, t);
+	if (!e || group->pod_relists != t->pod_relists) {
+		t->moot = 1;
+		muster_unlock(&group->lock);
+		return 1; /* ends the LIST */
+	}
+	note_pod(e, &pod);
+	group_tracker_apply_pod(e->tracker, &pod, GROUP_EVENT_ADDED, t->seq);
+	muster_unlock(&group->lock);
+	return 0;
+}
+
+/* A new tracker gets its own LIST of the JobSet's pods, so that it has a
+ * full picture without waiting for the pod watch's next re-list. Its
+ * re-list began when it was made (jobset_add): every pod event applied
+ * since, before or during the LIST, marks what it touches as seen, so
+ * relist_end forgets nothing a new tracker was told (it has nothing older).
+ * Returns 0, a KUBE_E* code, or 1 when the LIST was moot (t->moot). */
+static int list_pods(struct controller_group *group, struct read_target *t, char **cause)
+{
+	char path[KUBE_PATH_MAX], selector[sizeof(MUSTER_LABEL_GROUP_SCHEDULING) + sizeof(JOBSET_LABEL_NAME) +
+					   MODEL_LABEL_MAX + 2];
+	struct kube_selectors selectors = { .label = selector, .field = NULL };
 	int err;
 
-	if (write_in_flight(group, e)) {
-		/* A write of an earlier entry of this JobSet is under way: read
-		 * once it is recorded (the tick retries). */
-		e->needs_read = 1;
-		return;
-	}
-	err = read_released(group, e, &cause);
-	if (!err)
-		err = list_pods(group, e, &cause);
-	e->needs_read = err != 0;
+	if ((err = kube_path(path, sizeof(path), &KUBE_PODS, t->namespace, NULL, cause)) != 0)
+		return err;
+	snprintf(selector, sizeof(selector), "%s,%s=%s", MUSTER_LABEL_GROUP_SCHEDULING, JOBSET_LABEL_NAME,
+		 t->name);
+	err = kube_list(group->read_api.client, path, &selectors, LIST_PAGE_SIZE, list_pod_item, t, NULL,
+			cause);
+	return t->moot ? 1 : err;
+}
+
+/* Retried this long after a read failed, or was put off by a write of the
+ * JobSet under way. */
+#define READ_RETRY_MS 1000u
+
+/* Reads the released epoch back and lists the pods of the entry of t, with
+ * no lock held across either request; each result is applied under the
+ * lock to the same entry only. Always list: a tracker made while the pod
+ * watch's own LIST is under way (or before it began) would otherwise never
+ * see a complete LIST. On failure the tracker stays UNKNOWN (it never
+ * releases) and the read is queued again. */
+static void entry_read(struct controller_group *group, struct read_target *t)
+{
+	struct release_jobset jobset = { t->namespace, t->name, t->uid };
+	struct release_record_read read;
+	struct entry *e;
+	char *cause = NULL;
+	int err = release_record_read(group->read_api.client, &jobset, &read, &cause);
+
+	muster_lock(&group->lock);
+	if (!(e = entry_again(group, t)))
+		goto out; /* forgotten: a later entry of the JobSet reads for itself */
 	if (err)
+		goto failed;
+	released_read(group, e, &read);
+	if (group->pod_relists == t->pod_relists) {
+		/* No LIST of the pod watch began since the entry was made: list
+		 * its pods. */
+		t->seq = now_ms(group);
+		muster_unlock(&group->lock);
+		err = list_pods(group, t, &cause);
+		muster_lock(&group->lock);
+		if (!(e = entry_again(group, t)))
+			goto out;
+		if (t->moot || group->pod_relists != t->pod_relists)
+			err = 0; /* one began meanwhile: it ends the tracker's re-list */
+		else if (!err)
+			group_tracker_relist_end(e->tracker);
+		/* A failed LIST leaves the re-list open: decide() stays UNKNOWN
+		 * until a full one. */
+	}
+failed:
+	if (err) {
 		mlog(MLOG_ERROR, "jobset-read-failed", "jobset=%s/%s err=%s cause=\"%s\"", e->namespace,
 		     e->name, kube_err_name(err), cause ? cause : "");
+		read_queue_put(group, e, now_ms(group) + READ_RETRY_MS);
+	}
+	decide(group, e);
+out:
+	muster_unlock(&group->lock);
 	free(cause);
 }
+
+/* The reader thread: reads the ConfigMap and lists the pods of each new
+ * tracker, oldest first, outside the lock (a slow apiserver holds up
+ * neither watch), and retries a failed read a second later. A JobSet whose
+ * release write of an earlier entry is queued or under way is read once it
+ * is recorded. */
+static void *reader_main(void *arg)
+{
+	struct controller_group *group = arg;
+
+	muster_lock(&group->lock);
+	while (!group->reads_stop) {
+		struct entry *e = group->reads_head;
+		struct read_target t = { .group = group };
+		uint64_t now = now_ms(group), due = UINT64_MAX;
+
+		/* The first entry due: a new one is not held behind a failed one
+		 * waiting for its retry. */
+		for (; e && e->read_after_ms > now; e = e->read_next)
+			if (e->read_after_ms < due)
+				due = e->read_after_ms;
+		if (!e && due == UINT64_MAX) {
+			pthread_cond_wait(&group->reads_cond, &group->lock);
+			continue;
+		}
+		if (!e) {
+			struct timespec until;
+			uint64_t wait = due - now;
+
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += (time_t)(wait / 1000u);
+			until.tv_nsec += (long)(wait % 1000u) * 1000000L;
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&group->reads_cond, &group->lock, &until);
+			continue;
+		}
+		read_queue_remove(group, e);
+		if (write_in_flight(group, e)) {
+			read_queue_put(group, e, now + READ_RETRY_MS);
+			continue;
+		}
+		memcpy(t.namespace, e->namespace, sizeof(t.namespace));
+		memcpy(t.name, e->name, sizeof(t.name));
+		memcpy(t.uid, e->uid, sizeof(t.uid));
+		t.serial = e->serial;
+		t.pod_relists = e->pod_relists;
+		muster_unlock(&group->lock);
+		entry_read(group, &t);
+		muster_lock(&group->lock);
+	}
+	muster_unlock(&group->lock);
+	return NULL;
+}
+
+/* ---- JobSet events ---- */
 
 /* Makes the tracker of a new group-scheduled JobSet: reads the released
  * attempt back and, when the pod watch has listed already, lists its pods. */
@@ -600,7 +744,11 @@ static void jobset_add(struct controller_group *group, const struct jobset_model
 		return;
 	}
 	mlog(MLOG_INFO, "jobset-tracked", "jobset=%s/%s attempt=%u", e->namespace, e->name, jobset->restarts);
-	entry_read(group, e);
+	/* Its own LIST (the reader's) or the pod watch's next one completes it;
+	 * until then decide() says UNKNOWN. */
+	group_tracker_relist_begin(e->tracker);
+	e->pod_relists = group->pod_relists;
+	read_queue_put(group, e, 0);
 }
 
 /* A JobSet over one of the model's bounds (or malformed) is skipped alone:
@@ -691,9 +839,9 @@ static void note_relist(struct controller_group *group, const char *watch, unsig
 	char quoted[KUBE_RELIST_REASON_MAX + 8];
 
 	/* kept: the group's jobset_reason or pod_reason, KUBE_RELIST_REASON_MAX bytes. */
-	pthread_mutex_lock(&group->reason_lock);
+	muster_lock(&group->reason_lock);
 	snprintf(kept, KUBE_RELIST_REASON_MAX, "%s", reason);
-	pthread_mutex_unlock(&group->reason_lock);
+	muster_unlock(&group->reason_lock);
 	if ((*lists)++) {
 		mlog_quote(quoted, sizeof(quoted), reason, strlen(reason));
 		mlog(MLOG_WARN, "watch-relisted", "watch=%s lists=%u reason=%s", watch, *lists, quoted);
@@ -713,7 +861,7 @@ static int jobset_change(void *arg, const struct kube_informer_event *event)
 	struct controller_group *group = arg;
 	struct entry *e;
 
-	pthread_mutex_lock(&group->lock);
+	muster_lock(&group->lock);
 	if (event->object) {
 		jobset_changed(group, event->object, event->type == KUBE_WATCH_DELETED);
 	} else if ((e = entry_find(group, event->namespace, event->name))) { /* not in the LIST */
@@ -721,7 +869,7 @@ static int jobset_change(void *arg, const struct kube_informer_event *event)
 		     e->name);
 		entry_remove(group, e);
 	}
-	pthread_mutex_unlock(&group->lock);
+	muster_unlock(&group->lock);
 	return 0;
 }
 
@@ -767,9 +915,10 @@ static int pod_relist_begin(void *arg, const char *reason)
 	struct controller_group *group = arg;
 
 	note_relist(group, "pods", &group->pod_lists, group->pod_reason, reason);
-	pthread_mutex_lock(&group->lock);
+	muster_lock(&group->lock);
+	group->pod_relists++;
 	registry_each(group, pod_relist_begin_one);
-	pthread_mutex_unlock(&group->lock);
+	muster_unlock(&group->lock);
 	return 0;
 }
 
@@ -785,9 +934,9 @@ static int pod_change(void *arg, const struct kube_informer_event *event)
 
 	if (!event->object)
 		return 0;
-	pthread_mutex_lock(&group->lock);
+	muster_lock(&group->lock);
 	pod_changed(group, event->object, type);
-	pthread_mutex_unlock(&group->lock);
+	muster_unlock(&group->lock);
 	return 0;
 }
 
@@ -806,46 +955,36 @@ static int pod_relist_end(void *arg, const char *resource_version)
 	struct controller_group *group = arg;
 
 	(void)resource_version;
-	pthread_mutex_lock(&group->lock);
+	muster_lock(&group->lock);
 	registry_each(group, pod_relist_end_one);
-	pthread_mutex_unlock(&group->lock);
+	muster_unlock(&group->lock);
 	atomic_store(&group->pods_listed, 1);
 	return 0;
 }
 
 /* ---- the tick ---- */
 
-/* Once a second: retries failed reads and asks every tracker again, so that
- * a release whose ConfigMap write failed is retried without waiting for the
- * next pod event. */
+/* Once a second: asks every tracker again, so that a release whose
+ * ConfigMap write failed is retried without waiting for the next pod event
+ * (failed reads are the reader thread's). */
 static void tick_one(struct controller_group *group, struct entry *e)
 {
-	if (e->needs_read)
-		entry_read(group, e);
 	decide(group, e);
 }
 
 static void tick(struct controller_group *group)
 {
-	pthread_mutex_lock(&group->lock);
+	muster_lock(&group->lock);
 	registry_each(group, tick_one);
-	pthread_mutex_unlock(&group->lock);
+	muster_unlock(&group->lock);
 }
 
 /* ---- threads ---- */
 
 int controller_group_run(struct controller_group *group, atomic_int *stop, char **cause)
 {
-	struct watch_set watches = { 0 };
-	struct watch_spec jobsets = { .client = group->jobset_api.client,
-				      .informer = group->jobset_informer,
-				      .page_size = LIST_PAGE_SIZE };
-	struct watch_spec pods = { .client = group->pod_api.client,
-				   .informer = group->pod_informer,
-				   .selectors = { .label = MUSTER_LABEL_GROUP_SCHEDULING },
-				   .page_size = LIST_PAGE_SIZE };
-	pthread_t writer;
-	int err, watch_err;
+	pthread_t writer, reader;
+	int err, watch_err, pod_err;
 
 	/* Every request of the loop ends at once on a stop, however much of a
 	 * LIST or of a new JobSet's reads is left. */
@@ -854,20 +993,24 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 	kube_client_set_stop(group->read_api.client, stop);
 	kube_client_set_stop(group->write_api.client, stop);
 	kube_client_set_stop(group->side_api.client, stop);
-	if ((err = kube_path(jobsets.path, sizeof(jobsets.path), &KUBE_JOBSETS,
-			     group->namespace[0] ? group->namespace : NULL, NULL, cause)) ||
-	    (err = kube_path(pods.path, sizeof(pods.path), &KUBE_PODS,
-			     group->namespace[0] ? group->namespace : NULL, NULL, cause)))
-		return err;
-	watch_set_add(&watches, &jobsets);
-	watch_set_add(&watches, &pods);
 	if ((err = side_queue_start(&group->side, cause)))
 		return err;
 	if (pthread_create(&writer, NULL, writer_main, group) != 0) {
 		side_queue_finish(&group->side);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot start the writer thread");
 	}
-	err = watch_set_start(&watches, stop, cause);
+	if (pthread_create(&reader, NULL, reader_main, group) != 0) {
+		muster_lock(&group->lock);
+		group->writes_stop = 1;
+		pthread_cond_signal(&group->writes_cond);
+		muster_unlock(&group->lock);
+		pthread_join(writer, NULL);
+		side_queue_finish(&group->side);
+		return kube_cause(cause, KUBE_ENOMEM, "cannot start the reader thread");
+	}
+	err = watch_hub_start(group->jobset_hub, stop, cause);
+	if (!err)
+		err = watch_hub_start(group->pod_hub, stop, cause);
 	while (!atomic_load(stop)) {
 		struct timespec second = { .tv_sec = 1, .tv_nsec = 0 };
 
@@ -875,20 +1018,88 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 		if (!atomic_load(stop))
 			tick(group);
 	}
-	watch_err = watch_set_join(&watches, err ? NULL : cause);
+	/* The watches are shared (placement subscribes to them): they end
+	 * with this loop. */
+	watch_hub_stop(group->jobset_hub);
+	watch_hub_stop(group->pod_hub);
+	watch_err = watch_hub_wait(group->jobset_hub, err ? NULL : cause);
+	pod_err = watch_hub_wait(group->pod_hub, err || watch_err ? NULL : cause);
 	if (!err)
-		err = watch_err;
-	/* The watches and the tick are done: no release is decided any more.
-	 * The writer finishes the write under way (it may queue a push). */
-	pthread_mutex_lock(&group->lock);
+		err = watch_err ? watch_err : pod_err;
+	/* The watches and the tick are done: no tracker is made any more. The
+	 * reader's request under way ends at once (its client is stopped); a
+	 * read it applies may still decide a release. Then the writer finishes
+	 * the write under way (it may queue a push). */
+	muster_lock(&group->lock);
+	group->reads_stop = 1;
+	pthread_cond_signal(&group->reads_cond);
+	muster_unlock(&group->lock);
+	pthread_join(reader, NULL);
+	muster_lock(&group->lock);
 	group->writes_stop = 1;
 	pthread_cond_signal(&group->writes_cond);
-	pthread_mutex_unlock(&group->lock);
+	muster_unlock(&group->lock);
 	pthread_join(writer, NULL);
 	/* Nothing enqueues any more. The side thread finishes what is queued
 	 * (pushes are bounded in time). */
 	side_queue_finish(&group->side);
 	return err;
+}
+
+/* The loop's JobSets: those of its namespace (all without one). */
+static int wants_jobset(void *arg, const cJSON *object)
+{
+	const struct controller_group *group = arg;
+	const cJSON *namespace = kjson_member(kjson_member(object, "metadata"), "namespace");
+
+	return !group->namespace[0] ||
+	       (cJSON_IsString(namespace) && strcmp(namespace->valuestring, group->namespace) == 0);
+}
+
+/* Its pods: of its namespace, carrying the group-scheduling label (what its
+ * own watch's label selector asks). */
+static int wants_pod(void *arg, const cJSON *object)
+{
+	const cJSON *labels = kjson_member(kjson_member(object, "metadata"), "labels");
+
+	return wants_jobset(arg, object) && kjson_member(labels, MUSTER_LABEL_GROUP_SCHEDULING) != NULL;
+}
+
+/* The JobSet and pod watches, as shared watches (watch_hub) with this loop
+ * their first consumer; placement may subscribe too. */
+static int watches_new(struct controller_group *group, char **cause)
+{
+	const char *namespace = group->namespace[0] ? group->namespace : NULL;
+	char jobsets[KUBE_PATH_MAX], pods[KUBE_PATH_MAX], all_jobsets[KUBE_PATH_MAX], all_pods[KUBE_PATH_MAX];
+	struct watch_hub_consumer_spec jobset_spec = {
+		.informer = group->jobset_informer, .path = jobsets, .wants = wants_jobset, .arg = group
+	};
+	struct watch_hub_consumer_spec pod_spec = { .informer = group->pod_informer,
+						    .path = pods,
+						    .selectors = { .label = MUSTER_LABEL_GROUP_SCHEDULING },
+						    .wants = wants_pod,
+						    .arg = group };
+	int err;
+
+	if ((err = kube_path(jobsets, sizeof(jobsets), &KUBE_JOBSETS, namespace, NULL, cause)) ||
+	    (err = kube_path(pods, sizeof(pods), &KUBE_PODS, namespace, NULL, cause)) ||
+	    (err = kube_path(all_jobsets, sizeof(all_jobsets), &KUBE_JOBSETS, NULL, NULL, cause)) ||
+	    (err = kube_path(all_pods, sizeof(all_pods), &KUBE_PODS, NULL, NULL, cause)) ||
+	    (err = watch_hub_new(group->jobset_api.client, all_jobsets, LIST_PAGE_SIZE, &group->jobset_hub,
+				 cause)) ||
+	    (err = watch_hub_new(group->pod_api.client, all_pods, LIST_PAGE_SIZE, &group->pod_hub, cause)))
+		return err;
+	if (watch_hub_add(group->jobset_hub, &jobset_spec, 1) < 0 ||
+	    watch_hub_add(group->pod_hub, &pod_spec, 1) < 0)
+		return kube_cause(cause, KUBE_EINVAL, "cannot subscribe to the watches");
+	return 0;
+}
+
+void controller_group_watches(struct controller_group *group, struct watch_hub **jobsets,
+			      struct watch_hub **pods)
+{
+	*jobsets = group->jobset_hub;
+	*pods = group->pod_hub;
 }
 
 int controller_group_new(const struct kube_config *cfg, const struct controller_group_options *options,
@@ -937,13 +1148,21 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 		free(group);
 		return kube_cause(cause, KUBE_ENOMEM, "cannot make a condition variable");
 	}
+	if (pthread_cond_init(&group->reads_cond, NULL) != 0) {
+		pthread_cond_destroy(&group->writes_cond);
+		side_queue_destroy(&group->side);
+		pthread_mutex_destroy(&group->lock);
+		free(group);
+		return kube_cause(cause, KUBE_ENOMEM, "cannot make a condition variable");
+	}
 	if ((err = api_new(cfg, options, &group->jobset_api, cause)) ||
 	    (err = api_new(cfg, options, &group->pod_api, cause)) ||
 	    (err = api_new(cfg, options, &group->write_api, cause)) ||
 	    (err = api_new(cfg, options, &group->side_api, cause)) ||
 	    (err = api_new(cfg, options, &group->read_api, cause)) ||
 	    (err = kube_informer_new(&jobset_handlers, &group->jobset_informer, cause)) ||
-	    (err = kube_informer_new(&pod_handlers, &group->pod_informer, cause))) {
+	    (err = kube_informer_new(&pod_handlers, &group->pod_informer, cause)) ||
+	    (err = watches_new(group, cause))) {
 		controller_group_free(group);
 		return err;
 	}
@@ -974,9 +1193,12 @@ void controller_group_free(struct controller_group *group)
 	api_free(&group->write_api);
 	api_free(&group->side_api);
 	api_free(&group->read_api);
+	watch_hub_free(group->jobset_hub);
+	watch_hub_free(group->pod_hub);
 	kube_informer_free(group->jobset_informer);
 	kube_informer_free(group->pod_informer);
 	pthread_cond_destroy(&group->writes_cond);
+	pthread_cond_destroy(&group->reads_cond);
 	side_queue_destroy(&group->side);
 	pthread_mutex_destroy(&group->lock);
 	pthread_mutex_destroy(&group->reason_lock);

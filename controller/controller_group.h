@@ -12,11 +12,12 @@
  * Threads: each watch runs in its own thread with its own API client; all
  * trackers live behind one mutex. The release of record (the ConfigMap
  * write) is decided under it and written outside it by a writer thread with
- * a third client; a new tracker's ConfigMap read and pod LIST are made under
- * it with a fifth.
+ * a third client; a new tracker's ConfigMap read and pod LIST are made
+ * outside it too, by a reader thread with a fifth (no API request is ever
+ * made under the mutex: lib/base/muster_lock.h checks it).
  * The push to the barriers and the Events are queued to a side thread with
  * a fourth client, so a 5,000-pod push never holds the watches up. A
- * once-a-second tick retries failed reads and writes. JobSets are found by
+ * once-a-second tick retries failed writes. JobSets are found by
  * namespace/name in a hash table. Leader election and the HTTP endpoints
  * are main.c's; this module offers what they read (ready, stats, foreach).
  *
@@ -88,6 +89,15 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
  * error that retrying cannot fix (401/403, 404: e.g. the JobSet CRD is not
  * installed). Returns 0 when stopped, else the negative kube_err and *cause. */
 int controller_group_run(struct controller_group *group, atomic_int *stop, char **cause);
+
+struct watch_hub;
+
+/* The loop's JobSet and pod watches (controller/watch_hub.h), for another
+ * loop of the process to subscribe to before controller_group_run (one
+ * watch per kind, not one per loop). They run and end with
+ * controller_group_run; they are freed with the group. */
+void controller_group_watches(struct controller_group *group, struct watch_hub **jobsets,
+			      struct watch_hub **pods);
 
 void controller_group_free(struct controller_group *group);
 

@@ -21,6 +21,7 @@
 #include "name_table.h"
 #include "release_line.h"
 #include "side_queue.h"
+#include "watch_hub.h"
 
 /* One group-scheduled JobSet. */
 struct entry {
@@ -31,7 +32,12 @@ struct entry {
 	char token[RELEASE_TOKEN_MAX + 1]; /* "" when the annotation is absent */
 	struct group_tracker *tracker;
 	int in_pod_relist; /* relist_begin was called for the pod LIST in progress */
-	int needs_read; /* reading the ConfigMap or listing the pods failed: retried every tick */
+	/* In the reader thread's queue (its ConfigMap read and pod LIST are due,
+	 * or failed and are retried), not before read_after_ms. */
+	int read_queued;
+	uint64_t read_after_ms;
+	struct entry *read_prev, *read_next;
+	uint64_t pod_relists; /* the group's pod_relists when it was made */
 	enum group_action last_action;
 	int has_last_action;
 	uint64_t retry_at_ms; /* no release write before this (a foreign ConfigMap is in the way) */
@@ -72,14 +78,21 @@ struct controller_group {
 	struct controller_group_options options;
 	struct api jobset_api, pod_api, write_api, side_api;
 	struct side_queue side; /* pushes and Events, with side_api's client */
-	struct api read_api; /* ConfigMap GET and pod LIST of a new tracker, under the lock */
-	struct kube_informer *jobset_informer, *pod_informer; /* each used by its watch thread */
+	struct api read_api; /* ConfigMap GET and pod LIST of a new tracker, by the reader thread */
+	struct kube_informer *jobset_informer, *pod_informer; /* each fed by its watch's thread */
+	struct watch_hub *jobset_hub,
+		*pod_hub; /* the process's JobSet and pod watches, shared with placement */
 	uint64_t serials; /* entries made */
 
 	/* Release writes decided and not yet recorded, oldest first; under lock. */
 	pthread_cond_t writes_cond;
 	struct write_req *writes_head, *writes_tail;
 	int writes_stop;
+	/* Entries whose reads are due, oldest first (the reader thread's); under lock. */
+	pthread_cond_t reads_cond;
+	struct entry *reads_head, *reads_tail;
+	int reads_stop;
+	uint64_t pod_relists; /* LISTs the pod watch began: a new tracker's LIST begun before one is moot */
 	struct timespec start;
 	atomic_int jobsets_listed, pods_listed; /* each watch completed a LIST once */
 	unsigned jobset_lists, pod_lists; /* LISTs begun, for the re-list log line */

@@ -43,6 +43,7 @@ struct fake {
 	char bodies[MAX_LOG][1024];
 	size_t log_count;
 	long post_delay_ms; /* a ConfigMap POST is answered this late */
+	long get_delay_ms; /* a ConfigMap GET is answered this late */
 	size_t delivered; /* pod watch lines whose callback returned */
 };
 
@@ -130,6 +131,8 @@ static int fake_send(void *ctx, const struct kube_request *req, struct kube_resp
 	if (strncmp(req->path, "/apis/jobset.x-k8s.io/", 22) == 0)
 		return respond(resp, 200, f->jobset_list ? f->jobset_list : JOBSET_LIST);
 	if (is_configmap && req->method == KUBE_METHOD_GET) {
+		if (f->get_delay_ms)
+			pause_ms(f->get_delay_ms);
 		if (created)
 			return respond(resp, 200, configmap_body(CM_OURS_RELEASED_0));
 		if (state == CM_ABSENT)
@@ -593,6 +596,51 @@ static void pod_events_go_on_during_a_slow_release_write(void **state)
 	free(r);
 }
 
+/* A new tracker's ConfigMap read is answered 2 s late: meanwhile the pod
+ * watch goes on (no request is made under the registry lock), its events
+ * are kept for the tracker, and nothing is released before the read. */
+static void pod_events_go_on_during_a_slow_read(void **state)
+{
+	struct run *r = new_run(CM_ABSENT);
+	struct controller_group_stats stats;
+	size_t delivered = 0, lines, records = 0;
+	struct timespec begun, now;
+
+	(void)state;
+	r->fake.get_delay_ms = 2000;
+	for (int i = 0; i < 4; i++)
+		add_line(r, pod_line("ADDED", i, 10 + (unsigned)i, "running"));
+	lines = r->fake.line_count;
+	start(r);
+	assert_true(wait_requests(&r->fake, "GET /api/v1/namespaces/ns/configmaps/", NULL, 1));
+	clock_gettime(CLOCK_MONOTONIC, &begun);
+	for (int i = 0; i < 100 && delivered < lines; i++) {
+		pause_ms(10);
+		pthread_mutex_lock(&r->fake.lock);
+		delivered = r->fake.delivered;
+		pthread_mutex_unlock(&r->fake.lock);
+	}
+	controller_group_foreach(r->group, count_records, &records);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	controller_group_stats(r->group, &stats);
+	/* Still within the read's delay: not released. */
+	assert_true((now.tv_sec - begun.tv_sec) * 1000 + (now.tv_nsec - begun.tv_nsec) / 1000000 < 1500);
+	assert_int_equal(delivered, lines);
+	assert_int_equal(records, 4);
+	assert_int_equal(stats.releases, 0);
+	assert_int_equal(count_requests(&r->fake, CM_POST, NULL), 0);
+	/* The read answers (nothing released), the pods are listed (the fake's
+	 * LIST is empty: the events seen since the tracker was made stay), and
+	 * the gang is released once. */
+	assert_true(wait_requests(&r->fake, EVENT_POST, "GroupReleased", 1));
+	pause_ms(1200);
+	controller_group_stats(r->group, &stats);
+	assert_int_equal(stats.releases, 1);
+	assert_int_equal(count_requests(&r->fake, CM_POST, NULL), 1);
+	finish(r);
+	free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -605,6 +653,7 @@ int main(void)
 		cmocka_unit_test(replaces_a_predecessors_leftover),
 		cmocka_unit_test(reports_a_timeout_once),
 		cmocka_unit_test(pod_events_go_on_during_a_slow_release_write),
+		cmocka_unit_test(pod_events_go_on_during_a_slow_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "muster_lock.h"
 #include "push_fanout.h"
 
 int controller_group_ready(struct controller_group *group, char *reason, size_t size)
@@ -20,9 +21,9 @@ int controller_group_ready(struct controller_group *group, char *reason, size_t 
 
 	if (jobsets && pods)
 		return 1;
-	pthread_mutex_lock(&group->reason_lock);
+	muster_lock(&group->reason_lock);
 	snprintf(why, sizeof(why), "%s", jobsets ? group->pod_reason : group->jobset_reason);
-	pthread_mutex_unlock(&group->reason_lock);
+	muster_unlock(&group->reason_lock);
 	/* The reason of the LIST under way: "first list", or why the last one
 	 * failed (an apiserver out of reach, a TLS verification failure). */
 	snprintf(reason, size, "the %s watch has not completed its first LIST (%s)",
@@ -95,7 +96,7 @@ void controller_group_foreach(struct controller_group *group,
 {
 	struct view_context context = { fn, arg };
 
-	pthread_mutex_lock(&group->lock);
+	muster_lock(&group->lock);
 	name_table_each(&group->registry, view_entry, &context);
-	pthread_mutex_unlock(&group->lock);
+	muster_unlock(&group->lock);
 }

@@ -467,6 +467,9 @@ static int build(struct app *app, struct settings *s, struct kube_config *cfg,
 		struct placement_observer placed = { observe_placed, app };
 
 		s->placement.namespace = s->group.namespace;
+		/* One JobSet watch and one pod watch for the process: placement
+		 * subscribes to the gang loop's. */
+		controller_group_watches(app->group, &s->placement.jobset_watch, &s->placement.pod_watch);
 		if ((err = placement_loop_new(cfg, &s->placement, &app->placement, cause)))
 			return err;
 		placement_loop_observe(app->placement, &placed);

@@ -103,9 +103,13 @@ struct placement_options {
 	unsigned long hold_ms;
 	const struct kube_transport *transport; /* NULL: libcurl */
 	void *transport_ctx;
+	/* The process's JobSet and pod watches (controller_group_watches),
+	 * which the loop subscribes to; NULL: it runs its own. */
+	struct watch_hub *jobset_watch, *pod_watch;
 };
 
 struct placement_loop;
+struct watch_hub;
 
 int placement_loop_new(const struct kube_config *cfg, const struct placement_options *options,
 		       struct placement_loop **out, char **cause);

@@ -29,6 +29,7 @@
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_transport.h"
+#include "controller_group.h"
 #include "muster_api.h"
 #include "placement_loop.h"
 
@@ -54,6 +55,7 @@ struct fake {
 	char *bodies[MAX_LOG];
 	size_t log_count;
 	int topology_reads; /* GETs of Kueue Topologies and HyperNodes */
+	int streams[KINDS], open_streams[KINDS], most_open[KINDS]; /* watch requests of each kind */
 	int jobs_forbidden; /* answer 403 to every request on Jobs (RBAC without them) */
 	int configmap_gets;
 	/* this many ConfigMap creates answered 409 although none of the name
@@ -350,6 +352,11 @@ static int fake_stream(void *ctx, const struct kube_request *req, size_t max_lin
 	(void)cause;
 	*status = 200;
 	pthread_mutex_lock(&f->lock);
+	if (k >= 0) {
+		f->streams[k]++;
+		if (++f->open_streams[k] > f->most_open[k])
+			f->most_open[k] = f->open_streams[k];
+	}
 	while (!atomic_load(stop)) {
 		struct timespec until;
 
@@ -372,6 +379,8 @@ static int fake_stream(void *ctx, const struct kube_request *req, size_t max_lin
 		}
 		pthread_cond_timedwait(&f->changed, &f->lock, &until);
 	}
+	if (k >= 0)
+		f->open_streams[k]--;
 	pthread_mutex_unlock(&f->lock);
 	return KUBE_OK;
 }
@@ -1541,6 +1550,147 @@ static void a_job_whose_pods_all_ran_is_left_to_its_failure_policy(void **state)
 	finish(r);
 }
 
+/* ---- one watch per kind for the whole process ---- */
+
+struct both {
+	struct fake fake;
+	struct controller_group *group;
+	struct placement_loop *loop;
+	atomic_int stop;
+	pthread_t gang, place;
+};
+
+static void *gang_main(void *arg)
+{
+	struct both *b = arg;
+	char *cause = NULL;
+
+	controller_group_run(b->group, &b->stop, &cause);
+	free(cause);
+	return NULL;
+}
+
+static void *place_main(void *arg)
+{
+	struct both *b = arg;
+	char *cause = NULL;
+
+	placement_loop_run(b->loop, &b->stop, &cause);
+	free(cause);
+	return NULL;
+}
+
+static void count_gang_pods(void *arg, const struct controller_jobset_view *view)
+{
+	if (strcmp(view->name, "gang") == 0)
+		*(size_t *)arg = view->pod_records;
+}
+
+static size_t gang_pods(struct both *b)
+{
+	size_t records = 0;
+
+	controller_group_foreach(b->group, count_gang_pods, &records);
+	return records;
+}
+
+/* A pod of JobSet "gang" (gang-started, not placed), bound to node n3. */
+static void gang_pod(struct fake *f, int index)
+{
+	char json[1024];
+
+	snprintf(
+		json, sizeof(json),
+		"{\"metadata\":{\"name\":\"gang-w-%d\",\"namespace\":\"ns\",\"uid\":\"gp-%d\",\"labels\":{"
+		"\"" MUSTER_LABEL_GROUP_SCHEDULING "\":\"true\",\"jobset.sigs.k8s.io/jobset-name\":\"gang\","
+		"\"jobset.sigs.k8s.io/jobset-uid\":\"js-gang\",\"jobset.sigs.k8s.io/replicatedjob-name\":\"w\","
+		"\"jobset.sigs.k8s.io/restart-attempt\":\"0\"}},\"spec\":{\"nodeName\":\"n3\",\"containers\":[{"
+		"\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]},\"status\":{\"phase\":\"Pending\"}}",
+		index, index);
+	put(f, PODS, json);
+}
+
+static int wait_gang_pods(struct both *b, size_t want)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (gang_pods(b) >= want)
+			return 1;
+		pause_ms(10);
+	}
+	return 0;
+}
+
+/* The gang loop and placement in one process, as main.c wires them: one
+ * JobSet watch and one pod watch against the API server, never two open at
+ * once, and both loops get their events (the gang loop its JobSet and its
+ * labeled pods, placement its gated JobSet, the bound pods and the Nodes).
+ * The pod watch begins again once, wider, when placement joins it. */
+static void one_watch_per_kind_feeds_both_loops(void **state)
+{
+	struct both *b = calloc(1, sizeof(*b));
+	struct kube_config cfg;
+	struct controller_group_options group_options = {
+		.namespace = "ns",
+		.push_port = 1,
+		.push_parallelism = 4,
+		.push_target_timeout_ms = 100,
+		.push_total_timeout_ms = 500,
+	};
+	struct placement_options options = {
+		.namespace = "ns", .levels = "rack", .replace_after_s = 1, .hold_ms = 300
+	};
+	char *cause = NULL;
+
+	(void)state;
+	assert_non_null(b);
+	fake_init(&b->fake);
+	group_options.transport = options.transport = &fake_transport;
+	group_options.transport_ctx = options.transport_ctx = &b->fake;
+	four_nodes(&b->fake);
+	put(&b->fake, JOBSETS,
+	    "{\"metadata\":{\"name\":\"gang\",\"namespace\":\"ns\",\"uid\":\"js-gang\","
+	    "\"annotations\":{\"muster.dev/group-scheduling-timeout\":\"60\"}},\"spec\":{\"replicatedJobs\":[{"
+	    "\"name\":\"w\",\"replicas\":1,\"template\":{\"spec\":{\"parallelism\":2,\"completions\":2}}}]},"
+	    "\"status\":{}}");
+	gang_pod(&b->fake, 0);
+	kube_config_defaults(&cfg);
+	cfg.qps = 0;
+	assert_int_equal(controller_group_new(&cfg, &group_options, &b->group, &cause), 0);
+	controller_group_watches(b->group, &options.jobset_watch, &options.pod_watch);
+	assert_int_equal(placement_loop_new(&cfg, &options, &b->loop, &cause), 0);
+	assert_int_equal(pthread_create(&b->gang, NULL, gang_main, b), 0);
+	assert_int_equal(pthread_create(&b->place, NULL, place_main, b), 0);
+	/* The gang loop tracks its JobSet and its pod. */
+	assert_true(wait_gang_pods(b, 1));
+	/* A JobSet asks for a placement: placement joins the pod watch and
+	 * places it (its JobSets, Nodes and bound pods listed). */
+	gated_jobset(&b->fake, "train", 4, "2");
+	wait_until(&b->fake, placed_in, "r1", 10, "train placed in r1");
+	/* After the join, both still get events from the one pod watch: a pod
+	 * of the gang's, bound, counts for it; placement sees its use. */
+	gang_pod(&b->fake, 1);
+	assert_true(wait_gang_pods(b, 2));
+	atomic_store(&b->stop, 1);
+	pthread_join(b->place, NULL);
+	pthread_join(b->gang, NULL);
+	pthread_mutex_lock(&b->fake.lock);
+	assert_int_equal(b->fake.most_open[JOBSETS], 1);
+	assert_int_equal(b->fake.most_open[PODS], 1);
+	assert_int_equal(b->fake.most_open[NODES], 1);
+	assert_int_equal(b->fake.streams[JOBSETS], 1);
+	assert_int_equal(b->fake.streams[PODS], 2); /* the gang's, then the wider one */
+	pthread_mutex_unlock(&b->fake.lock);
+	placement_loop_free(b->loop);
+	controller_group_free(b->group);
+	for (int k = 0; k < KINDS; k++)
+		cJSON_Delete(b->fake.objects[k]);
+	for (size_t i = 0; i < b->fake.event_count; i++)
+		free(b->fake.events[i].line);
+	for (size_t i = 0; i < b->fake.log_count; i++)
+		free(b->fake.bodies[i]);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1563,6 +1713,7 @@ int main(void)
 		cmocka_unit_test(a_job_whose_pods_all_ran_is_left_to_its_failure_policy),
 		cmocka_unit_test(a_record_name_freed_while_written_is_written_at_once),
 		cmocka_unit_test(a_jobset_kept_waiting_by_a_users_configmap_is_placed_once_it_goes),
+		cmocka_unit_test(one_watch_per_kind_feeds_both_loops),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 
 #include "kube_error.h"
 #include "mlog.h"
+#include "muster_lock.h"
 
 static void stat_add(_Atomic uint64_t *counter, uint64_t n)
 {
@@ -55,9 +56,9 @@ void side_job_free(struct side_job *job)
 
 void side_queue_put(struct side_queue *queue, struct side_job *job)
 {
-	pthread_mutex_lock(&queue->lock);
+	muster_lock(&queue->lock);
 	if (queue->count >= SIDE_JOBS_MAX || queue->stop) {
-		pthread_mutex_unlock(&queue->lock);
+		muster_unlock(&queue->lock);
 		stat_add(&queue->stats.jobs_dropped, 1);
 		mlog(MLOG_WARN, "job-dropped", "jobset=%s/%s kind=%s reason=\"%s\"", job->namespace,
 		     job->name, job->kind == SIDE_JOB_PUSH ? "push" : "event",
@@ -73,7 +74,7 @@ void side_queue_put(struct side_queue *queue, struct side_job *job)
 	queue->tail = job;
 	queue->count++;
 	pthread_cond_signal(&queue->cond);
-	pthread_mutex_unlock(&queue->lock);
+	muster_unlock(&queue->lock);
 }
 
 /* Creates an Event on the JobSet (jobset_event.h). */
@@ -143,19 +144,19 @@ static void *side_main(void *arg)
 	for (;;) {
 		struct side_job *job;
 
-		pthread_mutex_lock(&queue->lock);
+		muster_lock(&queue->lock);
 		while (!queue->head && !queue->stop)
 			pthread_cond_wait(&queue->cond, &queue->lock);
 		job = queue->head;
 		if (!job) { /* stopping, and nothing left */
-			pthread_mutex_unlock(&queue->lock);
+			muster_unlock(&queue->lock);
 			return NULL;
 		}
 		queue->head = job->next;
 		if (!queue->head)
 			queue->tail = NULL;
 		queue->count--;
-		pthread_mutex_unlock(&queue->lock);
+		muster_unlock(&queue->lock);
 		if (job->kind == SIDE_JOB_PUSH)
 			push_job(queue, job);
 		else
@@ -197,11 +198,11 @@ int side_queue_start(struct side_queue *queue, char **cause)
 
 void side_queue_finish(struct side_queue *queue)
 {
-	pthread_mutex_lock(&queue->lock);
+	muster_lock(&queue->lock);
 	queue->stop = 1;
 	if (queue->count)
 		mlog(MLOG_INFO, "draining", "jobs=%zu", queue->count);
 	pthread_cond_signal(&queue->cond);
-	pthread_mutex_unlock(&queue->lock);
+	muster_unlock(&queue->lock);
 	pthread_join(queue->thread, NULL);
 }

@@ -5,8 +5,8 @@
  * others (and the loop around them) stop too.
  *
  * What it does not do: decide what a watch means. The informers' handlers
- * are the loop's (controller_group's two today; a placement loop can run
- * its own set beside them).
+ * are the loop's (placement's Node watch today; the JobSet and pod watches,
+ * shared by both loops, are watch_hub's).
  *
  * Lifecycle: a zeroed struct watch_set is empty; watch_set_add up to
  * WATCH_SET_MAX watches, watch_set_start, then watch_set_join once *stop is

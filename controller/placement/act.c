@@ -22,7 +22,7 @@ static void mark_placed(struct placement_loop *loop, const char *namespace, cons
 {
 	struct pjobset *j;
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, namespace, name);
 	if (j && strcmp(j->uid, uid) == 0) {
 		snprintf(j->state, sizeof(j->state), "%s", MUSTER_PLACEMENT_PLACED);
@@ -30,7 +30,7 @@ static void mark_placed(struct placement_loop *loop, const char *namespace, cons
 		j->rec.resuming = 0;
 		j->relocation.relocating = 0;
 	}
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 }
 
 /* Acts on one decision outside the lock. Returns 1 when it placed. */
@@ -49,11 +49,11 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 		if (!err) { /* written: not again until it changes (a failure is retried) */
 			struct pjobset *j;
 
-			pthread_mutex_lock(&loop->lock);
+			muster_lock(&loop->lock);
 			j = (struct pjobset *)name_table_find(&loop->jobsets, a->namespace, a->name);
 			if (j && strcmp(j->uid, a->uid) == 0)
 				snprintf(j->reason, sizeof(j->reason), "%s", a->reason);
-			pthread_mutex_unlock(&loop->lock);
+			muster_unlock(&loop->lock);
 		}
 		if (err)
 			mlog(MLOG_WARN, "placement-reason-failed", "jobset=%s/%s err=%s cause=\"%s\"",
@@ -70,7 +70,7 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 			 cause ? cause : "a foreign ConfigMap is in the way");
 		free(cause);
 		a->place = 0;
-		pthread_mutex_lock(&loop->lock);
+		muster_lock(&loop->lock);
 		{
 			struct pjobset *j =
 				(struct pjobset *)name_table_find(&loop->jobsets, a->namespace, a->name);
@@ -82,7 +82,7 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 		 * watched; its removal brings no event). */
 		loop->stats.waiting++;
 		loop->retrying++;
-		pthread_mutex_unlock(&loop->lock);
+		muster_unlock(&loop->lock);
 		return act(loop, a, started);
 	}
 	if (!err && !kept && topo_record_parse(a->record, strlen(a->record), &written, NULL) != 0)
@@ -91,26 +91,26 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 		/* Promised from now on, whatever the informer has seen. */
 		struct pjobset *j;
 
-		pthread_mutex_lock(&loop->lock);
+		muster_lock(&loop->lock);
 		j = (struct pjobset *)name_table_find(&loop->jobsets, a->namespace, a->name);
 		if (j && strcmp(j->uid, a->uid) == 0) {
 			placement_set_record(j, kept ? kept : written);
 			j->rec.record_checked = 1;
 			kept = written = NULL;
 		}
-		pthread_mutex_unlock(&loop->lock);
+		muster_unlock(&loop->lock);
 		err = placement_resume(loop, a->namespace, a->name, a->uid, &cause);
 	}
 	topo_record_free(kept);
 	topo_record_free(written);
 	if (err) {
-		pthread_mutex_lock(&loop->lock);
+		muster_lock(&loop->lock);
 		loop->stats.record_failures++;
 		/* Still waiting (or recorded, not resumed): the next passes, every
 		 * PLACEMENT_RETRY_S at least, try again whatever else happens. */
 		loop->stats.waiting++;
 		loop->retrying++;
-		pthread_mutex_unlock(&loop->lock);
+		muster_unlock(&loop->lock);
 		mlog(MLOG_WARN, "placement-write-failed",
 		     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"", a->namespace, a->name,
 		     kube_err_name(err), cause ? cause : "");
@@ -194,7 +194,7 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 		return;
 	}
 	free(cause);
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, r->namespace, r->name);
 	if (j && strcmp(j->uid, r->uid) == 0) {
 		placement_set_record(j, NULL);
@@ -227,7 +227,7 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 		loop->stats.restarts++;
 	else
 		loop->stats.relocations++;
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	if (r->kind == RELOCATE_RESTART) {
 		mlog(MLOG_INFO, "placement-restart",
 		     "jobset=%s/%s attempt=%u record_attempt=%u action=\"suspended, placed "
@@ -269,10 +269,10 @@ void placement_phase_resume(struct pass *p)
 			     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"",
 			     recorded->items[i].namespace, recorded->items[i].name, kube_err_name(err),
 			     cause ? cause : "");
-			pthread_mutex_lock(&loop->lock);
+			muster_lock(&loop->lock);
 			loop->stats.waiting++; /* resumed by a pass PLACEMENT_RETRY_S later at most */
 			loop->retrying++;
-			pthread_mutex_unlock(&loop->lock);
+			muster_unlock(&loop->lock);
 		} else
 			mark_placed(loop, recorded->items[i].namespace, recorded->items[i].name,
 				    recorded->items[i].uid);
@@ -298,13 +298,13 @@ void placement_phase_act(struct pass *p)
 	for (size_t i = 0; i < p->action_count; i++) {
 		int placed = act(loop, &p->actions[i], p->started);
 
-		pthread_mutex_lock(&loop->lock);
+		muster_lock(&loop->lock);
 		if (placed) {
 			loop->stats.placements++;
 			loop->promising++; /* its pods are not bound yet: checked from the next pass */
 		} else if (p->actions[i].reason_changed)
 			loop->stats.refusals++;
-		pthread_mutex_unlock(&loop->lock);
+		muster_unlock(&loop->lock);
 	}
 }
 

@@ -121,9 +121,9 @@ static void clear_due(struct placement_loop *loop)
 {
 	struct clear_list c = { 0 };
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	name_table_each(&loop->jobsets, collect_clear, &c);
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	for (size_t i = 0; i < c.count; i++) {
 		const struct clearing *w = &c.work[i];
 		unsigned deleted = 0;
@@ -154,7 +154,7 @@ static void clear_due(struct placement_loop *loop)
 			     "deleted before it is placed again; retried in %d s\"",
 			     w->namespace, w->name, kube_err_name(err), cause ? cause : "", CLEAR_RETRY_S);
 			free(cause);
-			pthread_mutex_lock(&loop->lock);
+			muster_lock(&loop->lock);
 			{
 				struct pjobset *j = (struct pjobset *)name_table_find(&loop->jobsets,
 										      w->namespace, w->name);
@@ -162,7 +162,7 @@ static void clear_due(struct placement_loop *loop)
 				if (j && strcmp(j->uid, w->uid) == 0)
 					j->relocation.hold_until = now_s() + CLEAR_RETRY_S;
 			}
-			pthread_mutex_unlock(&loop->lock);
+			muster_unlock(&loop->lock);
 			continue;
 		}
 		free(cause);
@@ -172,7 +172,7 @@ static void clear_due(struct placement_loop *loop)
 			     "jobset=%s/%s jobs=%u action=\"deleted: pinned whole or given a share by the old record; JobSet "
 			     "makes them again once placed\"",
 			     w->namespace, w->name, deleted);
-		pthread_mutex_lock(&loop->lock);
+		muster_lock(&loop->lock);
 		{
 			struct pjobset *j =
 				(struct pjobset *)name_table_find(&loop->jobsets, w->namespace, w->name);
@@ -181,7 +181,7 @@ static void clear_due(struct placement_loop *loop)
 				j->relocation.clear_jobs = 0;
 			mark_dirty(loop);
 		}
-		pthread_mutex_unlock(&loop->lock);
+		muster_unlock(&loop->lock);
 	}
 	free(c.work);
 }

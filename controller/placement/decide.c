@@ -481,7 +481,7 @@ void placement_phase_decide(struct pass *p)
 {
 	struct placement_loop *loop = p->loop;
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	loop->dirty = 0;
 	loop->pods_changed = 0;
 	loop->stats.passes++;
@@ -495,5 +495,5 @@ void placement_phase_decide(struct pass *p)
 		loop->stranded = p->stranded;
 	}
 	loop->stats.last_decision_s = now_s() - p->started;
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 }

@@ -54,35 +54,25 @@ static void run_pass(struct placement_loop *loop)
 
 int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cause)
 {
-	struct watch_set watches = { 0 }, cluster = { 0 };
+	struct watch_set cluster = { 0 };
 	struct watch_spec nodes = { .client = loop->api[API_NODES].client,
 				    .informer = loop->informers[WATCH_NODES],
 				    .path = "/api/v1/nodes",
 				    .page_size = PAGE_SIZE };
-	struct watch_spec pods = { .client = loop->api[API_PODS].client,
-				   .informer = loop->informers[WATCH_PODS],
-				   .path = "/api/v1/pods",
-				   .selectors = { .field = "spec.nodeName!=" },
-				   .page_size = PAGE_SIZE };
-	struct watch_spec jobsets = { .client = loop->api[API_JOBSETS].client,
-				      .informer = loop->informers[WATCH_JOBSETS],
-				      .page_size = PAGE_SIZE };
-	int err, watch_err, cluster_err = 0;
+	int err = 0, watch_err = 0, cluster_err = 0;
 	double last = 0;
 
-	/* The namespace was checked when the loop was made. */
-	kube_path(jobsets.path, sizeof(jobsets.path), &KUBE_JOBSETS, loop->namespace, NULL, NULL);
 	/* Every request of the loop ends at once on a stop. */
 	for (int i = 0; i < API_COUNT; i++)
 		if (loop->api[i].client)
 			kube_client_set_stop(loop->api[i].client, stop);
 	/* The JobSets first; every Node and bound pod only once a JobSet asks
 	 * for a placement: a cluster that uses the gang start alone does not
-	 * pay for watching every pod. */
-	watch_set_add(&watches, &jobsets);
+	 * pay for watching every pod. Shared watches run with the gang loop;
+	 * its own, here (the pod watch waits for the loop to join it). */
 	watch_set_add(&cluster, &nodes);
-	watch_set_add(&cluster, &pods);
-	err = watch_set_start(&watches, stop, cause);
+	if (loop->own_watches && !(err = watch_hub_start(loop->jobset_watch, stop, cause)))
+		err = watch_hub_start(loop->pod_watch, stop, cause);
 	while (!err && !atomic_load(stop)) {
 		struct timespec until;
 		int due, ready, wanted;
@@ -93,7 +83,7 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000L;
 		}
-		pthread_mutex_lock(&loop->lock);
+		muster_lock(&loop->lock);
 		if (!loop->dirty)
 			pthread_cond_timedwait(&loop->cond, &loop->lock, &until);
 		wanted = !loop->cluster_watching && loop->jobsets.count > 0;
@@ -108,13 +98,14 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 		       (loop->stranded && now_s() - last >= 1.0) ||
 		       (loop->next_hold && now_s() >= loop->next_hold) ||
 		       (loop->next_retire && wall_s() >= loop->next_retire));
-		pthread_mutex_unlock(&loop->lock);
+		muster_unlock(&loop->lock);
 		if (wanted) {
 			mlog(MLOG_INFO, "placement-watching",
 			     "reason=\"a JobSet asks for a placement\" watches=\"nodes, "
 			     "bound pods\"");
 			if ((cluster_err = watch_set_start(&cluster, stop, cause)) != 0)
 				break;
+			watch_hub_join(loop->pod_watch, loop->pod_consumer);
 		}
 		if (!due || now_s() - last < PLACEMENT_COALESCE_MS / 1e3) {
 			struct timespec pause = { 0, 20 * 1000000L };
@@ -125,7 +116,16 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 		last = now_s();
 		run_pass(loop);
 	}
-	watch_err = watch_set_join(&watches, err || cluster_err ? NULL : cause);
+	if (loop->own_watches) {
+		int pod_err;
+
+		watch_hub_stop(loop->jobset_watch);
+		watch_hub_stop(loop->pod_watch);
+		watch_err = watch_hub_wait(loop->jobset_watch, err || cluster_err ? NULL : cause);
+		pod_err = watch_hub_wait(loop->pod_watch, err || cluster_err || watch_err ? NULL : cause);
+		if (!watch_err)
+			watch_err = pod_err;
+	}
 	if (!watch_err)
 		watch_err = watch_set_join(&cluster, err || cluster_err ? NULL : cause);
 	else
@@ -137,6 +137,10 @@ void placement_loop_free(struct placement_loop *loop)
 {
 	if (!loop)
 		return;
+	if (loop->own_watches) {
+		watch_hub_free(loop->jobset_watch);
+		watch_hub_free(loop->pod_watch);
+	}
 	for (int i = 0; i < WATCH_COUNT; i++)
 		kube_informer_free(loop->informers[i]);
 	for (int i = 0; i < API_COUNT; i++)
@@ -159,6 +163,59 @@ static int api_new(const struct kube_config *cfg, const struct placement_options
 	if (o->transport)
 		return kube_client_new(cfg, o->transport, o->transport_ctx, NULL, &api->client, cause);
 	return kube_client_open(cfg, &api->client, cause);
+}
+
+/* JobSets of its namespace (all without one). */
+static int wants_jobset(void *arg, const cJSON *object)
+{
+	const struct placement_loop *loop = arg;
+
+	return !loop->namespace || strcmp(meta_string(object, "namespace"), loop->namespace) == 0;
+}
+
+/* Bound pods (what its own watch's field selector asks). */
+static int wants_pod(void *arg, const cJSON *object)
+{
+	const cJSON *node = kjson_member(kjson_member(object, "spec"), "nodeName");
+
+	(void)arg;
+	return cJSON_IsString(node) && node->valuestring[0] != '\0';
+}
+
+/* Its JobSet consumer (from the start) and pod consumer (joined once a
+ * JobSet asks for a placement) on the process's watches, or on watches of
+ * its own. */
+static int subscribe(struct placement_loop *loop, const struct placement_options *o, char **cause)
+{
+	char jobsets[KUBE_PATH_MAX], all_jobsets[KUBE_PATH_MAX];
+	struct watch_hub_consumer_spec jobset_spec = { .informer = loop->informers[WATCH_JOBSETS],
+						       .path = jobsets,
+						       .wants = wants_jobset,
+						       .arg = loop };
+	struct watch_hub_consumer_spec pod_spec = { .informer = loop->informers[WATCH_PODS],
+						    .path = "/api/v1/pods",
+						    .selectors = { .field = "spec.nodeName!=" },
+						    .wants = wants_pod,
+						    .arg = loop };
+	int err;
+
+	/* The namespace was checked above. */
+	if ((err = kube_path(jobsets, sizeof(jobsets), &KUBE_JOBSETS, loop->namespace, NULL, cause)) ||
+	    (err = kube_path(all_jobsets, sizeof(all_jobsets), &KUBE_JOBSETS, NULL, NULL, cause)))
+		return err;
+	if (!loop->own_watches) {
+		loop->jobset_watch = o->jobset_watch;
+		loop->pod_watch = o->pod_watch;
+	} else if ((err = watch_hub_new(loop->api[API_JOBSETS].client, all_jobsets, PAGE_SIZE,
+					&loop->jobset_watch, cause)) ||
+		   (err = watch_hub_new(loop->api[API_PODS].client, "/api/v1/pods", PAGE_SIZE,
+					&loop->pod_watch, cause))) {
+		return err;
+	}
+	if (watch_hub_add(loop->jobset_watch, &jobset_spec, 1) < 0 ||
+	    (loop->pod_consumer = watch_hub_add(loop->pod_watch, &pod_spec, 0)) < 0)
+		return kube_cause(cause, KUBE_EINVAL, "cannot subscribe to the watches");
+	return 0;
 }
 
 static char *copy_or_null(const char *s)
@@ -211,13 +268,17 @@ int placement_loop_new(const struct kube_config *cfg, const struct placement_opt
 		placement_loop_free(loop);
 		return KUBE_EINVAL;
 	}
+	loop->own_watches = !o->jobset_watch || !o->pod_watch;
 	for (int i = 0; i < API_COUNT && !err; i++)
-		err = api_new(cfg, o, &loop->api[i], cause);
+		if (loop->own_watches || (i != API_PODS && i != API_JOBSETS))
+			err = api_new(cfg, o, &loop->api[i], cause);
 	placement_mirror_handlers(handlers);
 	for (int i = 0; i < WATCH_COUNT && !err; i++) {
 		handlers[i].arg = loop;
 		err = kube_informer_new(&handlers[i], &loop->informers[i], cause);
 	}
+	if (!err)
+		err = subscribe(loop, o, cause);
 	if (err) {
 		placement_loop_free(loop);
 		return err;
@@ -231,21 +292,21 @@ int placement_loop_ready(struct placement_loop *loop, char *reason, size_t size)
 	static const char *const names[WATCH_COUNT] = { "nodes", "pods", "jobsets" };
 	int ready = 1;
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	for (int i = 0; i < WATCH_COUNT; i++)
 		if (!loop->listed[i] && ready && (i == WATCH_JOBSETS || loop->cluster_watching)) {
 			snprintf(reason, size, "placement: the %s are not listed yet", names[i]);
 			ready = 0;
 		}
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	return ready;
 }
 
 void placement_loop_stats(struct placement_loop *loop, struct placement_stats *out)
 {
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	*out = loop->stats;
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	out->list_pages_shrunk = 0;
 	for (int i = 0; i < API_COUNT; i++) {
 		struct kube_client_stats api;

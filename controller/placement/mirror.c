@@ -57,7 +57,7 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 		if (jobset_state_decode(e->object, st, NULL) == 0 && st->placement[0])
 			state = st->placement;
 	}
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, e->namespace, e->name);
 	if (!state || (j && strcmp(j->uid, st->uid) != 0)) {
 		if (j) {
@@ -129,7 +129,7 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 	snprintf(j->reason, sizeof(j->reason), "%s", st->placement_reason);
 	mark_dirty(loop);
 out:
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	free(st);
 	return 0;
 }
@@ -139,7 +139,7 @@ static int node_change(void *arg, const struct kube_informer_event *e)
 	struct placement_loop *loop = arg;
 	char *cause = NULL;
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	loop->nodes_changed = 1;
 	if (e->change == KUBE_INFORMER_DELETE) {
 		topo_cache_node_delete(loop->cache, e->name);
@@ -149,7 +149,7 @@ static int node_change(void *arg, const struct kube_informer_event *e)
 		free(cause);
 	}
 	mark_dirty(loop);
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	return 0;
 }
 
@@ -229,7 +229,7 @@ static int pod_change(void *arg, const struct kube_informer_event *e)
 	struct placement_loop *loop = arg;
 	char key[JOBSET_POD_KEY_MAX + 1], *cause = NULL;
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	if (e->change == KUBE_INFORMER_DELETE) {
 		topo_cache_pod_delete(loop->cache, e->namespace, e->name);
 		bound_forget(loop, e->namespace, e->name);
@@ -250,16 +250,16 @@ static int pod_change(void *arg, const struct kube_informer_event *e)
 	loop->pods_changed = 1;
 	if (loop->stats.waiting > loop->retrying)
 		mark_dirty(loop);
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	return 0;
 }
 
 static int relist_end(struct placement_loop *loop, int which)
 {
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	loop->listed[which] = 1;
 	mark_dirty(loop);
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	return 0;
 }
 

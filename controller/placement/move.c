@@ -36,7 +36,7 @@ void placement_move_failed(struct placement_loop *loop, const char *namespace, c
 {
 	struct pjobset *j;
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, namespace, name);
 	if (j && strcmp(j->uid, uid) == 0 && ++j->moving.move_failures >= MOVE_FAILURES_MAX &&
 	    !j->moving.move_stuck) {
@@ -44,7 +44,7 @@ void placement_move_failed(struct placement_loop *loop, const char *namespace, c
 		loop->placed_changed = 1;
 		mark_dirty(loop);
 	}
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 }
 
 /* Notes `job` as moved until `until`, adding the pods of it bound now to
@@ -222,7 +222,7 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 		if (after > due)
 			due = after;
 	}
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, m->namespace, m->name);
 	if (j && strcmp(j->uid, m->uid) == 0) {
 		placement_set_record(j, written);
@@ -242,7 +242,7 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 			loop->next_retire = due;
 	}
 	loop->stats.moves += m->count;
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	free(list);
 	topo_record_free(written);
 	{

@@ -31,12 +31,14 @@
 #include "kjson.h"
 #include "kube_client.h"
 #include "kube_informer.h"
+#include "muster_lock.h"
 #include "name_table.h"
 #include "topo_cache.h"
 #include "topo_jobset.h"
 #include "topo_promise.h"
 #include "topo_record.h"
 #include "topo_retire.h"
+#include "../watch_hub.h"
 
 /* Items a LIST page asks for. */
 #define PAGE_SIZE 500
@@ -139,8 +141,12 @@ struct placement_loop {
 	int hypernodes;
 	const char *resource_names[TOPO_RESOURCES_MAX];
 	size_t resource_count;
-	struct api api[API_COUNT];
+	struct api api[API_COUNT]; /* API_PODS, API_JOBSETS: only for watches of its own */
 	struct kube_informer *informers[WATCH_COUNT];
+	/* The JobSet and pod watches: the process's (shared), or its own. */
+	struct watch_hub *jobset_watch, *pod_watch;
+	int own_watches;
+	int pod_consumer; /* its index in pod_watch, joined once a JobSet asks */
 	pthread_mutex_t lock; /* everything below */
 	pthread_cond_t cond;
 	struct topo_cache *cache;

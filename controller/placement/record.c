@@ -318,9 +318,9 @@ static void read_records(struct placement_loop *loop)
 {
 	struct unread_list l = { 0 };
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	name_table_each(&loop->jobsets, collect_unread, &l);
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	for (size_t i = 0; i < l.count; i++) {
 		struct topo_record *record = NULL;
 		struct topo_retire *retire = NULL;
@@ -336,7 +336,7 @@ static void read_records(struct placement_loop *loop)
 			free(cause);
 			continue;
 		}
-		pthread_mutex_lock(&loop->lock);
+		muster_lock(&loop->lock);
 		j = (struct pjobset *)name_table_find(&loop->jobsets, l.items[i].namespace, l.items[i].name);
 		if (j && strcmp(j->uid, l.items[i].uid) == 0) {
 			placement_set_record(j, record);
@@ -353,7 +353,7 @@ static void read_records(struct placement_loop *loop)
 			if (j->rec.record && strcmp(j->state, MUSTER_PLACEMENT_WAITING) == 0)
 				loop->dirty = 1;
 		}
-		pthread_mutex_unlock(&loop->lock);
+		muster_unlock(&loop->lock);
 		free(retire);
 		topo_record_free(record);
 	}

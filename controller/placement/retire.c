@@ -113,7 +113,7 @@ static int pinned_by_old_runs(struct placement_loop *loop, const struct retiring
 		cJSON_Delete(pods);
 		return err;
 	}
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, w->namespace, w->name);
 	cJSON_ArrayForEach(pod, pods)
 	{
@@ -136,7 +136,7 @@ static int pinned_by_old_runs(struct placement_loop *loop, const struct retiring
 		    !pins_to(pod, want))
 			stale = 1;
 	}
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	cJSON_Delete(pods);
 	return stale;
 }
@@ -161,12 +161,12 @@ static int template_pinned_by_old_runs(struct placement_loop *loop, const struct
 
 	if (!cJSON_IsString(pinned) || strcmp(pinned->valuestring, "true") != 0)
 		return 0;
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, w->namespace, w->name);
 	if (j && strcmp(j->uid, w->uid) == 0 && j->rec.record)
 		stale = topo_record_find_range(j->rec.record, rj, job, 0, pods - 1, &want) != 1 ||
 			!pins_to(template, want);
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	return stale;
 }
 
@@ -235,9 +235,9 @@ static void retire_due(struct placement_loop *loop)
 	double now = wall_s(), next = 0;
 	struct due_list c = { NULL, 0, now, 0 };
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	if (!loop->next_retire || loop->next_retire > now) {
-		pthread_mutex_unlock(&loop->lock);
+		muster_unlock(&loop->lock);
 		return;
 	}
 	name_table_each(&loop->jobsets, collect_due, &c);
@@ -245,7 +245,7 @@ static void retire_due(struct placement_loop *loop)
 	work_count = c.count;
 	next = c.next;
 	loop->next_retire = next;
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	for (size_t k = 0; k < work_count; k++) {
 		struct retiring *w = &work[k];
 		size_t done = 0;
@@ -280,7 +280,7 @@ static void retire_due(struct placement_loop *loop)
 			cJSON *patch = NULL, *metadata, *annotations;
 			int err = 0;
 
-			pthread_mutex_lock(&loop->lock);
+			muster_lock(&loop->lock);
 			j = (struct pjobset *)name_table_find(&loop->jobsets, w->namespace, w->name);
 			if (j && strcmp(j->uid, w->uid) == 0) {
 				for (size_t i = 0; i < j->moving.retire_count; i++) {
@@ -305,7 +305,7 @@ static void retire_due(struct placement_loop *loop)
 				if (left_count && (left = malloc(left_count * sizeof(*left))))
 					memcpy(left, j->moving.retire, left_count * sizeof(*left));
 			}
-			pthread_mutex_unlock(&loop->lock);
+			muster_unlock(&loop->lock);
 			/* No memory for what is left: the annotation stays as it is
 			 * (an entry done already is found done again). */
 			text = left_count && !left ? NULL : topo_retire_format(left, left ? left_count : 0);
@@ -335,10 +335,10 @@ static void retire_due(struct placement_loop *loop)
 			cJSON_Delete(patch);
 		}
 		if (done < w->count) { /* failures: the next pass tries again */
-			pthread_mutex_lock(&loop->lock);
+			muster_lock(&loop->lock);
 			if (!loop->next_retire || now + 1 < loop->next_retire)
 				loop->next_retire = now + 1;
-			pthread_mutex_unlock(&loop->lock);
+			muster_unlock(&loop->lock);
 		}
 		free(w->due);
 	}

@@ -215,7 +215,7 @@ void placement_phase_topology(struct pass *p)
 	struct placement_loop *loop = p->loop;
 	struct pass probe = { .loop = loop };
 
-	pthread_mutex_lock(&loop->lock);
+	muster_lock(&loop->lock);
 	name_table_each(&loop->jobsets, placement_collect_pending, &probe);
 	p->placing = probe.pending_count > 0;
 	loop->next_hold = probe.next_hold;
@@ -224,11 +224,11 @@ void placement_phase_topology(struct pass *p)
 		loop->pods_changed = 0;
 		loop->stats.waiting = probe.held;
 		loop->retrying = 0;
-		pthread_mutex_unlock(&loop->lock);
+		muster_unlock(&loop->lock);
 		free(probe.pending);
 		return;
 	}
 	free(probe.pending);
-	pthread_mutex_unlock(&loop->lock);
+	muster_unlock(&loop->lock);
 	read_topology(loop, &p->top);
 }

@@ -12,6 +12,7 @@
 
 #include "json_arena.h"
 #include "kube_ratelimit.h"
+#include "muster_lock.h"
 #include "utf8.h"
 
 #include <stdio.h>
@@ -263,6 +264,19 @@ static int http_failure(int err, enum kube_method method, const char *path, long
 	return err;
 }
 
+/* No muster lock may be held across a request or a watch stream
+ * (lib/base/muster_lock.h): with MUSTER_LOCK_CHECK, one held aborts here,
+ * naming the request. */
+static void check_unlocked(const char *method, const char *path)
+{
+	char what[300];
+
+	if (!muster_locks_held())
+		return;
+	snprintf(what, sizeof(what), "%s %.256s", method, path);
+	muster_lock_assert_none(what);
+}
+
 /* Sends one request, retrying transient failures. On success the response
  * body is parsed into *out (if out is not NULL). */
 static int request(struct kube_client *c, enum kube_method method, const char *path, const char *content_type,
@@ -284,6 +298,7 @@ static int request(struct kube_client *c, enum kube_method method, const char *p
 	if (out)
 		*out = NULL;
 	req.stop = c->stop;
+	check_unlocked(method_names[method], path);
 	for (unsigned attempt = 0;; attempt++) {
 		free(attempt_cause);
 		attempt_cause = NULL;
@@ -868,6 +883,7 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 			goto out;
 		}
 		req.path = pb->buf;
+		check_unlocked("WATCH", path);
 		throttle(client, stop);
 		free(ws.cause);
 		ws.cause = NULL;

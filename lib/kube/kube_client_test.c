@@ -15,8 +15,14 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "kube_client.h"
 #include "kube_ratelimit.h"
+#include "muster_lock.h"
 
 /* ---- the fake transport ---- */
 
@@ -1057,6 +1063,114 @@ static void watch_survives_a_collection_not_served_yet(void **state)
 	fake_free(&f);
 }
 
+/* ---- no request under a muster lock (lib/base/muster_lock.h) ---- */
+
+enum locked_call { LOCKED_GET, LOCKED_LIST, LOCKED_WATCH };
+
+static int no_watch_event(void *arg, enum kube_watch_type type, const cJSON *object)
+{
+	(void)arg;
+	(void)type;
+	(void)object;
+	return 1;
+}
+
+/* Runs `call` in a child, under a muster lock when `locked`; returns the
+ * child's wait status and what it wrote to stderr (cut to size). */
+static int run_child(enum locked_call call, int locked, char *err_text, size_t size)
+{
+	static const struct fake_step steps[] = {
+		{ 0, 200,
+		  "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[]}" },
+		{ 0, 200, "" },
+	};
+	int pipe_fds[2], status = 0;
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	assert_int_equal(pipe(pipe_fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+		const struct kube_watch_callbacks callbacks = { .on_event = no_watch_event };
+		struct fake f;
+		struct kube_client *c;
+		atomic_int stop = 0;
+		cJSON *out = NULL;
+
+		dup2(pipe_fds[1], 2);
+		close(pipe_fds[0]);
+		c = fake_client(&f, steps, N(steps), 0);
+		if (locked)
+			muster_lock(&m);
+		if (call == LOCKED_GET)
+			kube_get(c, "/api/v1/namespaces/a/configmaps/x", &out, NULL);
+		else if (call == LOCKED_LIST)
+			kube_list(c, "/api/v1/namespaces/a/configmaps", NULL, 10, NULL, NULL, NULL, NULL);
+		else {
+			f.stop = &stop;
+			kube_watch_run(c, "/api/v1/namespaces/a/configmaps", NULL, 10, &callbacks, &stop,
+				       NULL);
+		}
+		_exit(muster_locks_held() == (locked ? 1u : 0u) ? 0 : 3);
+	}
+	close(pipe_fds[1]);
+	while (got + 1 < size && (n = read(pipe_fds[0], err_text + got, size - 1 - got)) > 0)
+		got += (size_t)n;
+	err_text[got] = '\0';
+	close(pipe_fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+static void a_request_under_a_muster_lock_aborts(void **state)
+{
+	static const char *const expected[] = {
+		"request=\"GET /api/v1/namespaces/a/configmaps/x\"",
+		"request=\"GET /api/v1/namespaces/a/configmaps?limit=10\"",
+		"request=\"GET /api/v1/namespaces/a/configmaps?limit=10\"", /* the watch's LIST comes first */
+	};
+	char err_text[2048];
+
+	(void)state;
+	for (int call = LOCKED_GET; call <= LOCKED_WATCH; call++) {
+		/* Without the lock the call runs and the child exits 0. */
+		int status = run_child((enum locked_call)call, 0, err_text, sizeof(err_text));
+
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+		status = run_child((enum locked_call)call, 1, err_text, sizeof(err_text));
+#ifdef MUSTER_LOCK_CHECK
+		assert_true(WIFSIGNALED(status));
+		assert_int_equal(WTERMSIG(status), SIGABRT);
+		assert_non_null(strstr(err_text, "event=api-call-under-lock locks=1"));
+		assert_non_null(strstr(err_text, expected[call]));
+#else
+		/* The check is off in this build: the call runs, the lock stays counted. */
+		(void)expected;
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+#endif
+	}
+}
+
+static void muster_locks_are_counted_per_thread(void **state)
+{
+	pthread_mutex_t a = PTHREAD_MUTEX_INITIALIZER, b = PTHREAD_MUTEX_INITIALIZER;
+
+	(void)state;
+	assert_int_equal(muster_locks_held(), 0);
+	muster_lock(&a);
+	muster_lock(&b);
+	assert_int_equal(muster_locks_held(), 2);
+	muster_unlock(&b);
+	assert_int_equal(muster_locks_held(), 1);
+	muster_unlock(&a);
+	assert_int_equal(muster_locks_held(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1081,6 +1195,8 @@ int main(void)
 		cmocka_unit_test(watch_stop_flag_and_callbacks),
 		cmocka_unit_test(watch_fatal_errors_end_it),
 		cmocka_unit_test(watch_survives_a_collection_not_served_yet),
+		cmocka_unit_test(muster_locks_are_counted_per_thread),
+		cmocka_unit_test(a_request_under_a_muster_lock_aborts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -282,6 +282,11 @@ void *kube_informer_get(const struct kube_informer *informer, const char *namesp
 	return r ? r->value : NULL;
 }
 
+int kube_informer_has(const struct kube_informer *informer, const char *namespace, const char *name)
+{
+	return find(informer, namespace, name) != NULL;
+}
+
 size_t kube_informer_count(const struct kube_informer *informer)
 {
 	return atomic_load((_Atomic size_t *)&informer->count);

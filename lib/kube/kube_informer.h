@@ -110,6 +110,10 @@ int kube_informer_event(struct kube_informer *informer, enum kube_watch_type typ
  * On the informer's thread only. */
 void *kube_informer_get(const struct kube_informer *informer, const char *namespace, const char *name);
 
+/* 1 when namespace/name is kept (whatever its value), else 0. On the
+ * informer's thread only. */
+int kube_informer_has(const struct kube_informer *informer, const char *namespace, const char *name);
+
 /* Objects kept. Any thread. */
 size_t kube_informer_count(const struct kube_informer *informer);
 

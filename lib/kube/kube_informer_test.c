@@ -167,6 +167,11 @@ static void adds_updates_and_deletes_by_key(void **state)
 	assert_int_equal(value->v, 10);
 	assert_null(kube_informer_get(informer, "ns", "b"));
 	assert_null(kube_informer_get(informer, "other", "a"));
+	/* Kept with no value is kept all the same. */
+	assert_true(kube_informer_has(informer, "ns", "b"));
+	assert_true(kube_informer_has(informer, "ns", "a"));
+	assert_false(kube_informer_has(informer, "other", "a"));
+	assert_false(kube_informer_has(informer, "ns", "zz"));
 	kube_informer_free(informer);
 }
 

@@ -14,6 +14,7 @@
 #include "kube_lease.h"
 #include "kube_path.h"
 #include "mlog.h"
+#include "muster_lock.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -432,9 +433,9 @@ static int observe(struct kube_lease *lease, const struct lease_record *record, 
 	lease->observed = *record;
 	lease->observed_ns = now;
 	lease->have_observed = 1;
-	pthread_mutex_lock(&lease->holder_lock);
+	muster_lock(&lease->holder_lock);
 	memcpy(lease->shared_holder, record->holder, sizeof(lease->shared_holder));
-	pthread_mutex_unlock(&lease->holder_lock);
+	muster_unlock(&lease->holder_lock);
 	return KUBE_OK;
 }
 
@@ -643,13 +644,13 @@ int kube_lease_acquire(struct kube_lease *lease, const atomic_int *stop, char **
 		char *attempt_cause = NULL, q[LEASE_LOG_QUOTE_MAX];
 		int r = kube_lease_try(lease, &attempt_cause);
 
-		pthread_mutex_lock(&lease->holder_lock);
+		muster_lock(&lease->holder_lock);
 		if (r < 0)
 			snprintf(lease->last_failure, sizeof(lease->last_failure), "%s: %s", kube_err_name(r),
 				 attempt_cause ? attempt_cause : kube_err_message(r));
 		else
 			lease->last_failure[0] = '\0';
-		pthread_mutex_unlock(&lease->holder_lock);
+		muster_unlock(&lease->holder_lock);
 		if (r == 1)
 			return 1;
 		if (r < 0 && !kube_err_may_heal(r)) {
@@ -770,11 +771,11 @@ int kube_lease_last_failure(struct kube_lease *lease, char *out, size_t size)
 {
 	int failed;
 
-	pthread_mutex_lock(&lease->holder_lock);
+	muster_lock(&lease->holder_lock);
 	failed = lease->last_failure[0] != '\0';
 	if (size)
 		snprintf(out, size, "%s", lease->last_failure);
-	pthread_mutex_unlock(&lease->holder_lock);
+	muster_unlock(&lease->holder_lock);
 	return failed;
 }
 
@@ -782,8 +783,8 @@ char *kube_lease_holder(struct kube_lease *lease, char *out, size_t size)
 {
 	if (!size)
 		return out;
-	pthread_mutex_lock(&lease->holder_lock);
+	muster_lock(&lease->holder_lock);
 	snprintf(out, size, "%s", lease->shared_holder);
-	pthread_mutex_unlock(&lease->holder_lock);
+	muster_unlock(&lease->holder_lock);
 	return out;
 }
