@@ -224,3 +224,22 @@ def test_skopeo_copies_the_index_whole_with_its_digests(tmp_path, built):
             seen = json.loads(subprocess.run(["skopeo", "inspect", "--override-arch", architecture, layout],
                                              check=True, capture_output=True).stdout)
             assert seen["Architecture"] == architecture, (program, seen)
+
+
+def test_pin_images_pins_each_index(tmp_path, built):
+    """deploy/pin-images.sh on the images.txt `make images` wrote: the
+    overlay runs the webhook, the controller and the barrier by the digest
+    of their index (both platforms), as each archive's index.json names it."""
+    out, _ = built
+    subprocess.run(["bash", "deploy/pin-images.sh", "--registry", "registry.example.com/muster",
+                    "--out", str(tmp_path / "release"), "--images", str(out / "images.txt")],
+                   cwd=ROOT, check=True, capture_output=True)
+    overlay = (tmp_path / "release" / "kustomization.yaml").read_text()
+    for program in MUSTER_IMAGES:
+        with tarfile.open(out / f"{program}.tar") as outer:
+            (top,) = json.load(outer.extractfile("index.json"))["manifests"]
+        assert top["mediaType"] == INDEX_TYPE, program
+        if program == "muster-barrier":
+            assert f"value: registry.example.com/muster/muster-barrier@{top['digest']}" in overlay
+        else:
+            assert f"newName: registry.example.com/muster/{program}\n    digest: {top['digest']}" in overlay, program
