@@ -104,7 +104,7 @@ e2e             the end-to-end suite on the local control plane (part of make te
 lint            warnings as errors, banned calls, formatting, ShellCheck on every script, flake8 on the Python
 format          clang-format every C file in place
 deps            install the Debian packages the build and tests need
-images          muster's images (and the test nodes' pause and busybox) as OCI archives in build/images
+images          muster's images, amd64 and arm64 (and the test nodes' pause and busybox), as OCI archives in build/images
 cluster         start (or reuse) the local control plane and its real kubelet node(s); last line: kubeconfig
 cluster-down    stop them and remove their state (the built Kubernetes binaries stay cached)
 demo            install, build, start the local control plane and gang-start a JobSet
@@ -341,8 +341,9 @@ test: deps
 		fi; \
 		scripts/run-tests --summary && exit $$status
 
-# muster's images as OCI archives, without a daemon, reproducibly
-# (images/images.sh; build/images/images.txt lists references and digests).
+# muster's images as OCI archives, without a daemon, reproducibly, each an
+# index of an amd64 and an arm64 image (images/images.sh;
+# build/images/images.txt lists references and digests).
 images: build/images/images.txt
 build/images/images.txt: $(BINARIES) $(ARM64_BINARIES) images/images.sh images/oci_image.py images/pause.c
 	@MUSTER_IMAGE_TAG=$(VERSION) bash images/images.sh build/images
