@@ -6,6 +6,12 @@ CC       ?= cc
 MUSL_CC  ?= musl-gcc
 CLANG    ?= clang
 CLANG_FORMAT ?= clang-format
+# arm64, cross-built with Debian's cross gcc and multiarch :arm64 libraries
+# (README, "Images"), run under qemu-user without binfmt registration.
+ARM64_CC ?= aarch64-linux-gnu-gcc
+ARM64_AR ?= aarch64-linux-gnu-ar
+ARM64_MUSL_CC ?= aarch64-linux-musl-gcc
+ARM64_EMULATOR ?= qemu-aarch64-static
 
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 FUZZ_SECONDS ?= 15
@@ -43,9 +49,15 @@ SYS_LIBS := -Wl,--as-needed -lcurl -lcjson -lyaml -lmicrohttpd -lgnutls -lm -pth
 BARRIER_SRCS := initbarrier/main.c $(call archive_srcs,initbarrier) lib/base/mlog.c lib/muster/release_line.c
 BARRIER_MUSL_OBJS := $(BARRIER_SRCS:%.c=build/musl/%.o)
 BARRIER_ASAN_OBJS := $(BARRIER_SRCS:%.c=build/asan/%.o)
+BARRIER_ARM64_OBJS := $(BARRIER_SRCS:%.c=build/musl-arm64/%.o)
 MUSL_CFLAGS := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
 	-fno-unwind-tables -fno-stack-protector
 MUSL_LDFLAGS := -static -s -Wl,--gc-sections -Wl,--build-id=none
+# arm64 links for pages of up to 64 KiB, and RELRO would pad the file to put
+# the end of its read-only part on such a boundary (+56 KiB here). musl's
+# static start never makes that part read-only (only its dynamic loader does),
+# so RELRO protects nothing in this binary: left out.
+ARM64_MUSL_LDFLAGS := $(MUSL_LDFLAGS) -Wl,-z,norelro
 
 # Programs by kind; each is NAME.c plus the archives unless NAME_SRCS says more.
 # Unit tests (cmocka). push_fanout's tests release real barriers
@@ -56,6 +68,13 @@ UNIT_TESTS := initbarrier/barrier_core_test controller/push_fanout_test \
 	lib/base/flag_test lib/base/name_table_test lib/base/quantity_test lib/base/yaml_json_test lib/base/kjson_test lib/base/utf8_test lib/base/json_patch_test lib/http/metrics_test lib/http/http_serve_test \
 	controller/group_decode_test controller/group_tracker_test controller/controller_group_test controller/placement_loop_test controller/watch_hub_test webhook/record_cache_test \
 	webhook/jobset_admission_test topology/topo_test topology/topo_property_test lib/cli/topo_input_test lib/cli/topo_view_test lib/cli/topo_run_test kubectl/kc_args_test kubectl/kc_kubeconfig_test kubectl/kc_status_test lib/topo/topo_objects_test lib/topo/topo_cache_test lib/topo/topo_record_test lib/topo/topo_promise_test lib/topo/topo_move_test lib/topo/topo_retire_test
+# The unit tests that also run on the arm64 build, under qemu-user (make
+# arm64-test): all but those that measure wall-clock deadlines (a shared,
+# emulated CPU misses them) or take minutes under emulation (the property
+# test's 10,000 searches).
+ARM64_UNIT_TESTS := $(filter-out lib/http/http_serve_test webhook/record_cache_test \
+	controller/controller_group_test controller/placement_loop_test controller/watch_hub_test \
+	topology/topo_property_test,$(UNIT_TESTS))
 # Tests that drive a real binary (cmocka too).
 BINARY_TESTS := initbarrier/barrier_binary_test
 # C tests against the real control plane, run by `make e2e`.
@@ -71,17 +90,20 @@ FUZZERS := initbarrier/barrier_push_fuzz initbarrier/barrier_attempt_fuzz initba
 	webhook/admission_fuzz webhook/jobset_mutate_fuzz lib/cli/topo_input_fuzz lib/topo/topo_cache_fuzz lib/topo/topo_record_fuzz lib/topo/topo_retire_fuzz
 
 BINARIES := bin/muster-barrier bin/muster-controller bin/muster-webhook bin/muster-topology bin/kubectl-muster
+ARM64_BINARIES := bin/arm64/muster-barrier bin/arm64/muster-controller bin/arm64/muster-webhook
 
-.PHONY: install images all test check unit binary-test cel-test docs-test reference fuzz bench bench-controller bench-micro bench-release bench-placement bench-real lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook help
+.PHONY: install images arm64 arm64-test all test check unit binary-test cel-test docs-test reference fuzz bench bench-controller bench-micro bench-release bench-placement bench-real lint deps clean format demo demo-barrier cluster cluster-down e2e bench-e2e bench-webhook help
 
 # Every target a user may name, one line each; `make lint` checks that each
 # .PHONY target has its line.
 define HELP
 all             build every binary into bin/ (the default)
 install         the command-line tools (kubectl-muster, muster-topology) into DESTDIR PREFIX/bin (PREFIX: /usr/local)
-test            every test that exists: lint, unit, binary, sanitizers, brief fuzz, CEL, docs, e2e; one summary line
+test            every test that exists: lint, unit, binary, arm64 (qemu), sanitizers, brief fuzz, CEL, docs, e2e; one summary line
 unit            the cmocka unit tests
 binary-test     the barrier's tests against its real binary, once per watch kind
+arm64           cross-build the arm64 programs of the images into bin/arm64
+arm64-test      the arm64 build under qemu-user: unit tests (all but the deadline ones) and the barrier's binary tests
 cel-test        the webhooks' CEL matchConditions evaluated as a 1.28+ apiserver does (deploy/test/, no cluster)
 docs-test       the links of README.md and docs/, and docs/reference/ against the binaries' --help (no cluster)
 reference       rewrite docs/reference/ from the binaries' --help (after a flag changed)
@@ -91,7 +113,7 @@ e2e             the end-to-end suite on the local control plane (part of make te
 lint            warnings as errors, banned calls, formatting, ShellCheck on every script, flake8 on the Python
 format          clang-format every C file in place
 deps            install the Debian packages the build and tests need
-images          muster's images (and the test nodes' pause and busybox) as OCI archives in build/images
+images          muster's images, amd64 and arm64 (and the test nodes' pause and busybox), as OCI archives in build/images
 cluster         start (or reuse) the local control plane and its real kubelet node(s); last line: kubeconfig
 cluster-down    stop them and remove their state (the built Kubernetes binaries stay cached)
 demo            install, build, start the local control plane and gang-start a JobSet
@@ -136,6 +158,14 @@ build/host/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(CFLAGS) -c -o $@ $<
 
+build/musl-arm64/%.o: %.c
+	@mkdir -p $(@D)
+	$(ARM64_MUSL_CC) $(BASE_CFLAGS) $(MUSL_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+build/arm64/%.o: %.c
+	@mkdir -p $(@D)
+	$(ARM64_CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(CFLAGS) -c -o $@ $<
+
 build/asan/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SAN_CFLAGS) $(CFLAGS) -c -o $@ $<
@@ -152,9 +182,9 @@ $$(shell mkdir -p build/$(2)/$(1) && echo '$$(call archive_srcs,$(1))' | cmp -s 
 build/$(2)/$(1)/lib.a: $$(patsubst %.c,build/$(2)/%.o,$$(call archive_srcs,$(1))) build/$(2)/$(1)/members
 	@mkdir -p $$(@D)
 	@rm -f $$@
-	$$(AR) rcs $$@ $$(filter %.o,$$^)
+	$$(if $$(filter arm64,$(2)),$$(ARM64_AR),$$(AR)) rcs $$@ $$(filter %.o,$$^)
 endef
-$(foreach f,host asan fuzz,$(foreach d,$(ARCHIVE_DIRS),$(eval $(call archive,$(d),$(f)))))
+$(foreach f,host asan fuzz arm64,$(foreach d,$(ARCHIVE_DIRS),$(eval $(call archive,$(d),$(f)))))
 
 # A program's sources (NAME.c unless NAME_SRCS lists them) and its archives:
 # its own folder's (a folder of PROGRAM_DIRS), testing/, then the layers.
@@ -170,6 +200,8 @@ build/host/$(1): $$(call objs_of,$(1),host)
 	$$(CC) $$(OPT_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(SYS_LIBS) -lcmocka
 build/asan/$(1): $$(call objs_of,$(1),asan)
 	$$(CC) $$(SAN_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(SYS_LIBS) -lcmocka
+build/arm64/$(1): $$(call objs_of,$(1),arm64)
+	$$(ARM64_CC) $$(OPT_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(SYS_LIBS) -lcmocka
 endef
 $(foreach p,$(UNIT_TESTS) $(BINARY_TESTS) $(BENCHES) $(TOOLS) $(E2E_C_TESTS),$(eval $(call program,$(p))))
 
@@ -191,6 +223,21 @@ $(1): $$(call objs_of,$(1),host)
 endef
 $(foreach p,bin/muster-controller bin/muster-webhook bin/muster-topology bin/kubectl-muster,$(eval $(call daemon,$(p))))
 
+# The arm64 programs of the images: the barrier static with musl:arm64, the
+# daemons linked against the :arm64 libraries (README, "Images").
+bin/arm64/muster-barrier: $(BARRIER_ARM64_OBJS)
+	@mkdir -p $(@D)
+	$(ARM64_MUSL_CC) $(ARM64_MUSL_LDFLAGS) $(LDFLAGS) -o $@ $^
+bin/arm64/muster-controller_SRCS := controller/main.c
+bin/arm64/muster-webhook_SRCS := webhook/main.c
+define arm64_daemon
+$(1): $$(call objs_of,$(1),arm64)
+	@mkdir -p $$(@D)
+	$$(ARM64_CC) $$(OPT_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(SYS_LIBS)
+endef
+$(foreach p,bin/arm64/muster-controller bin/arm64/muster-webhook,$(eval $(call arm64_daemon,$(p))))
+arm64: $(ARM64_BINARIES)
+
 # A sanitized, dynamically linked barrier: the binary tests also run against it.
 build/asan/bin/muster-barrier: $(BARRIER_ASAN_OBJS)
 	@mkdir -p $(@D)
@@ -205,6 +252,15 @@ binary-test: bin/muster-barrier $(BINARY_TESTS:%=build/host/%)
 		scripts/run-tests binary-dnotify $(BINARY_TESTS:%=build/host/%)
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier MUSTER_BARRIER_WATCH=inotify \
 		scripts/run-tests binary-inotify $(BINARY_TESTS:%=build/host/%)
+
+# The arm64 build under qemu-user: its unit tests (the barriers that
+# push_fanout_test releases are the arm64 barrier too), then the binary tests
+# (the host's driver) against the arm64 barrier, once per watch kind.
+ARM64_BARRIER_ENV := MUSTER_BARRIER_BIN=$(CURDIR)/bin/arm64/muster-barrier MUSTER_BARRIER_EMULATOR=$(ARM64_EMULATOR)
+arm64-test: bin/arm64/muster-barrier $(ARM64_UNIT_TESTS:%=build/arm64/%) $(BINARY_TESTS:%=build/host/%)
+	$(ARM64_BARRIER_ENV) TEST_EMULATOR=$(ARM64_EMULATOR) scripts/run-tests arm64-unit $(ARM64_UNIT_TESTS:%=build/arm64/%)
+	$(ARM64_BARRIER_ENV) MUSTER_BARRIER_WATCH=dnotify scripts/run-tests arm64-binary-dnotify $(BINARY_TESTS:%=build/host/%)
+	$(ARM64_BARRIER_ENV) MUSTER_BARRIER_WATCH=inotify scripts/run-tests arm64-binary-inotify $(BINARY_TESTS:%=build/host/%)
 
 check: build/asan/bin/muster-barrier $(UNIT_TESTS:%=build/asan/%) $(BINARY_TESTS:%=build/asan/%)
 	ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0 \
@@ -317,17 +373,18 @@ reference: $(BINARIES)
 test: deps
 	@$(MAKE) --no-print-directory lint
 	@rm -f build/test-summary
-	@$(MAKE) --no-print-directory -k unit binary-test check fuzz cel-test docs-test e2e; status=$$?; \
+	@$(MAKE) --no-print-directory -k unit binary-test arm64-test check fuzz cel-test docs-test e2e; status=$$?; \
 		if [ $$status -ne 0 ] && ! awk '$$4 > 0 { bad = 1 } END { exit !bad }' build/test-summary 2>/dev/null; then \
 			echo "test: a target failed to build or run without a test to show it (see the errors above)"; \
 			scripts/run-tests --record make build-or-run 0 1; \
 		fi; \
 		scripts/run-tests --summary && exit $$status
 
-# muster's images as OCI archives, without a daemon, reproducibly
-# (images/images.sh; build/images/images.txt lists references and digests).
+# muster's images as OCI archives, without a daemon, reproducibly, each an
+# index of an amd64 and an arm64 image (images/images.sh;
+# build/images/images.txt lists references and digests).
 images: build/images/images.txt
-build/images/images.txt: $(BINARIES) images/images.sh images/oci_image.py images/pause.c
+build/images/images.txt: $(BINARIES) $(ARM64_BINARIES) images/images.sh images/oci_image.py images/pause.c
 	@MUSTER_IMAGE_TAG=$(VERSION) bash images/images.sh build/images
 
 cluster:

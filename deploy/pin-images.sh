@@ -2,7 +2,8 @@
 # Writes a kustomize overlay that installs muster with its images pinned by
 # digest: the webhook's and the controller's containers and the webhook's
 # --barrier-image, as REGISTRY/muster-<name>@sha256:..., the digests read
-# from `make images`' build/images/images.txt.
+# from `make images`' build/images/images.txt: each image index's (amd64 and
+# arm64), so every node runs the image of its architecture.
 #
 #   deploy/pin-images.sh --registry REGISTRY --out DIR
 #           [--images build/images/images.txt] [--base deploy/base]
@@ -15,10 +16,11 @@
 #
 # Push the archives so that their digests stay what images.txt says: an OCI
 # archive copied with --preserve-digests is stored as it is, or skopeo fails
-# rather than convert it:
+# rather than convert it; --all copies the index and both platforms' images
+# (without it skopeo copies only this machine's):
 #
 #   for i in barrier webhook controller; do
-#     skopeo copy --preserve-digests oci-archive:build/images/muster-$i.tar docker://REGISTRY/muster-$i:TAG
+#     skopeo copy --all --preserve-digests oci-archive:build/images/muster-$i.tar docker://REGISTRY/muster-$i:TAG
 #   done
 #   deploy/pin-images.sh --registry REGISTRY --out release/
 #   kubectl apply -k release/
@@ -34,7 +36,7 @@ images=build/images/images.txt
 base=deploy/base
 
 usage() {
-	sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 

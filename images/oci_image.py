@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""oci_image.py - writes a one-layer OCI image archive, reproducibly.
+"""oci_image.py - writes a one-layer OCI image archive, reproducibly, for one
+platform or several (an image index).
 
 muster's images are a handful of files each (a static binary; or a binary,
 the shared libraries it is linked against, a CA bundle and a passwd entry),
@@ -9,6 +10,20 @@ so they are written directly instead of by a build daemon:
         --name ghcr.io/muster-dev/muster-barrier:dev --user 65532:65532 \
         --entrypoint /muster-barrier --file bin/muster-barrier:/muster-barrier
 
+With --platform, the options after each `--platform OS/ARCH` make that
+platform's image, and those before the first one are shared by all (the
+user, the entrypoint, the CA bundle...); the archive then holds an image
+index listing one manifest per platform, each with its `platform`, and the
+printed digest is the index's:
+
+    oci_image.py --out build/images/muster-barrier.tar --name REF \
+        --user 65532:65532 --entrypoint /muster-barrier \
+        --platform linux/amd64 --file bin/muster-barrier:/muster-barrier \
+        --platform linux/arm64 --file bin/arm64/muster-barrier:/muster-barrier
+
+Without --platform the image is linux/amd64 and the archive's index.json
+points at its manifest directly.
+
 The output is an OCI image layout in a tar (`oci-layout`, `index.json`,
 `blobs/sha256/...`), the form `ctr images import`, `skopeo copy
 oci-archive:...` and `podman load` read. The image's name is in the index
@@ -16,7 +31,7 @@ twice: `io.containerd.image.name` (containerd takes it as is) and
 `org.opencontainers.image.ref.name` (skopeo and podman).
 
 Reproducible: the same input files (bytes and modes) and arguments give the
-same bytes, so the same digest. Every tar entry is owned by 0:0 with time 0,
+same bytes, so the same digests (of each manifest and of the index). Every tar entry is owned by 0:0 with time 0,
 entries are sorted, parent directories are added (mode 0755), gzip carries no
 name or time, and the config has no creation time or history. Only the
 content and the permission bits of each input file are read, never its
@@ -35,11 +50,13 @@ Options:
   --cmd ARG             default arguments; repeatable
   --env K=V             an environment variable; repeatable
   --label K=V           an image label; repeatable
-  --digest-only         print the manifest digest and write nothing
+  --platform OS/ARCH    starts a platform's own options (above)
+  --digest-only         print the digest and write nothing
   --rootfs-dir DIR      instead of an archive, write the layer's files into
                         DIR (the Dockerfile's build stage, so that the image
-                        a daemon builds has the same files)
-It prints the manifest digest (sha256:...) on success.
+                        a daemon builds has the same files); one platform
+It prints the manifest's digest, or with --platform the index's
+(sha256:...), on success.
 """
 
 import argparse
@@ -48,6 +65,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
 import sys
 import tarfile
@@ -149,11 +167,13 @@ def digest(data):
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def build(args):
+def build_image(args, platform):
+    """One platform's image: (its manifest's bytes, its blobs)."""
     entries = parse_entries(args)
     tar = layer_tar(entries)
     layer = gzip_bytes(tar)
-    config = {"architecture": "amd64", "os": "linux",
+    os_name, architecture = platform
+    config = {"architecture": architecture, "os": os_name,
               "config": {"Env": args.env or ["PATH=/usr/local/bin:/usr/bin:/bin"], "WorkingDir": "/"},
               "rootfs": {"type": "layers", "diff_ids": [digest(tar)]}}
     if args.user:
@@ -169,15 +189,37 @@ def build(args):
                 "config": {"mediaType": CONFIG_TYPE, "digest": digest(config_bytes), "size": len(config_bytes)},
                 "layers": [{"mediaType": LAYER_TYPE, "digest": digest(layer), "size": len(layer)}]}
     manifest_bytes = canonical(manifest)
+    return manifest_bytes, [layer, config_bytes, manifest_bytes]
+
+
+def build(name, images):
+    """The archive's files for [(platform, args)]: with platform None, one
+    amd64 image whose manifest index.json names; otherwise an image index of
+    every platform's manifest, which index.json names. Returns (the digest
+    index.json names, files)."""
+    blobs = []
+    if images[0][0] is None:
+        top_bytes, blobs = build_image(images[0][1], ("linux", "amd64"))
+        top_type = MANIFEST_TYPE
+    else:
+        manifests = []
+        for platform, args in images:
+            manifest_bytes, image_blobs = build_image(args, platform)
+            blobs += image_blobs
+            manifests.append({"mediaType": MANIFEST_TYPE, "digest": digest(manifest_bytes),
+                              "size": len(manifest_bytes),
+                              "platform": {"architecture": platform[1], "os": platform[0]}})
+        top_bytes = canonical({"schemaVersion": 2, "mediaType": INDEX_TYPE, "manifests": manifests})
+        top_type = INDEX_TYPE
+        blobs.append(top_bytes)
     index = {"schemaVersion": 2, "mediaType": INDEX_TYPE,
-             "manifests": [{"mediaType": MANIFEST_TYPE, "digest": digest(manifest_bytes),
-                            "size": len(manifest_bytes),
-                            "annotations": {"io.containerd.image.name": args.name,
-                                            "org.opencontainers.image.ref.name": args.name}}]}
-    files = [("oci-layout", canonical({"imageLayoutVersion": "1.0.0"})), ("index.json", canonical(index))]
-    for blob in (layer, config_bytes, manifest_bytes):
-        files.append(("blobs/sha256/" + digest(blob).split(":", 1)[1], blob))
-    return digest(manifest_bytes), files
+             "manifests": [{"mediaType": top_type, "digest": digest(top_bytes), "size": len(top_bytes),
+                            "annotations": {"io.containerd.image.name": name,
+                                            "org.opencontainers.image.ref.name": name}}]}
+    files = {"oci-layout": canonical({"imageLayoutVersion": "1.0.0"}), "index.json": canonical(index)}
+    for blob in blobs:  # two platforms may share a blob (e.g. the same config)
+        files["blobs/sha256/" + digest(blob).split(":", 1)[1]] = blob
+    return digest(top_bytes), sorted(files.items())
 
 
 def write_archive(path, files):
@@ -215,10 +257,10 @@ def write_rootfs(directory, entries):
             os.chmod(path, e.mode)
 
 
-def main(argv):
+def parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--out")
-    p.add_argument("--name", required=True)
+    p.add_argument("--name")
     p.add_argument("--file", action="append", default=[])
     p.add_argument("--symlink", action="append", default=[])
     p.add_argument("--dir", action="append", default=[])
@@ -230,16 +272,58 @@ def main(argv):
     p.add_argument("--label", action="append")
     p.add_argument("--digest-only", action="store_true")
     p.add_argument("--rootfs-dir")
-    args = p.parse_args(argv)
+    return p
+
+
+PLATFORM = re.compile(r"([a-z0-9]+)/([a-z0-9]+)")
+
+
+def split_platforms(argv):
+    """argv as (the shared options, [(platform, its options)]), split at
+    each `--platform OS/ARCH`."""
+    shared, platforms, current = [], [], None
+    words = iter(argv)
+    for word in words:
+        if word != "--platform":
+            (shared if current is None else current).append(word)
+            continue
+        value = next(words, "")
+        match = PLATFORM.fullmatch(value)
+        if not match:
+            raise SystemExit(f"oci_image: --platform {value!r}: expected OS/ARCH, e.g. linux/arm64")
+        if any(platform == match.groups() for platform, _ in platforms):
+            raise SystemExit(f"oci_image: --platform {value} is given twice")
+        current = []
+        platforms.append((match.groups(), current))
+    return shared, platforms
+
+
+def main(argv):
+    p = parser()
+    shared, platforms = split_platforms(argv)
+    args = p.parse_args(shared)
+    if not args.name:
+        p.error("--name is required")
+    images = [(None, args)]
+    if platforms:
+        if args.rootfs_dir:
+            p.error("--rootfs-dir writes one platform's files: no --platform")
+        images = []
+        for platform, own in platforms:
+            platform_args = p.parse_args(shared + own)
+            for option in ("out", "name", "digest_only", "rootfs_dir"):
+                if getattr(platform_args, option) != getattr(args, option):
+                    p.error(f"--{option.replace('_', '-')} goes before the first --platform")
+            images.append((platform, platform_args))
     if args.rootfs_dir:
         write_rootfs(args.rootfs_dir, parse_entries(args))
         return
     if not args.digest_only and not args.out:
         p.error("--out is required")
-    manifest_digest, files = build(args)
+    top_digest, files = build(args.name, images)
     if not args.digest_only:
         write_archive(args.out, files)
-    print(manifest_digest)
+    print(top_digest)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,29 @@ const char *testproc_barrier_path(void)
 	return path && path[0] ? path : "bin/muster-barrier";
 }
 
+/* In the child: execs argv, under $MUSTER_BARRIER_EMULATOR when it is set
+ * (qemu-user runs another architecture's barrier without binfmt_misc; a
+ * program it starts through a plain execv would not run). Returns only on
+ * failure. */
+static void exec_program(char *const argv[])
+{
+	const char *emulator = getenv("MUSTER_BARRIER_EMULATOR");
+	char *with_emulator[TESTPROC_ARGS_MAX + 2];
+	size_t count = 0;
+
+	if (!emulator || !emulator[0]) {
+		execv(argv[0], argv);
+		return;
+	}
+	while (argv[count])
+		if (++count > TESTPROC_ARGS_MAX)
+			return;
+	with_emulator[0] = (char *)emulator;
+	for (size_t i = 0; i <= count; i++) /* argv's NULL too */
+		with_emulator[i + 1] = argv[i];
+	execvp(emulator, with_emulator);
+}
+
 int testproc_start(struct testproc *proc, char *const argv[], char *const env[], const char *const unset[])
 {
 	int pipe_fds[2];
@@ -58,7 +81,7 @@ int testproc_start(struct testproc *proc, char *const argv[], char *const env[],
 			unsetenv(unset[i]);
 		for (size_t i = 0; env && env[i]; i++)
 			putenv(env[i]);
-		execv(argv[0], argv);
+		exec_program(argv);
 		_exit(127);
 	}
 	close(pipe_fds[1]);

@@ -15,6 +15,8 @@
 #include <sys/types.h>
 
 #define TESTPROC_OUT_MAX 65536
+/* The most arguments (argv[0] included) testproc_start() passes. */
+#define TESTPROC_ARGS_MAX 64
 
 struct testproc {
 	pid_t pid;
@@ -29,9 +31,13 @@ struct testproc {
 /* Path of the barrier under test: $MUSTER_BARRIER_BIN or bin/muster-barrier. */
 const char *testproc_barrier_path(void);
 
-/* Starts `argv` (argv[0] is the program path) with stdout and stderr piped
- * to the parent. `env` entries ("NAME=value") are added to the parent's
- * environment; `unset` names are removed from it (each may be NULL). */
+/* Starts `argv` (argv[0] is the program path, at most TESTPROC_ARGS_MAX
+ * entries) with stdout and stderr piped to the parent, under the command
+ * $MUSTER_BARRIER_EMULATOR when set (e.g. qemu-aarch64-static for an arm64
+ * barrier; argv[0] becomes its first argument). `env` entries
+ * ("NAME=value") are added to the parent's environment; `unset` names are
+ * removed from it (each may be NULL). A program that cannot be started
+ * exits 127. */
 int testproc_start(struct testproc *proc, char *const argv[], char *const env[], const char *const unset[]);
 
 /* Waits until `needle` appears in the output. Returns 0, or -1 on timeout or
