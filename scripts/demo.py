@@ -106,14 +106,18 @@ class Processes:
                 raise DemoError(f"{name} exited with code {process.returncode}:\n    " + "\n    ".join(tail))
 
     def stop_one(self, name):
-        for child, process, log in self.children:
-            if child == name and process.poll() is None:
+        """Stops child `name`; check() no longer asks after it."""
+        for child in [c for c in self.children if c[0] == name]:
+            _, process, log = child
+            if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 try:
                     process.wait(15)
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
+            log.close()
+            self.children.remove(child)
 
     def stop(self):
         for _, process, _ in reversed(self.children):
@@ -275,7 +279,10 @@ def main():
         processes.start("webhook", [ROOT / "bin" / "muster-webhook", "--tls-cert-file", certs / "tls.crt",
                                     "--tls-key-file", certs / "tls.key", "--listen", f"127.0.0.1:{port}",
                                     "--barrier-image", refs.get("muster-barrier", "muster-barrier:dev"),
-                                    "--shutdown-delay", "0"])
+                                    "--shutdown-delay", "0",
+                                    # The pin route reads placements of record; the controller
+                                    # (the local cluster's admin) alone may say "placed".
+                                    "--kubeconfig", kubeconfig, "--controller-user", "admin"])
         context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
         deadline = time.monotonic() + 10
         while True:
