@@ -547,6 +547,19 @@ static void read_queue_remove(struct controller_group *group, struct entry *e)
 	e->read_queued = 0;
 }
 
+/* A pod from the API, or -1 with the reason logged (its name is not known
+ * yet: the cause names the field). */
+static int pod_decoded(const cJSON *object, struct group_pod *pod)
+{
+	char *cause = NULL;
+
+	if (group_pod_from_json(object, pod, &cause) == 0)
+		return 0;
+	mlog(MLOG_WARN, "pod-undecodable", "cause=\"%s\"", cause ? cause : "no memory");
+	free(cause);
+	return -1;
+}
+
 /* A LIST item: decoded outside the lock, applied under it as ADDED, unless
  * the pod watch began a LIST of its own meanwhile (that LIST covers this
  * JobSet: the entry was there when it began) or the entry is gone. */
@@ -556,13 +569,9 @@ static int list_pod_item(void *arg, const cJSON *item)
 	struct controller_group *group = t->group;
 	struct group_pod pod;
 	struct entry *e;
-	char *cause = NULL;
 
-	if (group_pod_from_json(item, &pod, &cause)) {
-		mlog(MLOG_WARN, "pod-undecodable", "cause=\"%s\"", cause ? cause : "no memory");
-		free(cause);
+	if (pod_decoded(item, &pod))
 		return 0;
-	}
 	muster_lock(&group->lock);
 	e = entry_again(group, t);
 	if (!e || group->pod_relists != t->pod_relists) {
@@ -888,13 +897,9 @@ static void pod_changed(struct controller_group *group, const cJSON *object, enu
 {
 	struct group_pod pod;
 	struct entry *e;
-	char *cause = NULL;
 
-	if (group_pod_from_json(object, &pod, &cause)) {
-		mlog(MLOG_WARN, "pod-undecodable", "cause=\"%s\"", cause ? cause : "no memory");
-		free(cause);
+	if (pod_decoded(object, &pod))
 		return;
-	}
 	e = entry_find(group, pod.namespace, pod.jobset_name);
 	if (!e)
 		return;

@@ -489,7 +489,7 @@ static int print_json(const struct topo_run_options *o, struct topo_live *live, 
 		      const char *refusal)
 {
 	const struct topo_cluster *c = t->cluster;
-	cJSON *out = cJSON_CreateObject(), *pods, *excluded, *e;
+	cJSON *out = cJSON_CreateObject(), *pods, *e;
 	char buf[1024];
 	int ok = out != NULL;
 
@@ -515,16 +515,7 @@ static int print_json(const struct topo_run_options *o, struct topo_live *live, 
 			ok = ok && cJSON_AddStringToObject(one, "node", c->nodes[pod->node].name);
 		}
 	}
-	ok = ok && (excluded = cJSON_AddArrayToObject(out, "excluded")) != NULL;
-	for (size_t i = 0; ok && i < t->excluded_count; i++) {
-		cJSON *one = cJSON_CreateObject();
-
-		ok = one && cJSON_AddItemToArray(excluded, one);
-		ok = ok && cJSON_AddStringToObject(one, "node", c->nodes[t->excluded[i].node].name);
-		snprintf(buf, sizeof(buf), "%s%s%s", t->excluded[i].reason, t->excluded[i].detail ? " " : "",
-			 t->excluded[i].detail ? t->excluded[i].detail : "");
-		ok = ok && cJSON_AddStringToObject(one, "reason", buf);
-	}
+	ok = ok && topo_view_excluded_json(out, t) == 0;
 	if (ok && o->explain && live) {
 		ok = (e = explain_json(live, o->jobset_namespace, o->jobset_name)) != NULL;
 		ok = ok && cJSON_AddItemToObject(out, "explain", e);

@@ -138,11 +138,29 @@ void topo_view_print_tree(FILE *out, const struct topo_tree *t, const char *titl
 			t->excluded[i].detail ? t->excluded[i].detail : "");
 }
 
+int topo_view_excluded_json(cJSON *out, const struct topo_tree *t)
+{
+	const struct topo_cluster *c = t->cluster;
+	cJSON *excluded = cJSON_AddArrayToObject(out, "excluded");
+	char buf[1024];
+	int ok = excluded != NULL;
+
+	for (size_t i = 0; ok && i < t->excluded_count; i++) {
+		cJSON *one = cJSON_CreateObject();
+
+		ok = one && cJSON_AddItemToArray(excluded, one);
+		ok = ok && cJSON_AddStringToObject(one, "node", c->nodes[t->excluded[i].node].name);
+		snprintf(buf, sizeof(buf), "%s%s%s", t->excluded[i].reason, t->excluded[i].detail ? " " : "",
+			 t->excluded[i].detail ? t->excluded[i].detail : "");
+		ok = ok && cJSON_AddStringToObject(one, "reason", buf);
+	}
+	return ok ? 0 : -1;
+}
+
 cJSON *topo_view_tree_json(const struct topo_tree *t, const char *const *columns, const uint64_t *values,
 			   size_t column_count)
 {
-	const struct topo_cluster *c = t->cluster;
-	cJSON *out = cJSON_CreateObject(), *levels, *names, *domains, *excluded;
+	cJSON *out = cJSON_CreateObject(), *levels, *names, *domains;
 	char buf[1024];
 	int ok = out != NULL;
 
@@ -171,16 +189,7 @@ cJSON *topo_view_tree_json(const struct topo_tree *t, const char *const *columns
 			ok = cJSON_AddItemToArray(free_room,
 						  cJSON_CreateNumber((double)values[d * column_count + k]));
 	}
-	ok = ok && (excluded = cJSON_AddArrayToObject(out, "excluded")) != NULL;
-	for (size_t i = 0; ok && i < t->excluded_count; i++) {
-		cJSON *one = cJSON_CreateObject();
-
-		ok = one && cJSON_AddItemToArray(excluded, one);
-		ok = ok && cJSON_AddStringToObject(one, "node", c->nodes[t->excluded[i].node].name);
-		snprintf(buf, sizeof(buf), "%s%s%s", t->excluded[i].reason, t->excluded[i].detail ? " " : "",
-			 t->excluded[i].detail ? t->excluded[i].detail : "");
-		ok = ok && cJSON_AddStringToObject(one, "reason", buf);
-	}
+	ok = ok && topo_view_excluded_json(out, t) == 0;
 	if (!ok) {
 		cJSON_Delete(out);
 		return NULL;

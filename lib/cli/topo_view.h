@@ -54,4 +54,8 @@ void topo_view_print_tree(FILE *out, const struct topo_tree *tree, const char *t
 struct cJSON *topo_view_tree_json(const struct topo_tree *tree, const char *const *columns,
 				  const uint64_t *values, size_t column_count);
 
+/* Adds "excluded": [{"node", "reason"}] (the nodes the tree left out, and
+ * why) to `out`. 0, or -1 when memory ran out. */
+int topo_view_excluded_json(struct cJSON *out, const struct topo_tree *tree);
+
 #endif
