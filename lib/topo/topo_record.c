@@ -408,6 +408,31 @@ int topo_record_has_attempt(const struct topo_record *record)
 	return record->has_attempt;
 }
 
+/* A Job runs at most as many pods at once as its record places (indexes
+ * 0..span-1: min(parallelism, completions), as Kueue counts a PodSet); a
+ * pod of a later index (parallelism below completions) starts when one of
+ * those ends and takes the slot of its index modulo span. A range that
+ * reaches past span is taken as the slots it may use: the one range
+ * modulo span when it does not wrap, else every slot. */
+static void slots(const struct topo_record *record, const struct record_job *job, uint32_t *from,
+		  uint32_t *to)
+{
+	uint32_t span;
+
+	if (!job->run_count)
+		return;
+	span = record->runs[job->first_run + job->run_count - 1].to + 1;
+	if (*to < span)
+		return;
+	if (*from >= span && *to - *from < span && *from % span <= *to % span) {
+		*from %= span;
+		*to %= span;
+	} else {
+		*from = 0;
+		*to = span - 1;
+	}
+}
+
 int topo_record_find_range(const struct topo_record *record, const char *replicated_job, uint32_t job_index,
 			   uint32_t from, uint32_t to, const char **selector)
 {
@@ -421,6 +446,7 @@ int topo_record_find_range(const struct topo_record *record, const char *replica
 		if (job_index >= group->job_count)
 			return 0;
 		job = &record->jobs[group->first_job + job_index];
+		slots(record, job, &from, &to);
 		lo = job->first_run;
 		hi = lo + job->run_count;
 		while (lo < hi) { /* the first run ending at or after `from` */
@@ -475,6 +501,7 @@ int topo_record_job_template(const struct topo_record *record, const char *repli
 		if (strcmp(group->name, replicated_job) != 0)
 			continue;
 		job = &record->jobs[group->first_job + job_index];
+		slots(record, job, &from, &to);
 		for (uint32_t r = 0; r < job->run_count; r++) {
 			const struct record_run *run = &record->runs[job->first_run + r];
 			uint32_t lo = run->from > from ? run->from : from, hi = run->to < to ? run->to : to;

@@ -78,7 +78,14 @@ uint32_t topo_record_attempt(const struct topo_record *record);
 int topo_record_has_attempt(const struct topo_record *record);
 
 /* The selector of one pod: 1 and *selector (borrowed, may be "") when the
- * record holds it, else 0. */
+ * record holds it, else 0.
+ *
+ * A Job's record places the pods it runs at once, completion indexes
+ * 0..span-1 (min(parallelism, completions), as Kueue counts a PodSet). A
+ * pod of a later index (completions above parallelism) starts when one of
+ * those ends, and takes the slot of its index modulo span: every lookup
+ * below answers for it as for that slot (a range that wraps, as for every
+ * slot). */
 int topo_record_find(const struct topo_record *record, const char *replicated_job, uint32_t job_index,
 		     uint32_t completion, const char **selector);
 

@@ -97,7 +97,9 @@ static void placement_round_trip(void **state)
 	}
 	/* What the record does not hold. */
 	assert_int_equal(topo_record_find(r, "workers", 2, 0, &selector), 0);
-	assert_int_equal(topo_record_find(r, "workers", 0, 6, &selector), 0);
+	/* Index 6 of a Job whose record places 0..5: a later pod, in slot 0. */
+	assert_int_equal(topo_record_find(r, "workers", 0, 6, &selector), 1);
+	assert_string_equal(selector, first_copy);
 	assert_int_equal(topo_record_find(r, "driver", 0, 0, &selector), 0);
 	/* Runs: consecutive ranks with one selector are one run, so fewer runs than pods. */
 	assert_true(strlen(text) < 400);
@@ -146,7 +148,11 @@ static void runs_and_lookup(void **state)
 	assert_int_equal(topo_record_find(r, "w", 0, 5, &selector), 0); /* a gap */
 	assert_int_equal(topo_record_find(r, "w", 0, 9, &selector), 1);
 	assert_string_equal(selector, "rack=r2,block=b1");
-	assert_int_equal(topo_record_find(r, "w", 0, 10, &selector), 0);
+	/* Past the last index the record places: the slot of its index
+	 * modulo the Job's span (a later pod of a Job with completions above
+	 * parallelism), here index 0's. */
+	assert_int_equal(topo_record_find(r, "w", 0, 10, &selector), 1);
+	assert_string_equal(selector, "rack=r1");
 	assert_int_equal(topo_record_find(r, "d", 0, 0, &selector), 1);
 	/* Ranges, as a Job pinned whole asks: one run holds 0..3 or 6..9. */
 	assert_int_equal(topo_record_find_range(r, "w", 0, 0, 3, &selector), 1);
@@ -158,7 +164,7 @@ static void runs_and_lookup(void **state)
 	assert_int_equal(topo_record_find_range(r, "w", 0, 0, 4, &selector), 2);
 	assert_string_equal(selector, "rack=r1");
 	assert_int_equal(topo_record_find_range(r, "w", 0, 6, 10, &selector), 2);
-	assert_int_equal(topo_record_find_range(r, "d", 0, 0, 1, &selector), 2);
+	assert_int_equal(topo_record_find_range(r, "d", 0, 0, 1, &selector), 1); /* 1 slot */
 	/* Not held from its start. */
 	assert_int_equal(topo_record_find_range(r, "w", 0, 5, 5, &selector), 0);
 	assert_int_equal(topo_record_find_range(r, "w", 1, 0, 3, &selector), 0);
@@ -180,7 +186,7 @@ static void a_jobs_template_gets_the_domain_of_most_of_its_pods(void **state)
 				   "[[0,3,\"block=b1,rack=r1\"],[5,9,\"block=b1,rack=r2\"]],"
 				   "[[0,3,\"block=b1,rack=r1\"],[4,9,\"block=b1,host=r2\"]]]}}";
 	struct topo_record *r = NULL;
-	const char *selector = NULL;
+	const char *selector = NULL, *first = NULL;
 
 	(void)state;
 	assert_int_equal(topo_record_parse(text, strlen(text), &r, NULL), 0);
@@ -193,13 +199,15 @@ static void a_jobs_template_gets_the_domain_of_most_of_its_pods(void **state)
 	/* Equal shares: the first. */
 	assert_int_equal(topo_record_job_template(r, "w", 1, 0, 99, &selector), 1);
 	assert_string_equal(selector, "block=b1,rack=r1");
-	/* Runs of other depths, "anywhere", a gap, other keys, past the
-	 * end, no such Job: none. */
+	/* Runs of other depths, "anywhere", a gap, other keys, no such Job:
+	 * none. */
 	assert_int_equal(topo_record_job_template(r, "w", 2, 0, 9, &selector), 0);
 	assert_int_equal(topo_record_job_template(r, "w", 3, 0, 9, &selector), 0);
 	assert_int_equal(topo_record_job_template(r, "w", 4, 0, 9, &selector), 0);
 	assert_int_equal(topo_record_job_template(r, "w", 5, 0, 9, &selector), 0);
-	assert_int_equal(topo_record_job_template(r, "w", 0, 0, 100, &selector), 0);
+	/* Past the end: the later pods take the slots the record places. */
+	assert_int_equal(topo_record_job_template(r, "w", 0, 0, 100, &selector),
+			 topo_record_job_template(r, "w", 0, 0, 99, &first));
 	assert_int_equal(topo_record_job_template(r, "w", 6, 0, 9, &selector), 0);
 	assert_int_equal(topo_record_job_template(r, "x", 0, 0, 9, &selector), 0);
 	assert_int_equal(topo_record_job_template(r, "w", 0, 9, 0, &selector), 0);
@@ -325,11 +333,46 @@ static void a_records_configmap_is_read_by_one_rule(void **state)
 #undef RECORD
 }
 
+/* L4: a Job of completions 8 and parallelism 4 runs 4 pods at once; its
+ * record places indexes 0..3 and every later pod takes a slot of those. */
+static void later_pods_of_a_job_take_the_slots_its_record_places(void **state)
+{
+	static const char text[] = "{\"uid\":\"u\",\"attempt\":0,\"replicatedJobs\":{"
+				   "\"one\":[[[0,3,\"rack=r1\"]]],"
+				   "\"two\":[[[0,1,\"rack=r1\"],[2,3,\"rack=r2\"]]]}}";
+	struct topo_record *r = NULL;
+	const char *selector;
+
+	(void)state;
+	assert_int_equal(topo_record_parse(text, strlen(text), &r, NULL), 0);
+	/* All in one rack: every index, and the Job as a whole (0..7). */
+	for (uint32_t k = 0; k < 8; k++) {
+		assert_int_equal(topo_record_find(r, "one", 0, k, &selector), 1);
+		assert_string_equal(selector, "rack=r1");
+	}
+	assert_int_equal(topo_record_find_range(r, "one", 0, 0, 7, &selector), 1);
+	assert_string_equal(selector, "rack=r1");
+	assert_int_equal(topo_record_job_template(r, "one", 0, 0, 7, &selector), 1);
+	/* Two racks: index 6 takes slot 2's (rack r2); the Job is pinned pod
+	 * by pod, its template the rack of most (the first of equal ones). */
+	assert_int_equal(topo_record_find(r, "two", 0, 6, &selector), 1);
+	assert_string_equal(selector, "rack=r2");
+	assert_int_equal(topo_record_find(r, "two", 0, 5, &selector), 1);
+	assert_string_equal(selector, "rack=r1");
+	assert_int_equal(topo_record_find_range(r, "two", 0, 0, 7, &selector), 2);
+	assert_int_equal(topo_record_find_range(r, "two", 0, 4, 5, &selector), 1); /* slots 0..1 */
+	assert_string_equal(selector, "rack=r1");
+	assert_int_equal(topo_record_job_template(r, "two", 0, 0, 7, &selector), 1);
+	assert_string_equal(selector, "rack=r1");
+	topo_record_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(placement_round_trip),
 		cmocka_unit_test(runs_and_lookup),
+		cmocka_unit_test(later_pods_of_a_job_take_the_slots_its_record_places),
 		cmocka_unit_test(a_jobs_template_gets_the_domain_of_most_of_its_pods),
 		cmocka_unit_test(bad_records_are_refused),
 		cmocka_unit_test(a_records_configmap_is_read_by_one_rule),
