@@ -356,6 +356,27 @@ def test_a_jobset_volcano_schedules_is_left_to_volcano_and_its_author_is_told(ku
     assert made.returncode == 0 and "Warning" not in made.stderr, made.stderr
 
 
+def test_completions_above_parallelism_run_in_the_slots_of_their_domain(kube, placing):
+    """L4: a Job of 8 completions and parallelism 4 asks a rack for its 4 pods at once (Kueue's count,
+    min(parallelism, completions)); it is admitted, placed, and each later pod (index 4..7) is pinned
+    into the same rack as it starts, so all 8 complete there."""
+    namespace = placing
+    body = jobset("waves", {api.KUEUE_ANNOTATION_REQUIRED: RACK, "e2e.muster.dev/run-seconds": "2"}, pods=4)
+    body["spec"]["replicatedJobs"][0]["template"]["spec"]["completions"] = 8
+    kube.create(JOBSETS.format(namespace), body)
+    wait_for(lambda: state(kube, namespace, "waves") == api.PLACEMENT_PLACED, timeout=60, what="waves placed")
+
+    def succeeded():
+        pods = kube.get(f"/api/v1/namespaces/{namespace}/pods",
+                        labelSelector=f"{api.JOBSET_LABEL_NAME}=waves")["items"]
+        done = [p for p in pods if p.get("status", {}).get("phase") == "Succeeded"]
+        return done if len({p["metadata"]["annotations"][api.JOB_ANNOTATION_COMPLETION_INDEX]
+                            for p in done}) == 8 else None
+    done = wait_for(succeeded, timeout=120, interval=1, what="8 completions of waves")
+    labels = node_labels(kube)
+    assert len({rack_of(labels, p["spec"]["nodeName"]) for p in done}) == 1
+
+
 def test_room_promised_to_pods_not_bound_yet_is_not_given_away(kube, placing):
     """A placed JobSet whose pods are not bound keeps its room: here its pods
     ask for one host port each, which placement does not count, so the
