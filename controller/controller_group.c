@@ -263,7 +263,7 @@ static void release(struct controller_group *group, struct entry *e, const struc
 		group_tracker_release_failed(e->tracker, decision->epoch);
 		stat_add(&group->stats.release_failures, 1);
 		mlog(MLOG_ERROR, "release-failed", "jobset=%s/%s attempt=%u err=%s cause=\"%s\"",
-		     e->namespace, e->name, decision->attempt, kube_err_name(KUBE_ENOMEM),
+		     e->namespace, e->name, decision->attempt, muster_err_name(MUSTER_ENOMEM),
 		     "no memory for the write");
 		return;
 	}
@@ -312,10 +312,10 @@ static void release_recorded(struct controller_group *group, struct write_req *r
 		}
 		reported = e ? e->conflict_reported : req->foreign;
 		stat_add(&group->stats.release_failures, 1);
-		if (req->err != KUBE_ECONFLICT || !reported) /* a conflict is logged once */
+		if (req->err != MUSTER_ECONFLICT || !reported) /* a conflict is logged once */
 			mlog(MLOG_ERROR, "release-failed", "jobset=%s/%s attempt=%u err=%s cause=\"%s\"",
-			     req->snap.namespace, req->snap.name, decision->attempt, kube_err_name(req->err),
-			     req->cause ? req->cause : "");
+			     req->snap.namespace, req->snap.name, decision->attempt,
+			     muster_err_name(req->err), req->cause ? req->cause : "");
 		return;
 	}
 	/* The ConfigMap is the release of record; from here on it happened. */
@@ -650,7 +650,7 @@ static void entry_read(struct controller_group *group, struct read_target *t)
 failed:
 	if (err) {
 		mlog(MLOG_ERROR, "jobset-read-failed", "jobset=%s/%s err=%s cause=\"%s\"", e->namespace,
-		     e->name, kube_err_name(err), cause ? cause : "");
+		     e->name, muster_err_name(err), cause ? cause : "");
 		read_queue_put(group, e, now_ms(group) + READ_RETRY_MS);
 	}
 	decide(group, e);
@@ -1002,7 +1002,7 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 		return err;
 	if (pthread_create(&writer, NULL, writer_main, group) != 0) {
 		side_queue_finish(&group->side);
-		return kube_cause(cause, KUBE_ENOMEM, "cannot start the writer thread");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot start the writer thread");
 	}
 	if (pthread_create(&reader, NULL, reader_main, group) != 0) {
 		muster_lock(&group->lock);
@@ -1011,7 +1011,7 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 		muster_unlock(&group->lock);
 		pthread_join(writer, NULL);
 		side_queue_finish(&group->side);
-		return kube_cause(cause, KUBE_ENOMEM, "cannot start the reader thread");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot start the reader thread");
 	}
 	err = watch_hub_start(group->jobset_hub, stop, cause);
 	if (!err)
@@ -1096,7 +1096,7 @@ static int watches_new(struct controller_group *group, char **cause)
 		return err;
 	if (watch_hub_add(group->jobset_hub, &jobset_spec, 1) < 0 ||
 	    watch_hub_add(group->pod_hub, &pod_spec, 1) < 0)
-		return kube_cause(cause, KUBE_EINVAL, "cannot subscribe to the watches");
+		return cause_err(cause, MUSTER_EINVAL, "cannot subscribe to the watches");
 	return 0;
 }
 
@@ -1127,10 +1127,10 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 
 	*out = NULL;
 	if (!group)
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for the controller");
+		return cause_err(cause, MUSTER_ENOMEM, "no memory for the controller");
 	if (options->namespace && strlen(options->namespace) > MODEL_LABEL_MAX) {
 		free(group);
-		return kube_cause(cause, KUBE_EINVAL, "namespace longer than %d bytes", MODEL_LABEL_MAX);
+		return cause_err(cause, MUSTER_EINVAL, "namespace longer than %d bytes", MODEL_LABEL_MAX);
 	}
 	if (options->namespace)
 		memcpy(group->namespace, options->namespace, strlen(options->namespace) + 1);
@@ -1140,7 +1140,7 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 	group->reason_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	if (pthread_mutex_init(&group->lock, NULL) != 0) {
 		free(group);
-		return kube_cause(cause, KUBE_ENOMEM, "cannot make a mutex");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot make a mutex");
 	}
 	if ((err = side_queue_init(&group->side, cause))) {
 		pthread_mutex_destroy(&group->lock);
@@ -1151,14 +1151,14 @@ int controller_group_new(const struct kube_config *cfg, const struct controller_
 		side_queue_destroy(&group->side);
 		pthread_mutex_destroy(&group->lock);
 		free(group);
-		return kube_cause(cause, KUBE_ENOMEM, "cannot make a condition variable");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot make a condition variable");
 	}
 	if (pthread_cond_init(&group->reads_cond, NULL) != 0) {
 		pthread_cond_destroy(&group->writes_cond);
 		side_queue_destroy(&group->side);
 		pthread_mutex_destroy(&group->lock);
 		free(group);
-		return kube_cause(cause, KUBE_ENOMEM, "cannot make a condition variable");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot make a condition variable");
 	}
 	if ((err = api_new(cfg, options, &group->jobset_api, cause)) ||
 	    (err = api_new(cfg, options, &group->pod_api, cause)) ||

@@ -84,9 +84,9 @@ static int respond(struct kube_response *resp, long status, const char *body)
 	resp->body_len = strlen(body);
 	resp->body = malloc(resp->body_len + 1);
 	if (!resp->body)
-		return KUBE_ENOMEM;
+		return MUSTER_ENOMEM;
 	memcpy(resp->body, body, resp->body_len + 1);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static const char *configmap_body(enum configmap_state state)
@@ -199,7 +199,7 @@ static int fake_stream(void *ctx, const struct kube_request *req, size_t max_lin
 	}
 	while (!atomic_load(stop))
 		pause_ms(5);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static const struct kube_transport fake_transport = { fake_send, fake_stream };

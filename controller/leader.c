@@ -17,7 +17,7 @@ static void *hold_main(void *arg)
 	struct leader *l = arg;
 	int err = kube_lease_hold(atomic_load(&l->lease), &l->stop, &l->cause);
 
-	if (err == KUBE_ELOST) {
+	if (err == MUSTER_ELOST) {
 		atomic_store(&l->lost, 1);
 		atomic_store(l->process_stop, 1); /* stop acting at once */
 	}
@@ -69,7 +69,7 @@ int leader_take(struct leader *l, const struct kube_config *cfg, const struct le
 	if (err <= 0) /* stopped while waiting (0), or failed */
 		return err;
 	if (pthread_create(&l->thread, NULL, hold_main, l) != 0)
-		return kube_cause(cause, KUBE_ENOMEM, "cannot start the lease thread");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot start the lease thread");
 	l->holding = 1;
 	return 1;
 }

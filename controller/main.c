@@ -170,7 +170,7 @@ static int collect(void *arg, struct metrics_writer *w)
 		for (int code = 1; code < KUBE_STATS_ERROR_SLOTS; code++) {
 			if (!s->errors[code])
 				continue;
-			client[1].value = kube_err_name(-code);
+			client[1].value = muster_err_name(-code);
 			metrics_write_counter(w, "muster_api_errors_total", "Failed API requests by error",
 					      client, 2, (double)s->errors[code]);
 		}
@@ -475,7 +475,7 @@ static int build(struct app *app, struct settings *s, struct kube_config *cfg,
 		placement_loop_observe(app->placement, &placed);
 	}
 	if (metrics_registry_new(0, registry) != 0 || register_metrics(app, *registry, cause) != 0)
-		return kube_cause(cause, KUBE_ENOMEM, "cannot set up the metrics");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot set up the metrics");
 	return 0;
 }
 
@@ -490,7 +490,7 @@ static int serve(struct app *app, const struct settings *s, struct metrics_regis
 	if ((strcmp(s->metrics_addr, "0") != 0 &&
 	     http_serve_start(s->metrics_addr, &routes, server, cause)) ||
 	    (strcmp(s->health_addr, "0") != 0 && http_serve_start(s->health_addr, &health, probes, cause)))
-		return KUBE_EINVAL;
+		return MUSTER_EINVAL;
 	return 0;
 }
 
@@ -505,7 +505,7 @@ static int run(struct app *app, char **cause)
 
 	if (app->placement) {
 		if (pthread_create(&placer.thread, NULL, place_main, &placer) != 0)
-			return kube_cause(cause, KUBE_ENOMEM, "cannot start the placement thread");
+			return cause_err(cause, MUSTER_ENOMEM, "cannot start the placement thread");
 		placing = 1;
 	}
 	err = controller_group_run(app->group, &stop_requested, cause);
@@ -570,7 +570,7 @@ out:
 	if (leader_release(&app.leader))
 		exit_code = 1;
 	if (err < 0) {
-		mlog(MLOG_ERROR, "exit", "err=%s cause=\"%s\"", kube_err_name(err), cause ? cause : "");
+		mlog(MLOG_ERROR, "exit", "err=%s cause=\"%s\"", muster_err_name(err), cause ? cause : "");
 		exit_code = 1;
 	} else if (!exit_code) {
 		mlog(MLOG_INFO, "stopped", NULL);

@@ -180,7 +180,7 @@ static int respond(struct kube_response *resp, long status, const char *body)
 	resp->body_len = strlen(body);
 	resp->body = malloc(resp->body_len + 1);
 	memcpy(resp->body, body, resp->body_len + 1);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static int respond_json(struct kube_response *resp, long status, const cJSON *o)
@@ -382,7 +382,7 @@ static int fake_stream(void *ctx, const struct kube_request *req, size_t max_lin
 	if (k >= 0)
 		f->open_streams[k]--;
 	pthread_mutex_unlock(&f->lock);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static const struct kube_transport fake_transport = { fake_send, fake_stream };

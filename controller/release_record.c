@@ -115,7 +115,7 @@ static cJSON *configmap_body(const struct release_jobset *e, uint64_t epoch)
 
 /* Writes the release of `epoch`: creates the ConfigMap owned by the JobSet,
  * or, when it exists, merge-patches it if it is ours, replaces it if it is a
- * predecessor's leftover, and refuses (KUBE_ECONFLICT) if it is anyone
+ * predecessor's leftover, and refuses (MUSTER_ECONFLICT) if it is anyone
  * else's. *how says what was done. */
 int release_record_write(struct kube_client *client, const struct release_jobset *e, uint64_t epoch,
 			 const char **how, int *foreign, char **cause)
@@ -126,12 +126,12 @@ int release_record_write(struct kube_client *client, const struct release_jobset
 	int err;
 
 	if (!body)
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for the ConfigMap");
+		return cause_err(cause, MUSTER_ENOMEM, "no memory for the ConfigMap");
 	*how = "created";
 	err = release_record_path(path, sizeof(path), e, 1, cause);
 	if (!err)
 		err = kube_create(client, path, body, NULL, cause);
-	if (err != KUBE_ECONFLICT)
+	if (err != MUSTER_ECONFLICT)
 		goto out;
 	/* It exists: an earlier attempt's release, our own retried POST, a
 	 * leftover of a deleted JobSet of this name, or somebody else's. */
@@ -147,7 +147,7 @@ int release_record_write(struct kube_client *client, const struct release_jobset
 		*how = "patched";
 		patch = release_patch(e, epoch);
 		err = patch ? kube_patch(client, path, KUBE_PATCH_MERGE, patch, NULL, cause)
-			    : kube_cause(cause, KUBE_ENOMEM, "no memory for the ConfigMap patch");
+			    : cause_err(cause, MUSTER_ENOMEM, "no memory for the ConfigMap patch");
 		free(patch);
 		break;
 	case RELEASE_OWNER_PREDECESSOR:
@@ -160,8 +160,8 @@ int release_record_write(struct kube_client *client, const struct release_jobset
 			cJSON_GetObjectItemCaseSensitive(existing, "metadata"), "uid");
 		err = cJSON_IsString(existing_uid)
 			      ? kube_delete_uid(client, path, existing_uid->valuestring, cause)
-			      : kube_cause(cause, KUBE_EPARSE, "the ConfigMap has no metadata.uid");
-		if (err && err != KUBE_ENOTFOUND)
+			      : cause_err(cause, MUSTER_EPARSE, "the ConfigMap has no metadata.uid");
+		if (err && err != MUSTER_ENOTFOUND)
 			break;
 		free(*cause);
 		*cause = NULL;
@@ -171,10 +171,10 @@ int release_record_write(struct kube_client *client, const struct release_jobset
 		break;
 	case RELEASE_OWNER_FOREIGN:
 		*foreign = 1;
-		err = kube_cause(cause, KUBE_ECONFLICT,
-				 "ConfigMap %s/%s" MUSTER_CONFIGMAP_SUFFIX
-				 " exists and is not owned by this JobSet",
-				 e->namespace, e->name);
+		err = cause_err(cause, MUSTER_ECONFLICT,
+				"ConfigMap %s/%s" MUSTER_CONFIGMAP_SUFFIX
+				" exists and is not owned by this JobSet",
+				e->namespace, e->name);
 		break;
 	}
 out:
@@ -196,7 +196,7 @@ int release_record_read(struct kube_client *client, const struct release_jobset 
 	err = release_record_path(path, sizeof(path), e, 0, cause);
 	if (!err)
 		err = kube_get(client, path, &configmap, cause);
-	if (err == KUBE_ENOTFOUND) {
+	if (err == MUSTER_ENOTFOUND) {
 		if (cause) {
 			free(*cause);
 			*cause = NULL;
@@ -216,10 +216,10 @@ int release_record_read(struct kube_client *client, const struct release_jobset 
 		goto out;
 	if (parse_number(started, &attempt) ||
 	    (generation && parse_number(generation, &released_generation))) {
-		err = kube_cause(cause, KUBE_EPARSE,
-				 "%s: data." MUSTER_CONFIGMAP_KEY_STARTED
-				 " or data." MUSTER_CONFIGMAP_KEY_GENERATION " is not a number",
-				 path);
+		err = cause_err(cause, MUSTER_EPARSE,
+				"%s: data." MUSTER_CONFIGMAP_KEY_STARTED
+				" or data." MUSTER_CONFIGMAP_KEY_GENERATION " is not a number",
+				path);
 		goto out;
 	}
 	out->has_release = 1;

@@ -37,7 +37,7 @@ enum release_owner {
 };
 
 /* The ConfigMap's path: the namespace's collection (collection != 0) or
- * the ConfigMap itself; 0, or KUBE_EINVAL with a cause (kube_path.h). */
+ * the ConfigMap itself; 0, or MUSTER_EINVAL with a cause (kube_path.h). */
 int release_record_path(char *out, size_t size, const struct release_jobset *jobset, int collection,
 			char **cause);
 
@@ -53,7 +53,7 @@ struct release_record_read {
 };
 
 /* GETs the ConfigMap. Returns 0 with *out (absent: found 0), or a negative
- * kube_err with *cause (KUBE_EPARSE when our ConfigMap's numbers are not
+ * kube_err with *cause (MUSTER_EPARSE when our ConfigMap's numbers are not
  * numbers). */
 int release_record_read(struct kube_client *client, const struct release_jobset *jobset,
 			struct release_record_read *out, char **cause);
@@ -61,7 +61,7 @@ int release_record_read(struct kube_client *client, const struct release_jobset 
 /* Writes the release of `epoch`: creates the ConfigMap controlled by the
  * JobSet, or, when it exists, merge-patches it if it is ours, replaces it if
  * it is a predecessor's leftover (logged `configmap-replaced`), and refuses
- * (KUBE_ECONFLICT, *foreign set) if it is anyone else's. *how says what was
+ * (MUSTER_ECONFLICT, *foreign set) if it is anyone else's. *how says what was
  * done ("created", "patched", "replaced"). Returns 0 or a negative kube_err
  * with *cause. */
 int release_record_write(struct kube_client *client, const struct release_jobset *jobset, uint64_t epoch,

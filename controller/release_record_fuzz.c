@@ -6,7 +6,7 @@
  * the rest taken as a ConfigMap; a read; a write. A ConfigMap is never taken
  * for ours unless a controller reference names our uid; a read's release
  * only comes from ours; a write refused as someone else's says so with
- * KUBE_ECONFLICT; errors come with a cause.
+ * MUSTER_ECONFLICT; errors come with a cause.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int foreign = 0;
 
 		err = release_record_write(client, &JOBSET, 7, &how, &foreign, &cause);
-		if (err > 0 || !err != !cause || (foreign && err != KUBE_ECONFLICT) || (!err && !how))
+		if (err > 0 || !err != !cause || (foreign && err != MUSTER_ECONFLICT) || (!err && !how))
 			abort();
 	}
 	free(cause);

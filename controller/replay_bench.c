@@ -160,9 +160,9 @@ static int respond(struct kube_response *resp, long status, const char *body)
 	resp->body_len = strlen(body);
 	resp->body = malloc(resp->body_len + 1);
 	if (!resp->body)
-		return KUBE_ENOMEM;
+		return MUSTER_ENOMEM;
 	memcpy(resp->body, body, resp->body_len + 1);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static int fake_send(void *ctx, const struct kube_request *req, struct kube_response *resp, char **cause)
@@ -212,7 +212,7 @@ static int fake_stream(void *ctx, const struct kube_request *req, size_t max_lin
 		clock_gettime(CLOCK_MONOTONIC, &fake->first);
 		for (size_t i = 0; i < fake->pods.count && !atomic_load(stop); i++) {
 			if (fake->pods.lens[i] > max_line)
-				return KUBE_ETOOBIG;
+				return MUSTER_ETOOBIG;
 			fake->consumed++;
 			if (on_line(arg, fake->pods.starts[i], fake->pods.lens[i]))
 				break;
@@ -222,7 +222,7 @@ static int fake_stream(void *ctx, const struct kube_request *req, size_t max_lin
 	}
 	while (!atomic_load(stop))
 		pause_ms(10);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static const struct kube_transport fake_transport = { fake_send, fake_stream };

@@ -169,10 +169,10 @@ int side_queue_init(struct side_queue *queue, char **cause)
 {
 	memset(queue, 0, sizeof(*queue));
 	if (pthread_mutex_init(&queue->lock, NULL) != 0)
-		return kube_cause(cause, KUBE_ENOMEM, "cannot make a mutex");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot make a mutex");
 	if (pthread_cond_init(&queue->cond, NULL) != 0) {
 		pthread_mutex_destroy(&queue->lock);
-		return kube_cause(cause, KUBE_ENOMEM, "cannot make a condition variable");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot make a condition variable");
 	}
 	return 0;
 }
@@ -192,7 +192,7 @@ void side_queue_destroy(struct side_queue *queue)
 int side_queue_start(struct side_queue *queue, char **cause)
 {
 	if (pthread_create(&queue->thread, NULL, side_main, queue) != 0)
-		return kube_cause(cause, KUBE_ENOMEM, "cannot start the push thread");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot start the push thread");
 	return 0;
 }
 

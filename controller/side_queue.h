@@ -79,13 +79,13 @@ struct side_queue {
 	pthread_t thread;
 };
 
-/* Returns 0, or KUBE_ENOMEM with *cause. */
+/* Returns 0, or MUSTER_ENOMEM with *cause. */
 int side_queue_init(struct side_queue *queue, char **cause);
 
 /* Frees the jobs still queued and the lock. */
 void side_queue_destroy(struct side_queue *queue);
 
-/* Starts the thread. Returns 0, or KUBE_ENOMEM with *cause. */
+/* Starts the thread. Returns 0, or MUSTER_ENOMEM with *cause. */
 int side_queue_start(struct side_queue *queue, char **cause);
 
 /* Refuses new jobs, lets the thread finish what is queued (pushes are

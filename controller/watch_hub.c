@@ -58,18 +58,18 @@ int watch_hub_new(struct kube_client *client, const char *wide_path, unsigned pa
 
 	*out = NULL;
 	if (strlen(wide_path) >= KUBE_PATH_MAX)
-		return kube_cause(cause, KUBE_EINVAL, "watch path longer than %d bytes", KUBE_PATH_MAX);
+		return cause_err(cause, MUSTER_EINVAL, "watch path longer than %d bytes", KUBE_PATH_MAX);
 	hub = calloc(1, sizeof(*hub));
 	if (!hub)
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for a watch");
+		return cause_err(cause, MUSTER_ENOMEM, "no memory for a watch");
 	if (pthread_mutex_init(&hub->lock, NULL) != 0) {
 		free(hub);
-		return kube_cause(cause, KUBE_ENOMEM, "cannot make a mutex");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot make a mutex");
 	}
 	if (pthread_cond_init(&hub->joined, NULL) != 0) {
 		pthread_mutex_destroy(&hub->lock);
 		free(hub);
-		return kube_cause(cause, KUBE_ENOMEM, "cannot make a condition variable");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot make a condition variable");
 	}
 	hub->client = client;
 	memcpy(hub->wide_path, wide_path, strlen(wide_path) + 1);
@@ -291,7 +291,7 @@ static void *hub_main(void *arg)
 		err = kube_watch_run(hub->client, hub->run_path, &selectors, hub->page_size, &callbacks,
 				     &hub->run_stop, &cause);
 		muster_lock(&hub->lock);
-		if (err == KUBE_ESTOPPED || hub->ended) {
+		if (err == MUSTER_ESTOPPED || hub->ended) {
 			/* The client's stop (the process's) or a consumer ended it. */
 			hub->stopping = 1;
 			err = 0;
@@ -314,7 +314,7 @@ int watch_hub_start(struct watch_hub *hub, atomic_int *stop, char **cause)
 	hub->stop = stop;
 	if (pthread_create(&hub->thread, NULL, hub_main, hub) != 0) {
 		atomic_store(stop, 1);
-		return kube_cause(cause, KUBE_ENOMEM, "cannot start a watch thread");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot start a watch thread");
 	}
 	hub->started = 1;
 	return 0;
@@ -328,6 +328,6 @@ int watch_hub_wait(struct watch_hub *hub, char **cause)
 	hub->started = 0;
 	if (!hub->err)
 		return 0;
-	return kube_cause(cause, hub->err, "watch %s: %s", hub->run_path,
-			  hub->cause ? hub->cause : kube_err_message(hub->err));
+	return cause_err(cause, hub->err, "watch %s: %s", hub->run_path,
+			 hub->cause ? hub->cause : muster_err_message(hub->err));
 }

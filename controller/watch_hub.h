@@ -64,7 +64,7 @@ struct watch_hub;
 
 /* A hub watching with `client` (borrowed: used by the hub's thread only),
  * whose wide query is `wide_path` with no selector. Returns 0, or
- * KUBE_ENOMEM / KUBE_EINVAL with *cause. */
+ * MUSTER_ENOMEM / MUSTER_EINVAL with *cause. */
 int watch_hub_new(struct kube_client *client, const char *wide_path, unsigned page_size,
 		  struct watch_hub **out, char **cause);
 
@@ -78,7 +78,7 @@ int watch_hub_add(struct watch_hub *hub, const struct watch_hub_consumer_spec *s
 /* Makes consumer `index` active: the watch begins again with it. */
 void watch_hub_join(struct watch_hub *hub, int index);
 
-/* Starts the hub's thread. Returns 0, or KUBE_ENOMEM with *cause after
+/* Starts the hub's thread. Returns 0, or MUSTER_ENOMEM with *cause after
  * setting *stop. When its watch ends with an error retrying cannot fix, the
  * hub sets *stop (so the loops around it stop too). */
 int watch_hub_start(struct watch_hub *hub, atomic_int *stop, char **cause);

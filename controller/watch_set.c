@@ -32,7 +32,7 @@ int watch_set_start(struct watch_set *set, atomic_int *stop, char **cause)
 		set->watches[i].stop = stop;
 		if (pthread_create(&set->watches[i].thread, NULL, watch_main, &set->watches[i]) != 0) {
 			atomic_store(stop, 1);
-			return kube_cause(cause, KUBE_ENOMEM, "cannot start a watch thread");
+			return cause_err(cause, MUSTER_ENOMEM, "cannot start a watch thread");
 		}
 		set->started++;
 	}
@@ -47,8 +47,8 @@ int watch_set_join(struct watch_set *set, char **cause)
 		pthread_join(set->watches[i].thread, NULL);
 		if (set->watches[i].err && !err) {
 			err = set->watches[i].err;
-			kube_cause(cause, err, "watch %s: %s", set->watches[i].spec.path,
-				   set->watches[i].cause ? set->watches[i].cause : kube_err_message(err));
+			cause_err(cause, err, "watch %s: %s", set->watches[i].spec.path,
+				  set->watches[i].cause ? set->watches[i].cause : muster_err_message(err));
 		}
 		free(set->watches[i].cause);
 		set->watches[i].cause = NULL;

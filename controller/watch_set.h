@@ -49,7 +49,7 @@ struct watch_set {
 /* Adds a watch (spec copied). Returns 0, or -1 when the set is full. */
 int watch_set_add(struct watch_set *set, const struct watch_spec *spec);
 
-/* Starts a thread per watch. Returns 0, or KUBE_ENOMEM with *cause after
+/* Starts a thread per watch. Returns 0, or MUSTER_ENOMEM with *cause after
  * setting *stop (the watches started stop; join them). */
 int watch_set_start(struct watch_set *set, atomic_int *stop, char **cause);
 

@@ -28,7 +28,7 @@ static int list(struct kube_client *client, const struct kube_resource *resource
 	*out = NULL;
 	if (!items) {
 		cJSON_Delete(root);
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for a list");
+		return cause_err(cause, MUSTER_ENOMEM, "no memory for a list");
 	}
 	err = kube_path(path, sizeof(path), resource, namespace, NULL, cause);
 	if (!err)
@@ -53,7 +53,7 @@ static int get_configmap(struct kube_client *client, const char *namespace, cons
 	err = kube_path(path, sizeof(path), &KUBE_CONFIGMAPS, namespace, name, cause);
 	if (!err)
 		err = kube_get(client, path, out, cause);
-	if (err == KUBE_ENOTFOUND) {
+	if (err == MUSTER_ENOTFOUND) {
 		if (cause) {
 			free(*cause);
 			*cause = NULL;
@@ -80,8 +80,8 @@ int kc_fetch_status(struct kube_client *client, const char *namespace, const cha
 		goto out;
 	if (kjson_string(kjson_path(out->jobset, "metadata", "uid", NULL), 64, &uid) != KJSON_OK || !uid ||
 	    !kube_label_value(uid)) {
-		err = kube_cause(cause, KUBE_EPARSE, "JobSet %s/%s: metadata.uid is missing or not a uid",
-				 namespace, name);
+		err = cause_err(cause, MUSTER_EPARSE, "JobSet %s/%s: metadata.uid is missing or not a uid",
+				namespace, name);
 		goto out;
 	}
 	snprintf(selector, sizeof(selector), "%s=%s", JOBSET_LABEL_NAME, name);

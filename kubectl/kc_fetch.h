@@ -4,7 +4,7 @@
  * its release of record and its placement of record (absent: NULL), and
  * the Events about it (field involvedObject.uid, so that a deleted JobSet
  * of the same name does not speak for it). I/O: a negative KUBE_E* code
- * and a cause (docs/errors.md); KUBE_ENOTFOUND when the JobSet is absent.
+ * and a cause (docs/errors.md); MUSTER_ENOTFOUND when the JobSet is absent.
  */
 #ifndef MUSTER_KC_FETCH_H
 #define MUSTER_KC_FETCH_H

@@ -16,11 +16,11 @@
 static int add(struct kc_kubeconfig_files *out, const char *path, size_t len, char **cause)
 {
 	if (out->count == KC_KUBECONFIG_FILES_MAX)
-		return kube_cause(cause, KUBE_ECONFIG, "KUBECONFIG lists more than %d files",
-				  KC_KUBECONFIG_FILES_MAX);
+		return cause_err(cause, MUSTER_ECONFIG, "KUBECONFIG lists more than %d files",
+				 KC_KUBECONFIG_FILES_MAX);
 	if (len >= KC_KUBECONFIG_PATH_MAX)
-		return kube_cause(cause, KUBE_ECONFIG, "a kubeconfig path is longer than %d bytes",
-				  KC_KUBECONFIG_PATH_MAX - 1);
+		return cause_err(cause, MUSTER_ECONFIG, "a kubeconfig path is longer than %d bytes",
+				 KC_KUBECONFIG_PATH_MAX - 1);
 	memcpy(out->paths[out->count], path, len);
 	out->paths[out->count++][len] = '\0';
 	return 0;
@@ -50,11 +50,11 @@ int kc_kubeconfig_files(const char *flag, const char *env, const char *home, str
 		int n = snprintf(path, sizeof(path), "%s/.kube/config", home);
 
 		if (n < 0 || (size_t)n >= sizeof(path))
-			return kube_cause(cause, KUBE_ECONFIG, "HOME is longer than %d bytes",
-					  KC_KUBECONFIG_PATH_MAX - 14);
+			return cause_err(cause, MUSTER_ECONFIG, "HOME is longer than %d bytes",
+					 KC_KUBECONFIG_PATH_MAX - 14);
 		return add(out, path, (size_t)n, cause);
 	}
-	return kube_cause(cause, KUBE_ECONFIG, "no kubeconfig: give --kubeconfig, set KUBECONFIG or HOME");
+	return cause_err(cause, MUSTER_ECONFIG, "no kubeconfig: give --kubeconfig, set KUBECONFIG or HOME");
 }
 
 int kc_kubeconfig_load(const struct kc_kubeconfig_files *files, const char *context, struct kube_config *cfg,
@@ -88,10 +88,10 @@ int kc_kubeconfig_load(const struct kc_kubeconfig_files *files, const char *cont
 		free(why);
 	}
 	if (!first_err)
-		return kube_cause(cause, KUBE_EIO, "no kubeconfig: %s%s does not exist", files->paths[0],
-				  files->count > 1 ? " nor any other file of KUBECONFIG" : "");
+		return cause_err(cause, MUSTER_EIO, "no kubeconfig: %s%s does not exist", files->paths[0],
+				 files->count > 1 ? " nor any other file of KUBECONFIG" : "");
 	if (!first)
-		return kube_cause(cause, first_err, "out of memory reading the kubeconfig");
+		return cause_err(cause, first_err, "out of memory reading the kubeconfig");
 	if (cause && !*cause)
 		*cause = first;
 	else

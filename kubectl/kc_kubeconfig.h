@@ -29,7 +29,7 @@ struct kc_kubeconfig_files {
 };
 
 /* The files to try, in order, from the flag, $KUBECONFIG and $HOME (each
- * may be NULL). 0, or KUBE_ECONFIG with a cause: a path too long, more
+ * may be NULL). 0, or MUSTER_ECONFIG with a cause: a path too long, more
  * than KC_KUBECONFIG_FILES_MAX files, or nowhere to look (no flag, no
  * list, no HOME). */
 int kc_kubeconfig_files(const char *flag, const char *env, const char *home, struct kc_kubeconfig_files *out,
@@ -37,7 +37,7 @@ int kc_kubeconfig_files(const char *flag, const char *env, const char *home, str
 
 /* Loads the first of `files` that exists and holds the context (NULL: the
  * file's current-context) into *cfg; *used (may be NULL) gets its index.
- * When none does: KUBE_EIO "no kubeconfig ..." if none exists, else the
+ * When none does: MUSTER_EIO "no kubeconfig ..." if none exists, else the
  * error of the first that exists. */
 int kc_kubeconfig_load(const struct kc_kubeconfig_files *files, const char *context, struct kube_config *cfg,
 		       size_t *used, char **cause);

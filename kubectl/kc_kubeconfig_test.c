@@ -55,13 +55,13 @@ static void the_files_in_kubectl_order(void **state)
 	assert_int_equal(kc_kubeconfig_files(NULL, ":", "/home/u", &f, &cause), 0);
 	assert_string_equal(f.paths[0], "/home/u/.kube/config");
 	assert_null(cause);
-	assert_int_equal(kc_kubeconfig_files(NULL, NULL, NULL, &f, &cause), KUBE_ECONFIG);
+	assert_int_equal(kc_kubeconfig_files(NULL, NULL, NULL, &f, &cause), MUSTER_ECONFIG);
 	assert_non_null(strstr(cause, "no kubeconfig"));
 	free(cause);
 	cause = NULL;
 	assert_int_equal(
 		kc_kubeconfig_files(NULL, "1:2:3:4:5:6:7:8:9:10:11:12:13:14:15:16:17", NULL, &f, &cause),
-		KUBE_ECONFIG);
+		MUSTER_ECONFIG);
 	assert_non_null(strstr(cause, "more than 16 files"));
 	free(cause);
 }
@@ -100,7 +100,7 @@ static void the_first_file_holding_the_context(void **state)
 	kube_config_free(&cfg);
 
 	/* A context no file holds: the first existing file's error, named. */
-	assert_int_equal(kc_kubeconfig_load(&f, "prod", &cfg, &used, &cause), KUBE_ECONFIG);
+	assert_int_equal(kc_kubeconfig_load(&f, "prod", &cfg, &used, &cause), MUSTER_ECONFIG);
 	assert_non_null(strstr(cause, b));
 	assert_non_null(strstr(cause, "no context named \"prod\""));
 	free(cause);
@@ -108,7 +108,7 @@ static void the_first_file_holding_the_context(void **state)
 
 	/* Only missing files. */
 	assert_int_equal(kc_kubeconfig_files(NULL, a, NULL, &f, &cause), 0);
-	assert_int_equal(kc_kubeconfig_load(&f, NULL, &cfg, &used, &cause), KUBE_EIO);
+	assert_int_equal(kc_kubeconfig_load(&f, NULL, &cfg, &used, &cause), MUSTER_EIO);
 	assert_non_null(strstr(cause, "does not exist"));
 	free(cause);
 	unlink(b);
@@ -130,7 +130,7 @@ static void an_unverified_server_is_refused(void **state)
 	snprintf(path, sizeof(path), "%s/config", dir);
 	write_kubeconfig(path, "dev", "http://plain.example:8080", NULL);
 	assert_int_equal(kc_kubeconfig_files(path, NULL, NULL, &f, &cause), 0);
-	assert_int_equal(kc_kubeconfig_load(&f, NULL, &cfg, NULL, &cause), KUBE_ECONFIG);
+	assert_int_equal(kc_kubeconfig_load(&f, NULL, &cfg, NULL, &cause), MUSTER_ECONFIG);
 	assert_non_null(strstr(cause, "https://"));
 	free(cause);
 	unlink(path);

@@ -395,7 +395,7 @@ static void fetches_what_status_needs(void **state)
 
 	/* Absent JobSet: not found, nothing else asked. */
 	f->asked_count = 0;
-	assert_int_equal(kc_fetch_status(client, "team", "absent", &got, &cause), KUBE_ENOTFOUND);
+	assert_int_equal(kc_fetch_status(client, "team", "absent", &got, &cause), MUSTER_ENOTFOUND);
 	assert_int_equal(f->asked_count, 1);
 	assert_null(got.jobset);
 	free(cause);

@@ -61,11 +61,11 @@ static int run_status(const struct kc_args *a, const char *ns, struct topo_live 
 		return EXIT_FAILED;
 	}
 	err = kc_fetch_status(topo_live_client(live), ns, a->jobset, &f, &cause);
-	if (err == KUBE_ENOTFOUND)
+	if (err == MUSTER_ENOTFOUND)
 		fprintf(stderr, PROGRAM ": JobSet %s/%s not found\n", ns, a->jobset);
 	else if (err)
 		fprintf(stderr, PROGRAM ": JobSet %s/%s: %s\n", ns, a->jobset,
-			cause ? cause : kube_err_name(err));
+			cause ? cause : muster_err_name(err));
 	else if (kc_status_build(f.jobset, f.pods, f.release, f.placement, f.events, s, &cause))
 		fprintf(stderr, PROGRAM ": JobSet %s/%s: %s\n", ns, a->jobset,
 			cause ? cause : "out of memory");
@@ -91,19 +91,19 @@ static int default_topology(struct topo_live *live, struct topo_run_options *run
 
 	if (!err)
 		err = topo_live_list(live, path, NULL, &list, &cause);
-	if (err == KUBE_ENOTFOUND) { /* Kueue's older version, or no Kueue */
+	if (err == MUSTER_ENOTFOUND) { /* Kueue's older version, or no Kueue */
 		free(cause);
 		cause = NULL;
 		kube_path(path, sizeof(path), &KUBE_KUEUE_TOPOLOGIES_V1BETA1, NULL, NULL, NULL);
 		err = topo_live_list(live, path, NULL, &list, &cause);
 	}
-	if (err == KUBE_ENOTFOUND) {
+	if (err == MUSTER_ENOTFOUND) {
 		free(cause);
 		run->cluster_hypernodes = 1;
 		return 0;
 	}
 	if (err) {
-		fprintf(stderr, PROGRAM ": %s: %s\n", path, cause ? cause : kube_err_name(err));
+		fprintf(stderr, PROGRAM ": %s: %s\n", path, cause ? cause : muster_err_name(err));
 		free(cause);
 		return EXIT_FAILED;
 	}
@@ -178,7 +178,7 @@ static int open_cluster(const struct kc_args *a, struct kube_config *cfg, struct
 	if (!err)
 		err = topo_live_wrap(client, live, &cause);
 	if (err) {
-		fprintf(stderr, PROGRAM ": %s\n", cause ? cause : kube_err_name(err));
+		fprintf(stderr, PROGRAM ": %s\n", cause ? cause : muster_err_name(err));
 		free(cause);
 		return EXIT_FAILED;
 	}

@@ -31,9 +31,9 @@ static int path_send(void *ctx, const struct kube_request *req, struct kube_resp
 		}
 	resp->body = strdup(body);
 	if (!resp->body)
-		return kube_cause(cause, KUBE_ENOMEM, "path_transport: out of memory");
+		return cause_err(cause, MUSTER_ENOMEM, "path_transport: out of memory");
 	resp->body_len = strlen(body);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static int path_stream(void *ctx, const struct kube_request *req, size_t max_line, long idle_timeout_s,
@@ -49,7 +49,7 @@ static int path_stream(void *ctx, const struct kube_request *req, size_t max_lin
 	(void)arg;
 	*status = 0;
 	*error_body = NULL;
-	return kube_cause(cause, KUBE_ETRANSPORT, "path_transport: no streams");
+	return cause_err(cause, MUSTER_ETRANSPORT, "path_transport: no streams");
 }
 
 static const struct kube_transport path_transport_ops = { path_send, path_stream };
@@ -77,7 +77,7 @@ struct kube_client *path_transport_client(struct path_transport *t)
 	kube_config_defaults(&cfg);
 	cfg.qps = 0;
 	cfg.max_retries = 0;
-	if (kube_client_new(&cfg, &path_transport_ops, t, NULL, &client, NULL) != KUBE_OK)
+	if (kube_client_new(&cfg, &path_transport_ops, t, NULL, &client, NULL) != MUSTER_OK)
 		return NULL;
 	return client;
 }

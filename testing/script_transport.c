@@ -19,7 +19,7 @@ static int script_send(void *ctx, const struct kube_request *req, struct kube_re
 
 	resp->body = NULL;
 	if (s->at >= s->end)
-		return kube_cause(cause, KUBE_ETRANSPORT, "script: no more answers");
+		return cause_err(cause, MUSTER_ETRANSPORT, "script: no more answers");
 	nul = memchr(s->at, 0, (size_t)(s->end - s->at));
 	len = (size_t)((nul ? nul : s->end) - s->at);
 	resp->status = statuses[s->at[0] % (sizeof(statuses) / sizeof(statuses[0]))];
@@ -27,17 +27,17 @@ static int script_send(void *ctx, const struct kube_request *req, struct kube_re
 		len--; /* the status byte */
 	if (len > req->max_response) {
 		s->at = nul ? nul + 1 : s->end;
-		return kube_cause(cause, KUBE_ETOOBIG, "script: answer over max_response");
+		return cause_err(cause, MUSTER_ETOOBIG, "script: answer over max_response");
 	}
 	resp->body = malloc(len + 1);
 	if (!resp->body)
-		return kube_cause(cause, KUBE_ENOMEM, "script: out of memory");
+		return cause_err(cause, MUSTER_ENOMEM, "script: out of memory");
 	if (len)
 		memcpy(resp->body, s->at + 1, len);
 	resp->body[len] = '\0';
 	resp->body_len = len;
 	s->at = nul ? nul + 1 : s->end;
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static int script_stream(void *ctx, const struct kube_request *req, size_t max_line, long idle_timeout_s,
@@ -53,7 +53,7 @@ static int script_stream(void *ctx, const struct kube_request *req, size_t max_l
 	(void)arg;
 	*status = 0;
 	*error_body = NULL;
-	return kube_cause(cause, KUBE_ETRANSPORT, "script: no streams");
+	return cause_err(cause, MUSTER_ETRANSPORT, "script: no streams");
 }
 
 const struct kube_transport script_transport_ops = { script_send, script_stream };
@@ -82,7 +82,7 @@ struct kube_client *script_transport_client(struct script_transport *script, con
 	cfg.qps = 0;
 	cfg.max_retries = 2;
 	cfg.max_response_bytes = 4u << 20;
-	if (kube_client_new(&cfg, &script_transport_ops, script, clock, &client, NULL) != KUBE_OK)
+	if (kube_client_new(&cfg, &script_transport_ops, script, clock, &client, NULL) != MUSTER_OK)
 		return NULL;
 	return client;
 }

@@ -4,7 +4,7 @@
  * sends back. The script is answers separated by NUL bytes; each answer's
  * first byte picks its HTTP status (200, 201, 404, 409, 410, 500, 403,
  * 429, 301 or 0), the rest is its body. When the script runs out, requests
- * fail with KUBE_ETRANSPORT; streams always do. Its clock only advances
+ * fail with MUSTER_ETRANSPORT; streams always do. Its clock only advances
  * when slept on, so retries never wait.
  */
 #ifndef MUSTER_SCRIPT_TRANSPORT_H

@@ -314,7 +314,7 @@ static int read_record(struct record_cache *c, struct kube_client *reader, const
 		goto out;
 	}
 	err = kube_get(reader, path, &configmap, &inner);
-	if (err == KUBE_ENOTFOUND) {
+	if (err == MUSTER_ENOTFOUND) {
 		cause_fail(
 			cause,
 			"no placement of record yet: ConfigMap %s/%s is missing (muster-controller writes it "
@@ -327,9 +327,9 @@ static int read_record(struct record_cache *c, struct kube_client *reader, const
 	}
 	if (err) {
 		cause_fail(cause, "cannot read ConfigMap %s/%s: %s", namespace, name,
-			   err == KUBE_ETOOBIG ? "larger than any placement of record"
-			   : inner	       ? inner
-					       : kube_err_message(err));
+			   err == MUSTER_ETOOBIG ? "larger than any placement of record"
+			   : inner		 ? inner
+						 : muster_err_message(err));
 		goto out;
 	}
 	/* A ConfigMap of the name that JobSet does not control is not muster's

@@ -86,7 +86,7 @@ static int fake_send(void *ctx, const struct kube_request *req, struct kube_resp
 		pthread_mutex_lock(&f->lock);
 		f->gets++;
 		pthread_mutex_unlock(&f->lock);
-		return KUBE_ETIMEOUT;
+		return MUSTER_ETIMEOUT;
 	}
 	pthread_mutex_lock(&f->lock);
 	f->gets++;
@@ -138,11 +138,11 @@ static int fake_send(void *ctx, const struct kube_request *req, struct kube_resp
 		memcpy(big + len, "\"}}", 4);
 		resp->body_len = len + 3;
 		resp->body = big;
-		return KUBE_OK;
+		return MUSTER_OK;
 	}
 	resp->body_len = strlen(body);
 	resp->body = strdup(body);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static int fake_stream(void *ctx, const struct kube_request *req, size_t max_line, long idle_timeout_s,
@@ -159,7 +159,7 @@ static int fake_stream(void *ctx, const struct kube_request *req, size_t max_lin
 	(void)status;
 	(void)error_body;
 	(void)cause;
-	return KUBE_ETRANSPORT;
+	return MUSTER_ETRANSPORT;
 }
 
 static const struct kube_transport fake_transport = { fake_send, fake_stream };

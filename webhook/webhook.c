@@ -80,7 +80,7 @@ no_memory:
 	*cause = strdup("out of memory");
 fail:
 	webhook_free(w);
-	return -ENOMEM;
+	return MUSTER_ENOMEM;
 }
 
 void webhook_free(struct webhook *webhook)

@@ -57,7 +57,7 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 		}
 		if (err)
 			mlog(MLOG_WARN, "placement-reason-failed", "jobset=%s/%s err=%s cause=\"%s\"",
-			     a->namespace, a->name, kube_err_name(err), cause ? cause : "");
+			     a->namespace, a->name, muster_err_name(err), cause ? cause : "");
 		free(cause);
 		jobset_event_post(loop->api[API_WRITES].client, a->namespace, a->name, a->uid,
 				  "PlacementWaiting", 1, a->reason);
@@ -113,7 +113,7 @@ static int act(struct placement_loop *loop, struct action *a, double started)
 		muster_unlock(&loop->lock);
 		mlog(MLOG_WARN, "placement-write-failed",
 		     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"", a->namespace, a->name,
-		     kube_err_name(err), cause ? cause : "");
+		     muster_err_name(err), cause ? cause : "");
 		free(cause);
 		return 0;
 	}
@@ -183,13 +183,13 @@ static void relocate(struct placement_loop *loop, const struct relocation *r)
 	    (text = cJSON_PrintUnformatted(patch)))
 		err = kube_patch(loop->api[API_WRITES].client, path, KUBE_PATCH_MERGE, text, NULL, &cause);
 	else if (!err)
-		err = KUBE_ENOMEM;
+		err = MUSTER_ENOMEM;
 	cJSON_Delete(patch);
 	free(text);
 	if (err) {
 		mlog(MLOG_WARN, "placement-write-failed",
 		     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"", r->namespace, r->name,
-		     kube_err_name(err), cause ? cause : "");
+		     muster_err_name(err), cause ? cause : "");
 		free(cause);
 		return;
 	}
@@ -267,7 +267,7 @@ void placement_phase_resume(struct pass *p)
 		if (err) {
 			mlog(MLOG_WARN, "placement-write-failed",
 			     "jobset=%s/%s err=%s cause=\"%s\" action=\"retried\"",
-			     recorded->items[i].namespace, recorded->items[i].name, kube_err_name(err),
+			     recorded->items[i].namespace, recorded->items[i].name, muster_err_name(err),
 			     cause ? cause : "");
 			muster_lock(&loop->lock);
 			loop->stats.waiting++; /* resumed by a pass PLACEMENT_RETRY_S later at most */

@@ -78,7 +78,7 @@ static int clear_one(struct placement_loop *loop, const struct clearing *w, cons
 	err = placement_job_path(path, sizeof(path), w->namespace, w->name, rj, job, cause);
 	if (!err)
 		err = kube_get(loop->api[API_WRITES].client, path, &object, cause);
-	if (err == KUBE_ENOTFOUND) {
+	if (err == MUSTER_ENOTFOUND) {
 		free(*cause);
 		*cause = NULL;
 		return 0;
@@ -104,7 +104,7 @@ static int clear_one(struct placement_loop *loop, const struct clearing *w, cons
 	if (!ours || !whole || !uid[0])
 		return 0;
 	err = kube_delete_uid_propagated(loop->api[API_WRITES].client, path, uid, "Background", cause);
-	if (err == KUBE_ENOTFOUND || err == KUBE_ECONFLICT) {
+	if (err == MUSTER_ENOTFOUND || err == MUSTER_ECONFLICT) {
 		free(*cause);
 		*cause = NULL;
 		return 0;
@@ -139,7 +139,7 @@ static void clear_due(struct placement_loop *loop)
 				else
 					deleted += (unsigned)rc;
 			}
-		if (err == KUBE_EUNAUTHORIZED) {
+		if (err == MUSTER_EUNAUTHORIZED) {
 			/* Without get and delete on jobs.batch nothing can be
 			 * done about them: placed again all the same (a Job
 			 * pinned by the old record strands its pods again, and
@@ -147,12 +147,12 @@ static void clear_due(struct placement_loop *loop)
 			mlog(MLOG_WARN, "placement-write-failed",
 			     "jobset=%s/%s err=%s cause=\"%s\" action=\"placed again without deleting its Jobs "
 			     "pinned by the old record: muster-controller needs get and delete on jobs.batch\"",
-			     w->namespace, w->name, kube_err_name(err), cause ? cause : "");
+			     w->namespace, w->name, muster_err_name(err), cause ? cause : "");
 		} else if (err) {
 			mlog(MLOG_WARN, "placement-write-failed",
 			     "jobset=%s/%s err=%s cause=\"%s\" action=\"its Jobs pinned by the old record are "
 			     "deleted before it is placed again; retried in %d s\"",
-			     w->namespace, w->name, kube_err_name(err), cause ? cause : "", CLEAR_RETRY_S);
+			     w->namespace, w->name, muster_err_name(err), cause ? cause : "", CLEAR_RETRY_S);
 			free(cause);
 			muster_lock(&loop->lock);
 			{

@@ -214,7 +214,7 @@ static int subscribe(struct placement_loop *loop, const struct placement_options
 	}
 	if (watch_hub_add(loop->jobset_watch, &jobset_spec, 1) < 0 ||
 	    (loop->pod_consumer = watch_hub_add(loop->pod_watch, &pod_spec, 0)) < 0)
-		return kube_cause(cause, KUBE_EINVAL, "cannot subscribe to the watches");
+		return cause_err(cause, MUSTER_EINVAL, "cannot subscribe to the watches");
 	return 0;
 }
 
@@ -234,15 +234,15 @@ int placement_loop_new(const struct kube_config *cfg, const struct placement_opt
 	*out = NULL;
 	if (o->namespace && *o->namespace && !kube_dns_label(o->namespace, KUBE_NAMESPACE_MAX)) {
 		free(loop);
-		return kube_cause(cause, KUBE_EINVAL, "--namespace must be a DNS-1123 label");
+		return cause_err(cause, MUSTER_EINVAL, "--namespace must be a DNS-1123 label");
 	}
 	if (o->topology && *o->topology && !kube_dns_subdomain(o->topology, KUBE_NAME_MAX)) {
 		free(loop);
-		return kube_cause(cause, KUBE_EINVAL,
-				  "--placement-topology must be a Kubernetes object name");
+		return cause_err(cause, MUSTER_EINVAL,
+				 "--placement-topology must be a Kubernetes object name");
 	}
 	if (!loop)
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for the placement loop");
+		return cause_err(cause, MUSTER_ENOMEM, "no memory for the placement loop");
 	pthread_mutex_init(&loop->lock, NULL);
 	pthread_cond_init(&loop->cond, NULL);
 	loop->hypernodes = o->hypernodes;
@@ -254,19 +254,19 @@ int placement_loop_new(const struct kube_config *cfg, const struct placement_opt
 	loop->resources = strdup(o->resources && *o->resources ? o->resources : PLACEMENT_RESOURCES_DEFAULT);
 	if (!loop->resources) {
 		placement_loop_free(loop);
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for the placement loop");
+		return cause_err(cause, MUSTER_ENOMEM, "no memory for the placement loop");
 	}
 	for (char *tok = strtok_r(loop->resources, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (loop->resource_count == TOPO_RESOURCES_MAX) {
 			placement_loop_free(loop);
-			return kube_cause(cause, KUBE_EINVAL, "--placement-resources: at most %d resources",
-					  TOPO_RESOURCES_MAX);
+			return cause_err(cause, MUSTER_EINVAL, "--placement-resources: at most %d resources",
+					 TOPO_RESOURCES_MAX);
 		}
 		loop->resource_names[loop->resource_count++] = tok;
 	}
 	if (topo_cache_new(loop->resource_names, loop->resource_count, &loop->cache, cause)) {
 		placement_loop_free(loop);
-		return KUBE_EINVAL;
+		return MUSTER_EINVAL;
 	}
 	loop->own_watches = !o->jobset_watch || !o->pod_watch;
 	for (int i = 0; i < API_COUNT && !err; i++)

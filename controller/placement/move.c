@@ -127,13 +127,13 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 		     topo_record_map_parse(text, strlen(text), m->uid, &old, NULL, NULL) ||
 		     topo_record_parse(m->record, strlen(m->record), &written, NULL) ||
 		     topo_record_attempt(old) != topo_record_attempt(written)))
-		err = kube_cause(&cause, KUBE_ECONFLICT,
-				 "the placement record changed since the pass read it");
+		err = cause_err(&cause, MUSTER_ECONFLICT,
+				"the placement record changed since the pass read it");
 	moved = kjson_member(kjson_member(kjson_member(configmap, "metadata"), "annotations"),
 			     MUSTER_ANNOTATION_PLACEMENT_RETIRE);
 	if (!err && cJSON_IsString(moved) &&
 	    placement_retire_parse(moved->valuestring, &list, &count, m->namespace, m->name))
-		err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the moved Jobs");
+		err = cause_err(&cause, MUSTER_ENOMEM, "no memory for the moved Jobs");
 	for (size_t i = 0; !err && i < m->count; i++) {
 		cJSON *job = NULL;
 		const char *job_uid;
@@ -144,7 +144,7 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 					 m->job_index[i], &cause);
 		if (!err)
 			err = kube_get(loop->api[API_WRITES].client, path, &job, &cause);
-		if (err == KUBE_ENOTFOUND) {
+		if (err == MUSTER_ENOTFOUND) {
 			free(cause);
 			cause = NULL;
 			err = 0;
@@ -166,7 +166,7 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 			snprintf(r.job_uid, sizeof(r.job_uid), "-");
 		r.due = -1; /* set below, once the reads are done */
 		if (topo_retire_add(&list, &count, &r))
-			err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the moved Jobs");
+			err = cause_err(&cause, MUSTER_ENOMEM, "no memory for the moved Jobs");
 		cJSON_Delete(job);
 	}
 	/* Due once every cached copy read before the patch commits has
@@ -176,7 +176,7 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 		if (list[i].due < 0)
 			list[i].due = due;
 	if (!err && !(listed = topo_retire_format(list, count)))
-		err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the moved Jobs");
+		err = cause_err(&cause, MUSTER_ENOMEM, "no memory for the moved Jobs");
 	if (!err) {
 		/* One merge patch, refused (409) if the ConfigMap changed since read. */
 		if (!(patch = cJSON_CreateObject()) ||
@@ -188,7 +188,7 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 		    !(data = cJSON_AddObjectToObject(patch, "data")) ||
 		    !cJSON_AddStringToObject(data, MUSTER_PLACEMENT_KEY, m->record) ||
 		    !(body = cJSON_PrintUnformatted(patch)))
-			err = kube_cause(&cause, KUBE_ENOMEM, "no memory for the record patch");
+			err = cause_err(&cause, MUSTER_ENOMEM, "no memory for the record patch");
 		if (!err)
 			err = placement_record_path(path, sizeof(path), m->namespace, m->name, 0, &cause);
 		if (!err)
@@ -203,7 +203,7 @@ static void move_jobs(struct placement_loop *loop, const struct move *m)
 	if (err) {
 		mlog(MLOG_WARN, "placement-write-failed",
 		     "jobset=%s/%s err=%s cause=\"%s\" action=\"move retried\"", m->namespace, m->name,
-		     kube_err_name(err), cause ? cause : "");
+		     muster_err_name(err), cause ? cause : "");
 		free(cause);
 		free(list);
 		topo_record_free(written);

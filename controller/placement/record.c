@@ -35,7 +35,7 @@ int placement_retire_parse(const char *text, struct topo_retire **out, size_t *c
 }
 
 /* The path of the record of JobSet namespace/name (or of the ConfigMaps of
- * its namespace): 0, or KUBE_EINVAL with a cause (kube_path.h). */
+ * its namespace): 0, or MUSTER_EINVAL with a cause (kube_path.h). */
 int placement_record_path(char *path, size_t size, const char *namespace, const char *name, int collection,
 			  char **cause)
 {
@@ -63,7 +63,7 @@ int placement_record_get(struct placement_loop *loop, const char *namespace, con
 	err = placement_record_path(path, sizeof(path), namespace, name, 0, cause);
 	if (!err)
 		err = kube_get(loop->api[API_WRITES].client, path, configmap, cause);
-	if (err == KUBE_ENOTFOUND) {
+	if (err == MUSTER_ENOTFOUND) {
 		free(*cause);
 		*cause = NULL;
 		return 0;
@@ -97,11 +97,11 @@ static int record_read(struct placement_loop *loop, const char *namespace, const
 			     MUSTER_ANNOTATION_PLACEMENT_RETIRE);
 	if (*out && cJSON_IsString(moved) &&
 	    placement_retire_parse(moved->valuestring, retire, retire_count, namespace, name))
-		err = KUBE_ENOMEM; /* read again on the next pass: nothing listed is lost */
+		err = MUSTER_ENOMEM; /* read again on the next pass: nothing listed is lost */
 	if (err) {
 		topo_record_free(*out);
 		*out = NULL;
-		kube_cause(cause, err, "no memory for the moved Jobs of the record");
+		cause_err(cause, err, "no memory for the moved Jobs of the record");
 	}
 	cJSON_Delete(configmap);
 	return err;
@@ -125,8 +125,8 @@ int placement_record_drop(struct placement_loop *loop, const char *namespace, co
 		err = placement_record_path(path, sizeof(path), namespace, name, 0, cause);
 		if (!err)
 			err = kube_delete_uid(loop->api[API_WRITES].client, path, cm_uid->valuestring, cause);
-		if (err == KUBE_ENOTFOUND ||
-		    err == KUBE_ECONFLICT) { /* gone, or made again: not ours to drop */
+		if (err == MUSTER_ENOTFOUND ||
+		    err == MUSTER_ECONFLICT) { /* gone, or made again: not ours to drop */
 			free(*cause);
 			*cause = NULL;
 			err = 0;
@@ -170,7 +170,7 @@ static cJSON *record_body(const char *namespace, const char *name, const char *u
  * JobSet's for this restart attempt (*kept set: the placement of record is
  * that one), replaced if it is an earlier JobSet's of the name (or this
  * one's, unreadable or of another attempt), and never touched if it is
- * anyone else's (*foreign set, KUBE_ECONFLICT with a cause for the user). */
+ * anyone else's (*foreign set, MUSTER_ECONFLICT with a cause for the user). */
 int placement_record_write(struct placement_loop *loop, const char *namespace, const char *name,
 			   const char *uid, uint32_t attempt, const char *text, struct topo_record **kept,
 			   int *foreign, char **cause)
@@ -185,7 +185,7 @@ int placement_record_write(struct placement_loop *loop, const char *namespace, c
 	*kept = NULL;
 	*foreign = 0;
 	if (!body)
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for the placement record");
+		return cause_err(cause, MUSTER_ENOMEM, "no memory for the placement record");
 	if ((err = placement_record_path(path, sizeof(path), namespace, name, 1, cause)) != 0)
 		goto out;
 	/* A ConfigMap of the name deleted between the create and the read (its
@@ -193,7 +193,7 @@ int placement_record_write(struct placement_loop *loop, const char *namespace, c
 	 * at once, a few times at most. */
 	for (int tries = 0;; tries++) {
 		err = kube_create(loop->api[API_WRITES].client, path, body, NULL, cause);
-		if (err != KUBE_ECONFLICT)
+		if (err != MUSTER_ECONFLICT)
 			goto out;
 		free(*cause);
 		*cause = NULL;
@@ -203,8 +203,8 @@ int placement_record_write(struct placement_loop *loop, const char *namespace, c
 		if (configmap)
 			break;
 		if (tries == RECORD_CREATE_TRIES - 1) { /* retried by the next passes */
-			err = kube_cause(
-				cause, KUBE_ECONFLICT,
+			err = cause_err(
+				cause, MUSTER_ECONFLICT,
 				"the placement record's name was taken and freed again %d times while "
 				"written",
 				RECORD_CREATE_TRIES);
@@ -213,8 +213,8 @@ int placement_record_write(struct placement_loop *loop, const char *namespace, c
 	}
 	if (owner == TOPO_RECORD_FOREIGN) {
 		*foreign = 1;
-		err = kube_cause(
-			cause, KUBE_ECONFLICT,
+		err = cause_err(
+			cause, MUSTER_ECONFLICT,
 			"ConfigMap %s/%s" MUSTER_PLACEMENT_SUFFIX
 			" exists and is not a placement record of this JobSet or an earlier one of its "
 			"name (no such JobSet owns it): muster never touches it; rename or delete it",
@@ -236,8 +236,8 @@ int placement_record_write(struct placement_loop *loop, const char *namespace, c
 	err = err ? err
 	      : cJSON_IsString(cm_uid)
 		      ? kube_delete_uid(loop->api[API_WRITES].client, path, cm_uid->valuestring, cause)
-		      : kube_cause(cause, KUBE_EPARSE, "the placement record has no metadata.uid");
-	if (!err || err == KUBE_ENOTFOUND) {
+		      : cause_err(cause, MUSTER_EPARSE, "the placement record has no metadata.uid");
+	if (!err || err == MUSTER_ENOTFOUND) {
 		free(*cause);
 		*cause = NULL;
 		err = placement_record_path(path, sizeof(path), namespace, name, 1, cause);
@@ -274,13 +274,13 @@ int placement_write_reason(struct placement_loop *loop, const char *namespace, c
 	char path[KUBE_PATH_MAX];
 	cJSON *patch = cJSON_CreateObject(), *metadata, *annotations;
 	char *text = NULL;
-	int err = KUBE_ENOMEM;
+	int err = MUSTER_ENOMEM;
 
 	if ((err = kube_path(path, sizeof(path), &KUBE_JOBSETS, namespace, name, cause)) != 0) {
 		cJSON_Delete(patch);
 		return err;
 	}
-	err = KUBE_ENOMEM;
+	err = MUSTER_ENOMEM;
 	if (patch && (metadata = cJSON_AddObjectToObject(patch, "metadata")) &&
 	    cJSON_AddStringToObject(metadata, "uid", uid) &&
 	    (annotations = cJSON_AddObjectToObject(metadata, "annotations")) &&
@@ -332,7 +332,7 @@ static void read_records(struct placement_loop *loop)
 
 		if (err) {
 			mlog(MLOG_WARN, "placement-record-unread", "jobset=%s/%s err=%s cause=\"%s\"",
-			     l.items[i].namespace, l.items[i].name, kube_err_name(err), cause ? cause : "");
+			     l.items[i].namespace, l.items[i].name, muster_err_name(err), cause ? cause : "");
 			free(cause);
 			continue;
 		}

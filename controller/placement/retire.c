@@ -100,7 +100,7 @@ static int pinned_by_old_runs(struct placement_loop *loop, const struct retiring
 	int err, stale = 0;
 
 	if (!pods)
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for the pods of a moved Job");
+		return cause_err(cause, MUSTER_ENOMEM, "no memory for the pods of a moved Job");
 	if ((err = kube_path(path, sizeof(path), &KUBE_PODS, w->namespace, NULL, cause)) != 0) {
 		cJSON_Delete(pods);
 		return err;
@@ -186,7 +186,7 @@ static int retire_one(struct placement_loop *loop, const struct retiring *w, con
 	err = placement_job_path(path, sizeof(path), w->namespace, w->name, e->replicated_job, e->job, cause);
 	if (!err)
 		err = kube_get(loop->api[API_WRITES].client, path, &job, cause);
-	if (err == KUBE_ENOTFOUND) {
+	if (err == MUSTER_ENOTFOUND) {
 		free(*cause);
 		*cause = NULL;
 		*result = "no such Job: JobSet makes it, pinned by the new record";
@@ -201,7 +201,7 @@ static int retire_one(struct placement_loop *loop, const struct retiring *w, con
 	stale = template_pinned_by_old_runs(loop, w, e->replicated_job, e->job, job);
 	cJSON_Delete(job);
 	if (!job_uid[0])
-		return kube_cause(cause, KUBE_EPARSE, "the Job has no metadata.uid");
+		return cause_err(cause, MUSTER_EPARSE, "the Job has no metadata.uid");
 	if (strcmp(job_uid, e->job_uid) != 0 && !stale) {
 		stale = pinned_by_old_runs(loop, w, e->replicated_job, e->job, job_uid, cause);
 		if (stale < 0)
@@ -212,7 +212,7 @@ static int retire_one(struct placement_loop *loop, const struct retiring *w, con
 		}
 	}
 	err = kube_delete_uid_propagated(loop->api[API_WRITES].client, path, job_uid, "Foreground", cause);
-	if (err && err != KUBE_ENOTFOUND && err != KUBE_ECONFLICT)
+	if (err && err != MUSTER_ENOTFOUND && err != MUSTER_ECONFLICT)
 		return err;
 	free(*cause);
 	*cause = NULL;
@@ -266,7 +266,7 @@ static void retire_due(struct placement_loop *loop)
 				mlog(MLOG_WARN, "placement-write-failed",
 				     "jobset=%s/%s job=%s-%s-%u err=%s cause=\"%s\" action=\"retried\"",
 				     w->namespace, w->name, w->name, w->due[i].replicated_job, w->due[i].job,
-				     kube_err_name(err), cause ? cause : "");
+				     muster_err_name(err), cause ? cause : "");
 			}
 			free(cause);
 		}
@@ -324,10 +324,10 @@ static void retire_due(struct placement_loop *loop)
 							 body, NULL, &cause);
 			}
 			/* Not fatal: an entry left there is deleted again by uid, and found gone. */
-			if (err && err != KUBE_ENOTFOUND)
+			if (err && err != MUSTER_ENOTFOUND)
 				mlog(MLOG_WARN, "placement-write-failed",
 				     "jobset=%s/%s err=%s cause=\"%s\" action=\"the retired Jobs stay listed\"",
-				     w->namespace, w->name, kube_err_name(err), cause ? cause : "");
+				     w->namespace, w->name, muster_err_name(err), cause ? cause : "");
 			free(cause);
 			free(body);
 			free(text);

@@ -24,7 +24,7 @@ static cJSON *list_all(struct placement_loop *loop, const char *path, int *err, 
 	cJSON *items = cJSON_CreateArray();
 
 	if (!items) {
-		*err = KUBE_ENOMEM;
+		*err = MUSTER_ENOMEM;
 		return NULL;
 	}
 	*err = kube_list(loop->api[API_WRITES].client, path, NULL, PAGE_SIZE, kube_item_collect, items, NULL,
@@ -102,7 +102,7 @@ static void read_topology(struct placement_loop *loop, struct topology *t)
 		err = kube_path(path, sizeof(path), &KUBE_KUEUE_TOPOLOGIES, NULL, loop->topology, &cause);
 		if (!err)
 			err = kube_get(loop->api[API_WRITES].client, path, &object, &cause);
-		if (err == KUBE_ENOTFOUND) {
+		if (err == MUSTER_ENOTFOUND) {
 			free(cause);
 			cause = NULL;
 			kube_path(path, sizeof(path), &KUBE_KUEUE_TOPOLOGIES_V1BETA1, NULL, loop->topology,
@@ -112,9 +112,9 @@ static void read_topology(struct placement_loop *loop, struct topology *t)
 		if (err)
 			snprintf(t->problem, sizeof(t->problem),
 				 "the Kueue Topology %s (--placement-topology): %s", loop->topology,
-				 err == KUBE_ENOTFOUND ? "not found"
-				 : cause	       ? cause
-						       : kube_err_message(err));
+				 err == MUSTER_ENOTFOUND ? "not found"
+				 : cause		 ? cause
+							 : muster_err_message(err));
 		else
 			use_topology(t, object, "topology");
 		goto out;
@@ -122,7 +122,7 @@ static void read_topology(struct placement_loop *loop, struct topology *t)
 	if (loop->hypernodes) {
 		if (!(items = list_all(loop, HYPERNODES_PATH, &err, &cause)))
 			snprintf(t->problem, sizeof(t->problem), "the HyperNodes: %s",
-				 cause ? cause : kube_err_message(err));
+				 cause ? cause : muster_err_message(err));
 		else if (cJSON_GetArraySize(items) == 0)
 			snprintf(t->problem, sizeof(t->problem),
 				 "the cluster has no HyperNodes (--placement-hypernodes)");
@@ -132,7 +132,7 @@ static void read_topology(struct placement_loop *loop, struct topology *t)
 	}
 	/* By default: the only Kueue Topology, else the HyperNodes. */
 	items = list_all(loop, TOPOLOGIES_PATH, &err, &cause);
-	if (!items && err == KUBE_ENOTFOUND) { /* a cluster serving only Kueue's older version */
+	if (!items && err == MUSTER_ENOTFOUND) { /* a cluster serving only Kueue's older version */
 		free(cause);
 		cause = NULL;
 		items = list_all(loop, TOPOLOGIES_PATH_V1BETA1, &err, &cause);

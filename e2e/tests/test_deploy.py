@@ -1062,7 +1062,7 @@ def gang_start_as(kube, kubeconfig, namespace, service_account, tmp_path, extra=
                             what="GroupReleased Events")) == 2
         assert kube.get(lease_path)["spec"]["holderIdentity"]
         log = controller.output()
-        for word in ("forbidden", "KUBE_EFORBIDDEN", "KUBE_EUNAUTHORIZED", "event-failed", "release-failed"):
+        for word in ("forbidden", "KUBE_EFORBIDDEN", "MUSTER_EUNAUTHORIZED", "event-failed", "release-failed"):
             assert word not in log, log
         assert token_value not in log
     finally:

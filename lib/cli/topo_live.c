@@ -28,7 +28,7 @@ int topo_live_open(const char *kubeconfig, const char *context, struct topo_live
 
 	*out = NULL;
 	if (!live)
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for the API client");
+		return cause_err(cause, MUSTER_ENOMEM, "no memory for the API client");
 	err = kube_config_from_kubeconfig(kubeconfig, context, &cfg, cause);
 	if (err) {
 		free(live);
@@ -51,7 +51,7 @@ int topo_live_wrap(struct kube_client *client, struct topo_live **out, char **ca
 	*out = NULL;
 	if (!live) {
 		kube_client_free(client);
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for the API client");
+		return cause_err(cause, MUSTER_ENOMEM, "no memory for the API client");
 	}
 	live->client = client;
 	*out = live;
@@ -79,7 +79,7 @@ int topo_live_list_labelled(struct topo_live *live, const char *path, const char
 	*out = NULL;
 	if (!items) {
 		cJSON_Delete(list);
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for the list of %s", path);
+		return cause_err(cause, MUSTER_ENOMEM, "no memory for the list of %s", path);
 	}
 	err = kube_list(live->client, path, &selectors, PAGE_SIZE, kube_item_collect, items, NULL, cause);
 	if (err) {

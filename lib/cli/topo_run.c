@@ -120,7 +120,7 @@ static int load_topology(const struct topo_run_options *o, struct topo_live *liv
 	rc = kube_path(path, sizeof(path), &KUBE_KUEUE_TOPOLOGIES, NULL, o->topology, &cause);
 	if (!rc)
 		rc = topo_live_get(live, path, &tree, &cause);
-	if (rc == KUBE_ENOTFOUND) { /* a cluster serving only Kueue's older version */
+	if (rc == MUSTER_ENOTFOUND) { /* a cluster serving only Kueue's older version */
 		char *older = NULL;
 
 		kube_path(path, sizeof(path), &KUBE_KUEUE_TOPOLOGIES_V1BETA1, NULL, o->topology, NULL);
@@ -368,7 +368,7 @@ static int collect_holders(struct topo_live *live, struct holdings *h, char **ca
 		topo_record_free(record);
 		if (err) {
 			cJSON_Delete(list);
-			return KUBE_ENOMEM;
+			return MUSTER_ENOMEM;
 		}
 	}
 	if (h->count > 1)

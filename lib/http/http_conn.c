@@ -232,7 +232,7 @@ static void *sweep(void *arg)
 int http_conn_sweeper_start(struct http_serve *server, char **cause)
 {
 	if (pthread_create(&server->sweeper, NULL, sweep, server) != 0)
-		return cause_err(cause, -EAGAIN, "no thread for the connection deadlines of %s",
+		return cause_err(cause, MUSTER_EIO, "no thread for the connection deadlines of %s",
 				 server->address);
 	server->sweeper_started = 1;
 	return 0;

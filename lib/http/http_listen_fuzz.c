@@ -1,7 +1,7 @@
 /*
  * libFuzzer target for the listen address parser (http_serve_parse_listen):
  * any text must parse to an IPv4 or IPv6 socket address of the right length
- * or be refused with -EINVAL and a cause; a parsed address formatted back
+ * or be refused with MUSTER_EINVAL and a cause; a parsed address formatted back
  * ("ADDR:PORT", "[ADDR]:PORT") must parse to the same address.
  */
 #include <arpa/inet.h>
@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (http_serve_parse_listen(text, &again, &cause) != 0 || again.addr_len != addr.addr_len ||
 		    memcmp(&again.addr, &addr.addr, addr.addr_len) != 0)
 			abort();
-	} else if (err != -EINVAL || !cause) {
+	} else if (err != MUSTER_EINVAL || !cause) {
 		abort();
 	}
 	free(listen);

@@ -78,14 +78,14 @@ int http_serve_parse_listen(const char *listen, struct http_serve_addr *out, con
 	memset(out, 0, sizeof(*out));
 	if (!listen || !listen[0]) {
 		*cause = "empty (expected [ADDRESS:]PORT)";
-		return -EINVAL;
+		return MUSTER_EINVAL;
 	}
 	if (listen[0] == '[') {
 		const char *close = strchr(listen, ']');
 
 		if (!close || close[1] != ':') {
 			*cause = "an IPv6 address must be written [ADDRESS]:PORT";
-			return -EINVAL;
+			return MUSTER_EINVAL;
 		}
 		host_start = listen + 1;
 		host_len = (size_t)(close - host_start);
@@ -99,17 +99,17 @@ int http_serve_parse_listen(const char *listen, struct http_serve_addr *out, con
 		port_text = colon ? colon + 1 : listen;
 		if (memchr(listen, ':', host_len)) {
 			*cause = "an IPv6 address must be written [ADDRESS]:PORT";
-			return -EINVAL;
+			return MUSTER_EINVAL;
 		}
 		six = 0;
 	}
 	if (parse_port(port_text, &port) != 0) {
 		*cause = "port is not a number from 0 to 65535";
-		return -EINVAL;
+		return MUSTER_EINVAL;
 	}
 	if (host_len >= sizeof(host)) {
 		*cause = "address is too long";
-		return -EINVAL;
+		return MUSTER_EINVAL;
 	}
 	memcpy(host, host_start, host_len);
 	host[host_len] = '\0';
@@ -118,7 +118,7 @@ int http_serve_parse_listen(const char *listen, struct http_serve_addr *out, con
 
 		if (inet_pton(AF_INET6, host, &address.sin6_addr) != 1) {
 			*cause = "not an IPv6 address";
-			return -EINVAL;
+			return MUSTER_EINVAL;
 		}
 		memcpy(&out->addr, &address, sizeof(address));
 		out->addr_len = sizeof(address);
@@ -129,7 +129,7 @@ int http_serve_parse_listen(const char *listen, struct http_serve_addr *out, con
 		    1) {
 			*cause =
 				"not an IPv4 address (IPv6 is written [ADDRESS]:PORT; host names are not resolved)";
-			return -EINVAL;
+			return MUSTER_EINVAL;
 		}
 		memcpy(&out->addr, &address, sizeof(address));
 		out->addr_len = sizeof(address);
@@ -458,56 +458,58 @@ static int check_options(const struct http_serve_options *options, char **cause)
 		options->connections_max ? options->connections_max : HTTP_SERVE_CONNECTIONS_MAX;
 
 	if (!options->tls_cert_file != !options->tls_key_file)
-		return cause_err(cause, -EINVAL,
+		return cause_err(cause, MUSTER_EINVAL,
 				 "TLS needs both a certificate file and a key file (%s given alone)",
 				 options->tls_cert_file ? "certificate" : "key");
 	if (options->tls_cert_file && (!options->tls_cert_file[0] || !options->tls_key_file[0]))
-		return cause_err(cause, -EINVAL, "TLS file name is empty");
+		return cause_err(cause, MUSTER_EINVAL, "TLS file name is empty");
 	if (options->threads > HTTP_SERVE_THREADS_MAX)
-		return cause_err(cause, -EINVAL, "threads %u exceeds %u", options->threads,
+		return cause_err(cause, MUSTER_EINVAL, "threads %u exceeds %u", options->threads,
 				 HTTP_SERVE_THREADS_MAX);
 	if (connections_max > HTTP_SERVE_CONNECTIONS_LIMIT)
-		return cause_err(cause, -EINVAL, "connections_max %u exceeds %u", connections_max,
+		return cause_err(cause, MUSTER_EINVAL, "connections_max %u exceeds %u", connections_max,
 				 HTTP_SERVE_CONNECTIONS_LIMIT);
 	/* libmicrohttpd shares the connections among the pool's threads. */
 	if (options->threads > connections_max)
-		return cause_err(cause, -EINVAL, "threads %u exceeds connections_max %u", options->threads,
-				 connections_max);
+		return cause_err(cause, MUSTER_EINVAL, "threads %u exceeds connections_max %u",
+				 options->threads, connections_max);
 	if (options->idle_seconds > HTTP_SERVE_IDLE_SECONDS_MAX)
-		return cause_err(cause, -EINVAL, "idle_seconds %u exceeds %u", options->idle_seconds,
+		return cause_err(cause, MUSTER_EINVAL, "idle_seconds %u exceeds %u", options->idle_seconds,
 				 HTTP_SERVE_IDLE_SECONDS_MAX);
 	if (options->body_seconds > HTTP_SERVE_BODY_SECONDS_MAX)
-		return cause_err(cause, -EINVAL, "body_seconds %u exceeds %u", options->body_seconds,
+		return cause_err(cause, MUSTER_EINVAL, "body_seconds %u exceeds %u", options->body_seconds,
 				 HTTP_SERVE_BODY_SECONDS_MAX);
 	if (options->head_seconds > HTTP_SERVE_BODY_SECONDS_MAX)
-		return cause_err(cause, -EINVAL, "head_seconds %u exceeds %u", options->head_seconds,
+		return cause_err(cause, MUSTER_EINVAL, "head_seconds %u exceeds %u", options->head_seconds,
 				 HTTP_SERVE_BODY_SECONDS_MAX);
 	if (options->header_seconds > HTTP_SERVE_BODY_SECONDS_MAX)
-		return cause_err(cause, -EINVAL, "header_seconds %u exceeds %u", options->header_seconds,
-				 HTTP_SERVE_BODY_SECONDS_MAX);
+		return cause_err(cause, MUSTER_EINVAL, "header_seconds %u exceeds %u",
+				 options->header_seconds, HTTP_SERVE_BODY_SECONDS_MAX);
 	if (options->bodies_max &&
 	    options->bodies_max < (options->body_max ? options->body_max : HTTP_SERVE_BODY_MAX_DEFAULT) + 1)
-		return cause_err(cause, -EINVAL, "bodies_max %zu is below body_max + 1", options->bodies_max);
+		return cause_err(cause, MUSTER_EINVAL, "bodies_max %zu is below body_max + 1",
+				 options->bodies_max);
 	if (options->body_max > HTTP_SERVE_BODY_MAX_LIMIT)
-		return cause_err(cause, -EINVAL, "body_max %zu exceeds %u", options->body_max,
+		return cause_err(cause, MUSTER_EINVAL, "body_max %zu exceeds %u", options->body_max,
 				 HTTP_SERVE_BODY_MAX_LIMIT);
 	if (options->post_count > HTTP_SERVE_POST_ROUTES_MAX || (options->post_count && !options->posts))
-		return cause_err(cause, -EINVAL, "at most %u POST routes", HTTP_SERVE_POST_ROUTES_MAX);
+		return cause_err(cause, MUSTER_EINVAL, "at most %u POST routes", HTTP_SERVE_POST_ROUTES_MAX);
 	for (size_t i = 0; i < options->post_count; i++) {
 		const struct http_serve_post_route *post = &options->posts[i];
 
 		if (!post->path || post->path[0] != '/' || !post->name || !post->name[0] || !post->handle)
 			return cause_err(
-				cause, -EINVAL,
+				cause, MUSTER_EINVAL,
 				"POST route %zu needs a path starting with '/', a name and a handler", i);
 		for (size_t j = 0; j < sizeof(route_table) / sizeof(route_table[0]); j++) {
 			if (strcmp(post->path, route_table[j].path) == 0)
-				return cause_err(cause, -EINVAL, "POST route %s is a GET route",
+				return cause_err(cause, MUSTER_EINVAL, "POST route %s is a GET route",
 						 route_table[j].path);
 		}
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(post->path, options->posts[j].path) == 0)
-				return cause_err(cause, -EINVAL, "POST route %zu repeats an earlier path", i);
+				return cause_err(cause, MUSTER_EINVAL,
+						 "POST route %zu repeats an earlier path", i);
 		}
 	}
 	return 0;
@@ -547,7 +549,7 @@ static int server_new(const struct http_serve_routes *routes, const struct http_
 
 	*out = NULL;
 	if (!server)
-		return -ENOMEM;
+		return MUSTER_ENOMEM;
 	if (pthread_mutex_init(&server->render_lock, NULL) != 0)
 		goto fail;
 	server->locks++;
@@ -598,12 +600,12 @@ static int server_new(const struct http_serve_routes *routes, const struct http_
 
 fail:
 	server_free(server);
-	return -ENOMEM;
+	return MUSTER_ENOMEM;
 }
 
 /* A listening, non-blocking socket on addr; its bound address in
- * server->address and server->port. Returns the descriptor or a negative
- * errno value with *cause. */
+ * server->address and server->port. Returns the descriptor or MUSTER_EIO with
+ * *cause (the errno in its sentence). */
 static int listen_socket(struct http_serve *server, const struct http_serve_addr *addr, char **cause)
 {
 	struct sockaddr_storage bound;
@@ -615,7 +617,7 @@ static int listen_socket(struct http_serve *server, const struct http_serve_addr
 	fd = socket(addr->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		err = errno;
-		return cause_err(cause, -err, "cannot make a socket for %s: %s", wanted,
+		return cause_err(cause, MUSTER_EIO, "cannot make a socket for %s: %s", wanted,
 				 http_error_text(err, error, sizeof(error)));
 	}
 	/* Lets a restarted controller bind while old connections linger in
@@ -625,7 +627,7 @@ static int listen_socket(struct http_serve *server, const struct http_serve_addr
 	    listen(fd, LISTEN_BACKLOG) != 0 || getsockname(fd, (struct sockaddr *)&bound, &bound_len) != 0) {
 		err = errno;
 		close(fd);
-		return cause_err(cause, -err, "cannot listen on %s: %s", wanted,
+		return cause_err(cause, MUSTER_EIO, "cannot listen on %s: %s", wanted,
 				 http_error_text(err, error, sizeof(error)));
 	}
 	server->port = format_address(&bound, server->address, sizeof(server->address));
@@ -674,7 +676,8 @@ static int daemon_start(struct http_serve *server, int fd, char **cause)
 		MHD_OPTION_END);
 	if (!server->daemon) {
 		/* libmicrohttpd closed fd; its http-library lines say why. */
-		return cause_err(cause, -EIO, "libmicrohttpd could not start serving %s", server->address);
+		return cause_err(cause, MUSTER_EIO, "libmicrohttpd could not start serving %s",
+				 server->address);
 	}
 	return http_conn_sweeper_start(server, cause);
 }
@@ -694,7 +697,7 @@ int http_serve_start_options(const char *listen, const struct http_serve_routes 
 		options = &defaults;
 	if (http_serve_parse_listen(listen, &addr, &problem) != 0) {
 		mlog_quote(quoted, sizeof(quoted), listen ? listen : "", listen ? strlen(listen) : 0);
-		return cause_err(cause, -EINVAL, "listen address %s: %s", quoted, problem);
+		return cause_err(cause, MUSTER_EINVAL, "listen address %s: %s", quoted, problem);
 	}
 	err = check_options(options, cause);
 	if (err)

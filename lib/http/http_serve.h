@@ -201,15 +201,16 @@ struct http_serve_addr {
 /* Parses "PORT", ":PORT", "IPV4:PORT" or "[IPV6]:PORT": a bare or empty
  * address means HTTP_SERVE_DEFAULT_ADDRESS; PORT is decimal, 0 to 65535 (0:
  * the kernel picks a free port, for tests). Host names are refused, so
- * nothing is resolved. Returns 0, or -EINVAL with *cause set to a static
+ * nothing is resolved. Returns 0, or MUSTER_EINVAL with *cause set to a static
  * sentence. */
 int http_serve_parse_listen(const char *listen, struct http_serve_addr *out, const char **cause);
 
 struct http_serve;
 
 /* Parses `listen`, binds it and serves `routes` (copied). Returns 0 and
- * *out, or a negative errno value (-EINVAL bad address; the bind's errno,
- * e.g. -EADDRINUSE; -ENOMEM; -EIO when libmicrohttpd fails to start) with
+ * *out, or a negative code of lib/base/errors.h (MUSTER_EINVAL bad address;
+ * MUSTER_ENOMEM; MUSTER_EIO when the bind fails, its errno in the cause,
+ * e.g. "Address already in use", or libmicrohttpd fails to start) with
  * *out NULL and *cause a malloc'd sentence the caller frees. */
 int http_serve_start(const char *listen, const struct http_serve_routes *routes, struct http_serve **out,
 		     char **cause);
@@ -241,7 +242,7 @@ struct http_serve_post_route {
 
 struct http_serve_options {
 	/* Both set: HTTPS (PEM chain, leaf first, and PEM key), reloaded when
-	 * the files change; both NULL: plain HTTP; only one: -EINVAL. */
+	 * the files change; both NULL: plain HTTP; only one: MUSTER_EINVAL. */
 	const char *tls_cert_file;
 	const char *tls_key_file;
 	unsigned threads; /* 0: a thread per connection; N > 0: a pool of N threads */
@@ -269,13 +270,13 @@ struct http_serve_options {
 
 /* Like http_serve_start(), with the webhook's additions: POST routes, TLS,
  * a thread pool, other bounds and latency metrics. options NULL is
- * http_serve_start(). Returns 0 and *out, or a negative errno value with *out
+ * http_serve_start(). Returns 0 and *out, or a negative code of lib/base/errors.h with *out
  * NULL and *cause a malloc'd sentence the caller frees: besides
- * http_serve_start()'s, -EINVAL for bad options (one TLS file, a bound out of
+ * http_serve_start()'s, MUSTER_EINVAL for bad options (one TLS file, a bound out of
  * range, a POST route without path, name or handler, or twice), -ENOENT,
- * -EACCES... when a TLS file cannot be read, -EINVAL when it does not parse or
+ * -EACCES... when a TLS file cannot be read, MUSTER_EINVAL when it does not parse or
  * the key does not match the certificate (the cause names the file),
- * -ENOTSUP when libmicrohttpd lacks TLS. */
+ * MUSTER_ECONFIG when libmicrohttpd lacks TLS. */
 int http_serve_start_options(const char *listen, const struct http_serve_routes *routes,
 			     const struct http_serve_options *options, struct http_serve **out, char **cause);
 

@@ -198,7 +198,7 @@ void *http_conn_request_line(void *cls, const char *uri, struct MHD_Connection *
 /* A connection enters a phase (its deadline starts now). One shut down
  * stays closing. */
 void http_conn_phase(struct http_serve *server, struct MHD_Connection *connection, enum conn_phase phase);
-/* Starts the sweeper thread. Returns 0 or a negative errno value with *cause. */
+/* Starts the sweeper thread. Returns 0 or a negative code of lib/base/errors.h with *cause. */
 int http_conn_sweeper_start(struct http_serve *server, char **cause);
 /* Stops the sweeper if it runs; before the daemon stops. */
 void http_conn_sweeper_stop(struct http_serve *server);
@@ -225,15 +225,15 @@ struct tls_connection *http_tls_connection_open(struct http_serve *server,
 						struct MHD_Connection *mhd_connection);
 /* A TLS connection closed: out of the list, its pair released, freed. */
 void http_tls_connection_close(struct http_serve *server, struct tls_connection *connection);
-/* Loads the first pair and prepares the watch. Returns 0 or a negative errno
- * value with *cause. */
+/* Loads the first pair and prepares the watch. Returns 0 or a negative code of
+ * lib/base/errors.h with *cause. */
 int http_tls_setup(struct http_serve *server, const struct http_serve_options *options, char **cause);
 /* The reload counters and the expiry gauge, when there is a registry. */
 void http_tls_counters(struct http_serve *server);
 /* The expiry gauge, and the warning when the certificate is near its end
  * (force: even if warned less than a day ago). */
 void http_tls_expiry_check(struct http_serve *server, int force);
-/* Starts the watcher thread. Returns 0 or a negative errno value with *cause. */
+/* Starts the watcher thread. Returns 0 or a negative code of lib/base/errors.h with *cause. */
 int http_tls_watch_start(struct http_serve *server, char **cause);
 /* Stops the watcher and frees the TLS state; after the daemon stopped. */
 void http_tls_teardown(struct http_serve *server);

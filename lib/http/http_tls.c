@@ -93,7 +93,7 @@ static void free_secret(gnutls_datum_t *datum)
 }
 
 /* Reads the regular file path (what: "certificate file" or "key file"), at
- * most HTTP_SERVE_TLS_FILE_MAX bytes. Returns 0, or a negative errno value
+ * most HTTP_SERVE_TLS_FILE_MAX bytes. Returns 0, or a negative code of lib/base/errors.h
  * with *cause naming the file. */
 static int read_tls_file(const char *path, const char *what, gnutls_datum_t *out, char **cause)
 {
@@ -107,19 +107,19 @@ static int read_tls_file(const char *path, const char *what, gnutls_datum_t *out
 	/* Non-blocking: a FIFO put in the file's place cannot hang the open. */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
-		err = -errno;
+		err = MUSTER_EIO;
 		cause_err(cause, err, "TLS %s %s: %s", what, quoted,
-			  http_error_text(-err, error, sizeof(error)));
+			  http_error_text(errno, error, sizeof(error)));
 		goto out;
 	}
 	if (fstat(fd, &st) != 0) {
-		err = -errno;
+		err = MUSTER_EIO;
 		cause_err(cause, err, "TLS %s %s: %s", what, quoted,
-			  http_error_text(-err, error, sizeof(error)));
+			  http_error_text(errno, error, sizeof(error)));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		err = cause_err(cause, -EINVAL, "TLS %s %s: not a regular file", what, quoted);
+		err = cause_err(cause, MUSTER_EINVAL, "TLS %s %s: not a regular file", what, quoted);
 		goto out;
 	}
 	if ((uintmax_t)st.st_size > HTTP_SERVE_TLS_FILE_MAX)
@@ -127,7 +127,7 @@ static int read_tls_file(const char *path, const char *what, gnutls_datum_t *out
 	size = (size_t)st.st_size + 1;
 	data = malloc(size);
 	if (!data) {
-		err = cause_err(cause, -ENOMEM, "out of memory");
+		err = cause_err(cause, MUSTER_ENOMEM, "out of memory");
 		goto out;
 	}
 	for (;;) {
@@ -143,7 +143,7 @@ static int read_tls_file(const char *path, const char *what, gnutls_datum_t *out
 								      : size * 2;
 			bigger = malloc(size);
 			if (!bigger) {
-				err = cause_err(cause, -ENOMEM, "out of memory");
+				err = cause_err(cause, MUSTER_ENOMEM, "out of memory");
 				goto out;
 			}
 			memcpy(bigger, data, len);
@@ -155,9 +155,9 @@ static int read_tls_file(const char *path, const char *what, gnutls_datum_t *out
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			err = -errno;
+			err = MUSTER_EIO;
 			cause_err(cause, err, "TLS %s %s: %s", what, quoted,
-				  http_error_text(-err, error, sizeof(error)));
+				  http_error_text(errno, error, sizeof(error)));
 			goto out;
 		}
 		if (n == 0)
@@ -167,7 +167,7 @@ static int read_tls_file(const char *path, const char *what, gnutls_datum_t *out
 	goto out;
 
 too_large:
-	err = cause_err(cause, -EFBIG, "TLS %s %s: larger than %u bytes", what, quoted,
+	err = cause_err(cause, MUSTER_ETOOBIG, "TLS %s %s: larger than %u bytes", what, quoted,
 			HTTP_SERVE_TLS_FILE_MAX);
 out:
 	if (fd >= 0)
@@ -194,7 +194,7 @@ static int tls_read(const struct tls_state *tls, gnutls_datum_t *cert, gnutls_da
 		err = read_tls_file(tls->key_file, "key file", key, cause);
 	if (!err && (gnutls_hash_fast(GNUTLS_DIG_SHA256, cert->data, cert->size, digest) != 0 ||
 		     gnutls_hash_fast(GNUTLS_DIG_SHA256, key->data, key->size, digest + 32) != 0))
-		err = cause_err(cause, -ENOMEM, "cannot hash the TLS files");
+		err = cause_err(cause, MUSTER_ENOMEM, "cannot hash the TLS files");
 	if (err) {
 		free_secret(cert);
 		free_secret(key);
@@ -255,8 +255,8 @@ static void tls_describe(struct tls_pair *pair)
 	gnutls_x509_crt_deinit(leaf);
 }
 
-/* Parses the files' contents into a pair (one user). Returns 0, or -EINVAL
- * (-ENOMEM) with *cause naming the file at fault. */
+/* Parses the files' contents into a pair (one user). Returns 0, or MUSTER_EINVAL
+ * (MUSTER_ENOMEM) with *cause naming the file at fault. */
 static int tls_pair_parse(const struct tls_state *tls, const gnutls_datum_t *cert, const gnutls_datum_t *key,
 			  struct tls_pair **out, char **cause)
 {
@@ -270,38 +270,39 @@ static int tls_pair_parse(const struct tls_state *tls, const gnutls_datum_t *cer
 	mlog_quote(key_name, sizeof(key_name), tls->key_file, strlen(tls->key_file));
 	pair = calloc(1, sizeof(*pair));
 	if (!pair)
-		return cause_err(cause, -ENOMEM, "out of memory");
+		return cause_err(cause, MUSTER_ENOMEM, "out of memory");
 	pair->users = 1;
 	/* Unsorted chains are refused: a client needs the leaf first, then
 	 * each certificate's issuer. */
 	ret = gnutls_pcert_list_import_x509_raw(pair->certs, &count, cert, GNUTLS_X509_FMT_PEM,
 						GNUTLS_X509_CRT_LIST_FAIL_IF_UNSORTED);
 	if (ret == GNUTLS_E_SHORT_MEMORY_BUFFER) {
-		err = cause_err(cause, -EINVAL, "TLS certificate file %s: more than %u certificates",
+		err = cause_err(cause, MUSTER_EINVAL, "TLS certificate file %s: more than %u certificates",
 				cert_name, HTTP_SERVE_TLS_CHAIN_MAX);
 		goto out;
 	}
 	if (ret < 0 || count == 0) {
-		err = cause_err(cause, -EINVAL, "TLS certificate file %s: no PEM certificate chain: %s",
+		err = cause_err(cause, MUSTER_EINVAL, "TLS certificate file %s: no PEM certificate chain: %s",
 				cert_name, ret < 0 ? gnutls_strerror(ret) : "empty");
 		goto out;
 	}
 	pair->cert_count = count;
 	ret = gnutls_privkey_init(&pair->key);
 	if (ret < 0) {
-		err = cause_err(cause, -ENOMEM, "out of memory");
+		err = cause_err(cause, MUSTER_ENOMEM, "out of memory");
 		goto out;
 	}
 	ret = gnutls_privkey_import_x509_raw(pair->key, key, GNUTLS_X509_FMT_PEM, NULL, 0);
 	if (ret < 0) {
-		err = cause_err(cause, -EINVAL, "TLS key file %s: no unencrypted PEM private key: %s",
+		err = cause_err(cause, MUSTER_EINVAL, "TLS key file %s: no unencrypted PEM private key: %s",
 				key_name, gnutls_strerror(ret));
 		goto out;
 	}
 	ret = tls_key_matches(pair);
 	if (ret < 0) {
-		err = cause_err(cause, -EINVAL, "TLS key file %s does not match the certificate in %s: %s",
-				key_name, cert_name, gnutls_strerror(ret));
+		err = cause_err(cause, MUSTER_EINVAL,
+				"TLS key file %s does not match the certificate in %s: %s", key_name,
+				cert_name, gnutls_strerror(ret));
 		goto out;
 	}
 	tls_describe(pair);
@@ -627,7 +628,7 @@ static char *directory_of(const char *path)
 }
 
 /* Loads the first pair and prepares the watch (started later by
- * tls_watch_start). Returns 0 or a negative errno value with *cause. */
+ * tls_watch_start). Returns 0 or a negative code of lib/base/errors.h with *cause. */
 int http_tls_setup(struct http_serve *server, const struct http_serve_options *options, char **cause)
 {
 	struct tls_state *tls = &server->tls;
@@ -637,17 +638,17 @@ int http_tls_setup(struct http_serve *server, const struct http_serve_options *o
 
 	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES ||
 	    MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES)
-		return cause_err(cause, -ENOTSUP,
+		return cause_err(cause, MUSTER_ECONFIG,
 				 "libmicrohttpd was built without TLS certificate callbacks");
 	if (pthread_mutex_init(&tls->lock, NULL) != 0)
-		return cause_err(cause, -ENOMEM, "cannot make a lock");
+		return cause_err(cause, MUSTER_ENOMEM, "cannot make a lock");
 	tls->lock_ready = 1;
 	tls->cert_file = strdup(options->tls_cert_file);
 	tls->key_file = strdup(options->tls_key_file);
 	tls->dirs[0] = tls->cert_file ? directory_of(tls->cert_file) : NULL;
 	tls->dirs[1] = tls->key_file ? directory_of(tls->key_file) : NULL;
 	if (!tls->cert_file || !tls->key_file || !tls->dirs[0] || !tls->dirs[1])
-		return cause_err(cause, -ENOMEM, "out of memory");
+		return cause_err(cause, MUSTER_ENOMEM, "out of memory");
 	tls->dir_count = 2;
 	if (strcmp(tls->dirs[0], tls->dirs[1]) == 0) {
 		free(tls->dirs[1]);
@@ -656,9 +657,9 @@ int http_tls_setup(struct http_serve *server, const struct http_serve_options *o
 	}
 	tls->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (tls->wake_fd < 0) {
-		err = -errno;
+		err = MUSTER_EIO;
 		return cause_err(cause, err, "cannot make an eventfd: %s",
-				 http_error_text(-err, error, sizeof(error)));
+				 http_error_text(errno, error, sizeof(error)));
 	}
 	/* Watched before the first read, so that no change after it is missed.
 	 * Without inotify the periodic check still reloads. */
@@ -683,7 +684,7 @@ int http_tls_watch_start(struct http_serve *server, char **cause)
 	int err = pthread_create(&server->tls.watcher, NULL, tls_watch, server);
 
 	if (err)
-		return cause_err(cause, -err, "cannot start the TLS watcher thread: %s",
+		return cause_err(cause, MUSTER_EIO, "cannot start the TLS watcher thread: %s",
 				 http_error_text(err, error, sizeof(error)));
 	server->tls.watcher_started = 1;
 	return 0;

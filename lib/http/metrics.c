@@ -147,7 +147,8 @@ static void emit(struct render *render, struct buffer *buffer, const char *text,
 	if (render->err || len == 0)
 		return;
 	if (len > render->max - render->used) {
-		render_fail(render, -EFBIG, "metrics output exceeds the limit of %zu bytes", render->max);
+		render_fail(render, MUSTER_ETOOBIG, "metrics output exceeds the limit of %zu bytes",
+			    render->max);
 		return;
 	}
 	/* buffer->len <= used, so need <= max + 1 and the doubling below stays
@@ -161,7 +162,7 @@ static void emit(struct render *render, struct buffer *buffer, const char *text,
 			cap = render->max + 1;
 		data = realloc(buffer->data, cap);
 		if (!data) {
-			render_fail(render, -ENOMEM, "out of memory rendering metrics");
+			render_fail(render, MUSTER_ENOMEM, "out of memory rendering metrics");
 			return;
 		}
 		buffer->data = data;
@@ -330,40 +331,41 @@ static int valid_label_name(const char *name)
 	return i <= METRICS_NAME_MAX;
 }
 
-/* Checks a label set; on a problem sets the render's failure (-EINVAL) and
+/* Checks a label set; on a problem sets the render's failure (MUSTER_EINVAL) and
  * returns -1. `metric` is a valid name, so it is safe in a cause. */
 static int check_labels(struct render *render, const char *metric, const struct metrics_label *labels,
 			size_t count, int histogram)
 {
 	if (count > METRICS_LABELS_MAX) {
-		render_fail(render, -EINVAL, "%s: more than %u labels", metric, METRICS_LABELS_MAX);
+		render_fail(render, MUSTER_EINVAL, "%s: more than %u labels", metric, METRICS_LABELS_MAX);
 		return -1;
 	}
 	if (count && !labels) {
-		render_fail(render, -EINVAL, "%s: labels missing", metric);
+		render_fail(render, MUSTER_EINVAL, "%s: labels missing", metric);
 		return -1;
 	}
 	for (size_t i = 0; i < count; i++) {
 		if (!valid_label_name(labels[i].name)) {
 			render_fail(
-				render, -EINVAL,
+				render, MUSTER_EINVAL,
 				"%s: label %zu's name is not [a-zA-Z_][a-zA-Z0-9_]* (at most %u bytes, no "
 				"leading __)",
 				metric, i + 1, METRICS_NAME_MAX);
 			return -1;
 		}
 		if (!labels[i].value) {
-			render_fail(render, -EINVAL, "%s: label %s has no value", metric, labels[i].name);
+			render_fail(render, MUSTER_EINVAL, "%s: label %s has no value", metric,
+				    labels[i].name);
 			return -1;
 		}
 		if (histogram && strcmp(labels[i].name, "le") == 0) {
-			render_fail(render, -EINVAL, "%s: label le is reserved for histogram buckets",
+			render_fail(render, MUSTER_EINVAL, "%s: label le is reserved for histogram buckets",
 				    metric);
 			return -1;
 		}
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(labels[i].name, labels[j].name) == 0) {
-				render_fail(render, -EINVAL, "%s: label %s appears twice", metric,
+				render_fail(render, MUSTER_EINVAL, "%s: label %s appears twice", metric,
 					    labels[i].name);
 				return -1;
 			}
@@ -396,13 +398,13 @@ int metrics_registry_new(size_t render_max, struct metrics_registry **out)
 
 	*out = NULL;
 	if (render_max > METRICS_RENDER_MAX_LIMIT)
-		return -EINVAL;
+		return MUSTER_EINVAL;
 	registry = calloc(1, sizeof(*registry));
 	if (!registry)
-		return -ENOMEM;
+		return MUSTER_ENOMEM;
 	if (pthread_mutex_init(&registry->lock, NULL) != 0) {
 		free(registry);
-		return -ENOMEM;
+		return MUSTER_ENOMEM;
 	}
 	registry->render_max = render_max ? render_max : METRICS_RENDER_MAX_DEFAULT;
 	registry->families_tail = &registry->families;
@@ -475,16 +477,16 @@ static struct family *family_new(enum metric_type type, const char *name, const 
 static int check_bounds(const double *bounds, size_t count, const char *name, char **cause)
 {
 	if (!bounds || count == 0 || count > METRICS_BUCKETS_MAX)
-		return cause_err(cause, -EINVAL, "%s: a histogram needs 1 to %u bucket bounds", name,
+		return cause_err(cause, MUSTER_EINVAL, "%s: a histogram needs 1 to %u bucket bounds", name,
 				 METRICS_BUCKETS_MAX);
 	for (size_t i = 0; i < count; i++) {
 		if (!isfinite(bounds[i]))
-			return cause_err(cause, -EINVAL,
+			return cause_err(cause, MUSTER_EINVAL,
 					 "%s: bucket bound %zu is not finite (+Inf is implicit)", name,
 					 i + 1);
 		if (i && !(bounds[i] > bounds[i - 1]))
-			return cause_err(cause, -EINVAL, "%s: bucket bounds are not increasing at bound %zu",
-					 name, i + 1);
+			return cause_err(cause, MUSTER_EINVAL,
+					 "%s: bucket bounds are not increasing at bound %zu", name, i + 1);
 	}
 	return 0;
 }
@@ -548,7 +550,7 @@ static int series_new(enum metric_type type, const char *name, const struct metr
 	series = NULL;
 	goto out;
 nomem:
-	err = cause_err(cause, -ENOMEM, "out of memory registering %s", name);
+	err = cause_err(cause, MUSTER_ENOMEM, "out of memory registering %s", name);
 out:
 	series_free(series, type);
 	free(text.data);
@@ -566,9 +568,9 @@ static int register_series(struct metrics_registry *registry, enum metric_type t
 
 	*out = NULL;
 	if (!registry)
-		return cause_err(cause, -EINVAL, "no registry");
+		return cause_err(cause, MUSTER_EINVAL, "no registry");
 	if (!valid_metric_name(name))
-		return cause_err(cause, -EINVAL,
+		return cause_err(cause, MUSTER_EINVAL,
 				 "metric name is not [a-zA-Z_:][a-zA-Z0-9_:]* of at most %u bytes",
 				 METRICS_NAME_MAX);
 	if (type == TYPE_HISTOGRAM && (err = check_bounds(bounds, bound_count, name, cause)) != 0)
@@ -580,13 +582,14 @@ static int register_series(struct metrics_registry *registry, enum metric_type t
 	pthread_mutex_lock(&registry->lock);
 	family = family_find(registry, name);
 	if (family && family->type != type) {
-		err = cause_err(cause, -EINVAL, "%s is registered as a %s", name, type_names[family->type]);
+		err = cause_err(cause, MUSTER_EINVAL, "%s is registered as a %s", name,
+				type_names[family->type]);
 	} else if (family && (!help != !family->help || (help && strcmp(help, family->help) != 0))) {
-		err = cause_err(cause, -EINVAL, "%s is registered with another help text", name);
+		err = cause_err(cause, MUSTER_EINVAL, "%s is registered with another help text", name);
 	} else if (family) {
 		for (const struct series *other = family->series; other; other = other->next) {
 			if (strcmp(other->labels, series->labels) == 0) {
-				err = cause_err(cause, -EEXIST, "%s{%s} is registered already", name,
+				err = cause_err(cause, MUSTER_ECONFLICT, "%s{%s} is registered already", name,
 						series->labels);
 				break;
 			}
@@ -597,7 +600,7 @@ static int register_series(struct metrics_registry *registry, enum metric_type t
 			*registry->families_tail = family;
 			registry->families_tail = &family->next;
 		} else {
-			err = cause_err(cause, -ENOMEM, "out of memory registering %s", name);
+			err = cause_err(cause, MUSTER_ENOMEM, "out of memory registering %s", name);
 		}
 	}
 	if (!err) {
@@ -653,10 +656,11 @@ int metrics_collector_register(struct metrics_registry *registry, metrics_collec
 	int err = 0;
 
 	if (!registry || !collect)
-		return cause_err(cause, -EINVAL, "no registry or no collector");
+		return cause_err(cause, MUSTER_EINVAL, "no registry or no collector");
 	pthread_mutex_lock(&registry->lock);
 	if (registry->collector_count == METRICS_COLLECTORS_MAX) {
-		err = cause_err(cause, -ENOSPC, "more than %u metrics collectors", METRICS_COLLECTORS_MAX);
+		err = cause_err(cause, MUSTER_ETOOBIG, "more than %u metrics collectors",
+				METRICS_COLLECTORS_MAX);
 	} else {
 		registry->collectors[registry->collector_count].collect = collect;
 		registry->collectors[registry->collector_count].arg = arg;
@@ -826,20 +830,21 @@ static struct writer_family *writer_family(struct metrics_writer *writer, enum m
 	}
 	if (family) {
 		if (family->type != type) {
-			render_fail(render, -EINVAL, "collected family %s is written as a %s and as a %s",
-				    name, type_names[family->type], type_names[type]);
+			render_fail(render, MUSTER_EINVAL,
+				    "collected family %s is written as a %s and as a %s", name,
+				    type_names[family->type], type_names[type]);
 			return NULL;
 		}
 		return family;
 	}
 	if (!valid_metric_name(name)) {
-		render_fail(render, -EINVAL,
+		render_fail(render, MUSTER_EINVAL,
 			    "collected metric name is not [a-zA-Z_:][a-zA-Z0-9_:]* of at most %u bytes",
 			    METRICS_NAME_MAX);
 		return NULL;
 	}
 	if (writer->family_count == METRICS_WRITER_FAMILIES_MAX) {
-		render_fail(render, -EINVAL, "metrics collectors wrote more than %u families",
+		render_fail(render, MUSTER_EINVAL, "metrics collectors wrote more than %u families",
 			    METRICS_WRITER_FAMILIES_MAX);
 		return NULL;
 	}
@@ -847,7 +852,8 @@ static struct writer_family *writer_family(struct metrics_writer *writer, enum m
 	registered = family_find(writer->registry, name) != NULL;
 	pthread_mutex_unlock(&writer->registry->lock);
 	if (registered) {
-		render_fail(render, -EINVAL, "collected family %s has the name of a registered family", name);
+		render_fail(render, MUSTER_EINVAL, "collected family %s has the name of a registered family",
+			    name);
 		return NULL;
 	}
 	writer->last = writer->family_count++;
@@ -867,12 +873,12 @@ static int write_sample(struct metrics_writer *writer, enum metric_type type, co
 	char number[32];
 
 	if (!writer)
-		return -EINVAL;
+		return MUSTER_EINVAL;
 	render = writer->render;
 	if (render->err)
 		return render->err;
 	if (!name) {
-		render_fail(render, -EINVAL, "collected metric has no name");
+		render_fail(render, MUSTER_EINVAL, "collected metric has no name");
 		return render->err;
 	}
 	family = writer_family(writer, type, name, help);
@@ -914,15 +920,15 @@ static void collect(struct metrics_registry *registry, const struct collector *c
 		return;
 	writer.families = calloc(METRICS_WRITER_FAMILIES_MAX, sizeof(*writer.families));
 	if (!writer.families) {
-		render_fail(render, -ENOMEM, "out of memory rendering metrics");
+		render_fail(render, MUSTER_ENOMEM, "out of memory rendering metrics");
 		return;
 	}
 	for (size_t i = 0; i < count && !render->err; i++) {
 		int err = collectors[i].collect(collectors[i].arg, &writer);
 
 		if (err)
-			render_fail(render, err < 0 ? err : -EIO, "metrics collector %zu failed (error %d)",
-				    i + 1, err);
+			render_fail(render, err < 0 ? err : MUSTER_EIO,
+				    "metrics collector %zu failed (error %d)", i + 1, err);
 	}
 	for (size_t i = 0; i < writer.family_count; i++) {
 		struct buffer *text = &writer.families[i].text;
@@ -945,7 +951,7 @@ int metrics_render(struct metrics_registry *registry, char **text, size_t *text_
 	*text = NULL;
 	*text_len = 0;
 	if (!registry)
-		return cause_err(cause, -EINVAL, "no registry");
+		return cause_err(cause, MUSTER_EINVAL, "no registry");
 	render.max = registry->render_max;
 	pthread_mutex_lock(&registry->lock);
 	for (const struct family *family = registry->families; family && !render.err; family = family->next)
@@ -959,7 +965,7 @@ int metrics_render(struct metrics_registry *registry, char **text, size_t *text_
 	if (!render.err && !out.data) {
 		out.data = calloc(1, 1);
 		if (!out.data)
-			render_fail(&render, -ENOMEM, "out of memory rendering metrics");
+			render_fail(&render, MUSTER_ENOMEM, "out of memory rendering metrics");
 	}
 	if (render.err) {
 		free(out.data);

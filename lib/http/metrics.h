@@ -33,9 +33,9 @@
  * Not a snapshot: a render reads each atomic once, so a histogram's _sum may
  * lag its _count by an observation in flight.
  *
- * Errors: functions that can fail return 0 or a negative errno value
- * (-EINVAL bad name, labels or buckets; -EEXIST series already registered;
- * -EFBIG output over the limit; -ENOMEM), with *cause set to a malloc'd
+ * Errors: functions that can fail return 0 or a negative code of lib/base/errors.h
+ * (MUSTER_EINVAL bad name, labels or buckets; MUSTER_ECONFLICT series already registered;
+ * MUSTER_ETOOBIG output over the limit; MUSTER_ENOMEM), with *cause set to a malloc'd
  * sentence the caller frees (NULL when even that allocation failed).
  *
  * Lifecycle: metrics_registry_new() succeeds fully or leaves nothing;
@@ -47,6 +47,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "errors.h"
 
 /* Largest rendered text (bytes) unless metrics_registry_new() is given one. */
 #define METRICS_RENDER_MAX_DEFAULT (64u * 1024u * 1024u)
@@ -82,7 +84,7 @@ struct metrics_writer;
 
 /* Makes an empty registry whose renders are refused beyond render_max bytes
  * (0: METRICS_RENDER_MAX_DEFAULT; at most METRICS_RENDER_MAX_LIMIT). Returns
- * 0, -EINVAL (render_max too large) or -ENOMEM. */
+ * 0, MUSTER_EINVAL (render_max too large) or MUSTER_ENOMEM. */
 int metrics_registry_new(size_t render_max, struct metrics_registry **out);
 
 /* Frees the registry, every handle it gave out and its collectors. */
@@ -92,9 +94,9 @@ void metrics_registry_free(struct metrics_registry *registry);
  * Registration. name matches [a-zA-Z_:][a-zA-Z0-9_:]* (at most
  * METRICS_NAME_MAX bytes); help may be NULL (no HELP line) and is copied;
  * labels (at most METRICS_LABELS_MAX, names distinct, at most 64 KiB once
- * rendered and escaped: -EFBIG beyond) are copied. A family
+ * rendered and escaped: MUSTER_ETOOBIG beyond) are copied. A family
  * registered again must keep its type and help, and each label set may be
- * registered once (-EEXIST). On success *out is valid until the registry is
+ * registered once (MUSTER_ECONFLICT). On success *out is valid until the registry is
  * freed; on failure *out is NULL. Registration takes the registry's lock and
  * may run at any time, also while a render is under way.
  */
@@ -123,7 +125,7 @@ void metrics_histogram_observe(struct metrics_histogram *histogram, double value
 
 /*
  * A collector writes its series through the writer with metrics_write_*()
- * and returns 0, or a negative errno value that fails the render. It is
+ * and returns 0, or a negative code of lib/base/errors.h that fails the render. It is
  * called without the registry's lock (it may take its own lock, and its owner
  * may register metrics while holding that lock), possibly from two renders at
  * once, and must not keep the writer. arg is borrowed and must outlive the
@@ -132,7 +134,7 @@ void metrics_histogram_observe(struct metrics_histogram *histogram, double value
 typedef int (*metrics_collect_fn)(void *arg, struct metrics_writer *writer);
 
 /* Adds a collector, called after the registered series at every render, in
- * the order added. Returns 0, or -ENOSPC beyond METRICS_COLLECTORS_MAX. */
+ * the order added. Returns 0, or MUSTER_ETOOBIG beyond METRICS_COLLECTORS_MAX. */
 int metrics_collector_register(struct metrics_registry *registry, metrics_collect_fn collect, void *arg,
 			       char **cause);
 
@@ -144,7 +146,7 @@ int metrics_collector_register(struct metrics_registry *registry, metrics_collec
  * registration; a family may not take the name of a registered family or
  * change its type. The first failure is kept: that write and every later one
  * return it, and the render fails with its cause. Returns 0 or a negative
- * errno value.
+ * code of lib/base/errors.h.
  */
 int metrics_write_gauge(struct metrics_writer *writer, const char *name, const char *help,
 			const struct metrics_label *labels, size_t label_count, double value);
@@ -155,7 +157,7 @@ int metrics_write_counter(struct metrics_writer *writer, const char *name, const
  * Renders every registered family (in registration order), then runs the
  * collectors. On success returns 0 with *text a malloc'd, NUL-terminated
  * string of *text_len bytes (never more than the registry's limit) that the
- * caller frees. On failure returns -EFBIG (over the limit), -ENOMEM, or the
+ * caller frees. On failure returns MUSTER_ETOOBIG (over the limit), MUSTER_ENOMEM, or the
  * error of a collector or a write, with *text NULL and *cause set.
  */
 int metrics_render(struct metrics_registry *registry, char **text, size_t *text_len, char **cause);

@@ -126,9 +126,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	label = (struct metrics_label){ "k", parts.text[1] };
 	/* Any help and label value is accepted, unless the label text passes
-	 * the registered series' bound (64 KiB escaped: -EFBIG, with a cause). */
+	 * the registered series' bound (64 KiB escaped: MUSTER_ETOOBIG, with a cause). */
 	err = metrics_gauge_register(r, "fuzz_registered", parts.text[0], &label, 1, &g, &cause);
-	if (err && (err != -EFBIG || !cause || strlen(parts.text[1]) < 16384))
+	if (err && (err != MUSTER_ETOOBIG || !cause || strlen(parts.text[1]) < 16384))
 		abort();
 	if (err)
 		goto out;

@@ -318,31 +318,31 @@ static void registration_refusals(void **state)
 	/* A refusal sets *out to NULL. */
 	assert_int_equal(metrics_counter_register(registry, "first", NULL, NULL, 0, &counter, &cause), 0);
 	assert_non_null(counter);
-	assert_refused(metrics_counter_register(registry, "1abc", NULL, NULL, 0, &counter, &cause), -EINVAL,
-		       &cause, "metric name");
+	assert_refused(metrics_counter_register(registry, "1abc", NULL, NULL, 0, &counter, &cause),
+		       MUSTER_EINVAL, &cause, "metric name");
 	assert_null(counter);
-	assert_refused(metrics_counter_register(registry, "", NULL, NULL, 0, &counter, &cause), -EINVAL,
+	assert_refused(metrics_counter_register(registry, "", NULL, NULL, 0, &counter, &cause), MUSTER_EINVAL,
 		       &cause, "metric name");
-	assert_refused(metrics_counter_register(registry, NULL, NULL, NULL, 0, &counter, &cause), -EINVAL,
-		       &cause, "metric name");
-	assert_refused(metrics_counter_register(registry, "a-b", NULL, NULL, 0, &counter, &cause), -EINVAL,
-		       &cause, "metric name");
+	assert_refused(metrics_counter_register(registry, NULL, NULL, NULL, 0, &counter, &cause),
+		       MUSTER_EINVAL, &cause, "metric name");
+	assert_refused(metrics_counter_register(registry, "a-b", NULL, NULL, 0, &counter, &cause),
+		       MUSTER_EINVAL, &cause, "metric name");
 	assert_refused(metrics_counter_register(registry, long_name, NULL, NULL, 0, &counter, &cause),
-		       -EINVAL, &cause, "metric name");
+		       MUSTER_EINVAL, &cause, "metric name");
 	long_name[METRICS_NAME_MAX] = '\0';
 	assert_int_equal(metrics_counter_register(registry, long_name, NULL, NULL, 0, &counter, &cause), 0);
-	assert_refused(metrics_counter_register(registry, "c", NULL, bad_name, 1, &counter, &cause), -EINVAL,
-		       &cause, "label 1's name");
-	assert_refused(metrics_counter_register(registry, "c", NULL, reserved, 1, &counter, &cause), -EINVAL,
-		       &cause, "no leading __");
-	assert_refused(metrics_counter_register(registry, "c", NULL, twice, 2, &counter, &cause), -EINVAL,
-		       &cause, "label a appears twice");
-	assert_refused(metrics_counter_register(registry, "c", NULL, no_value, 1, &counter, &cause), -EINVAL,
-		       &cause, "label a has no value");
+	assert_refused(metrics_counter_register(registry, "c", NULL, bad_name, 1, &counter, &cause),
+		       MUSTER_EINVAL, &cause, "label 1's name");
+	assert_refused(metrics_counter_register(registry, "c", NULL, reserved, 1, &counter, &cause),
+		       MUSTER_EINVAL, &cause, "no leading __");
+	assert_refused(metrics_counter_register(registry, "c", NULL, twice, 2, &counter, &cause),
+		       MUSTER_EINVAL, &cause, "label a appears twice");
+	assert_refused(metrics_counter_register(registry, "c", NULL, no_value, 1, &counter, &cause),
+		       MUSTER_EINVAL, &cause, "label a has no value");
 	assert_refused(metrics_counter_register(registry, "c", NULL, too_many, N(too_many), &counter, &cause),
-		       -EINVAL, &cause, "more than 8 labels");
-	assert_refused(metrics_counter_register(registry, "c", NULL, NULL, 1, &counter, &cause), -EINVAL,
-		       &cause, "labels missing");
+		       MUSTER_EINVAL, &cause, "more than 8 labels");
+	assert_refused(metrics_counter_register(registry, "c", NULL, NULL, 1, &counter, &cause),
+		       MUSTER_EINVAL, &cause, "labels missing");
 	/* le is an ordinary label outside histograms. */
 	assert_int_equal(metrics_counter_register(registry, "c_le", NULL, le, 1, &counter, &cause), 0);
 	assert_int_equal(metrics_counter_register(registry, "c", "Help.", too_many, METRICS_LABELS_MAX,
@@ -350,36 +350,37 @@ static void registration_refusals(void **state)
 			 0);
 
 	assert_int_equal(metrics_counter_register(registry, "dup", "Help.", code, 1, &counter, &cause), 0);
-	assert_refused(metrics_counter_register(registry, "dup", "Help.", code, 1, &counter, &cause), -EEXIST,
-		       &cause, "dup{code=\"409\"} is registered already");
+	assert_refused(metrics_counter_register(registry, "dup", "Help.", code, 1, &counter, &cause),
+		       MUSTER_ECONFLICT, &cause, "dup{code=\"409\"} is registered already");
 	assert_null(counter);
-	assert_refused(metrics_gauge_register(registry, "dup", "Help.", NULL, 0, &gauge, &cause), -EINVAL,
-		       &cause, "dup is registered as a counter");
+	assert_refused(metrics_gauge_register(registry, "dup", "Help.", NULL, 0, &gauge, &cause),
+		       MUSTER_EINVAL, &cause, "dup is registered as a counter");
 	assert_refused(metrics_counter_register(registry, "dup", "Other help.", NULL, 0, &counter, &cause),
-		       -EINVAL, &cause, "another help text");
-	assert_refused(metrics_counter_register(registry, "dup", NULL, NULL, 0, &counter, &cause), -EINVAL,
-		       &cause, "another help text");
+		       MUSTER_EINVAL, &cause, "another help text");
+	assert_refused(metrics_counter_register(registry, "dup", NULL, NULL, 0, &counter, &cause),
+		       MUSTER_EINVAL, &cause, "another help text");
 
 	assert_refused(metrics_histogram_register(registry, "h", NULL, le, 1, bounds, 2, &histogram, &cause),
-		       -EINVAL, &cause, "le is reserved");
+		       MUSTER_EINVAL, &cause, "le is reserved");
 	assert_refused(
 		metrics_histogram_register(registry, "h", NULL, NULL, 0, unordered, 2, &histogram, &cause),
-		-EINVAL, &cause, "not increasing at bound 2");
+		MUSTER_EINVAL, &cause, "not increasing at bound 2");
 	assert_refused(
 		metrics_histogram_register(registry, "h", NULL, NULL, 0, infinite, 2, &histogram, &cause),
-		-EINVAL, &cause, "bound 2 is not finite");
+		MUSTER_EINVAL, &cause, "bound 2 is not finite");
 	assert_refused(
 		metrics_histogram_register(registry, "h", NULL, NULL, 0, many, N(many), &histogram, &cause),
-		-EINVAL, &cause, "1 to 32 bucket bounds");
+		MUSTER_EINVAL, &cause, "1 to 32 bucket bounds");
 	assert_refused(metrics_histogram_register(registry, "h", NULL, NULL, 0, NULL, 0, &histogram, &cause),
-		       -EINVAL, &cause, "1 to 32 bucket bounds");
+		       MUSTER_EINVAL, &cause, "1 to 32 bucket bounds");
 	assert_null(histogram);
 	assert_int_equal(metrics_histogram_register(registry, "h", NULL, NULL, 0, many, METRICS_BUCKETS_MAX,
 						    &histogram, NULL),
 			 0);
 
 	/* A NULL cause is allowed; NULL handles are ignored. */
-	assert_int_equal(metrics_counter_register(registry, "1", NULL, NULL, 0, &counter, NULL), -EINVAL);
+	assert_int_equal(metrics_counter_register(registry, "1", NULL, NULL, 0, &counter, NULL),
+			 MUSTER_EINVAL);
 	metrics_counter_inc(NULL);
 	metrics_counter_add(NULL, 3);
 	metrics_gauge_set(NULL, 1);
@@ -399,7 +400,7 @@ static void registry_limits(void **state)
 	/* refused still holds a stale pointer: a refusal must set it to NULL. */
 	refused = registry_new(1);
 	metrics_registry_free(refused);
-	assert_int_equal(metrics_registry_new(METRICS_RENDER_MAX_LIMIT + 1u, &refused), -EINVAL);
+	assert_int_equal(metrics_registry_new(METRICS_RENDER_MAX_LIMIT + 1u, &refused), MUSTER_EINVAL);
 	assert_null(refused);
 }
 
@@ -636,7 +637,7 @@ static void collector_refusals(void **state)
 
 		assert_int_equal(metrics_gauge_register(registry, "taken", NULL, NULL, 0, &gauge, NULL), 0);
 		assert_int_equal(metrics_collector_register(registry, collect_bad, &kind, NULL), 0);
-		assert_render_fails(registry, -EINVAL, cases[i].fragment);
+		assert_render_fails(registry, MUSTER_EINVAL, cases[i].fragment);
 		metrics_registry_free(registry);
 	}
 }
@@ -669,21 +670,21 @@ static void collector_failures(void **state)
 	assert_int_equal(metrics_collector_register(registry, collect_families, &families, NULL), 0);
 	assert_int_equal(metrics_collector_register(registry, collect_failing, &result, NULL), 0);
 	assert_render_fails(registry, -EAGAIN, "metrics collector 2 failed (error -11)");
-	result = 1; /* a positive failure counts as -EIO */
-	assert_render_fails(registry, -EIO, "metrics collector 2 failed (error 1)");
+	result = 1; /* a positive failure counts as MUSTER_EIO */
+	assert_render_fails(registry, MUSTER_EIO, "metrics collector 2 failed (error 1)");
 	result = 0;
 	families = METRICS_WRITER_FAMILIES_MAX + 1;
-	assert_render_fails(registry, -EINVAL, "more than 64 families");
+	assert_render_fails(registry, MUSTER_EINVAL, "more than 64 families");
 	families = 0;
 	assert_render(registry, "");
 
 	for (unsigned i = 2; i < METRICS_COLLECTORS_MAX; i++)
 		assert_int_equal(metrics_collector_register(registry, collect_failing, &result, NULL), 0);
-	assert_refused(metrics_collector_register(registry, collect_failing, &result, &cause), -ENOSPC,
+	assert_refused(metrics_collector_register(registry, collect_failing, &result, &cause), MUSTER_ETOOBIG,
 		       &cause, "more than 8 metrics collectors");
-	assert_refused(metrics_collector_register(registry, NULL, NULL, &cause), -EINVAL, &cause,
+	assert_refused(metrics_collector_register(registry, NULL, NULL, &cause), MUSTER_EINVAL, &cause,
 		       "no collector");
-	assert_int_equal(metrics_write_gauge(NULL, "g", NULL, NULL, 0, 1), -EINVAL);
+	assert_int_equal(metrics_write_gauge(NULL, "g", NULL, NULL, 0, 1), MUSTER_EINVAL);
 	metrics_registry_free(registry);
 }
 
@@ -712,7 +713,7 @@ static void render_limit_registered(void **state)
 	assert_int_equal(
 		metrics_counter_register(limited, "muster_x_total", "Help.", NULL, 0, &counter, NULL), 0);
 	snprintf(fragment, sizeof(fragment), "metrics output exceeds the limit of %zu bytes", len - 1);
-	assert_render_fails(limited, -EFBIG, fragment);
+	assert_render_fails(limited, MUSTER_ETOOBIG, fragment);
 	metrics_registry_free(limited);
 	free(text);
 }
@@ -740,7 +741,7 @@ static void render_limit_collected(void **state)
 	assert_int_equal(metrics_gauge_register(registry, "muster_small", NULL, NULL, 0, &gauge, NULL), 0);
 	assert_int_equal(metrics_collector_register(registry, collect_until_full, (void *)"0123456789", NULL),
 			 0);
-	assert_render_fails(registry, -EFBIG, "metrics output exceeds the limit of 1000 bytes");
+	assert_render_fails(registry, MUSTER_ETOOBIG, "metrics output exceeds the limit of 1000 bytes");
 	metrics_registry_free(registry);
 }
 
@@ -756,7 +757,7 @@ static void render_limit_default(void **state)
 	value[value_size] = '\0';
 	/* A little over 1 MiB per sample: the 64th crosses 64 MiB. */
 	assert_int_equal(metrics_collector_register(registry, collect_until_full, value, NULL), 0);
-	assert_render_fails(registry, -EFBIG, "metrics output exceeds the limit of 67108864 bytes");
+	assert_render_fails(registry, MUSTER_ETOOBIG, "metrics output exceeds the limit of 67108864 bytes");
 	metrics_registry_free(registry);
 	free(value);
 }

@@ -89,11 +89,11 @@ int kube_client_new(const struct kube_config *cfg, const struct kube_transport *
 
 	*out = NULL;
 	if (!cfg || !ops || !ops->send || !ops->stream)
-		return kube_cause(cause, KUBE_EINVAL, "kube_client_new needs a config and a transport");
+		return cause_err(cause, MUSTER_EINVAL, "kube_client_new needs a config and a transport");
 	json_arena_install();
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return KUBE_ENOMEM;
+		return MUSTER_ENOMEM;
 	c->ops = ops;
 	c->ctx = ctx;
 	c->clock.now_ns = clock && clock->now_ns ? clock->now_ns : real_now_ns;
@@ -109,7 +109,7 @@ int kube_client_new(const struct kube_config *cfg, const struct kube_transport *
 	c->max_retries = cfg->max_retries;
 	c->jitter_state = c->clock.now_ns(c->clock.arg) ^ (uint64_t)(uintptr_t)c ^ 0x9e3779b97f4a7c15u;
 	*out = c;
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 void kube_client_free(struct kube_client *client)
@@ -258,8 +258,8 @@ static int http_failure(int err, enum kube_method method, const char *path, long
 	cJSON *root = body ? parse_text(body, body_len, "the error", NULL) : NULL;
 	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(root, "message");
 
-	kube_cause(cause, err, "%s %.256s: HTTP %ld: %.512s", method_names[method], path, status,
-		   cJSON_IsString(msg) ? msg->valuestring : kube_err_message(err));
+	cause_err(cause, err, "%s %.256s: HTTP %ld: %.512s", method_names[method], path, status,
+		  cJSON_IsString(msg) ? msg->valuestring : muster_err_message(err));
 	cJSON_Delete(root);
 	return err;
 }
@@ -304,13 +304,13 @@ static int request(struct kube_client *c, enum kube_method method, const char *p
 		attempt_cause = NULL;
 		throttle(c, c->stop);
 		if (stopped(c->stop)) {
-			err = kube_cause(&attempt_cause, KUBE_ESTOPPED, "%s %.256s: stopped",
-					 method_names[method], path);
+			err = cause_err(&attempt_cause, MUSTER_ESTOPPED, "%s %.256s: stopped",
+					method_names[method], path);
 			break;
 		}
 		stat_add(&c->stats.requests);
 		err = c->ops->send(c->ctx, &req, &resp, &attempt_cause);
-		if (err == KUBE_OK) {
+		if (err == MUSTER_OK) {
 			err = kube_err_from_http(resp.status);
 			if (err)
 				http_failure(err, method, path, resp.status, resp.body, resp.body_len,
@@ -324,16 +324,16 @@ static int request(struct kube_client *c, enum kube_method method, const char *p
 		resp.body = NULL;
 		pause_ns(c, backoff_ns(c, attempt, KUBE_BACKOFF_MAX_MS), c->stop);
 	}
-	if (err == KUBE_OK && out) {
+	if (err == MUSTER_OK && out) {
 		char *text_cause = NULL;
 
 		*out = parse_text(resp.body, resp.body_len, "response", &text_cause);
 		if (!*out && text_cause)
-			err = kube_cause(&attempt_cause, KUBE_EPARSE, "%s %.256s: %s", method_names[method],
-					 path, text_cause);
+			err = cause_err(&attempt_cause, MUSTER_EPARSE, "%s %.256s: %s", method_names[method],
+					path, text_cause);
 		else if (!*out)
-			err = kube_cause(&attempt_cause, KUBE_EPARSE, "%s %.256s: response is not JSON",
-					 method_names[method], path);
+			err = cause_err(&attempt_cause, MUSTER_EPARSE, "%s %.256s: response is not JSON",
+					method_names[method], path);
 		free(text_cause);
 	}
 	free(resp.body);
@@ -348,10 +348,10 @@ static int request(struct kube_client *c, enum kube_method method, const char *p
 static int check_path(const char *path, char **cause)
 {
 	if (!path || path[0] != '/' || strlen(path) >= KUBE_PATH_MAX)
-		return kube_cause(cause, KUBE_EINVAL,
-				  "a request path begins with '/' and is shorter than %d bytes",
-				  KUBE_PATH_MAX);
-	return KUBE_OK;
+		return cause_err(cause, MUSTER_EINVAL,
+				 "a request path begins with '/' and is shorter than %d bytes",
+				 KUBE_PATH_MAX);
+	return MUSTER_OK;
 }
 
 int kube_get(struct kube_client *client, const char *path, cJSON **out, char **cause)
@@ -374,7 +374,7 @@ static int send_object(struct kube_client *c, enum kube_method method, const cha
 		return err;
 	body = cJSON_PrintUnformatted(object);
 	if (!body)
-		return kube_cause(cause, KUBE_ENOMEM, "cannot serialise the object for %.256s", path);
+		return cause_err(cause, MUSTER_ENOMEM, "cannot serialise the object for %.256s", path);
 	err = request(c, method, path, content_type, body, out, cause);
 	free(body);
 	return err;
@@ -405,7 +405,7 @@ int kube_patch(struct kube_client *client, const char *path, enum kube_patch_typ
 	if (err)
 		return err;
 	if ((unsigned)type >= sizeof(content_types) / sizeof(content_types[0]) || !patch)
-		return kube_cause(cause, KUBE_EINVAL, "unknown patch type or no patch");
+		return cause_err(cause, MUSTER_EINVAL, "unknown patch type or no patch");
 	return request(client, KUBE_METHOD_PATCH, path, content_types[type], patch, out, cause);
 }
 
@@ -424,14 +424,14 @@ int kube_delete_uid_propagated(struct kube_client *client, const char *path, con
 	int err = check_path(path, cause);
 
 	if (!err && (!uid || !*uid))
-		err = kube_cause(cause, KUBE_EINVAL, "a delete by uid needs the uid");
+		err = cause_err(cause, MUSTER_EINVAL, "a delete by uid needs the uid");
 	if (!err && (!options || !cJSON_AddStringToObject(options, "apiVersion", "v1") ||
 		     !cJSON_AddStringToObject(options, "kind", "DeleteOptions") ||
 		     !(preconditions = cJSON_AddObjectToObject(options, "preconditions")) ||
 		     !cJSON_AddStringToObject(preconditions, "uid", uid) ||
 		     (propagation && !cJSON_AddStringToObject(options, "propagationPolicy", propagation)) ||
 		     !(body = cJSON_PrintUnformatted(options))))
-		err = kube_cause(cause, KUBE_ENOMEM, "no memory for the delete options");
+		err = cause_err(cause, MUSTER_ENOMEM, "no memory for the delete options");
 	if (!err)
 		err = request(client, KUBE_METHOD_DELETE, path, "application/json", body, NULL, cause);
 	cJSON_Delete(options);
@@ -448,7 +448,7 @@ int kube_update_retry(struct kube_client *client, const char *path, unsigned max
 		      kube_mutate_fn mutate, void *arg, cJSON **out, char **cause)
 {
 	cJSON *object = NULL;
-	int err = KUBE_ECONFLICT;
+	int err = MUSTER_ECONFLICT;
 
 	if (out)
 		*out = NULL;
@@ -472,16 +472,16 @@ int kube_update_retry(struct kube_client *client, const char *path, unsigned max
 				*out = object;
 				object = NULL;
 			}
-			err = KUBE_OK;
+			err = MUSTER_OK;
 			goto out;
 		}
 		/* Only the last conflict's cause is worth reporting. */
 		err = send_object(client, KUBE_METHOD_PUT, path, "application/json", object, out,
 				  attempt == max_attempts ? cause : NULL);
-		if (err != KUBE_ECONFLICT)
+		if (err != MUSTER_ECONFLICT)
 			goto out;
 	}
-	kube_cause(cause, err, "PUT %.256s: still conflicting after %u attempts", path, max_attempts);
+	cause_err(cause, err, "PUT %.256s: still conflicting after %u attempts", path, max_attempts);
 out:
 	cJSON_Delete(object);
 	return err;
@@ -514,7 +514,7 @@ int kube_item_collect(void *arg, const cJSON *item)
 
 	if (!copy || !cJSON_AddItemToArray(arg, copy)) {
 		cJSON_Delete(copy);
-		return KUBE_ENOMEM;
+		return MUSTER_ENOMEM;
 	}
 	return 0;
 }
@@ -534,18 +534,18 @@ int kube_list(struct kube_client *client, const char *path, const struct kube_se
 		return err;
 	pb = malloc(sizeof(*pb));
 	if (!pb)
-		return KUBE_ENOMEM;
+		return MUSTER_ENOMEM;
 	for (unsigned pages = 0;; pages++) {
 		const cJSON *items, *item, *meta, *next;
 		char *too_big = NULL;
 
 		if (stopped(client->stop)) {
-			err = kube_cause(cause, KUBE_ESTOPPED, "LIST %.256s: stopped", path);
+			err = cause_err(cause, MUSTER_ESTOPPED, "LIST %.256s: stopped", path);
 			goto out;
 		}
 		if (pages >= KUBE_LIST_MAX_PAGES) {
-			err = kube_cause(cause, KUBE_ETOOBIG, "LIST %.256s: more than %d pages", path,
-					 KUBE_LIST_MAX_PAGES);
+			err = cause_err(cause, MUSTER_ETOOBIG, "LIST %.256s: more than %d pages", path,
+					KUBE_LIST_MAX_PAGES);
 			goto out;
 		}
 		pb_init(pb, path);
@@ -555,9 +555,9 @@ int kube_list(struct kube_client *client, const char *path, const struct kube_se
 		pb_param(pb, "fieldSelector", selectors ? selectors->field : NULL);
 		pb_param(pb, "continue", cont);
 		if (pb->overflow) {
-			err = kube_cause(cause, KUBE_EINVAL,
-					 "LIST %.256s: path and query longer than %d bytes", path,
-					 KUBE_PATH_MAX);
+			err = cause_err(cause, MUSTER_EINVAL,
+					"LIST %.256s: path and query longer than %d bytes", path,
+					KUBE_PATH_MAX);
 			goto out;
 		}
 		cJSON_Delete(page);
@@ -567,7 +567,7 @@ int kube_list(struct kube_client *client, const char *path, const struct kube_se
 		 * etcd allows, or a tenant's large annotations, 500 to a page):
 		 * the same page again, half as many items a page, down to one.
 		 * What the apiserver sends never decides whether muster runs. */
-		if (err == KUBE_ETOOBIG && (page_size == 0 || page_size > 1)) {
+		if (err == MUSTER_ETOOBIG && (page_size == 0 || page_size > 1)) {
 			page_size = page_size == 0 ? KUBE_LIST_FIRST_SHRUNK_PAGE : page_size / 2;
 			stat_add(&client->stats.list_pages_shrunk);
 			free(too_big);
@@ -575,27 +575,27 @@ int kube_list(struct kube_client *client, const char *path, const struct kube_se
 			continue;
 		}
 		if (err) {
-			kube_cause(cause, err, "%s", too_big ? too_big : kube_err_message(err));
+			cause_err(cause, err, "%s", too_big ? too_big : muster_err_message(err));
 			free(too_big);
 			goto out;
 		}
 		free(too_big);
 		items = cJSON_GetObjectItemCaseSensitive(page, "items");
 		if (!cJSON_IsArray(items) && !cJSON_IsNull(items) && items) {
-			err = kube_cause(cause, KUBE_EPARSE, "LIST %.256s: items is not an array", path);
+			err = cause_err(cause, MUSTER_EPARSE, "LIST %.256s: items is not an array", path);
 			goto out;
 		}
 		cJSON_ArrayForEach(item, items)
 		{
 			if (stopped(client->stop)) {
-				err = kube_cause(cause, KUBE_ESTOPPED, "LIST %.256s: stopped", path);
+				err = cause_err(cause, MUSTER_ESTOPPED, "LIST %.256s: stopped", path);
 				goto out;
 			}
 			if (on_item && (err = on_item(arg, item)))
 				goto out;
 		}
 		if (metadata_string(page, "resourceVersion", rv, sizeof(rv)) != 0) {
-			err = kube_cause(cause, KUBE_EPARSE, "LIST %.256s: bad resourceVersion", path);
+			err = cause_err(cause, MUSTER_EPARSE, "LIST %.256s: bad resourceVersion", path);
 			goto out;
 		}
 		meta = cJSON_GetObjectItemCaseSensitive(page, "metadata");
@@ -606,14 +606,14 @@ int kube_list(struct kube_client *client, const char *path, const struct kube_se
 			break;
 		cont = strdup(next->valuestring);
 		if (!cont) {
-			err = KUBE_ENOMEM;
+			err = MUSTER_ENOMEM;
 			goto out;
 		}
 	}
 	if (resource_version) {
 		*resource_version = strdup(rv);
 		if (!*resource_version)
-			err = KUBE_ENOMEM;
+			err = MUSTER_ENOMEM;
 	}
 out:
 	cJSON_Delete(page);
@@ -652,24 +652,24 @@ int kube_watch_parse_event(const char *line, size_t len, struct kube_watch_event
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
 	cJSON *object = cJSON_GetObjectItemCaseSensitive(root, "object");
 	size_t t;
-	int err = KUBE_OK;
+	int err = MUSTER_OK;
 
 	memset(out, 0, sizeof(*out));
 	if (text_cause) {
-		err = kube_cause(cause, KUBE_EPARSE, "%s", text_cause);
+		err = cause_err(cause, MUSTER_EPARSE, "%s", text_cause);
 		free(text_cause);
 		goto out;
 	}
 	if (!cJSON_IsObject(root) || !cJSON_IsString(type) || !cJSON_IsObject(object)) {
-		err = kube_cause(cause, KUBE_EPARSE,
-				 "watch event is not {\"type\": string, \"object\": object}");
+		err = cause_err(cause, MUSTER_EPARSE,
+				"watch event is not {\"type\": string, \"object\": object}");
 		goto out;
 	}
 	for (t = 0; t < sizeof(watch_type_names) / sizeof(watch_type_names[0]); t++)
 		if (strcmp(type->valuestring, watch_type_names[t]) == 0)
 			break;
 	if (t == sizeof(watch_type_names) / sizeof(watch_type_names[0])) {
-		err = kube_cause(cause, KUBE_EPARSE, "watch event of unknown type");
+		err = cause_err(cause, MUSTER_EPARSE, "watch event of unknown type");
 		goto out;
 	}
 	out->type = (enum kube_watch_type)t;
@@ -682,8 +682,8 @@ int kube_watch_parse_event(const char *line, size_t len, struct kube_watch_event
 	} else if (metadata_string(object, "resourceVersion", out->resource_version,
 				   sizeof(out->resource_version)) != 0 ||
 		   !out->resource_version[0]) {
-		err = kube_cause(cause, KUBE_EPARSE, "watch %s event without a valid resourceVersion",
-				 watch_type_names[t]);
+		err = cause_err(cause, MUSTER_EPARSE, "watch %s event without a valid resourceVersion",
+				watch_type_names[t]);
 		goto out;
 	}
 	out->object = cJSON_DetachItemViaPointer(root, object);
@@ -715,7 +715,7 @@ static int on_watch_line(void *arg, const char *line, size_t len)
 	json_arena_begin();
 	err = kube_watch_parse_event(line, len, &ev, &ws->cause);
 	json_arena_end();
-	if (err != KUBE_OK) {
+	if (err != MUSTER_OK) {
 		json_arena_reset();
 		ws->relist = 1;
 		return 1;
@@ -723,7 +723,7 @@ static int on_watch_line(void *arg, const char *line, size_t len)
 	if (ev.type == KUBE_WATCH_ERROR) {
 		/* 410 Gone is the usual one; after any other error the stream's
 		 * position is unknown too, so both start over with a list. */
-		kube_cause(&ws->cause, KUBE_EGONE, "watch ERROR event with code %ld", ev.code);
+		cause_err(&ws->cause, MUSTER_EGONE, "watch ERROR event with code %ld", ev.code);
 		ws->relist = 1;
 		kube_watch_event_clear(&ev);
 		json_arena_reset();
@@ -740,7 +740,7 @@ static int on_watch_line(void *arg, const char *line, size_t len)
 	json_arena_reset();
 	if (r) {
 		ws->finished = 1;
-		ws->result = r < 0 ? r : KUBE_OK;
+		ws->result = r < 0 ? r : MUSTER_OK;
 		return 1;
 	}
 	return 0;
@@ -759,9 +759,9 @@ static int on_relist_item(void *arg, const cJSON *item)
 
 	if (r) {
 		rs->finished = 1;
-		rs->result = r < 0 ? r : KUBE_OK;
+		rs->result = r < 0 ? r : MUSTER_OK;
 		/* Any negative value aborts the list; the real result is kept. */
-		return KUBE_ESTOPPED;
+		return MUSTER_ESTOPPED;
 	}
 	return 0;
 }
@@ -779,15 +779,15 @@ static int relist(struct kube_client *c, const char *path, const struct kube_sel
 	stat_add(&c->stats.relists);
 	if (cb->on_relist_begin && (r = cb->on_relist_begin(cb->arg, reason))) {
 		ws->finished = 1;
-		ws->result = r < 0 ? r : KUBE_OK;
-		return KUBE_OK;
+		ws->result = r < 0 ? r : MUSTER_OK;
+		return MUSTER_OK;
 	}
 	err = kube_list(c, path, selectors, page_size, on_relist_item, &rs, &rv, cause);
 	if (rs.finished) {
 		ws->finished = 1;
 		ws->result = rs.result;
 		free(rv);
-		return KUBE_OK;
+		return MUSTER_OK;
 	}
 	if (err)
 		return err;
@@ -796,15 +796,15 @@ static int relist(struct kube_client *c, const char *path, const struct kube_sel
 	free(rv);
 	if (cb->on_relist_end && (r = cb->on_relist_end(cb->arg, ws->rv))) {
 		ws->finished = 1;
-		ws->result = r < 0 ? r : KUBE_OK;
+		ws->result = r < 0 ? r : MUSTER_OK;
 	}
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 /* reason = "<what>: <cause>" (or the error's message), one line. */
 static void set_reason(char *reason, const char *what, const char *cause, int err)
 {
-	snprintf(reason, KUBE_RELIST_REASON_MAX, "%s: %s", what, cause ? cause : kube_err_message(err));
+	snprintf(reason, KUBE_RELIST_REASON_MAX, "%s: %s", what, cause ? cause : muster_err_message(err));
 	for (char *c = reason; *c; c++)
 		if (*c == '\n' || *c == '\r')
 			*c = ' ';
@@ -822,7 +822,7 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 	 * CustomResourceDefinitions again a moment after it is ready): retried
 	 * with backoff and a new LIST, as client-go's reflector does. A 404 on
 	 * the first LIST stays an error: the resource does not exist. */
-	int need_list = 1, listed = 0, err = KUBE_OK;
+	int need_list = 1, listed = 0, err = MUSTER_OK;
 	/* Why the next LIST happens, for on_relist_begin: the first, or what
 	 * ended the watch or failed the last LIST. */
 	char reason[KUBE_RELIST_REASON_MAX] = "first list";
@@ -833,7 +833,7 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 		return err;
 	pb = malloc(sizeof(*pb));
 	if (!pb)
-		return KUBE_ENOMEM;
+		return MUSTER_ENOMEM;
 	/* Its LISTs and their requests end at once when stopped, however large
 	 * the collection. */
 	if (!client->stop)
@@ -852,10 +852,10 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 			}
 			if (err) {
 				/* 410 here is an expired continue token. */
-				if (!kube_err_may_heal(err) && err != KUBE_EGONE && err != KUBE_EPARSE &&
-				    !(err == KUBE_ENOTFOUND && listed)) {
-					kube_cause(cause, err, "%s",
-						   step_cause ? step_cause : kube_err_message(err));
+				if (!kube_err_may_heal(err) && err != MUSTER_EGONE && err != MUSTER_EPARSE &&
+				    !(err == MUSTER_ENOTFOUND && listed)) {
+					cause_err(cause, err, "%s",
+						  step_cause ? step_cause : muster_err_message(err));
 					free(step_cause);
 					goto out;
 				}
@@ -877,9 +877,9 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 		pb_param(pb, "labelSelector", selectors ? selectors->label : NULL);
 		pb_param(pb, "fieldSelector", selectors ? selectors->field : NULL);
 		if (pb->overflow) {
-			err = kube_cause(cause, KUBE_EINVAL,
-					 "WATCH %.256s: path and query longer than %d bytes", path,
-					 KUBE_PATH_MAX);
+			err = cause_err(cause, MUSTER_EINVAL,
+					"WATCH %.256s: path and query longer than %d bytes", path,
+					KUBE_PATH_MAX);
 			goto out;
 		}
 		req.path = pb->buf;
@@ -901,14 +901,14 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 			free(error_body);
 			goto out;
 		}
-		if (err == KUBE_OK && status != 0 && (status < 200 || status >= 300)) {
+		if (err == MUSTER_OK && status != 0 && (status < 200 || status >= 300)) {
 			err = http_failure(kube_err_from_http(status), KUBE_METHOD_GET, req.path, status,
 					   error_body, error_body ? strlen(error_body) : 0, &step_cause);
 		}
-		if (err != KUBE_OK && err != KUBE_ETIMEOUT)
+		if (err != MUSTER_OK && err != MUSTER_ETIMEOUT)
 			stat_error(client, err);
 		free(error_body);
-		if (ws.relist || err == KUBE_EGONE || err == KUBE_ETOOBIG) {
+		if (ws.relist || err == MUSTER_EGONE || err == MUSTER_ETOOBIG) {
 			/* Consecutive re-lists back off too: a server that keeps
 			 * sending bad lines must not be hammered. */
 			need_list = 1;
@@ -917,36 +917,36 @@ int kube_watch_run(struct kube_client *client, const char *path, const struct ku
 				pause_ns(client, backoff_ns(client, failures - 1, KUBE_WATCH_BACKOFF_MAX_MS),
 					 stop);
 			failures++;
-		} else if (err == KUBE_OK || err == KUBE_ETIMEOUT) {
+		} else if (err == MUSTER_OK || err == MUSTER_ETIMEOUT) {
 			/* The server ended the watch (timeoutSeconds) or it went
 			 * quiet: resume from the last resourceVersion. */
 			failures = 0;
 		} else if (kube_err_may_heal(err)) {
 			/* A TLS failure too: a re-list then says why (on_relist_begin). */
-			if (err == KUBE_ETLS) {
+			if (err == MUSTER_ETLS) {
 				need_list = 1;
 				set_reason(reason, "the watch ended", step_cause, err);
 			}
 			pause_ns(client, backoff_ns(client, failures++, KUBE_WATCH_BACKOFF_MAX_MS), stop);
-		} else if (err == KUBE_ENOTFOUND) { /* served before (see listed): not yet again */
+		} else if (err == MUSTER_ENOTFOUND) { /* served before (see listed): not yet again */
 			need_list = 1;
 			set_reason(reason, "the watch ended", step_cause, err);
 			pause_ns(client, backoff_ns(client, failures++, KUBE_WATCH_BACKOFF_MAX_MS), stop);
 		} else {
-			kube_cause(cause, err, "%s", step_cause ? step_cause : kube_err_message(err));
+			cause_err(cause, err, "%s", step_cause ? step_cause : muster_err_message(err));
 			free(step_cause);
 			goto out;
 		}
 		free(step_cause);
-		err = KUBE_OK;
+		err = MUSTER_OK;
 	}
-	err = KUBE_OK;
+	err = MUSTER_OK;
 out:
 	client->stop = own_stop;
 	free(ws.cause);
 	free(pb);
 	/* A LIST or callback cut short by the stop is no failure. */
-	return stopped(stop) && err == KUBE_ESTOPPED ? KUBE_OK : err;
+	return stopped(stop) && err == MUSTER_ESTOPPED ? MUSTER_OK : err;
 }
 
 void kube_client_set_stop(struct kube_client *client, const atomic_int *stop)

@@ -73,7 +73,7 @@ enum kube_patch_type { KUBE_PATCH_MERGE, KUBE_PATCH_JSON, KUBE_PATCH_STRATEGIC }
 struct kube_client;
 
 /* Copies what it needs from cfg (rate limit, timeouts, limits, retries).
- * Returns 0 or KUBE_EINVAL / KUBE_ENOMEM. */
+ * Returns 0 or MUSTER_EINVAL / MUSTER_ENOMEM. */
 int kube_client_new(const struct kube_config *cfg, const struct kube_transport *ops, void *ctx,
 		    const struct kube_clock *clock, struct kube_client **out, char **cause);
 
@@ -84,7 +84,7 @@ void kube_client_free(struct kube_client *client);
 void kube_client_own_transport(struct kube_client *client, void (*free_ctx)(void *ctx));
 
 /* Every request of the client from now on gives up at once with
- * KUBE_ESTOPPED once *stop is non-zero: before it is sent, while it is on
+ * MUSTER_ESTOPPED once *stop is non-zero: before it is sent, while it is on
  * the wire, between LIST pages and items, and in its waits (rate limit,
  * backoff). NULL: never. kube_watch_run uses its own stop the same way
  * while it runs, when the client has none. Call it before the client's
@@ -97,8 +97,8 @@ void kube_client_set_stop(struct kube_client *client, const atomic_int *stop);
 struct kube_client_stats {
 	uint64_t requests; /* requests sent, each retry and each watch stream included */
 	uint64_t retries; /* requests repeated after a transient failure */
-	/* Failed requests by code: errors[-err] for a kube_err err (KUBE_ENOTFOUND,
-	 * KUBE_ECONFLICT... are counted too: the caller decides what they mean). */
+	/* Failed requests by code: errors[-err] for a kube_err err (MUSTER_ENOTFOUND,
+	 * MUSTER_ECONFLICT... are counted too: the caller decides what they mean). */
 	uint64_t errors[KUBE_STATS_ERROR_SLOTS];
 	uint64_t watch_streams; /* watch connections opened */
 	uint64_t relists; /* LISTs begun by kube_watch_run, the first one included */
@@ -122,19 +122,19 @@ typedef int (*kube_item_fn)(void *arg, const cJSON *item);
  * than the client's max_response_bytes is asked again with half the limit
  * (KUBE_LIST_FIRST_SHRUNK_PAGE when there was none), down to one item a
  * page, and counted in list_pages_shrunk: only one object larger than the
- * bound fails the LIST (KUBE_ETOOBIG). On success
+ * bound fails the LIST (MUSTER_ETOOBIG). On success
  * *resource_version (if not NULL) is a malloc'd copy of the list's
  * resourceVersion, to start a watch from. An expired continue token gives
- * KUBE_EGONE; the caller starts over. */
+ * MUSTER_EGONE; the caller starts over. */
 int kube_list(struct kube_client *client, const char *path, const struct kube_selectors *selectors,
 	      unsigned page_size, kube_item_fn on_item, void *arg, char **resource_version, char **cause);
 
 /* A kube_item_fn that appends a copy of each item to the cJSON array `arg`
- * (KUBE_ENOMEM when out of memory): a whole LIST as one tree. */
+ * (MUSTER_ENOMEM when out of memory): a whole LIST as one tree. */
 int kube_item_collect(void *arg, const cJSON *item);
 
 /* POSTs object to the collection path; *out (if not NULL) is the created
- * object. An existing name gives KUBE_ECONFLICT. */
+ * object. An existing name gives MUSTER_ECONFLICT. */
 int kube_create(struct kube_client *client, const char *path, const cJSON *object, cJSON **out, char **cause);
 
 /* PATCHes path with the patch document (JSON text); *out (if not NULL) is the
@@ -152,17 +152,17 @@ int kube_update(struct kube_client *client, const char *path, const cJSON *objec
 typedef int (*kube_mutate_fn)(void *arg, cJSON *object);
 
 /* GET, mutate, PUT; on 409 Conflict the whole cycle is repeated, at most
- * max_attempts times in all (0 counts as 1). Gives KUBE_ECONFLICT when the
+ * max_attempts times in all (0 counts as 1). Gives MUSTER_ECONFLICT when the
  * attempts run out. *out (if not NULL) is the object as stored. */
 int kube_update_retry(struct kube_client *client, const char *path, unsigned max_attempts,
 		      kube_mutate_fn mutate, void *arg, cJSON **out, char **cause);
 
-/* DELETEs path. A missing object gives KUBE_ENOTFOUND. */
+/* DELETEs path. A missing object gives MUSTER_ENOTFOUND. */
 int kube_delete(struct kube_client *client, const char *path, char **cause);
 
 /* DELETEs path only if the object there still has this metadata.uid (a
  * precondition the apiserver checks): an object made again under the name
- * since it was read is never deleted (KUBE_ECONFLICT). */
+ * since it was read is never deleted (MUSTER_ECONFLICT). */
 int kube_delete_uid(struct kube_client *client, const char *path, const char *uid, char **cause);
 
 /* The same with DeleteOptions.propagationPolicy ("Foreground", "Background",
@@ -194,8 +194,8 @@ struct kube_watch_event {
 /* Parses one watch line {"type": T, "object": {...}} of len bytes (need not
  * be NUL-terminated). For every type but ERROR the object must have a
  * non-empty metadata.resourceVersion shorter than KUBE_RESOURCE_VERSION_MAX.
- * Returns 0 and fills *out (free with kube_watch_event_clear), or KUBE_EPARSE
- * / KUBE_ENOMEM with a cause and *out holding nothing. */
+ * Returns 0 and fills *out (free with kube_watch_event_clear), or MUSTER_EPARSE
+ * / MUSTER_ENOMEM with a cause and *out holding nothing. */
 int kube_watch_parse_event(const char *line, size_t len, struct kube_watch_event *out, char **cause);
 
 /* Frees the event's object and zeroes it. Accepts NULL. */
@@ -203,7 +203,7 @@ void kube_watch_event_clear(struct kube_watch_event *event);
 
 /* What kube_watch_run tells its caller. Any function may be NULL. Each
  * returns 0 to go on; non-zero ends kube_watch_run, which returns that value
- * if it is negative and KUBE_OK otherwise. Objects are borrowed. */
+ * if it is negative and MUSTER_OK otherwise. Objects are borrowed. */
 /* The longest relist reason passed to on_relist_begin, NUL included. */
 #define KUBE_RELIST_REASON_MAX 256
 
@@ -232,7 +232,7 @@ struct kube_watch_callbacks {
  * collection was listed in this call (an apiserver just restarted serves
  * custom resources again a moment later), with a re-list; other errors
  * (401/403, a 404 on the first LIST, bad request) end the call with that
- * error. Returns KUBE_OK when stopped. */
+ * error. Returns MUSTER_OK when stopped. */
 int kube_watch_run(struct kube_client *client, const char *path, const struct kube_selectors *selectors,
 		   unsigned page_size, const struct kube_watch_callbacks *callbacks, const atomic_int *stop,
 		   char **cause);

@@ -62,7 +62,7 @@ struct env {
 static void check(int err, char *cause, const char *what)
 {
 	if (err) {
-		fail_msg("%s: %s: %s", what, kube_err_name(err), cause ? cause : "");
+		fail_msg("%s: %s: %s", what, muster_err_name(err), cause ? cause : "");
 	}
 	free(cause);
 }
@@ -208,7 +208,7 @@ static void crud_list_patch_update(void **state)
 		cause = NULL;
 		/* Creating it again is a conflict. */
 		if (i == 0) {
-			assert_int_equal(kube_create(e->client, e->base, cm, NULL, &cause), KUBE_ECONFLICT);
+			assert_int_equal(kube_create(e->client, e->base, cm, NULL, &cause), MUSTER_ECONFLICT);
 			assert_non_null(strstr(cause, "already exists"));
 			free(cause);
 			cause = NULL;
@@ -252,7 +252,7 @@ static void crud_list_patch_update(void **state)
 	assert_int_equal(kube_patch(e->client, path, KUBE_PATCH_JSON,
 				    "[{\"op\":\"test\",\"path\":\"/data/j\",\"value\":\"nope\"}]", NULL,
 				    &cause),
-			 KUBE_EHTTP);
+			 MUSTER_EHTTP);
 	free(cause);
 	cause = NULL;
 
@@ -265,10 +265,10 @@ static void crud_list_patch_update(void **state)
 
 	check(kube_delete(e->client, path, &cause), cause, "delete");
 	cause = NULL;
-	assert_int_equal(kube_get(e->client, path, &obj, &cause), KUBE_ENOTFOUND);
+	assert_int_equal(kube_get(e->client, path, &obj, &cause), MUSTER_ENOTFOUND);
 	free(cause);
 	cause = NULL;
-	assert_int_equal(kube_delete(e->client, path, &cause), KUBE_ENOTFOUND);
+	assert_int_equal(kube_delete(e->client, path, &cause), MUSTER_ENOTFOUND);
 	free(cause);
 }
 
@@ -368,7 +368,7 @@ static void watch_sees_added_modified_deleted(void **state)
 	pthread_join(thread, NULL);
 	pthread_mutex_destroy(&w.lock);
 	if (w.result)
-		fail_msg("watch: %s: %s", kube_err_name(w.result), w.cause ? w.cause : "");
+		fail_msg("watch: %s: %s", muster_err_name(w.result), w.cause ? w.cause : "");
 	free(w.cause);
 	assert_string_equal(w.log, "ADDED:w1;MODIFIED:w1;DELETED:w1;");
 }
@@ -406,7 +406,7 @@ static void token_file_is_reread_when_it_changes(void **state)
 	assert_non_null(f);
 	fputs("rotated-to-something-invalid\n", f);
 	fclose(f);
-	assert_int_equal(kube_get(client, path, &obj, &cause), KUBE_EUNAUTHORIZED);
+	assert_int_equal(kube_get(client, path, &obj, &cause), MUSTER_EUNAUTHORIZED);
 	/* The cause names the failure, never the token. */
 	assert_null(strstr(cause, "rotated-to-something-invalid"));
 	assert_null(strstr(cause, e->cfg.token));
@@ -442,7 +442,7 @@ static void tls_is_verified(void **state)
 	cfg.ca_file = NULL;
 	cfg.max_retries = 0;
 	open_client(&cfg, &rec, &client);
-	assert_int_equal(kube_get(client, "/api", &obj, &cause), KUBE_ETLS);
+	assert_int_equal(kube_get(client, "/api", &obj, &cause), MUSTER_ETLS);
 	assert_non_null(cause);
 	free(cause);
 	kube_client_free(client);

@@ -77,13 +77,13 @@ static int fake_send(void *ctx, const struct kube_request *req, struct kube_resp
 		fail_msg("script exhausted at %s", req->path);
 	s = &f->steps[f->next++];
 	if (s->err)
-		return kube_cause(cause, s->err, "fake transport error");
+		return cause_err(cause, s->err, "fake transport error");
 	if (s->body && strlen(s->body) > req->max_response)
-		return kube_cause(cause, KUBE_ETOOBIG, "fake: too big");
+		return cause_err(cause, MUSTER_ETOOBIG, "fake: too big");
 	resp->status = s->status;
 	resp->body = strdup(s->body ? s->body : "");
 	resp->body_len = strlen(resp->body);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static int fake_stream(void *ctx, const struct kube_request *req, size_t max_line, long idle_timeout_s,
@@ -104,25 +104,25 @@ static int fake_stream(void *ctx, const struct kube_request *req, size_t max_lin
 		assert_non_null(f->stop);
 		atomic_store(f->stop, 1);
 		*status = 200;
-		return KUBE_OK;
+		return MUSTER_OK;
 	}
 	s = &f->steps[f->next++];
 	*status = s->status;
 	if (s->status && (s->status < 200 || s->status >= 300)) {
 		*error_body = s->body ? strdup(s->body) : NULL;
-		return KUBE_OK;
+		return MUSTER_OK;
 	}
 	for (p = s->body; p && *p;) {
 		const char *nl = strchr(p, '\n');
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
 
 		if (len > max_line)
-			return kube_cause(cause, KUBE_ETOOBIG, "fake: line too long");
+			return cause_err(cause, MUSTER_ETOOBIG, "fake: line too long");
 		if (len && on_line(arg, p, len))
-			return KUBE_OK;
+			return MUSTER_OK;
 		p += len + (nl ? 1 : 0);
 	}
-	return s->err ? kube_cause(cause, s->err, "fake stream error") : KUBE_OK;
+	return s->err ? cause_err(cause, s->err, "fake stream error") : MUSTER_OK;
 }
 
 static const struct kube_transport fake_ops = { fake_send, fake_stream };
@@ -158,7 +158,7 @@ static struct kube_client *fake_client(struct fake *f, const struct fake_step *s
 	cfg.max_retries = 3;
 	cfg.max_response_bytes = 1024;
 	cfg.max_watch_line_bytes = 512;
-	assert_int_equal(kube_client_new(&cfg, &fake_ops, f, &clock, &c, NULL), KUBE_OK);
+	assert_int_equal(kube_client_new(&cfg, &fake_ops, f, &clock, &c, NULL), MUSTER_OK);
 	return c;
 }
 
@@ -169,27 +169,27 @@ static struct kube_client *fake_client(struct fake *f, const struct fake_step *s
 static void error_table(void **state)
 {
 	(void)state;
-	assert_string_equal(kube_err_name(KUBE_OK), "KUBE_OK");
-	assert_string_equal(kube_err_name(KUBE_EGONE), "KUBE_EGONE");
-	assert_string_equal(kube_err_name(12345), "KUBE_E?");
-	assert_string_equal(kube_err_message(-9999), "unknown error");
-	assert_int_equal(kube_err_from_http(200), KUBE_OK);
-	assert_int_equal(kube_err_from_http(201), KUBE_OK);
-	assert_int_equal(kube_err_from_http(401), KUBE_EUNAUTHORIZED);
-	assert_int_equal(kube_err_from_http(403), KUBE_EUNAUTHORIZED);
-	assert_int_equal(kube_err_from_http(404), KUBE_ENOTFOUND);
-	assert_int_equal(kube_err_from_http(409), KUBE_ECONFLICT);
-	assert_int_equal(kube_err_from_http(410), KUBE_EGONE);
-	assert_int_equal(kube_err_from_http(429), KUBE_ETHROTTLED);
-	assert_int_equal(kube_err_from_http(503), KUBE_ESERVER);
-	assert_int_equal(kube_err_from_http(302), KUBE_EHTTP);
-	assert_int_equal(kube_err_from_http(422), KUBE_EHTTP);
-	assert_true(kube_err_is_transient(KUBE_ESERVER));
-	assert_false(kube_err_is_transient(KUBE_ECONFLICT));
+	assert_string_equal(muster_err_name(MUSTER_OK), "MUSTER_OK");
+	assert_string_equal(muster_err_name(MUSTER_EGONE), "MUSTER_EGONE");
+	assert_string_equal(muster_err_name(12345), "MUSTER_E?");
+	assert_string_equal(muster_err_message(-9999), "unknown error");
+	assert_int_equal(kube_err_from_http(200), MUSTER_OK);
+	assert_int_equal(kube_err_from_http(201), MUSTER_OK);
+	assert_int_equal(kube_err_from_http(401), MUSTER_EUNAUTHORIZED);
+	assert_int_equal(kube_err_from_http(403), MUSTER_EUNAUTHORIZED);
+	assert_int_equal(kube_err_from_http(404), MUSTER_ENOTFOUND);
+	assert_int_equal(kube_err_from_http(409), MUSTER_ECONFLICT);
+	assert_int_equal(kube_err_from_http(410), MUSTER_EGONE);
+	assert_int_equal(kube_err_from_http(429), MUSTER_ETHROTTLED);
+	assert_int_equal(kube_err_from_http(503), MUSTER_ESERVER);
+	assert_int_equal(kube_err_from_http(302), MUSTER_EHTTP);
+	assert_int_equal(kube_err_from_http(422), MUSTER_EHTTP);
+	assert_true(kube_err_is_transient(MUSTER_ESERVER));
+	assert_false(kube_err_is_transient(MUSTER_ECONFLICT));
 	/* Every code has a distinct name. */
-	for (int a = KUBE_EIO; a <= 0; a++)
-		for (int b = KUBE_EIO; b < a; b++)
-			assert_string_not_equal(kube_err_name(a), kube_err_name(b));
+	for (int a = MUSTER_EIO; a <= 0; a++)
+		for (int b = MUSTER_EIO; b < a; b++)
+			assert_string_not_equal(muster_err_name(a), muster_err_name(b));
 }
 
 static void cause_first_wins(void **state)
@@ -197,11 +197,11 @@ static void cause_first_wins(void **state)
 	char *cause = NULL;
 
 	(void)state;
-	assert_int_equal(kube_cause(&cause, KUBE_EPARSE, "first %d", 1), KUBE_EPARSE);
-	assert_int_equal(kube_cause(&cause, KUBE_EIO, "second"), KUBE_EIO);
+	assert_int_equal(cause_err(&cause, MUSTER_EPARSE, "first %d", 1), MUSTER_EPARSE);
+	assert_int_equal(cause_err(&cause, MUSTER_EIO, "second"), MUSTER_EIO);
 	assert_string_equal(cause, "first 1");
 	free(cause);
-	assert_int_equal(kube_cause(NULL, KUBE_EIO, "none"), KUBE_EIO);
+	assert_int_equal(cause_err(NULL, MUSTER_EIO, "none"), MUSTER_EIO);
 }
 
 /* ---- kube_ratelimit ---- */
@@ -256,7 +256,7 @@ static void client_is_rate_limited(void **state)
 
 	(void)state;
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(kube_get(c, "/api", &obj, NULL), KUBE_OK);
+		assert_int_equal(kube_get(c, "/api", &obj, NULL), MUSTER_OK);
 		cJSON_Delete(obj);
 	}
 	/* Burst 1 at 10 QPS: the second and third wait 100 ms each. */
@@ -284,25 +284,25 @@ static void get_parses_and_maps_statuses(void **state)
 	char *cause = NULL;
 
 	(void)state;
-	assert_int_equal(kube_get(c, "/api/v1/namespaces/a/configmaps/x", &obj, &cause), KUBE_OK);
+	assert_int_equal(kube_get(c, "/api/v1/namespaces/a/configmaps/x", &obj, &cause), MUSTER_OK);
 	assert_string_equal(cJSON_GetObjectItem(obj, "kind")->valuestring, "ConfigMap");
 	assert_null(cause);
 	cJSON_Delete(obj);
-	assert_int_equal(kube_get(c, "/api/v1/namespaces/a/configmaps/x", &obj, &cause), KUBE_ENOTFOUND);
+	assert_int_equal(kube_get(c, "/api/v1/namespaces/a/configmaps/x", &obj, &cause), MUSTER_ENOTFOUND);
 	assert_null(obj);
 	assert_string_equal(cause,
 			    "GET /api/v1/namespaces/a/configmaps/x: HTTP 404: configmaps \"x\" not found");
 	free(cause);
 	cause = NULL;
-	assert_int_equal(kube_get(c, "/x", &obj, &cause), KUBE_EPARSE);
+	assert_int_equal(kube_get(c, "/x", &obj, &cause), MUSTER_EPARSE);
 	free(cause);
 	cause = NULL;
-	assert_int_equal(kube_get(c, "/x", &obj, &cause), KUBE_EUNAUTHORIZED);
+	assert_int_equal(kube_get(c, "/x", &obj, &cause), MUSTER_EUNAUTHORIZED);
 	assert_non_null(strstr(cause, "HTTP 403"));
 	free(cause);
 	/* A 4xx is not retried. */
 	assert_int_equal(f.calls, 4);
-	assert_int_equal(kube_get(c, "no-slash", &obj, NULL), KUBE_EINVAL);
+	assert_int_equal(kube_get(c, "no-slash", &obj, NULL), MUSTER_EINVAL);
 	kube_client_free(c);
 	fake_free(&f);
 }
@@ -311,7 +311,7 @@ static void server_errors_are_retried_with_backoff(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ 0, 503, "{\"message\":\"unavailable\"}" },
-		{ KUBE_ETRANSPORT, 0, NULL },
+		{ MUSTER_ETRANSPORT, 0, NULL },
 		{ 0, 429, "" },
 		{ 0, 200, "{}" },
 		/* Second request: gives up after max_retries (3) retries. */
@@ -326,7 +326,7 @@ static void server_errors_are_retried_with_backoff(void **state)
 	char *cause = NULL;
 
 	(void)state;
-	assert_int_equal(kube_get(c, "/api", &obj, &cause), KUBE_OK);
+	assert_int_equal(kube_get(c, "/api", &obj, &cause), MUSTER_OK);
 	assert_null(cause);
 	cJSON_Delete(obj);
 	assert_int_equal(f.n_sleeps, 3);
@@ -336,7 +336,7 @@ static void server_errors_are_retried_with_backoff(void **state)
 
 		assert_in_range(f.sleeps[i], d / 2, d);
 	}
-	assert_int_equal(kube_get(c, "/api", &obj, &cause), KUBE_ESERVER);
+	assert_int_equal(kube_get(c, "/api", &obj, &cause), MUSTER_ESERVER);
 	assert_null(obj);
 	assert_int_equal(f.calls, 8);
 	/* The cause is the last attempt's. */
@@ -348,9 +348,9 @@ static void server_errors_are_retried_with_backoff(void **state)
 		kube_client_stats(c, &stats);
 		assert_int_equal(stats.requests, 8);
 		assert_int_equal(stats.retries, 6);
-		assert_int_equal(stats.errors[-KUBE_ESERVER], 5);
-		assert_int_equal(stats.errors[-KUBE_ETRANSPORT], 1);
-		assert_int_equal(stats.errors[-KUBE_ETHROTTLED], 1);
+		assert_int_equal(stats.errors[-MUSTER_ESERVER], 5);
+		assert_int_equal(stats.errors[-MUSTER_ETRANSPORT], 1);
+		assert_int_equal(stats.errors[-MUSTER_ETHROTTLED], 1);
 		assert_int_equal(stats.errors[0], 0);
 		assert_int_equal(stats.watch_streams, 0);
 	}
@@ -372,7 +372,7 @@ static void too_big_is_not_retried(void **state)
 	(void)state;
 	memset(big, 'x', sizeof(big) - 1);
 	c = fake_client(&f, steps, N(steps), 0);
-	assert_int_equal(kube_get(c, "/api", &obj, &cause), KUBE_ETOOBIG);
+	assert_int_equal(kube_get(c, "/api", &obj, &cause), MUSTER_ETOOBIG);
 	assert_int_equal(f.calls, 1);
 	free(cause);
 	kube_client_free(c);
@@ -394,15 +394,16 @@ static void create_patch_delete_send_the_right_requests(void **state)
 	cJSON *obj = cJSON_Parse("{\"metadata\":{\"name\":\"a\"}}"), *out = NULL;
 
 	(void)state;
-	assert_int_equal(kube_create(c, "/api/v1/namespaces/n/configmaps", obj, &out, NULL), KUBE_OK);
+	assert_int_equal(kube_create(c, "/api/v1/namespaces/n/configmaps", obj, &out, NULL), MUSTER_OK);
 	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(out, "metadata"), "name")->valuestring,
 			    "a");
 	cJSON_Delete(out);
-	assert_int_equal(kube_patch(c, "/p", KUBE_PATCH_MERGE, "{\"data\":{}}", NULL, NULL), KUBE_OK);
-	assert_int_equal(kube_patch(c, "/p", KUBE_PATCH_JSON, "[]", NULL, NULL), KUBE_OK);
-	assert_int_equal(kube_patch(c, "/p", KUBE_PATCH_STRATEGIC, "{}", NULL, NULL), KUBE_OK);
-	assert_int_equal(kube_delete(c, "/d", NULL), KUBE_OK);
-	assert_int_equal(kube_create(c, "/api/v1/namespaces/n/configmaps", obj, NULL, NULL), KUBE_ECONFLICT);
+	assert_int_equal(kube_patch(c, "/p", KUBE_PATCH_MERGE, "{\"data\":{}}", NULL, NULL), MUSTER_OK);
+	assert_int_equal(kube_patch(c, "/p", KUBE_PATCH_JSON, "[]", NULL, NULL), MUSTER_OK);
+	assert_int_equal(kube_patch(c, "/p", KUBE_PATCH_STRATEGIC, "{}", NULL, NULL), MUSTER_OK);
+	assert_int_equal(kube_delete(c, "/d", NULL), MUSTER_OK);
+	assert_int_equal(kube_create(c, "/api/v1/namespaces/n/configmaps", obj, NULL, NULL),
+			 MUSTER_ECONFLICT);
 	assert_int_equal(f.methods[0], KUBE_METHOD_POST);
 	assert_string_equal(f.content_types[0], "application/json");
 	assert_string_equal(f.bodies[0], "{\"metadata\":{\"name\":\"a\"}}");
@@ -412,7 +413,7 @@ static void create_patch_delete_send_the_right_requests(void **state)
 	assert_string_equal(f.content_types[3], "application/strategic-merge-patch+json");
 	assert_int_equal(f.methods[4], KUBE_METHOD_DELETE);
 	assert_null(f.bodies[4]);
-	assert_int_equal(kube_patch(c, "/p", (enum kube_patch_type)7, "{}", NULL, NULL), KUBE_EINVAL);
+	assert_int_equal(kube_patch(c, "/p", (enum kube_patch_type)7, "{}", NULL, NULL), MUSTER_EINVAL);
 	cJSON_Delete(obj);
 	kube_client_free(c);
 	fake_free(&f);
@@ -457,7 +458,7 @@ static void list_follows_three_pages(void **state)
 
 	(void)state;
 	assert_int_equal(kube_list(c, "/api/v1/configmaps", &sel, 2, collect_name, &names, &rv, NULL),
-			 KUBE_OK);
+			 MUSTER_OK);
 	assert_string_equal(names.text, "a,b,c,d,e,");
 	assert_string_equal(rv, "10");
 	assert_int_equal(f.calls, 3);
@@ -476,7 +477,7 @@ static int fail_on_c(void *arg, const cJSON *item)
 	(void)arg;
 	return strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(item, "metadata"), "name")->valuestring, "b") ==
 			       0
-		       ? KUBE_ESTOPPED
+		       ? MUSTER_ESTOPPED
 		       : 0;
 }
 
@@ -493,14 +494,14 @@ static void list_stops_on_callback_error_and_gone(void **state)
 	char *rv = NULL, *cause = NULL;
 
 	(void)state;
-	assert_int_equal(kube_list(c, "/l", NULL, 0, fail_on_c, NULL, &rv, NULL), KUBE_ESTOPPED);
+	assert_int_equal(kube_list(c, "/l", NULL, 0, fail_on_c, NULL, &rv, NULL), MUSTER_ESTOPPED);
 	assert_null(rv);
 	assert_string_equal(f.paths[0], "/l");
-	assert_int_equal(kube_list(c, "/l?x=1", NULL, 0, NULL, NULL, &rv, &cause), KUBE_EGONE);
+	assert_int_equal(kube_list(c, "/l?x=1", NULL, 0, NULL, NULL, &rv, &cause), MUSTER_EGONE);
 	assert_string_equal(f.paths[2], "/l?x=1&continue=c1");
 	free(cause);
 	cause = NULL;
-	assert_int_equal(kube_list(c, "/l", NULL, 0, NULL, NULL, &rv, &cause), KUBE_EPARSE);
+	assert_int_equal(kube_list(c, "/l", NULL, 0, NULL, NULL, &rv, &cause), MUSTER_EPARSE);
 	free(cause);
 	kube_client_free(c);
 	fake_free(&f);
@@ -536,7 +537,7 @@ static void list_pages_too_large_are_asked_again_smaller(void **state)
 	char *rv = NULL, *cause = NULL;
 
 	(void)state;
-	assert_int_equal(kube_list(c, "/l", NULL, 4, collect_name, &names, &rv, NULL), KUBE_OK);
+	assert_int_equal(kube_list(c, "/l", NULL, 4, collect_name, &names, &rv, NULL), MUSTER_OK);
 	assert_string_equal(names.text, "a,b,");
 	assert_string_equal(rv, "7");
 	assert_int_equal(f.calls, 4);
@@ -550,12 +551,12 @@ static void list_pages_too_large_are_asked_again_smaller(void **state)
 	 * item alone too large is the LIST's failure. */
 	free(rv);
 	rv = NULL;
-	assert_int_equal(kube_list(c, "/m", NULL, 0, NULL, NULL, &rv, NULL), KUBE_OK);
+	assert_int_equal(kube_list(c, "/m", NULL, 0, NULL, NULL, &rv, NULL), MUSTER_OK);
 	assert_string_equal(f.paths[4], "/m");
 	assert_string_equal(f.paths[5], "/m?limit=256");
 	free(rv);
 	rv = NULL;
-	assert_int_equal(kube_list(c, "/n", NULL, 1, NULL, NULL, &rv, &cause), KUBE_ETOOBIG);
+	assert_int_equal(kube_list(c, "/n", NULL, 1, NULL, NULL, &rv, &cause), MUSTER_ETOOBIG);
 	assert_int_equal(f.calls, 7);
 	assert_non_null(cause);
 	free(cause);
@@ -595,10 +596,11 @@ static void a_stop_ends_lists_and_requests_at_once(void **state)
 
 	(void)state;
 	kube_client_set_stop(c, &stop);
-	assert_int_equal(kube_list(c, "/l", NULL, 2, stop_after_first, &stopping, NULL, NULL), KUBE_ESTOPPED);
+	assert_int_equal(kube_list(c, "/l", NULL, 2, stop_after_first, &stopping, NULL, NULL),
+			 MUSTER_ESTOPPED);
 	assert_int_equal(stopping.items, 1);
 	assert_int_equal(f.calls, 1);
-	assert_int_equal(kube_get(c, "/x", &out, NULL), KUBE_ESTOPPED);
+	assert_int_equal(kube_get(c, "/x", &out, NULL), MUSTER_ESTOPPED);
 	assert_null(out);
 	assert_int_equal(f.calls, 1); /* never sent */
 	kube_client_free(c);
@@ -636,7 +638,7 @@ static void update_retries_conflicts(void **state)
 	int calls = 0;
 
 	(void)state;
-	assert_int_equal(kube_update_retry(c, "/o", 3, bump, &calls, &out, &cause), KUBE_OK);
+	assert_int_equal(kube_update_retry(c, "/o", 3, bump, &calls, &out, &cause), MUSTER_OK);
 	assert_null(cause);
 	assert_int_equal(calls, 2);
 	assert_int_equal(cJSON_GetObjectItem(out, "n")->valueint, 2);
@@ -645,7 +647,7 @@ static void update_retries_conflicts(void **state)
 	cJSON_Delete(out);
 
 	calls = 0;
-	assert_int_equal(kube_update_retry(c, "/o", 2, bump, &calls, &out, &cause), KUBE_ECONFLICT);
+	assert_int_equal(kube_update_retry(c, "/o", 2, bump, &calls, &out, &cause), MUSTER_ECONFLICT);
 	assert_null(out);
 	assert_int_equal(calls, 2);
 	assert_non_null(strstr(cause, "modified 2"));
@@ -665,7 +667,7 @@ static int refuse(void *arg, cJSON *object)
 {
 	(void)arg;
 	(void)object;
-	return KUBE_EINVAL;
+	return MUSTER_EINVAL;
 }
 
 static void update_without_change_or_refused(void **state)
@@ -680,11 +682,11 @@ static void update_without_change_or_refused(void **state)
 	cJSON *out = NULL;
 
 	(void)state;
-	assert_int_equal(kube_update_retry(c, "/o", 3, unchanged, NULL, &out, NULL), KUBE_OK);
+	assert_int_equal(kube_update_retry(c, "/o", 3, unchanged, NULL, &out, NULL), MUSTER_OK);
 	assert_int_equal(cJSON_GetObjectItem(out, "n")->valueint, 5);
 	cJSON_Delete(out);
-	assert_int_equal(kube_update_retry(c, "/o", 3, refuse, NULL, &out, NULL), KUBE_EINVAL);
-	assert_int_equal(kube_update_retry(c, "/o", 3, refuse, NULL, &out, NULL), KUBE_ENOTFOUND);
+	assert_int_equal(kube_update_retry(c, "/o", 3, refuse, NULL, &out, NULL), MUSTER_EINVAL);
+	assert_int_equal(kube_update_retry(c, "/o", 3, refuse, NULL, &out, NULL), MUSTER_ENOTFOUND);
 	assert_int_equal(f.calls, 3);
 	kube_client_free(c);
 	fake_free(&f);
@@ -712,7 +714,7 @@ static void parse_event_cases(void **state)
 	};
 
 	(void)state;
-	assert_int_equal(kube_watch_parse_event(line, strlen(line), &ev, &cause), KUBE_OK);
+	assert_int_equal(kube_watch_parse_event(line, strlen(line), &ev, &cause), MUSTER_OK);
 	assert_int_equal(ev.type, KUBE_WATCH_MODIFIED);
 	assert_string_equal(ev.resource_version, "7");
 	assert_string_equal(
@@ -722,7 +724,7 @@ static void parse_event_cases(void **state)
 	kube_watch_event_clear(NULL);
 
 	line = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\"}}";
-	assert_int_equal(kube_watch_parse_event(line, strlen(line), &ev, &cause), KUBE_OK);
+	assert_int_equal(kube_watch_parse_event(line, strlen(line), &ev, &cause), MUSTER_OK);
 	assert_int_equal(ev.type, KUBE_WATCH_ERROR);
 	assert_int_equal(ev.code, 410);
 	kube_watch_event_clear(&ev);
@@ -738,30 +740,30 @@ static void parse_event_cases(void **state)
 			 "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"%s\"}}}",
 			 rv);
 		assert_int_equal(kube_watch_parse_event(longline, strlen(longline), &ev, &cause),
-				 KUBE_EPARSE);
+				 MUSTER_EPARSE);
 		free(cause);
 		cause = NULL;
 		rv[KUBE_RESOURCE_VERSION_MAX - 1] = '\0';
 		snprintf(longline, sizeof(longline),
 			 "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"%s\"}}}",
 			 rv);
-		assert_int_equal(kube_watch_parse_event(longline, strlen(longline), &ev, &cause), KUBE_OK);
+		assert_int_equal(kube_watch_parse_event(longline, strlen(longline), &ev, &cause), MUSTER_OK);
 		assert_int_equal(strlen(ev.resource_version), KUBE_RESOURCE_VERSION_MAX - 1);
 		kube_watch_event_clear(&ev);
 	}
 	for (size_t i = 0; i < N(bad); i++) {
-		assert_int_equal(kube_watch_parse_event(bad[i], strlen(bad[i]), &ev, &cause), KUBE_EPARSE);
+		assert_int_equal(kube_watch_parse_event(bad[i], strlen(bad[i]), &ev, &cause), MUSTER_EPARSE);
 		assert_null(ev.object);
 		assert_non_null(cause);
 		free(cause);
 		cause = NULL;
 	}
 	/* Length is honoured: the bytes after len are not read. */
-	assert_int_equal(kube_watch_parse_event("{}garbage", 2, &ev, NULL), KUBE_EPARSE);
+	assert_int_equal(kube_watch_parse_event("{}garbage", 2, &ev, NULL), MUSTER_EPARSE);
 }
 
 /* Issue 34: what the API server sends must be UTF-8 without a NUL byte. A
- * response or a watch line that is not is KUBE_EPARSE, with a cause that
+ * response or a watch line that is not is MUSTER_EPARSE, with a cause that
  * says where by offset and hex value and holds no byte of the input; an
  * error's Status message that is not text is not quoted. */
 static void text_that_is_not_utf8_is_a_parse_error(void **state)
@@ -783,17 +785,17 @@ static void text_that_is_not_utf8_is_a_parse_error(void **state)
 	char *cause = NULL;
 
 	(void)state;
-	assert_int_equal(kube_get(c, "/api/v1/namespaces/a/configmaps/x", &obj, &cause), KUBE_EPARSE);
+	assert_int_equal(kube_get(c, "/api/v1/namespaces/a/configmaps/x", &obj, &cause), MUSTER_EPARSE);
 	assert_null(obj);
 	assert_string_equal(cause, "GET /api/v1/namespaces/a/configmaps/x: response is not valid UTF-8 "
 				   "(byte 0xFF at offset 33)");
 	free(cause);
 	cause = NULL;
-	assert_int_equal(kube_get(c, "/x", &obj, &cause), KUBE_EPARSE); /* a surrogate */
+	assert_int_equal(kube_get(c, "/x", &obj, &cause), MUSTER_EPARSE); /* a surrogate */
 	assert_non_null(strstr(cause, "byte 0xED at offset 33"));
 	free(cause);
 	cause = NULL;
-	assert_int_equal(kube_get(c, "/x", &obj, &cause), KUBE_ENOTFOUND);
+	assert_int_equal(kube_get(c, "/x", &obj, &cause), MUSTER_ENOTFOUND);
 	for (const char *p = cause; *p; p++)
 		assert_true(*p >= 0x20 && *p < 0x7f);
 	free(cause);
@@ -801,12 +803,12 @@ static void text_that_is_not_utf8_is_a_parse_error(void **state)
 	kube_client_free(c);
 	fake_free(&f);
 
-	assert_int_equal(kube_watch_parse_event(line, sizeof(line) - 1, &ev, &cause), KUBE_EPARSE);
+	assert_int_equal(kube_watch_parse_event(line, sizeof(line) - 1, &ev, &cause), MUSTER_EPARSE);
 	assert_null(ev.object);
 	assert_string_equal(cause, "watch event is not valid UTF-8 (byte 0xC0 at offset 47)");
 	free(cause);
 	cause = NULL;
-	assert_int_equal(kube_watch_parse_event(nul_line, sizeof(nul_line) - 1, &ev, &cause), KUBE_EPARSE);
+	assert_int_equal(kube_watch_parse_event(nul_line, sizeof(nul_line) - 1, &ev, &cause), MUSTER_EPARSE);
 	assert_null(ev.object);
 	assert_non_null(strstr(cause, "NUL byte (at offset 47)"));
 	free(cause);
@@ -891,7 +893,7 @@ static void watch_full_story(void **state)
 		{ 0, 410, "{\"kind\":\"Status\",\"code\":410}" },
 		{ 0, 200, LIST("400", "") },
 		/* a connection error after one event: resume from 401 */
-		{ KUBE_ETRANSPORT, 200, EV("DELETED", "a", "401") },
+		{ MUSTER_ETRANSPORT, 200, EV("DELETED", "a", "401") },
 		/* an over-long line */
 		{ 0, 200,
 		  "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"" /* > 512 bytes */
@@ -915,7 +917,8 @@ static void watch_full_story(void **state)
 	(void)state;
 	atomic_init(&log.stop, 0);
 	f.stop = &log.stop;
-	assert_int_equal(kube_watch_run(c, "/api/v1/configmaps", &sel, 50, &cb, &log.stop, &cause), KUBE_OK);
+	assert_int_equal(kube_watch_run(c, "/api/v1/configmaps", &sel, 50, &cb, &log.stop, &cause),
+			 MUSTER_OK);
 	assert_null(cause);
 	assert_string_equal(log.text, "begin;item:a;end:100;ADDED:b;MODIFIED:b;"
 				      "begin;item:a;item:b;end:200;ADDED:c;"
@@ -960,9 +963,9 @@ static void watch_full_story(void **state)
 		assert_int_equal(stats.watch_streams, 8);
 		assert_int_equal(stats.requests, 13);
 		assert_int_equal(stats.watch_events, 4);
-		assert_int_equal(stats.errors[-KUBE_EGONE], 1);
-		assert_int_equal(stats.errors[-KUBE_ETRANSPORT], 1);
-		assert_int_equal(stats.errors[-KUBE_ETOOBIG], 1);
+		assert_int_equal(stats.errors[-MUSTER_EGONE], 1);
+		assert_int_equal(stats.errors[-MUSTER_ETRANSPORT], 1);
+		assert_int_equal(stats.errors[-MUSTER_ETOOBIG], 1);
 	}
 	kube_client_free(c);
 	fake_free(&f);
@@ -982,16 +985,16 @@ static void watch_stop_flag_and_callbacks(void **state)
 	(void)state;
 	/* Already stopped: nothing is sent. */
 	atomic_init(&log.stop, 1);
-	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, NULL), KUBE_OK);
+	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, NULL), MUSTER_OK);
 	assert_int_equal(f.calls, 0);
 	/* A callback returning non-zero ends the watch mid-stream. */
 	atomic_store(&log.stop, 0);
-	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, NULL), KUBE_OK);
+	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, NULL), MUSTER_OK);
 	assert_string_equal(log.text, "begin;end:1;ADDED:a;ADDED:b;");
 	/* A negative callback value is returned. */
 	log.text[0] = '\0';
-	log.fail_relist = KUBE_EINVAL;
-	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, NULL), KUBE_EINVAL);
+	log.fail_relist = MUSTER_EINVAL;
+	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, NULL), MUSTER_EINVAL);
 	assert_string_equal(log.text, "begin;");
 	kube_client_free(c);
 	fake_free(&f);
@@ -1019,15 +1022,15 @@ static void watch_fatal_errors_end_it(void **state)
 	(void)state;
 	atomic_init(&log.stop, 0);
 	f.stop = &log.stop;
-	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, &cause), KUBE_EUNAUTHORIZED);
+	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, &cause), MUSTER_EUNAUTHORIZED);
 	assert_non_null(strstr(cause, "forbidden: cannot watch"));
 	free(cause);
 	cause = NULL;
-	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, &cause), KUBE_ENOTFOUND);
+	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, &cause), MUSTER_ENOTFOUND);
 	free(cause);
 	cause = NULL;
 	f.n_sleeps = 0;
-	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, &cause), KUBE_OK);
+	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, &cause), MUSTER_OK);
 	assert_null(cause);
 	assert_string_equal(log.text, "end:1;end:9;");
 	assert_true(f.n_sleeps >= 4);
@@ -1055,7 +1058,7 @@ static void watch_survives_a_collection_not_served_yet(void **state)
 	(void)state;
 	atomic_init(&log.stop, 0);
 	f.stop = &log.stop;
-	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, &cause), KUBE_OK);
+	assert_int_equal(kube_watch_run(c, "/w", NULL, 0, &cb, &log.stop, &cause), MUSTER_OK);
 	assert_null(cause);
 	assert_string_equal(log.text, "end:1;end:5;");
 	assert_true(f.n_sleeps >= 2); /* backed off, not hammered */

@@ -69,18 +69,18 @@ int kube_read_file(const char *path, size_t max, char **out, size_t *out_len, ch
 	struct stat st;
 	char *buf = NULL;
 	size_t cap, len = 0;
-	int fd, err = KUBE_OK;
+	int fd, err = MUSTER_OK;
 
 	*out = NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return kube_cause(cause, KUBE_EIO, "cannot open %s: %s", path, strerror(errno));
+		return cause_err(cause, MUSTER_EIO, "cannot open %s: %s", path, strerror(errno));
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		err = kube_cause(cause, KUBE_EIO, "%s is not a regular file", path);
+		err = cause_err(cause, MUSTER_EIO, "%s is not a regular file", path);
 		goto out;
 	}
 	if ((unsigned long long)st.st_size > max) {
-		err = kube_cause(cause, KUBE_ETOOBIG, "%s is larger than %zu bytes", path, max);
+		err = cause_err(cause, MUSTER_ETOOBIG, "%s is larger than %zu bytes", path, max);
 		goto out;
 	}
 	/* The file may grow between fstat and read: read until EOF, but never
@@ -88,7 +88,7 @@ int kube_read_file(const char *path, size_t max, char **out, size_t *out_len, ch
 	cap = (size_t)st.st_size + 1;
 	buf = malloc(cap + 1);
 	if (!buf) {
-		err = KUBE_ENOMEM;
+		err = MUSTER_ENOMEM;
 		goto out;
 	}
 	for (;;) {
@@ -99,13 +99,13 @@ int kube_read_file(const char *path, size_t max, char **out, size_t *out_len, ch
 			char *nbuf;
 
 			if (ncap <= cap) {
-				err = kube_cause(cause, KUBE_ETOOBIG, "%s is larger than %zu bytes", path,
-						 max);
+				err = cause_err(cause, MUSTER_ETOOBIG, "%s is larger than %zu bytes", path,
+						max);
 				goto out;
 			}
 			nbuf = realloc(buf, ncap + 1);
 			if (!nbuf) {
-				err = KUBE_ENOMEM;
+				err = MUSTER_ENOMEM;
 				goto out;
 			}
 			buf = nbuf;
@@ -115,7 +115,7 @@ int kube_read_file(const char *path, size_t max, char **out, size_t *out_len, ch
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			err = kube_cause(cause, KUBE_EIO, "cannot read %s: %s", path, strerror(errno));
+			err = cause_err(cause, MUSTER_EIO, "cannot read %s: %s", path, strerror(errno));
 			goto out;
 		}
 		if (n == 0)
@@ -123,7 +123,7 @@ int kube_read_file(const char *path, size_t max, char **out, size_t *out_len, ch
 		len += (size_t)n;
 	}
 	if (len > max) {
-		err = kube_cause(cause, KUBE_ETOOBIG, "%s is larger than %zu bytes", path, max);
+		err = cause_err(cause, MUSTER_ETOOBIG, "%s is larger than %zu bytes", path, max);
 		goto out;
 	}
 	buf[len] = '\0';
@@ -275,19 +275,19 @@ static int get_string(struct walk *w, const yaml_node_t *map, const char *key, c
 
 	*out = NULL;
 	if (!node)
-		return KUBE_OK;
+		return MUSTER_OK;
 	if (node->type != YAML_SCALAR_NODE)
-		return kube_cause(w->cause, KUBE_ECONFIG, "kubeconfig: %s is not a string", key);
+		return cause_err(w->cause, MUSTER_ECONFIG, "kubeconfig: %s is not a string", key);
 	len = node->data.scalar.length;
 	if (len > KUBE_CONFIG_VALUE_MAX)
-		return kube_cause(w->cause, KUBE_ECONFIG, "kubeconfig: %s is longer than %d bytes", key,
-				  KUBE_CONFIG_VALUE_MAX);
+		return cause_err(w->cause, MUSTER_ECONFIG, "kubeconfig: %s is longer than %d bytes", key,
+				 KUBE_CONFIG_VALUE_MAX);
 	if (memchr(node->data.scalar.value, '\0', len))
-		return kube_cause(w->cause, KUBE_ECONFIG, "kubeconfig: %s holds a NUL byte", key);
+		return cause_err(w->cause, MUSTER_ECONFIG, "kubeconfig: %s holds a NUL byte", key);
 	if (len == 0)
-		return KUBE_OK;
+		return MUSTER_OK;
 	*out = strndup((const char *)node->data.scalar.value, len);
-	return *out ? KUBE_OK : KUBE_ENOMEM;
+	return *out ? MUSTER_OK : MUSTER_ENOMEM;
 }
 
 /* A file name under `key`, resolved against the kubeconfig's directory. */
@@ -301,7 +301,7 @@ static int get_path(struct walk *w, const yaml_node_t *map, const char *key, cha
 		return err;
 	*out = path_join(w->base_dir, raw);
 	free(raw);
-	return *out ? KUBE_OK : KUBE_ENOMEM;
+	return *out ? MUSTER_OK : MUSTER_ENOMEM;
 }
 
 /* Base64 data under `key`, decoded. */
@@ -315,7 +315,7 @@ static int get_data(struct walk *w, const yaml_node_t *map, const char *key, uns
 	if (err || !raw)
 		return err;
 	if (base64_decode(raw, strlen(raw), out, len) != 0)
-		err = kube_cause(w->cause, KUBE_ECONFIG, "kubeconfig: %s is not valid base64", key);
+		err = cause_err(w->cause, MUSTER_ECONFIG, "kubeconfig: %s is not valid base64", key);
 	free(raw);
 	return err;
 }
@@ -339,15 +339,15 @@ static int load_cluster(struct walk *w, const yaml_node_t *cluster, struct kube_
 
 	/* Anything but an explicit false is refused: TLS is always verified. */
 	if (insecure && !is_false(insecure))
-		return kube_cause(w->cause, KUBE_ECONFIG,
-				  "kubeconfig: insecure-skip-tls-verify is set; muster always verifies TLS, "
-				  "give the cluster's CA instead");
+		return cause_err(w->cause, MUSTER_ECONFIG,
+				 "kubeconfig: insecure-skip-tls-verify is set; muster always verifies TLS, "
+				 "give the cluster's CA instead");
 	if ((err = get_string(w, cluster, "server", &cfg->server)))
 		return err;
 	if (!cfg->server)
-		return kube_cause(w->cause, KUBE_ECONFIG, "kubeconfig: the cluster has no server");
+		return cause_err(w->cause, MUSTER_ECONFIG, "kubeconfig: the cluster has no server");
 	if (strncmp(cfg->server, "https://", 8) != 0 || !cfg->server[8])
-		return kube_cause(w->cause, KUBE_ECONFIG, "kubeconfig: the server must be an https:// URL");
+		return cause_err(w->cause, MUSTER_ECONFIG, "kubeconfig: the server must be an https:// URL");
 	/* The client appends paths that begin with '/'. */
 	for (size_t n = strlen(cfg->server); n > 8 && cfg->server[n - 1] == '/'; n--)
 		cfg->server[n - 1] = '\0';
@@ -361,9 +361,9 @@ static int load_user(struct walk *w, const yaml_node_t *user, struct kube_config
 	int err;
 
 	if (map_get(w, user, "exec") || map_get(w, user, "auth-provider") || map_get(w, user, "username"))
-		return kube_cause(w->cause, KUBE_ECONFIG,
-				  "kubeconfig: exec, auth-provider and basic auth users are not supported; "
-				  "use a token or a client certificate");
+		return cause_err(w->cause, MUSTER_ECONFIG,
+				 "kubeconfig: exec, auth-provider and basic auth users are not supported; "
+				 "use a token or a client certificate");
 	if ((err = get_string(w, user, "token", &cfg->token)))
 		return err;
 	if ((err = get_path(w, user, "tokenFile", &cfg->token_file)))
@@ -379,10 +379,10 @@ static int load_user(struct walk *w, const yaml_node_t *user, struct kube_config
 		return err;
 	if ((cfg->client_cert_file || cfg->client_cert_data) !=
 	    (cfg->client_key_file || cfg->client_key_data))
-		return kube_cause(
-			w->cause, KUBE_ECONFIG,
+		return cause_err(
+			w->cause, MUSTER_ECONFIG,
 			"kubeconfig: a client certificate needs a client key and the other way round");
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 int kube_config_parse_kubeconfig(const char *yaml, size_t len, const char *base_dir, const char *context,
@@ -397,43 +397,45 @@ int kube_config_parse_kubeconfig(const char *yaml, size_t len, const char *base_
 
 	kube_config_defaults(cfg);
 	if (len > KUBE_CONFIG_FILE_MAX)
-		return kube_cause(cause, KUBE_ETOOBIG, "kubeconfig is larger than %d bytes",
-				  KUBE_CONFIG_FILE_MAX);
+		return cause_err(cause, MUSTER_ETOOBIG, "kubeconfig is larger than %d bytes",
+				 KUBE_CONFIG_FILE_MAX);
 	if (yaml_json_too_deep_at(yaml, len) < len)
-		return kube_cause(cause, KUBE_EPARSE,
-				  "kubeconfig is not valid YAML: nested deeper than %d levels (at byte %zu)",
-				  YAML_JSON_DEPTH_MAX, yaml_json_too_deep_at(yaml, len));
+		return cause_err(cause, MUSTER_EPARSE,
+				 "kubeconfig is not valid YAML: nested deeper than %d levels (at byte %zu)",
+				 YAML_JSON_DEPTH_MAX, yaml_json_too_deep_at(yaml, len));
 	if (!yaml_parser_initialize(&parser))
-		return KUBE_ENOMEM;
+		return MUSTER_ENOMEM;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
 	if (!yaml_parser_load(&parser, &doc)) {
-		err = kube_cause(cause, KUBE_EPARSE, "kubeconfig is not valid YAML: %s at line %lu",
-				 parser.problem ? parser.problem : "error",
-				 (unsigned long)parser.problem_mark.line + 1);
+		err = cause_err(cause, MUSTER_EPARSE, "kubeconfig is not valid YAML: %s at line %lu",
+				parser.problem ? parser.problem : "error",
+				(unsigned long)parser.problem_mark.line + 1);
 		goto out;
 	}
 	have_doc = 1;
 	root = yaml_document_get_root_node(&doc);
 	if (!root || root->type != YAML_MAPPING_NODE) {
-		err = kube_cause(cause, KUBE_ECONFIG, "kubeconfig is not a mapping");
+		err = cause_err(cause, MUSTER_ECONFIG, "kubeconfig is not a mapping");
 		goto out;
 	}
 	if (context) {
 		ctx_name = strdup(context);
 		if (!ctx_name) {
-			err = KUBE_ENOMEM;
+			err = MUSTER_ENOMEM;
 			goto out;
 		}
 	} else if ((err = get_string(&w, root, "current-context", &ctx_name))) {
 		goto out;
 	}
 	if (!ctx_name) {
-		err = kube_cause(cause, KUBE_ECONFIG, "kubeconfig has no current-context and none was given");
+		err = cause_err(cause, MUSTER_ECONFIG,
+				"kubeconfig has no current-context and none was given");
 		goto out;
 	}
 	ctx = named_entry(&w, map_get(&w, root, "contexts"), ctx_name, "context");
 	if (!ctx) {
-		err = kube_cause(cause, KUBE_ECONFIG, "kubeconfig has no context named \"%.128s\"", ctx_name);
+		err = cause_err(cause, MUSTER_ECONFIG, "kubeconfig has no context named \"%.128s\"",
+				ctx_name);
 		goto out;
 	}
 	if ((err = get_string(&w, ctx, "cluster", &cluster_name)) ||
@@ -442,8 +444,8 @@ int kube_config_parse_kubeconfig(const char *yaml, size_t len, const char *base_
 		goto out;
 	node = cluster_name ? named_entry(&w, map_get(&w, root, "clusters"), cluster_name, "cluster") : NULL;
 	if (!node) {
-		err = kube_cause(cause, KUBE_ECONFIG, "kubeconfig: context \"%.128s\" names no known cluster",
-				 ctx_name);
+		err = cause_err(cause, MUSTER_ECONFIG,
+				"kubeconfig: context \"%.128s\" names no known cluster", ctx_name);
 		goto out;
 	}
 	if ((err = load_cluster(&w, node, cfg)))
@@ -452,14 +454,14 @@ int kube_config_parse_kubeconfig(const char *yaml, size_t len, const char *base_
 	if (user_name) {
 		node = named_entry(&w, map_get(&w, root, "users"), user_name, "user");
 		if (!node) {
-			err = kube_cause(cause, KUBE_ECONFIG, "kubeconfig: no user named \"%.128s\"",
-					 user_name);
+			err = cause_err(cause, MUSTER_ECONFIG, "kubeconfig: no user named \"%.128s\"",
+					user_name);
 			goto out;
 		}
 		if ((err = load_user(&w, node, cfg)))
 			goto out;
 	}
-	err = KUBE_OK;
+	err = MUSTER_OK;
 out:
 	if (err)
 		kube_config_free(cfg);
@@ -484,7 +486,7 @@ int kube_config_from_kubeconfig(const char *path, const char *context, struct ku
 		goto out;
 	dir = strdup(path);
 	if (!dir) {
-		err = KUBE_ENOMEM;
+		err = MUSTER_ENOMEM;
 		goto out;
 	}
 	slash = strrchr(dir, '/');
@@ -519,10 +521,10 @@ static int read_trimmed(const char *path, char **out, char **cause)
 		memmove(text, text + start, len - start);
 		text[len - start] = '\0';
 		*out = text;
-		return KUBE_OK;
+		return MUSTER_OK;
 	}
 	free(text);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static int valid_host(const char *host)
@@ -568,14 +570,14 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config *cfg, char **c
 	if (!sa_dir)
 		sa_dir = KUBE_SERVICE_ACCOUNT_DIR;
 	if (!host || !port) {
-		err = kube_cause(
-			cause, KUBE_ECONFIG,
+		err = cause_err(
+			cause, MUSTER_ECONFIG,
 			"not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set");
 		goto out;
 	}
 	if (!valid_host(host) || !valid_port(port)) {
-		err = kube_cause(
-			cause, KUBE_ECONFIG,
+		err = cause_err(
+			cause, MUSTER_ECONFIG,
 			"KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT is not a host and a port");
 		goto out;
 	}
@@ -583,26 +585,26 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config *cfg, char **c
 	n = strlen(host) + strlen(port) + 16;
 	cfg->server = malloc(n);
 	if (!cfg->server) {
-		err = KUBE_ENOMEM;
+		err = MUSTER_ENOMEM;
 		goto out;
 	}
 	snprintf(cfg->server, n, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
 
 	cfg->token_file = path_join(sa_dir, "token");
 	if (!cfg->token_file) {
-		err = KUBE_ENOMEM;
+		err = MUSTER_ENOMEM;
 		goto out;
 	}
 	if ((err = read_trimmed(cfg->token_file, &token, cause)))
 		goto out;
 	if (!token) {
-		err = kube_cause(cause, KUBE_ECONFIG, "the service account token %s is empty",
-				 cfg->token_file);
+		err = cause_err(cause, MUSTER_ECONFIG, "the service account token %s is empty",
+				cfg->token_file);
 		goto out;
 	}
 	path = path_join(sa_dir, "ca.crt");
 	if (!path) {
-		err = KUBE_ENOMEM;
+		err = MUSTER_ENOMEM;
 		goto out;
 	}
 	if (access(path, R_OK) == 0) {
@@ -612,13 +614,13 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config *cfg, char **c
 	free(path);
 	path = path_join(sa_dir, "namespace");
 	if (!path) {
-		err = KUBE_ENOMEM;
+		err = MUSTER_ENOMEM;
 		goto out;
 	}
 	/* The namespace file is optional: a missing one leaves NULL. */
 	if (access(path, R_OK) == 0 && (err = read_trimmed(path, &cfg->namespace, cause)))
 		goto out;
-	err = KUBE_OK;
+	err = MUSTER_OK;
 out:
 	if (token)
 		free_secret(token, strlen(token));

@@ -80,8 +80,8 @@ struct kube_config {
 void kube_config_defaults(struct kube_config *cfg);
 
 /* Loads the context `context` (NULL: current-context) of the kubeconfig file
- * at `path` (at most KUBE_CONFIG_FILE_MAX bytes). Returns 0, or KUBE_EIO /
- * KUBE_ETOOBIG / KUBE_EPARSE / KUBE_ECONFIG / KUBE_ENOMEM with a cause. */
+ * at `path` (at most KUBE_CONFIG_FILE_MAX bytes). Returns 0, or MUSTER_EIO /
+ * MUSTER_ETOOBIG / MUSTER_EPARSE / MUSTER_ECONFIG / MUSTER_ENOMEM with a cause. */
 int kube_config_from_kubeconfig(const char *path, const char *context, struct kube_config *cfg, char **cause);
 
 /* The same from `len` bytes of YAML in memory (need not be NUL-terminated);
@@ -94,7 +94,7 @@ int kube_config_parse_kubeconfig(const char *yaml, size_t len, const char *base_
  * KUBERNETES_SERVICE_PORT and the service account directory `sa_dir` (NULL:
  * KUBE_SERVICE_ACCOUNT_DIR; tests pass a temporary one). The token file must
  * exist and be non-empty now; it is re-read later by the transport. The CA
- * file is used when present. Returns 0 or KUBE_ECONFIG / KUBE_EIO / KUBE_ENOMEM
+ * file is used when present. Returns 0 or MUSTER_ECONFIG / MUSTER_EIO / MUSTER_ENOMEM
  * with a cause. */
 int kube_config_in_cluster(const char *sa_dir, struct kube_config *cfg, char **cause);
 
@@ -102,8 +102,8 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config *cfg, char **c
 void kube_config_free(struct kube_config *cfg);
 
 /* Reads a whole regular file of at most `max` bytes into a malloc'd,
- * NUL-terminated buffer. Returns 0, KUBE_EIO or KUBE_ETOOBIG (cause set) or
- * KUBE_ENOMEM. Shared with the transport, which re-reads token files. */
+ * NUL-terminated buffer. Returns 0, MUSTER_EIO or MUSTER_ETOOBIG (cause set) or
+ * MUSTER_ENOMEM. Shared with the transport, which re-reads token files. */
 int kube_read_file(const char *path, size_t max, char **out, size_t *out_len, char **cause);
 
 #endif

@@ -25,11 +25,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size)
 		memcpy(yaml, data, size);
 	err = kube_config_parse_kubeconfig(yaml, size, "/base", NULL, &cfg, &cause);
-	if (err == KUBE_OK) {
+	if (err == MUSTER_OK) {
 		if (!cfg.server || strncmp(cfg.server, "https://", 8) != 0 || cause)
 			abort();
 		kube_config_free(&cfg);
-	} else if ((!cause && err != KUBE_ENOMEM) || cfg.server || cfg.token || cfg.token_file ||
+	} else if ((!cause && err != MUSTER_ENOMEM) || cfg.server || cfg.token || cfg.token_file ||
 		   cfg.ca_data || cfg.client_key_data) {
 		/* A failure explains itself and leaves nothing behind. */
 		abort();

@@ -63,7 +63,7 @@ static void token_and_ca_data(void **state)
 					  "    certificate-authority-data: " CA_B64 "\n",
 					  "    token: abc.def\n"),
 			       NULL, &cfg, &cause),
-			 KUBE_OK);
+			 MUSTER_OK);
 	assert_null(cause);
 	assert_string_equal(cfg.server, "https://127.0.0.1:6443");
 	assert_string_equal(cfg.namespace, "team-a");
@@ -93,7 +93,7 @@ static void client_cert_files_are_resolved(void **state)
 					  "    client-key: /abs/admin.key\n"
 					  "    tokenFile: token\n"),
 			       NULL, &cfg, &cause),
-			 KUBE_OK);
+			 MUSTER_OK);
 	assert_string_equal(cfg.ca_file, "/etc/kube/pki/ca.crt");
 	assert_string_equal(cfg.client_cert_file, "/etc/kube/pki/admin.crt");
 	assert_string_equal(cfg.client_key_file, "/abs/admin.key");
@@ -111,7 +111,7 @@ static void client_cert_data(void **state)
 		parse(KUBECONFIG("    server: https://k:6443\n", "    client-certificate-data: " CERT_B64 "\n"
 								 "    client-key-data: " KEY_B64 "\n"),
 		      NULL, &cfg, NULL),
-		KUBE_OK);
+		MUSTER_OK);
 	assert_int_equal(cfg.client_cert_data_len, 4);
 	assert_memory_equal(cfg.client_cert_data, "cert", 4);
 	assert_int_equal(cfg.client_key_data_len, 4);
@@ -127,7 +127,7 @@ static void named_context(void **state)
 	(void)state;
 	assert_int_equal(
 		parse(KUBECONFIG("    server: https://k:6443\n", "    token: t\n"), "ctx-other", &cfg, NULL),
-		KUBE_OK);
+		MUSTER_OK);
 	assert_string_equal(cfg.server, "https://other:1");
 	/* That context has no user: anonymous. */
 	assert_null(cfg.token);
@@ -144,38 +144,38 @@ static void refusals(void **state)
 		const char *cause_part;
 	} cases[] = {
 		{ KUBECONFIG("    server: https://k\n    insecure-skip-tls-verify: true\n", "    token: t\n"),
-		  NULL, KUBE_ECONFIG, "always verifies TLS" },
+		  NULL, MUSTER_ECONFIG, "always verifies TLS" },
 		{ KUBECONFIG("    server: https://k\n    insecure-skip-tls-verify: yes\n", "    token: t\n"),
-		  NULL, KUBE_ECONFIG, "insecure-skip-tls-verify" },
-		{ KUBECONFIG("    server: http://k:8080\n", "    token: t\n"), NULL, KUBE_ECONFIG,
+		  NULL, MUSTER_ECONFIG, "insecure-skip-tls-verify" },
+		{ KUBECONFIG("    server: http://k:8080\n", "    token: t\n"), NULL, MUSTER_ECONFIG,
 		  "https://" },
-		{ KUBECONFIG("    certificate-authority: ca\n", "    token: t\n"), NULL, KUBE_ECONFIG,
+		{ KUBECONFIG("    certificate-authority: ca\n", "    token: t\n"), NULL, MUSTER_ECONFIG,
 		  "no server" },
 		{ KUBECONFIG("    server: https://k\n", "    exec:\n      command: aws\n"), NULL,
-		  KUBE_ECONFIG, "not supported" },
+		  MUSTER_ECONFIG, "not supported" },
 		{ KUBECONFIG("    server: https://k\n", "    client-certificate-data: " CERT_B64 "\n"), NULL,
-		  KUBE_ECONFIG, "client key" },
+		  MUSTER_ECONFIG, "client key" },
 		{ KUBECONFIG("    server: https://k\n    certificate-authority-data: '!!notbase64'\n",
 			     "    token: t\n"),
-		  NULL, KUBE_ECONFIG, "base64" },
-		{ KUBECONFIG("    server: https://k\n", "    token: [a, b]\n"), NULL, KUBE_ECONFIG,
+		  NULL, MUSTER_ECONFIG, "base64" },
+		{ KUBECONFIG("    server: https://k\n", "    token: [a, b]\n"), NULL, MUSTER_ECONFIG,
 		  "not a string" },
-		{ KUBECONFIG("    server: https://k\n", "    token: t\n"), "nope", KUBE_ECONFIG,
+		{ KUBECONFIG("    server: https://k\n", "    token: t\n"), "nope", MUSTER_ECONFIG,
 		  "no context named" },
-		{ "clusters: []\n", NULL, KUBE_ECONFIG, "current-context" },
+		{ "clusters: []\n", NULL, MUSTER_ECONFIG, "current-context" },
 		{ "current-context: x\ncontexts:\n- name: x\n  context: {cluster: missing}\n", NULL,
-		  KUBE_ECONFIG, "no known cluster" },
+		  MUSTER_ECONFIG, "no known cluster" },
 		{ "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
 		  "clusters:\n- name: c\n  cluster: {server: 'https://k'}\n",
-		  NULL, KUBE_ECONFIG, "no user named" },
-		{ "- just\n- a list\n", NULL, KUBE_ECONFIG, "not a mapping" },
-		{ "", NULL, KUBE_ECONFIG, "not a mapping" },
-		{ "key: [unclosed\n", NULL, KUBE_EPARSE, "not valid YAML" },
-		{ "a: *undefined_alias\n", NULL, KUBE_EPARSE, "not valid YAML" },
-		{ "\t\x01\xff: :\n", NULL, KUBE_EPARSE, "not valid YAML" },
+		  NULL, MUSTER_ECONFIG, "no user named" },
+		{ "- just\n- a list\n", NULL, MUSTER_ECONFIG, "not a mapping" },
+		{ "", NULL, MUSTER_ECONFIG, "not a mapping" },
+		{ "key: [unclosed\n", NULL, MUSTER_EPARSE, "not valid YAML" },
+		{ "a: *undefined_alias\n", NULL, MUSTER_EPARSE, "not valid YAML" },
+		{ "\t\x01\xff: :\n", NULL, MUSTER_EPARSE, "not valid YAML" },
 		/* Refused before libyaml, whose scanner is quadratic in flow depth
 		 * (the fuzzer's 100,000 '[' took it 24 s). */
-		{ "a: " DEEP65, NULL, KUBE_EPARSE, "nested deeper than 64 levels (at byte 67)" },
+		{ "a: " DEEP65, NULL, MUSTER_EPARSE, "nested deeper than 64 levels (at byte 67)" },
 	};
 
 	(void)state;
@@ -229,7 +229,7 @@ static void from_file_resolves_against_its_directory(void **state)
 		   KUBECONFIG("    server: https://k\n    certificate-authority: ca.crt\n",
 			      "    tokenFile: tok\n"));
 	snprintf(path, sizeof(path), "%s/config", dir);
-	assert_int_equal(kube_config_from_kubeconfig(path, NULL, &cfg, &cause), KUBE_OK);
+	assert_int_equal(kube_config_from_kubeconfig(path, NULL, &cfg, &cause), MUSTER_OK);
 	snprintf(path, sizeof(path), "%s/ca.crt", dir);
 	assert_string_equal(cfg.ca_file, path);
 	snprintf(path, sizeof(path), "%s/tok", dir);
@@ -237,11 +237,11 @@ static void from_file_resolves_against_its_directory(void **state)
 	kube_config_free(&cfg);
 
 	snprintf(path, sizeof(path), "%s/missing", dir);
-	assert_int_equal(kube_config_from_kubeconfig(path, NULL, &cfg, &cause), KUBE_EIO);
+	assert_int_equal(kube_config_from_kubeconfig(path, NULL, &cfg, &cause), MUSTER_EIO);
 	assert_non_null(strstr(cause, "cannot open"));
 	free(cause);
 	cause = NULL;
-	assert_int_equal(kube_config_from_kubeconfig(dir, NULL, &cfg, &cause), KUBE_EIO);
+	assert_int_equal(kube_config_from_kubeconfig(dir, NULL, &cfg, &cause), MUSTER_EIO);
 	free(cause);
 	remove_file(dir, "config");
 	rmdir(dir);
@@ -258,11 +258,11 @@ static void read_file_is_bounded(void **state)
 	assert_non_null(mkdtemp(dir));
 	write_file(dir, "f", "0123456789");
 	snprintf(path, sizeof(path), "%s/f", dir);
-	assert_int_equal(kube_read_file(path, 10, &text, &len, &cause), KUBE_OK);
+	assert_int_equal(kube_read_file(path, 10, &text, &len, &cause), MUSTER_OK);
 	assert_int_equal(len, 10);
 	assert_string_equal(text, "0123456789");
 	free(text);
-	assert_int_equal(kube_read_file(path, 9, &text, &len, &cause), KUBE_ETOOBIG);
+	assert_int_equal(kube_read_file(path, 9, &text, &len, &cause), MUSTER_ETOOBIG);
 	assert_null(text);
 	free(cause);
 	remove_file(dir, "f");
@@ -280,7 +280,7 @@ static void in_cluster(void **state)
 	assert_non_null(mkdtemp(dir));
 	unsetenv("KUBERNETES_SERVICE_HOST");
 	unsetenv("KUBERNETES_SERVICE_PORT");
-	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), KUBE_ECONFIG);
+	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), MUSTER_ECONFIG);
 	assert_non_null(strstr(cause, "KUBERNETES_SERVICE_HOST"));
 	free(cause);
 	cause = NULL;
@@ -288,17 +288,17 @@ static void in_cluster(void **state)
 	setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
 	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
 	/* No token yet. */
-	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), KUBE_EIO);
+	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), MUSTER_EIO);
 	free(cause);
 	cause = NULL;
 	write_file(dir, "token", "\n");
-	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), KUBE_ECONFIG);
+	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), MUSTER_ECONFIG);
 	assert_non_null(strstr(cause, "empty"));
 	free(cause);
 	cause = NULL;
 
 	write_file(dir, "token", "eyJhbGciOi.token\n");
-	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), KUBE_OK);
+	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), MUSTER_OK);
 	assert_string_equal(cfg.server, "https://10.96.0.1:443");
 	snprintf(path, sizeof(path), "%s/token", dir);
 	assert_string_equal(cfg.token_file, path);
@@ -311,7 +311,7 @@ static void in_cluster(void **state)
 	write_file(dir, "ca.crt", CA_TEXT);
 	write_file(dir, "namespace", "muster-system\n");
 	setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
-	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), KUBE_OK);
+	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), MUSTER_OK);
 	assert_string_equal(cfg.server, "https://[fd00::1]:443");
 	snprintf(path, sizeof(path), "%s/ca.crt", dir);
 	assert_string_equal(cfg.ca_file, path);
@@ -319,12 +319,12 @@ static void in_cluster(void **state)
 	kube_config_free(&cfg);
 
 	setenv("KUBERNETES_SERVICE_HOST", "evil/host@x", 1);
-	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), KUBE_ECONFIG);
+	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), MUSTER_ECONFIG);
 	free(cause);
 	cause = NULL;
 	setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
 	setenv("KUBERNETES_SERVICE_PORT", "70000", 1);
-	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), KUBE_ECONFIG);
+	assert_int_equal(kube_config_in_cluster(dir, &cfg, &cause), MUSTER_ECONFIG);
 	free(cause);
 	unsetenv("KUBERNETES_SERVICE_HOST");
 	unsetenv("KUBERNETES_SERVICE_PORT");

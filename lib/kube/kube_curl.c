@@ -85,33 +85,33 @@ static int token_refresh(struct kube_curl *c, char **cause)
 	int err;
 
 	if (!c->token_file)
-		return KUBE_OK;
+		return MUSTER_OK;
 	if (stat(c->token_file, &st) != 0) {
 		if (c->token)
-			return KUBE_OK;
-		return kube_cause(cause, KUBE_EIO, "cannot stat the token file %s", c->token_file);
+			return MUSTER_OK;
+		return cause_err(cause, MUSTER_EIO, "cannot stat the token file %s", c->token_file);
 	}
 	if (c->token && st.st_ino == c->token_stat.st_ino && st.st_dev == c->token_stat.st_dev &&
 	    st.st_size == c->token_stat.st_size && st.st_mtim.tv_sec == c->token_stat.st_mtim.tv_sec &&
 	    st.st_mtim.tv_nsec == c->token_stat.st_mtim.tv_nsec)
-		return KUBE_OK;
+		return MUSTER_OK;
 	err = kube_read_file(c->token_file, KUBE_CURL_TOKEN_MAX, &text, &len, cause);
 	if (err) {
 		/* A rotation in progress must not break a working client. */
-		return c->token ? KUBE_OK : err;
+		return c->token ? MUSTER_OK : err;
 	}
 	while (len > 0 && strchr(" \t\r\n", text[len - 1]))
 		text[--len] = '\0';
 	if (len == 0 || strpbrk(text, "\r\n")) {
 		wipe_free(text);
-		return c->token ? KUBE_OK
-				: kube_cause(cause, KUBE_ECONFIG, "the token file %s is empty or malformed",
-					     c->token_file);
+		return c->token ? MUSTER_OK
+				: cause_err(cause, MUSTER_ECONFIG, "the token file %s is empty or malformed",
+					    c->token_file);
 	}
 	wipe_free(c->token);
 	c->token = text;
 	c->token_stat = st;
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 void kube_curl_free(struct kube_curl *c)
@@ -139,17 +139,17 @@ void kube_curl_free(struct kube_curl *c)
 int kube_curl_new(const struct kube_config *cfg, struct kube_curl **out, char **cause)
 {
 	struct kube_curl *c = NULL;
-	int err = KUBE_ENOMEM;
+	int err = MUSTER_ENOMEM;
 
 	*out = NULL;
 	if (!cfg->server || strncmp(cfg->server, "https://", 8) != 0)
-		return kube_cause(cause, KUBE_ECONFIG, "the API server must be an https:// URL");
+		return cause_err(cause, MUSTER_ECONFIG, "the API server must be an https:// URL");
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		return kube_cause(cause, KUBE_ETRANSPORT, "libcurl failed to initialise");
+		return cause_err(cause, MUSTER_ETRANSPORT, "libcurl failed to initialise");
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		curl_global_cleanup();
-		return KUBE_ENOMEM;
+		return MUSTER_ENOMEM;
 	}
 	if (dup_str(cfg->server, &c->server) || dup_str(cfg->ca_file, &c->ca_file) ||
 	    dup_bytes(cfg->ca_data, cfg->ca_data_len, &c->ca_data) ||
@@ -172,12 +172,12 @@ int kube_curl_new(const struct kube_config *cfg, struct kube_curl **out, char **
 		goto out;
 	c->easy = curl_easy_init();
 	if (!c->easy) {
-		err = kube_cause(cause, KUBE_ENOMEM, "libcurl could not create a handle");
+		err = cause_err(cause, MUSTER_ENOMEM, "libcurl could not create a handle");
 		goto out;
 	}
 	*out = c;
 	c = NULL;
-	err = KUBE_OK;
+	err = MUSTER_OK;
 out:
 	kube_curl_free(c);
 	return err;
@@ -231,24 +231,24 @@ static int map_curl(struct kube_curl *c, CURLcode rc, const char *path, char **c
 
 	switch (rc) {
 	case CURLE_OK:
-		return KUBE_OK;
+		return MUSTER_OK;
 	case CURLE_OUT_OF_MEMORY:
-		return KUBE_ENOMEM;
+		return MUSTER_ENOMEM;
 	case CURLE_OPERATION_TIMEDOUT:
-		err = KUBE_ETIMEOUT;
+		err = MUSTER_ETIMEOUT;
 		break;
 	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CACERT_BADFILE:
 	case CURLE_SSL_CERTPROBLEM:
 	case CURLE_SSL_ISSUER_ERROR:
 	case CURLE_SSL_CRL_BADFILE:
-		err = KUBE_ETLS;
+		err = MUSTER_ETLS;
 		break;
 	default:
-		err = KUBE_ETRANSPORT;
+		err = MUSTER_ETRANSPORT;
 		break;
 	}
-	return kube_cause(cause, err, "%.256s: %s", path, c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
+	return cause_err(cause, err, "%.256s: %s", path, c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
 }
 
 static const char *method_name(enum kube_method m)
@@ -284,35 +284,35 @@ static int setup(struct kube_curl *c, const struct kube_request *req, struct cur
 
 	*headers = NULL;
 	if (!req->path || req->path[0] != '/')
-		return kube_cause(cause, KUBE_EINVAL, "request path must begin with '/'");
+		return cause_err(cause, MUSTER_EINVAL, "request path must begin with '/'");
 	n = snprintf(url, sizeof(url), "%s%s", c->server, req->path);
 	if (n < 0 || (size_t)n >= sizeof(url))
-		return kube_cause(cause, KUBE_EINVAL, "request URL longer than %d bytes", KUBE_CURL_URL_MAX);
+		return cause_err(cause, MUSTER_EINVAL, "request URL longer than %d bytes", KUBE_CURL_URL_MAX);
 	if ((err = token_refresh(c, cause)))
 		return err;
 
 	curl_easy_reset(h);
 	c->errbuf[0] = '\0';
 	if (add_header(headers, "Accept: application/json") || add_header(headers, "Expect:"))
-		return KUBE_ENOMEM;
+		return MUSTER_ENOMEM;
 	if (req->content_type) {
 		char ct[256];
 
 		snprintf(ct, sizeof(ct), "Content-Type: %s", req->content_type);
 		if (add_header(headers, ct))
-			return KUBE_ENOMEM;
+			return MUSTER_ENOMEM;
 	}
 	if (c->token) {
 		size_t len = strlen(c->token) + 32;
 		char *auth = malloc(len);
 
 		if (!auth)
-			return KUBE_ENOMEM;
+			return MUSTER_ENOMEM;
 		snprintf(auth, len, "Authorization: Bearer %s", c->token);
 		n = add_header(headers, auth);
 		wipe_free(auth);
 		if (n)
-			return KUBE_ENOMEM;
+			return MUSTER_ENOMEM;
 	}
 
 	/* Each setopt can only fail on memory or an unsupported option; the
@@ -367,9 +367,9 @@ static int setup(struct kube_curl *c, const struct kube_request *req, struct cur
 	}
 #undef KUBE_SET
 	if (rc != CURLE_OK)
-		return kube_cause(cause, rc == CURLE_OUT_OF_MEMORY ? KUBE_ENOMEM : KUBE_ECONFIG,
-				  "libcurl refused an option: %s", curl_easy_strerror(rc));
-	return KUBE_OK;
+		return cause_err(cause, rc == CURLE_OUT_OF_MEMORY ? MUSTER_ENOMEM : MUSTER_ECONFIG,
+				 "libcurl refused an option: %s", curl_easy_strerror(rc));
+	return MUSTER_OK;
 }
 
 /* A request's progress: given up once its stop flag is set. */
@@ -403,7 +403,7 @@ int kube_client_open(const struct kube_config *cfg, struct kube_client **out, ch
 		return err;
 	}
 	kube_client_own_transport(*out, free_curl);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static int curl_send(void *ctx, const struct kube_request *req, struct kube_response *resp, char **cause)
@@ -434,19 +434,19 @@ static int curl_send(void *ctx, const struct kube_request *req, struct kube_resp
 	if (rc == CURLE_OK)
 		rc = curl_easy_perform(c->easy);
 	if (rc == CURLE_ABORTED_BY_CALLBACK && req->stop && atomic_load(req->stop)) {
-		err = kube_cause(cause, KUBE_ESTOPPED, "%.256s: stopped", req->path);
+		err = cause_err(cause, MUSTER_ESTOPPED, "%.256s: stopped", req->path);
 		goto out;
 	}
 	if (sink.toobig) {
-		err = kube_cause(cause, KUBE_ETOOBIG, "%.256s: response larger than %zu bytes", req->path,
-				 req->max_response);
+		err = cause_err(cause, MUSTER_ETOOBIG, "%.256s: response larger than %zu bytes", req->path,
+				req->max_response);
 		goto out;
 	}
 	if ((err = map_curl(c, rc, req->path, cause)))
 		goto out;
 	curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &resp->status);
 	if (!sink.buf && !(sink.buf = calloc(1, 1))) {
-		err = KUBE_ENOMEM;
+		err = MUSTER_ENOMEM;
 		goto out;
 	}
 	resp->body = sink.buf;
@@ -563,10 +563,10 @@ static int curl_stream(void *ctx, const struct kube_request *req, size_t max_lin
 	if (rc == CURLE_OK)
 		rc = curl_easy_perform(c->easy);
 	if (s.stopped) {
-		err = KUBE_OK;
+		err = MUSTER_OK;
 	} else if (s.line.toobig) {
-		err = kube_cause(cause, KUBE_ETOOBIG, "%.256s: stream line longer than %zu bytes", req->path,
-				 max_line);
+		err = cause_err(cause, MUSTER_ETOOBIG, "%.256s: stream line longer than %zu bytes", req->path,
+				max_line);
 	} else {
 		err = map_curl(c, rc, req->path, cause);
 	}

@@ -34,8 +34,8 @@ struct kube_curl;
 /* The operations to pass with a struct kube_curl * as ctx. */
 extern const struct kube_transport kube_curl_transport;
 
-/* Returns 0 and *out, or KUBE_ECONFIG / KUBE_EIO (token file unreadable) /
- * KUBE_ENOMEM with a cause. */
+/* Returns 0 and *out, or MUSTER_ECONFIG / MUSTER_EIO (token file unreadable) /
+ * MUSTER_ENOMEM with a cause. */
 int kube_curl_new(const struct kube_config *cfg, struct kube_curl **out, char **cause);
 
 void kube_curl_free(struct kube_curl *curl);

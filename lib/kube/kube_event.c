@@ -21,7 +21,7 @@ int kube_event_post(struct kube_client *client, const struct kube_event_object *
 	char *cause = NULL;
 	time_t now = time(NULL);
 	struct tm tm;
-	int err = KUBE_ENOMEM;
+	int err = MUSTER_ENOMEM;
 
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -55,7 +55,7 @@ int kube_event_post(struct kube_client *client, const struct kube_event_object *
 		err = kube_create(client, path, body, NULL, &cause);
 	if (err)
 		mlog(MLOG_WARN, "event-failed", "object=%s/%s reason=%s err=%s cause=\"%s\"", o->namespace,
-		     o->name, reason, kube_err_name(err), cause ? cause : "");
+		     o->name, reason, muster_err_name(err), cause ? cause : "");
 	free(cause);
 out:
 	cJSON_Delete(body);

@@ -82,7 +82,7 @@ int kube_informer_new(const struct kube_informer_handlers *handlers, struct kube
 
 	*out = NULL;
 	if (!informer)
-		return kube_cause(cause, KUBE_ENOMEM, "no memory for an informer");
+		return cause_err(cause, MUSTER_ENOMEM, "no memory for an informer");
 	informer->handlers = *handlers;
 	*out = informer;
 	return 0;

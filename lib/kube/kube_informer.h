@@ -85,7 +85,7 @@ struct kube_informer_handlers {
 
 struct kube_informer;
 
-/* Makes an empty informer. Returns 0, or KUBE_ENOMEM with *cause
+/* Makes an empty informer. Returns 0, or MUSTER_ENOMEM with *cause
  * (malloc'ed, the caller frees). handlers is copied. */
 int kube_informer_new(const struct kube_informer_handlers *handlers, struct kube_informer **out,
 		      char **cause);

@@ -236,9 +236,9 @@ static int respond(struct kube_response *resp, long status, const char *body)
 	resp->body_len = strlen(body);
 	resp->body = malloc(resp->body_len + 1);
 	if (!resp->body)
-		return KUBE_ENOMEM;
+		return MUSTER_ENOMEM;
 	memcpy(resp->body, body, resp->body_len + 1);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static int fake_send(void *ctx, const struct kube_request *req, struct kube_response *resp, char **cause)
@@ -284,7 +284,7 @@ static int fake_stream(void *ctx, const struct kube_request *req, size_t max_lin
 	*status = 200;
 	if (on_line(arg, modified, strlen(modified)) == 0)
 		on_line(arg, gone, strlen(gone));
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static const struct kube_transport fake_transport = { fake_send, fake_stream };

@@ -206,42 +206,42 @@ static int resolve_options(const struct kube_lease_options *o, unsigned *duratio
 			   unsigned *retry_ms, char **cause)
 {
 	if (!o)
-		return kube_cause(cause, KUBE_EINVAL, "kube_lease_new needs options");
+		return cause_err(cause, MUSTER_EINVAL, "kube_lease_new needs options");
 	if (!kube_dns_label(o->namespace, KUBE_LEASE_NAMESPACE_MAX))
-		return kube_cause(
-			cause, KUBE_EINVAL,
+		return cause_err(
+			cause, MUSTER_EINVAL,
 			"lease namespace must be a DNS label: 1 to %d characters of a-z, 0-9 and '-', "
 			"beginning and ending with a letter or digit",
 			KUBE_LEASE_NAMESPACE_MAX);
 	if (!kube_dns_subdomain(o->name, KUBE_LEASE_NAME_MAX))
-		return kube_cause(
-			cause, KUBE_EINVAL,
+		return cause_err(
+			cause, MUSTER_EINVAL,
 			"lease name must be a DNS subdomain: 1 to %d characters of a-z, 0-9, '-' and "
 			"'.', each dot-separated part beginning and ending with a letter or digit",
 			KUBE_LEASE_NAME_MAX);
 	if (!valid_identity(o->identity))
-		return kube_cause(cause, KUBE_EINVAL,
-				  "lease identity must be 1 to %d printable ASCII characters",
-				  KUBE_LEASE_IDENTITY_MAX);
+		return cause_err(cause, MUSTER_EINVAL,
+				 "lease identity must be 1 to %d printable ASCII characters",
+				 KUBE_LEASE_IDENTITY_MAX);
 	*duration_s = o->lease_duration_s ? o->lease_duration_s : KUBE_LEASE_DEFAULT_DURATION_S;
 	*deadline_ms = o->renew_deadline_ms ? o->renew_deadline_ms : KUBE_LEASE_DEFAULT_RENEW_DEADLINE_MS;
 	*retry_ms = o->retry_period_ms ? o->retry_period_ms : KUBE_LEASE_DEFAULT_RETRY_PERIOD_MS;
 	if (*duration_s > KUBE_LEASE_DURATION_MAX_S)
-		return kube_cause(cause, KUBE_EINVAL, "lease_duration_s (%u) must be at most %u", *duration_s,
-				  KUBE_LEASE_DURATION_MAX_S);
+		return cause_err(cause, MUSTER_EINVAL, "lease_duration_s (%u) must be at most %u",
+				 *duration_s, KUBE_LEASE_DURATION_MAX_S);
 	/* The holder must know it has lost before a standby may take over. */
 	if ((uint64_t)*deadline_ms >= (uint64_t)*duration_s * 1000u)
-		return kube_cause(cause, KUBE_EINVAL,
-				  "renew_deadline_ms (%u%s) must be shorter than lease_duration_s (%u s%s)",
-				  *deadline_ms, o->renew_deadline_ms ? "" : ", the default", *duration_s,
-				  o->lease_duration_s ? "" : ", the default");
+		return cause_err(cause, MUSTER_EINVAL,
+				 "renew_deadline_ms (%u%s) must be shorter than lease_duration_s (%u s%s)",
+				 *deadline_ms, o->renew_deadline_ms ? "" : ", the default", *duration_s,
+				 o->lease_duration_s ? "" : ", the default");
 	/* The holder must get at least one more try before its deadline. */
 	if (*retry_ms >= *deadline_ms)
-		return kube_cause(cause, KUBE_EINVAL,
-				  "retry_period_ms (%u%s) must be shorter than renew_deadline_ms (%u%s)",
-				  *retry_ms, o->retry_period_ms ? "" : ", the default", *deadline_ms,
-				  o->renew_deadline_ms ? "" : ", the default");
-	return KUBE_OK;
+		return cause_err(cause, MUSTER_EINVAL,
+				 "retry_period_ms (%u%s) must be shorter than renew_deadline_ms (%u%s)",
+				 *retry_ms, o->retry_period_ms ? "" : ", the default", *deadline_ms,
+				 o->renew_deadline_ms ? "" : ", the default");
+	return MUSTER_OK;
 }
 
 int kube_lease_new(struct kube_client *client, const struct kube_lease_options *options,
@@ -253,15 +253,15 @@ int kube_lease_new(struct kube_client *client, const struct kube_lease_options *
 
 	*out = NULL;
 	if (!client)
-		return kube_cause(cause, KUBE_EINVAL, "kube_lease_new needs a client");
+		return cause_err(cause, MUSTER_EINVAL, "kube_lease_new needs a client");
 	if ((err = resolve_options(options, &duration_s, &deadline_ms, &retry_ms, cause)))
 		return err;
 	lease = calloc(1, sizeof(*lease));
 	if (!lease)
-		return KUBE_ENOMEM;
+		return MUSTER_ENOMEM;
 	if (pthread_mutex_init(&lease->holder_lock, NULL) != 0) {
 		free(lease);
-		return kube_cause(cause, KUBE_ENOMEM, "kube_lease_new: cannot make a mutex");
+		return cause_err(cause, MUSTER_ENOMEM, "kube_lease_new: cannot make a mutex");
 	}
 	lease->client = client;
 	lease->clock.now_ns = clock && clock->now_ns ? clock->now_ns : real_now_ns;
@@ -283,7 +283,7 @@ int kube_lease_new(struct kube_client *client, const struct kube_lease_options *
 	if (!lease->jitter_state)
 		lease->jitter_state = 1;
 	*out = lease;
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 void kube_lease_free(struct kube_lease *lease)
@@ -338,37 +338,38 @@ static int lease_decode(const struct kube_lease *lease, const cJSON *object, str
 
 	memset(record, 0, sizeof(*record));
 	if (!cJSON_IsObject(object))
-		return kube_cause(cause, KUBE_EPARSE, "lease %s/%s: the API server's answer is not an object",
-				  lease->namespace, lease->name);
+		return cause_err(cause, MUSTER_EPARSE,
+				 "lease %s/%s: the API server's answer is not an object", lease->namespace,
+				 lease->name);
 	if (!cJSON_IsObject(meta) ||
 	    decode_string(cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"), record->resource_version,
 			  sizeof(record->resource_version)) != 0 ||
 	    !record->resource_version[0])
-		return kube_cause(
-			cause, KUBE_EPARSE,
+		return cause_err(
+			cause, MUSTER_EPARSE,
 			"lease %s/%s: metadata.resourceVersion is missing or not a string of 1 to %d "
 			"bytes",
 			lease->namespace, lease->name, KUBE_RESOURCE_VERSION_MAX - 1);
 	if (spec && !cJSON_IsNull(spec) && !cJSON_IsObject(spec))
-		return kube_cause(cause, KUBE_EPARSE, "lease %s/%s: spec is not an object", lease->namespace,
-				  lease->name);
+		return cause_err(cause, MUSTER_EPARSE, "lease %s/%s: spec is not an object", lease->namespace,
+				 lease->name);
 	for (size_t i = 0; i < N_SPEC_FIELDS; i++) {
 		const struct spec_field *f = &spec_fields[i];
 		const cJSON *value = cJSON_GetObjectItemCaseSensitive(spec, f->key);
 		char *slot = (char *)record + f->offset;
 
 		if (f->kind == FIELD_STRING && decode_string(value, slot, f->size) != 0)
-			return kube_cause(cause, KUBE_EPARSE,
-					  "lease %s/%s: spec.%s is not a string of at most %zu bytes",
-					  lease->namespace, lease->name, f->key, f->size - 1);
+			return cause_err(cause, MUSTER_EPARSE,
+					 "lease %s/%s: spec.%s is not a string of at most %zu bytes",
+					 lease->namespace, lease->name, f->key, f->size - 1);
 		if (f->kind == FIELD_INT32 && decode_int32(value, (long *)(void *)slot) != 0)
-			return kube_cause(cause, KUBE_EPARSE,
-					  "lease %s/%s: spec.%s is not an integer from 0 to %ld",
-					  lease->namespace, lease->name, f->key, LEASE_INT32_MAX);
+			return cause_err(cause, MUSTER_EPARSE,
+					 "lease %s/%s: spec.%s is not an integer from 0 to %ld",
+					 lease->namespace, lease->name, f->key, LEASE_INT32_MAX);
 	}
 	if (metadata)
 		*metadata = meta;
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 /* The Lease to send: the server's metadata as last seen when there is one
@@ -425,18 +426,18 @@ static int observe(struct kube_lease *lease, const struct lease_record *record, 
 	cJSON *copy = cJSON_Duplicate(metadata, 1);
 
 	if (!copy)
-		return KUBE_ENOMEM;
+		return MUSTER_ENOMEM;
 	cJSON_Delete(lease->observed_metadata);
 	lease->observed_metadata = copy;
 	if (lease->have_observed && !records_differ(&lease->observed, record))
-		return KUBE_OK;
+		return MUSTER_OK;
 	lease->observed = *record;
 	lease->observed_ns = now;
 	lease->have_observed = 1;
 	muster_lock(&lease->holder_lock);
 	memcpy(lease->shared_holder, record->holder, sizeof(lease->shared_holder));
 	muster_unlock(&lease->holder_lock);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 /* Whether the record last seen names us. */
@@ -464,8 +465,8 @@ static int lease_write(struct kube_lease *lease, enum kube_method method, const 
 
 	body = lease_encode(lease, record, method == KUBE_METHOD_PUT ? lease->observed_metadata : NULL);
 	if (!body)
-		return kube_cause(cause, KUBE_ENOMEM, "lease %s/%s: cannot build the request",
-				  lease->namespace, lease->name);
+		return cause_err(cause, MUSTER_ENOMEM, "lease %s/%s: cannot build the request",
+				 lease->namespace, lease->name);
 	if (method == KUBE_METHOD_POST)
 		err = kube_create(lease->client, lease->collection_path, body, &stored, cause);
 	else
@@ -517,7 +518,7 @@ static int hand_over_cause(char **cause, char *ours, int result)
  * no error, only not ours. */
 static int write_result(int err)
 {
-	if (err == KUBE_ECONFLICT)
+	if (err == MUSTER_ECONFLICT)
 		return STEP_RACE_LOST;
 	return err ? err : STEP_OURS;
 }
@@ -537,13 +538,13 @@ static int try_step(struct kube_lease *lease, uint64_t now, char **cause)
 	if (lease->leading && observed_ours(lease) && !observed_expired(lease, now)) {
 		desired_record(lease, &lease->observed, &desired);
 		err = lease_write(lease, KUBE_METHOD_PUT, &desired, now, &step_cause);
-		if (err != KUBE_ECONFLICT && err != KUBE_ENOTFOUND)
+		if (err != MUSTER_ECONFLICT && err != MUSTER_ENOTFOUND)
 			return hand_over_cause(cause, step_cause, err ? err : STEP_OURS);
 		free(step_cause);
 		step_cause = NULL;
 	}
 	err = kube_get(lease->client, lease->path, &object, &step_cause);
-	if (err == KUBE_ENOTFOUND) {
+	if (err == MUSTER_ENOTFOUND) {
 		/* No error: the way to the create path. */
 		free(step_cause);
 		step_cause = NULL;
@@ -646,22 +647,22 @@ int kube_lease_acquire(struct kube_lease *lease, const atomic_int *stop, char **
 
 		muster_lock(&lease->holder_lock);
 		if (r < 0)
-			snprintf(lease->last_failure, sizeof(lease->last_failure), "%s: %s", kube_err_name(r),
-				 attempt_cause ? attempt_cause : kube_err_message(r));
+			snprintf(lease->last_failure, sizeof(lease->last_failure), "%s: %s",
+				 muster_err_name(r), attempt_cause ? attempt_cause : muster_err_message(r));
 		else
 			lease->last_failure[0] = '\0';
 		muster_unlock(&lease->holder_lock);
 		if (r == 1)
 			return 1;
 		if (r < 0 && !kube_err_may_heal(r)) {
-			kube_cause(cause, r, "%s", attempt_cause ? attempt_cause : kube_err_message(r));
+			cause_err(cause, r, "%s", attempt_cause ? attempt_cause : muster_err_message(r));
 			free(attempt_cause);
 			return r;
 		}
 		if (r < 0)
 			mlog(MLOG_WARN, "lease-acquire-failed", "lease=%s/%s err=%s cause=%s",
-			     lease->namespace, lease->name, kube_err_name(r),
-			     quoted(q, sizeof(q), attempt_cause ? attempt_cause : kube_err_message(r)));
+			     lease->namespace, lease->name, muster_err_name(r),
+			     quoted(q, sizeof(q), attempt_cause ? attempt_cause : muster_err_message(r)));
 		free(attempt_cause);
 		pause_until(lease, now_ns(lease) + jittered_retry_ns(lease), stop);
 	}
@@ -672,11 +673,11 @@ int kube_lease_hold(struct kube_lease *lease, const atomic_int *stop, char **cau
 {
 	uint64_t next;
 	char *last_cause = NULL;
-	int last_err = KUBE_OK, err;
+	int last_err = MUSTER_OK, err;
 
 	if (!lease->leading)
-		return kube_cause(cause, KUBE_EINVAL, "lease %s/%s: kube_lease_hold needs the lease held",
-				  lease->namespace, lease->name);
+		return cause_err(cause, MUSTER_EINVAL, "lease %s/%s: kube_lease_hold needs the lease held",
+				 lease->namespace, lease->name);
 	next = lease->renewed_ns + lease->retry_period_ns;
 	for (;;) {
 		uint64_t deadline = lease->renewed_ns + lease->renew_deadline_ns, began;
@@ -691,11 +692,11 @@ int kube_lease_hold(struct kube_lease *lease, const atomic_int *stop, char **cau
 		began = now_ns(lease);
 		if (began >= deadline) {
 			step_down(lease, "renew-deadline");
-			err = kube_cause(cause, KUBE_ELOST,
-					 "lease %s/%s: not renewed for %llu ms; last error: %s",
-					 lease->namespace, lease->name,
-					 (unsigned long long)((began - lease->renewed_ns) / NS_PER_MS),
-					 last_cause ? last_cause : kube_err_message(last_err));
+			err = cause_err(cause, MUSTER_ELOST,
+					"lease %s/%s: not renewed for %llu ms; last error: %s",
+					lease->namespace, lease->name,
+					(unsigned long long)((began - lease->renewed_ns) / NS_PER_MS),
+					last_cause ? last_cause : muster_err_message(last_err));
 			goto out;
 		}
 		next = began + lease->retry_period_ns;
@@ -707,18 +708,18 @@ int kube_lease_hold(struct kube_lease *lease, const atomic_int *stop, char **cau
 		if (r == 0) {
 			free(attempt_cause);
 			if (lease->observed.holder[0] && !observed_ours(lease))
-				err = kube_cause(cause, KUBE_ELOST, "lease %s/%s: now held by %s",
-						 lease->namespace, lease->name,
-						 quoted(q, sizeof(q), lease->observed.holder));
+				err = cause_err(cause, MUSTER_ELOST, "lease %s/%s: now held by %s",
+						lease->namespace, lease->name,
+						quoted(q, sizeof(q), lease->observed.holder));
 			else
-				err = kube_cause(cause, KUBE_ELOST,
-						 "lease %s/%s: another candidate wrote it first",
-						 lease->namespace, lease->name);
+				err = cause_err(cause, MUSTER_ELOST,
+						"lease %s/%s: another candidate wrote it first",
+						lease->namespace, lease->name);
 			goto out;
 		}
 		mlog(MLOG_WARN, "lease-renew-failed", "lease=%s/%s err=%s cause=%s", lease->namespace,
-		     lease->name, kube_err_name(r),
-		     quoted(q, sizeof(q), attempt_cause ? attempt_cause : kube_err_message(r)));
+		     lease->name, muster_err_name(r),
+		     quoted(q, sizeof(q), attempt_cause ? attempt_cause : muster_err_message(r)));
 		free(last_cause);
 		last_cause = attempt_cause;
 		last_err = r;
@@ -738,26 +739,26 @@ int kube_lease_release(struct kube_lease *lease, char **cause)
 	atomic_store(&lease->leader_until_ns, 0);
 	lease->leading = 0;
 	if (!observed_ours(lease))
-		return KUBE_OK;
+		return MUSTER_OK;
 	released = lease->observed;
 	released.holder[0] = '\0';
 	released.duration_s = 1;
 	wall_time_now(released.renew_time, sizeof(released.renew_time));
 	memcpy(released.acquire_time, released.renew_time, sizeof(released.acquire_time));
 	err = lease_write(lease, KUBE_METHOD_PUT, &released, now_ns(lease), &write_cause);
-	if (err == KUBE_ECONFLICT || err == KUBE_ENOTFOUND) {
+	if (err == MUSTER_ECONFLICT || err == MUSTER_ENOTFOUND) {
 		/* Changed or deleted since we saw it: not ours to release. */
 		free(write_cause);
 		mlog(MLOG_INFO, "lease-release-skipped", "lease=%s/%s identity=%s reason=%s",
 		     lease->namespace, lease->name, quoted(q, sizeof(q), lease->identity),
-		     err == KUBE_ECONFLICT ? "changed" : "deleted");
-		return KUBE_OK;
+		     err == MUSTER_ECONFLICT ? "changed" : "deleted");
+		return MUSTER_OK;
 	}
 	if (err)
 		return hand_over_cause(cause, write_cause, err);
 	mlog(MLOG_INFO, "lease-released", "lease=%s/%s identity=%s transitions=%ld", lease->namespace,
 	     lease->name, quoted(q, sizeof(q), lease->identity), lease->observed.transitions);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 int kube_lease_is_leader(const struct kube_lease *lease)

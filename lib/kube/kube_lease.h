@@ -46,7 +46,7 @@
  * lease-acquire-failed).
  *
  * Errors: negative kube_err codes with a malloc'd cause that the caller
- * frees (`cause` may be NULL). KUBE_ELOST says that leadership was lost.
+ * frees (`cause` may be NULL). MUSTER_ELOST says that leadership was lost.
  *
  * Threads: one thread drives a lease (kube_lease_try, _acquire, _hold,
  * _release). kube_lease_is_leader and kube_lease_holder may be called from
@@ -93,8 +93,8 @@ struct kube_lease_options {
 struct kube_lease;
 
 /* Checks the options (with the defaults filled in) and makes a lease that
- * is not held. Returns 0 and *out, or KUBE_EINVAL with a cause naming the
- * option and the rule, or KUBE_ENOMEM. clock NULL means the real one. */
+ * is not held. Returns 0 and *out, or MUSTER_EINVAL with a cause naming the
+ * option and the rule, or MUSTER_ENOMEM. clock NULL means the real one. */
 int kube_lease_new(struct kube_client *client, const struct kube_lease_options *options,
 		   const struct kube_clock *clock, struct kube_lease **out, char **cause);
 
@@ -122,9 +122,9 @@ int kube_lease_acquire(struct kube_lease *lease, const atomic_int *stop, char **
 
 /* Renews the held lease every retry period until *stop becomes non-zero,
  * then releases it and returns 0 (or the release's error). Returns
- * KUBE_ELOST with a cause when another holder has the lease or when no
+ * MUSTER_ELOST with a cause when another holder has the lease or when no
  * renewal succeeded for renew_deadline; leadership is then over and the
- * lease is not released. KUBE_EINVAL when the lease is not held on entry. */
+ * lease is not released. MUSTER_EINVAL when the lease is not held on entry. */
 int kube_lease_hold(struct kube_lease *lease, const atomic_int *stop, char **cause);
 
 /* If the record we saw last names us as holder: stops being leader (at

@@ -61,7 +61,7 @@ struct env {
 static void check(int err, char *cause, const char *what)
 {
 	if (err)
-		fail_msg("%s: %s: %s", what, kube_err_name(err), cause ? cause : "");
+		fail_msg("%s: %s: %s", what, muster_err_name(err), cause ? cause : "");
 	free(cause);
 }
 
@@ -320,7 +320,7 @@ static void one_leader_and_a_release_hands_over_at_once(void **state)
 	/* The leader stops cleanly: it releases, the standby takes over at its
 	 * next retry instead of after a lease duration. */
 	candidate_stop(leader);
-	assert_int_equal(leader->result, KUBE_OK);
+	assert_int_equal(leader->result, MUSTER_OK);
 	assert_false(kube_lease_is_leader(leader->lease));
 	released = atomic_load(&leader->done_ns);
 	assert_true(wait_leader(standby, 1, 5000));
@@ -335,7 +335,7 @@ static void one_leader_and_a_release_hands_over_at_once(void **state)
 	assert_int_equal(seen.transitions, 1);
 
 	candidate_stop(standby);
-	assert_int_equal(standby->result, KUBE_OK);
+	assert_int_equal(standby->result, MUSTER_OK);
 	read_lease(e, "handover", &seen);
 	assert_string_equal(seen.holder, "");
 	assert_int_equal(seen.duration_s, 1);
@@ -421,7 +421,7 @@ static void a_leader_whose_lease_is_taken_stops_leading(void **state)
 	lost = atomic_load(&a->done_ns);
 	print_message("overwrite to lost: %.0f ms\n", (double)(lost - overwritten) / MS);
 	assert_true(lost - overwritten <= (RETRY_PERIOD_MS + REQUEST_SLACK_MS) * MS);
-	assert_int_equal(a->result, KUBE_ELOST);
+	assert_int_equal(a->result, MUSTER_ELOST);
 	assert_non_null(strstr(a->cause, "intruder"));
 	assert_false(kube_lease_is_leader(a->lease));
 }

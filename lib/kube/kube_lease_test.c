@@ -64,11 +64,11 @@ static int fake_send(void *ctx, const struct kube_request *req, struct kube_resp
 		fail_msg("script exhausted at request %zu: %s", f->calls, req->path);
 	s = &f->steps[f->next++];
 	if (s->err)
-		return kube_cause(cause, s->err, "fake transport error");
+		return cause_err(cause, s->err, "fake transport error");
 	resp->status = s->status;
 	resp->body = strdup(s->body ? s->body : "");
 	resp->body_len = strlen(resp->body);
-	return KUBE_OK;
+	return MUSTER_OK;
 }
 
 static int fake_stream(void *ctx, const struct kube_request *req, size_t max_line, long idle_timeout_s,
@@ -86,7 +86,7 @@ static int fake_stream(void *ctx, const struct kube_request *req, size_t max_lin
 	(void)error_body;
 	(void)cause;
 	fail_msg("a lease never watches");
-	return KUBE_EINVAL;
+	return MUSTER_EINVAL;
 }
 
 static const struct kube_transport fake_ops = { fake_send, fake_stream };
@@ -129,7 +129,7 @@ static void rig_up(struct rig *r, const struct fake_step *steps, size_t n,
 	cfg.qps = 0;
 	cfg.max_retries = 0;
 	cfg.max_response_bytes = 64 * 1024;
-	assert_int_equal(kube_client_new(&cfg, &fake_ops, &r->f, &clock, &r->client, NULL), KUBE_OK);
+	assert_int_equal(kube_client_new(&cfg, &fake_ops, &r->f, &clock, &r->client, NULL), MUSTER_OK);
 	if (kube_lease_new(r->client, options ? options : &default_options, &clock, &r->lease, &cause))
 		fail_msg("kube_lease_new: %s", cause);
 	r->f.lease = r->lease;
@@ -518,9 +518,9 @@ static void acquire_then_hold(struct rig *r, char **cause)
 static void renew_failures_past_the_deadline_lose_leadership(void **state)
 {
 	static const struct fake_step steps[] = {
-		{ 0, 404, NOT_FOUND },	      { 0, 201, LEASE("me", "1", 15, 0, T_NOW, T_NOW) },
-		{ 0, 503, UNAVAILABLE },      { 0, 503, UNAVAILABLE },
-		{ KUBE_ETRANSPORT, 0, NULL }, { 0, 503, UNAVAILABLE },
+		{ 0, 404, NOT_FOUND },		{ 0, 201, LEASE("me", "1", 15, 0, T_NOW, T_NOW) },
+		{ 0, 503, UNAVAILABLE },	{ 0, 503, UNAVAILABLE },
+		{ MUSTER_ETRANSPORT, 0, NULL }, { 0, 503, UNAVAILABLE },
 	};
 	struct rig r;
 	char *cause = NULL;
@@ -530,7 +530,7 @@ static void renew_failures_past_the_deadline_lose_leadership(void **state)
 	rig_up(&r, steps, N(steps), NULL);
 	acquire_then_hold(&r, &cause);
 	acquired = r.f.now_ns;
-	assert_int_equal(kube_lease_hold(r.lease, &r.stop, &cause), KUBE_ELOST);
+	assert_int_equal(kube_lease_hold(r.lease, &r.stop, &cause), MUSTER_ELOST);
 	/* Tries every 2 s; at the 10 s deadline it gives up without a try. */
 	assert_int_equal(r.f.calls, 6);
 	for (size_t i = 2; i < 6; i++) {
@@ -552,7 +552,7 @@ static void transient_errors_within_the_deadline_keep_leadership(void **state)
 		{ 0, 404, NOT_FOUND },
 		{ 0, 201, LEASE("me", "1", 15, 0, T_NOW, T_NOW) },
 		{ 0, 503, UNAVAILABLE },
-		{ KUBE_ETIMEOUT, 0, NULL },
+		{ MUSTER_ETIMEOUT, 0, NULL },
 		{ 0, 503, UNAVAILABLE },
 		{ 0, 200, LEASE("me", "2", 15, 0, T_NOW, T_NOW) },
 		{ 0, 503, UNAVAILABLE },
@@ -568,7 +568,7 @@ static void transient_errors_within_the_deadline_keep_leadership(void **state)
 	rig_up(&r, steps, N(steps), NULL);
 	acquire_then_hold(&r, &cause);
 	stop_after(&r, 8);
-	assert_int_equal(kube_lease_hold(r.lease, &r.stop, &cause), KUBE_OK);
+	assert_int_equal(kube_lease_hold(r.lease, &r.stop, &cause), MUSTER_OK);
 	assert_null(cause);
 	assert_int_equal(r.f.calls, 9);
 	/* Three failures, then a success 8 s after the last one, 2 s before
@@ -602,7 +602,7 @@ static void stopping_releases_with_an_empty_holder_and_one_second(void **state)
 	acquire_then_hold(&r, &cause);
 	assert_int_equal(r.f.calls, 2);
 	stop_after(&r, 3);
-	assert_int_equal(kube_lease_hold(r.lease, &r.stop, &cause), KUBE_OK);
+	assert_int_equal(kube_lease_hold(r.lease, &r.stop, &cause), MUSTER_OK);
 	assert_null(cause);
 	assert_int_equal(r.f.calls, 4);
 	assert_int_equal(r.f.methods[3], KUBE_METHOD_PUT);
@@ -618,9 +618,9 @@ static void stopping_releases_with_an_empty_holder_and_one_second(void **state)
 	assert_int_equal(kube_lease_is_leader(r.lease), 0);
 	assert_string_equal(holder_of(r.lease), "");
 	/* Nothing more to release; holding needs the lease. */
-	assert_int_equal(kube_lease_release(r.lease, &cause), KUBE_OK);
+	assert_int_equal(kube_lease_release(r.lease, &cause), MUSTER_OK);
 	assert_int_equal(r.f.calls, 4);
-	assert_int_equal(kube_lease_hold(r.lease, &r.stop, &cause), KUBE_EINVAL);
+	assert_int_equal(kube_lease_hold(r.lease, &r.stop, &cause), MUSTER_EINVAL);
 	assert_non_null(strstr(cause, "needs the lease held"));
 	free(cause);
 	rig_down(&r);
@@ -641,14 +641,14 @@ static void another_holder_taking_over_ends_leadership_at_once(void **state)
 	(void)state;
 	rig_up(&r, steps, N(steps), NULL);
 	acquire_then_hold(&r, &cause);
-	assert_int_equal(kube_lease_hold(r.lease, &r.stop, &cause), KUBE_ELOST);
+	assert_int_equal(kube_lease_hold(r.lease, &r.stop, &cause), MUSTER_ELOST);
 	assert_non_null(strstr(cause, "now held by \"usurper\""));
 	free(cause);
 	assert_int_equal(r.f.calls, 4);
 	assert_int_equal(r.f.methods[3], KUBE_METHOD_GET);
 	assert_int_equal(kube_lease_is_leader(r.lease), 0);
 	/* Not ours: nothing is released. */
-	assert_int_equal(kube_lease_release(r.lease, NULL), KUBE_OK);
+	assert_int_equal(kube_lease_release(r.lease, NULL), MUSTER_OK);
 	assert_int_equal(r.f.calls, 4);
 	rig_down(&r);
 }
@@ -679,7 +679,7 @@ static void a_deleted_lease_is_created_again_unless_another_is_first(void **stat
 	assert_int_equal(r.f.methods[2], KUBE_METHOD_PUT);
 	assert_int_equal(r.f.methods[3], KUBE_METHOD_GET);
 	assert_int_equal(r.f.methods[4], KUBE_METHOD_POST);
-	assert_int_equal(kube_lease_hold(r.lease, &r.stop, &cause), KUBE_ELOST);
+	assert_int_equal(kube_lease_hold(r.lease, &r.stop, &cause), MUSTER_ELOST);
 	assert_non_null(strstr(cause, "another candidate wrote it first"));
 	free(cause);
 	assert_int_equal(r.f.calls, 8);
@@ -704,12 +704,12 @@ static void a_release_that_conflicts_is_not_an_error(void **state)
 	(void)state;
 	rig_up(&r, steps, N(steps), NULL);
 	assert_int_equal(kube_lease_try(r.lease, &cause), 1);
-	assert_int_equal(kube_lease_release(r.lease, &cause), KUBE_OK);
+	assert_int_equal(kube_lease_release(r.lease, &cause), MUSTER_OK);
 	assert_null(cause);
 	assert_int_equal(kube_lease_is_leader(r.lease), 0);
 	r.f.now_ns += 1 * S;
 	assert_int_equal(kube_lease_try(r.lease, &cause), 1);
-	assert_int_equal(kube_lease_release(r.lease, &cause), KUBE_EUNAUTHORIZED);
+	assert_int_equal(kube_lease_release(r.lease, &cause), MUSTER_EUNAUTHORIZED);
 	assert_non_null(strstr(cause, "forbidden: cannot update"));
 	free(cause);
 	assert_int_equal(kube_lease_is_leader(r.lease), 0);
@@ -751,7 +751,7 @@ static void acquire_retries_transient_errors_and_returns_the_rest(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ 0, 503, UNAVAILABLE },
-		{ KUBE_ETRANSPORT, 0, NULL },
+		{ MUSTER_ETRANSPORT, 0, NULL },
 		{ 0, 404, NOT_FOUND },
 		{ 0, 201, LEASE("me", "1", 15, 0, T_NOW, T_NOW) },
 		/* second lease: refused */
@@ -766,8 +766,8 @@ static void acquire_retries_transient_errors_and_returns_the_rest(void **state)
 	assert_int_equal(kube_lease_acquire(r.lease, &r.stop, &cause), 1);
 	assert_null(cause);
 	assert_int_equal(r.f.calls, 4);
-	assert_int_equal(kube_lease_new(r.client, &default_options, NULL, &second, NULL), KUBE_OK);
-	assert_int_equal(kube_lease_acquire(second, &r.stop, &cause), KUBE_EUNAUTHORIZED);
+	assert_int_equal(kube_lease_new(r.client, &default_options, NULL, &second, NULL), MUSTER_OK);
+	assert_int_equal(kube_lease_acquire(second, &r.stop, &cause), MUSTER_EUNAUTHORIZED);
 	assert_non_null(strstr(cause, "leases is forbidden"));
 	free(cause);
 	assert_int_equal(r.f.calls, 5);
@@ -820,14 +820,14 @@ static void malformed_leases_are_clear_errors(void **state)
 	steps[N(cases)] = (struct fake_step){ 0, 200, "{\"metadata\":{}}" };
 	rig_up(&r, steps, N(steps), NULL);
 	for (size_t i = 0; i < N(cases); i++) {
-		assert_int_equal(kube_lease_try(r.lease, &cause), KUBE_EPARSE);
+		assert_int_equal(kube_lease_try(r.lease, &cause), MUSTER_EPARSE);
 		if (!cause || !strstr(cause, cases[i].in_cause))
 			fail_msg("case %zu: cause \"%s\" lacks \"%s\"", i, cause ? cause : "(none)",
 				 cases[i].in_cause);
 		free(cause);
 		cause = NULL;
 	}
-	assert_int_equal(kube_lease_acquire(r.lease, &r.stop, &cause), KUBE_EPARSE);
+	assert_int_equal(kube_lease_acquire(r.lease, &r.stop, &cause), MUSTER_EPARSE);
 	assert_non_null(strstr(cause, "lease ns/leader: metadata.resourceVersion"));
 	free(cause);
 	/* Nothing was ever written. */
@@ -877,10 +877,10 @@ static void invalid_options_are_refused_with_a_cause(void **state)
 	memset(long_name, 'a', KUBE_LEASE_NAME_MAX + 1);
 	memset(long_identity, 'i', KUBE_LEASE_IDENTITY_MAX + 1);
 	kube_config_defaults(&cfg);
-	assert_int_equal(kube_client_new(&cfg, &fake_ops, &f, NULL, &client, NULL), KUBE_OK);
+	assert_int_equal(kube_client_new(&cfg, &fake_ops, &f, NULL, &client, NULL), MUSTER_OK);
 	for (size_t i = 0; i < N(cases); i++) {
 		assert_int_equal(kube_lease_new(client, &cases[i].options, NULL, &lease, &cause),
-				 KUBE_EINVAL);
+				 MUSTER_EINVAL);
 		assert_null(lease);
 		if (!cause || !strstr(cause, cases[i].in_cause))
 			fail_msg("case %zu: cause \"%s\" lacks \"%s\"", i, cause ? cause : "(none)",
@@ -888,10 +888,10 @@ static void invalid_options_are_refused_with_a_cause(void **state)
 		free(cause);
 		cause = NULL;
 	}
-	assert_int_equal(kube_lease_new(client, NULL, NULL, &lease, &cause), KUBE_EINVAL);
+	assert_int_equal(kube_lease_new(client, NULL, NULL, &lease, &cause), MUSTER_EINVAL);
 	free(cause);
 	cause = NULL;
-	assert_int_equal(kube_lease_new(NULL, &default_options, NULL, &lease, NULL), KUBE_EINVAL);
+	assert_int_equal(kube_lease_new(NULL, &default_options, NULL, &lease, NULL), MUSTER_EINVAL);
 	/* The limits themselves are accepted. */
 	long_name[KUBE_LEASE_NAME_MAX] = '\0';
 	long_identity[KUBE_LEASE_IDENTITY_MAX] = '\0';
@@ -899,9 +899,9 @@ static void invalid_options_are_refused_with_a_cause(void **state)
 		struct kube_lease_options ok = { "a-0", long_name, long_identity, 2, 1500, 300 };
 		struct kube_lease_options dotted = { "ns", "a.b-c.d", "pod x_1 \"q\"", 0, 0, 0 };
 
-		assert_int_equal(kube_lease_new(client, &ok, NULL, &lease, &cause), KUBE_OK);
+		assert_int_equal(kube_lease_new(client, &ok, NULL, &lease, &cause), MUSTER_OK);
 		kube_lease_free(lease);
-		assert_int_equal(kube_lease_new(client, &dotted, NULL, &lease, &cause), KUBE_OK);
+		assert_int_equal(kube_lease_new(client, &dotted, NULL, &lease, &cause), MUSTER_OK);
 		kube_lease_free(lease);
 	}
 	assert_null(cause);
@@ -913,9 +913,9 @@ static void invalid_options_are_refused_with_a_cause(void **state)
 static void the_error_code_has_a_name(void **state)
 {
 	(void)state;
-	assert_string_equal(kube_err_name(KUBE_ELOST), "KUBE_ELOST");
-	assert_non_null(strstr(kube_err_message(KUBE_ELOST), "leadership lost"));
-	assert_false(kube_err_is_transient(KUBE_ELOST));
+	assert_string_equal(muster_err_name(MUSTER_ELOST), "MUSTER_ELOST");
+	assert_non_null(strstr(muster_err_message(MUSTER_ELOST), "leadership lost"));
+	assert_false(kube_err_is_transient(MUSTER_ELOST));
 }
 
 int main(void)

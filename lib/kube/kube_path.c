@@ -132,23 +132,23 @@ int kube_path(char *out, size_t size, const struct kube_resource *resource, cons
 	if (size)
 		out[0] = '\0';
 	if (namespace && !resource->namespaced)
-		return kube_cause(cause, KUBE_EINVAL, "%s are not namespaced", resource->plural);
+		return cause_err(cause, MUSTER_EINVAL, "%s are not namespaced", resource->plural);
 	if (namespace && !kube_dns_label(namespace, KUBE_NAMESPACE_MAX))
-		return kube_cause(cause, KUBE_EINVAL,
-				  "a namespace must be a DNS-1123 label (1 to %d of a-z, 0-9 and '-', "
-				  "alphanumeric at both ends)",
-				  KUBE_NAMESPACE_MAX);
+		return cause_err(cause, MUSTER_EINVAL,
+				 "a namespace must be a DNS-1123 label (1 to %d of a-z, 0-9 and '-', "
+				 "alphanumeric at both ends)",
+				 KUBE_NAMESPACE_MAX);
 	if (name && !kube_dns_subdomain(name, KUBE_NAME_MAX))
-		return kube_cause(cause, KUBE_EINVAL,
-				  "the name of one of %s must be a DNS-1123 subdomain (1 to %d of a-z, 0-9, "
-				  "'-' and '.', alphanumeric at both ends of each part)",
-				  resource->plural, KUBE_NAME_MAX);
+		return cause_err(cause, MUSTER_EINVAL,
+				 "the name of one of %s must be a DNS-1123 subdomain (1 to %d of a-z, 0-9, "
+				 "'-' and '.', alphanumeric at both ends of each part)",
+				 resource->plural, KUBE_NAME_MAX);
 	if (append(out, size, &at, resource->prefix, 1) ||
 	    (namespace &&
 	     (append(out, size, &at, "/namespaces", 0) || append_segment(out, size, &at, namespace))) ||
 	    append_segment(out, size, &at, resource->plural) ||
 	    (name && append_segment(out, size, &at, name)))
-		return kube_cause(cause, KUBE_EINVAL, "the path of one of %s is longer than %zu bytes",
-				  resource->plural, size ? size - 1 : 0);
-	return KUBE_OK;
+		return cause_err(cause, MUSTER_EINVAL, "the path of one of %s is longer than %zu bytes",
+				 resource->plural, size ? size - 1 : 0);
+	return MUSTER_OK;
 }

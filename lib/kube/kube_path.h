@@ -46,7 +46,7 @@ int kube_label_value(const char *s);
 
 /* Writes the path of `name` in `namespace` into out (size bytes):
  * "PREFIX/namespaces/NS/PLURAL/NAME". namespace NULL: all namespaces (or a
- * cluster-scoped resource); name NULL: the collection. 0, or KUBE_EINVAL
+ * cluster-scoped resource); name NULL: the collection. 0, or MUSTER_EINVAL
  * with a cause that names the rule broken (never the raw value: it may be
  * any bytes) when a value breaks its rule or the path does not fit. */
 int kube_path(char *out, size_t size, const struct kube_resource *resource, const char *namespace,

@@ -60,7 +60,7 @@ static void a_name_never_leaves_its_segment(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char *cause = NULL;
 
-		if (kube_path(path, sizeof(path), &KUBE_CONFIGMAPS, "ns", bad[i], &cause) != KUBE_EINVAL)
+		if (kube_path(path, sizeof(path), &KUBE_CONFIGMAPS, "ns", bad[i], &cause) != MUSTER_EINVAL)
 			fail_msg("name %zu was taken: %s", i, path);
 		assert_non_null(cause);
 		assert_non_null(strstr(cause, "DNS-1123 subdomain"));
@@ -69,7 +69,7 @@ static void a_name_never_leaves_its_segment(void **state)
 		assert_string_equal(path, "");
 		free(cause);
 		cause = NULL;
-		if (kube_path(path, sizeof(path), &KUBE_CONFIGMAPS, bad[i], "x", &cause) != KUBE_EINVAL)
+		if (kube_path(path, sizeof(path), &KUBE_CONFIGMAPS, bad[i], "x", &cause) != MUSTER_EINVAL)
 			fail_msg("namespace %zu was taken: %s", i, path);
 		assert_non_null(strstr(cause, "DNS-1123 label"));
 		free(cause);
@@ -86,7 +86,7 @@ static void rules_at_their_lengths(void **state)
 	assert_int_equal(kube_path(path, sizeof(path), &KUBE_PODS, name, "p", NULL), 0);
 	name[63] = 'a';
 	name[64] = '\0';
-	assert_int_equal(kube_path(path, sizeof(path), &KUBE_PODS, name, "p", NULL), KUBE_EINVAL);
+	assert_int_equal(kube_path(path, sizeof(path), &KUBE_PODS, name, "p", NULL), MUSTER_EINVAL);
 	name[64] = 'a';
 	name[253] = '\0';
 	for (size_t i = 50; i < 253; i += 50)
@@ -94,11 +94,11 @@ static void rules_at_their_lengths(void **state)
 	assert_int_equal(kube_path(path, sizeof(path), &KUBE_PODS, "ns", name, NULL), 0);
 	name[253] = 'a';
 	name[254] = '\0';
-	assert_int_equal(kube_path(path, sizeof(path), &KUBE_PODS, "ns", name, NULL), KUBE_EINVAL);
+	assert_int_equal(kube_path(path, sizeof(path), &KUBE_PODS, "ns", name, NULL), MUSTER_EINVAL);
 	/* A path that does not fit its buffer is refused, not cut. */
-	assert_int_equal(kube_path(path, 20, &KUBE_PODS, "ns", "p", NULL), KUBE_EINVAL);
+	assert_int_equal(kube_path(path, 20, &KUBE_PODS, "ns", "p", NULL), MUSTER_EINVAL);
 	/* A namespace for a cluster-scoped kind is a caller's mistake. */
-	assert_int_equal(kube_path(path, sizeof(path), &KUBE_NODES, "ns", "n", NULL), KUBE_EINVAL);
+	assert_int_equal(kube_path(path, sizeof(path), &KUBE_NODES, "ns", "n", NULL), MUSTER_EINVAL);
 	assert_true(kube_dns_label("a-1", 63));
 	assert_false(kube_dns_label("a.b", 63));
 	assert_true(kube_dns_subdomain("a.b", 253));

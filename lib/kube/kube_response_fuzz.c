@@ -5,7 +5,7 @@
  * answer), GET answers and Status error bodies of any status, and a Lease
  * read and written by one leader-election step. The input is a script: its
  * first byte picks the operation, then answers separated by NUL bytes, each
- * answer's first byte picking its HTTP status. Any answer must give KUBE_OK
+ * answer's first byte picking its HTTP status. Any answer must give MUSTER_OK
  * or an error with a cause, never a crash, a leak or a hang (the retries
  * sleep on a fake clock).
  */
@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct kube_lease *lease = NULL;
 		char holder[KUBE_LEASE_HOLDER_MAX + 1];
 
-		if (kube_lease_new(client, &o, &clock, &lease, NULL) != KUBE_OK)
+		if (kube_lease_new(client, &o, &clock, &lease, NULL) != MUSTER_OK)
 			break;
 		for (int step = 0; step < 3 && s.at < s.end; step++) {
 			err = kube_lease_try(lease, &cause);

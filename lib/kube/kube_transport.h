@@ -8,21 +8,21 @@
  * a network.
  *
  * Contract for implementations:
- *   - send: performs one request. On KUBE_OK, resp->status holds the HTTP
+ *   - send: performs one request. On MUSTER_OK, resp->status holds the HTTP
  *     status (any status, errors included) and resp->body a malloc'd,
  *     NUL-terminated body of resp->body_len bytes (never more than
- *     req->max_response, else KUBE_ETOOBIG) that the caller frees. On failure
- *     resp->body is NULL and the return is KUBE_ETRANSPORT, KUBE_ETLS,
- *     KUBE_ETIMEOUT, KUBE_ETOOBIG or KUBE_ENOMEM, with a cause that never
+ *     req->max_response, else MUSTER_ETOOBIG) that the caller frees. On failure
+ *     resp->body is NULL and the return is MUSTER_ETRANSPORT, MUSTER_ETLS,
+ *     MUSTER_ETIMEOUT, MUSTER_ETOOBIG or MUSTER_ENOMEM, with a cause that never
  *     contains credentials.
  *   - stream: performs one GET whose 2xx body is a sequence of lines (a
  *     watch). It calls on_line for each complete line, without its '\n',
  *     empty lines skipped; a line longer than max_line ends the stream with
- *     KUBE_ETOOBIG. For a non-2xx status no line is delivered: *status is set
+ *     MUSTER_ETOOBIG. For a non-2xx status no line is delivered: *status is set
  *     and the (bounded) body is given as *error_body (malloc'd, may be NULL)
- *     so the caller can read the Status. Returns KUBE_OK when the server
+ *     so the caller can read the Status. Returns MUSTER_OK when the server
  *     ended the stream, when on_line returned non-zero, or when *stop became
- *     non-zero (checked at least once a second); KUBE_ETIMEOUT when nothing
+ *     non-zero (checked at least once a second); MUSTER_ETIMEOUT when nothing
  *     arrived for idle_timeout_s seconds; otherwise like send.
  */
 #ifndef MUSTER_KUBE_TRANSPORT_H
@@ -47,7 +47,7 @@ struct kube_request {
 	size_t body_len;
 	long timeout_ms; /* total time allowed (send only) */
 	size_t max_response; /* largest body accepted */
-	const atomic_int *stop; /* send: given up with KUBE_ESTOPPED once non-zero; may be NULL */
+	const atomic_int *stop; /* send: given up with MUSTER_ESTOPPED once non-zero; may be NULL */
 };
 
 struct kube_response {

@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (size)
 		memcpy(line, data, size);
-	if (kube_watch_parse_event(line, size, &ev, &cause) == KUBE_OK) {
+	if (kube_watch_parse_event(line, size, &ev, &cause) == MUSTER_OK) {
 		if (!ev.object || (unsigned)ev.type > KUBE_WATCH_ERROR || cause ||
 		    strnlen(ev.resource_version, sizeof(ev.resource_version)) >=
 			    sizeof(ev.resource_version) ||
