@@ -16,10 +16,15 @@
 
 static int take(const cJSON *labels, const char *kind, const char *key, char *dst, size_t max, char **cause)
 {
+	const cJSON *item = kjson_member(labels, key);
 	char what[128];
 
+	/* The sentence is made only for a failure: the gang loop decodes every
+	 * pod event through here. */
+	if (kjson_take_string(item, dst, max, 0, "", NULL) == 0)
+		return 0;
 	snprintf(what, sizeof(what), "the %s's label %s", kind, key);
-	return kjson_take_string(kjson_member(labels, key), dst, max, 0, what, cause);
+	return kjson_take_string(item, dst, max, 0, what, cause);
 }
 
 /* A number as labels and annotations hold it: a decimal string (a JSON
