@@ -60,7 +60,7 @@ static int api_new(const struct kube_config *cfg, const struct controller_group_
 
 /* ---- the registry (a name_table, under the lock) ---- */
 
-static struct entry *entry_find(struct controller_group *group, const char *namespace, const char *name)
+struct entry *group_entry_find(struct controller_group *group, const char *namespace, const char *name)
 {
 	return (struct entry *)name_table_find(&group->registry, namespace, name);
 }
@@ -73,11 +73,9 @@ static int entry_insert(struct controller_group *group, struct entry *e)
 	return name_table_insert(&group->registry, &e->node);
 }
 
-static void read_queue_remove(struct controller_group *group, struct entry *e);
-
 static void entry_remove(struct controller_group *group, struct entry *victim)
 {
-	read_queue_remove(group, victim);
+	group_read_queue_remove(group, victim);
 	name_table_remove(&group->registry, &victim->node);
 	group_tracker_free(victim->tracker);
 	free(victim);
@@ -157,8 +155,8 @@ static void report_conflict(struct controller_group *group, struct entry *e)
 
 /* The released epoch read back from the ConfigMap, into the tracker. A
  * ConfigMap that is not this JobSet's releases nothing. Under the lock. */
-static void released_read(struct controller_group *group, struct entry *e,
-			  const struct release_record_read *read)
+void group_released_read(struct controller_group *group, struct entry *e,
+			 const struct release_record_read *read)
 {
 	if (read->found && read->owner == RELEASE_OWNER_PREDECESSOR)
 		mlog(MLOG_INFO, "configmap-stale",
@@ -184,7 +182,7 @@ static void released_read(struct controller_group *group, struct entry *e,
  * (JobSet before v0.10 does not set it): it is matched by the JobSet's name,
  * so the pods of a deleted JobSet of the same name could count too. Said
  * once per JobSet. */
-static void note_pod(struct entry *e, const struct group_pod *pod)
+void group_note_pod(struct entry *e, const struct group_pod *pod)
 {
 	if (pod->jobset_uid[0] || e->uid_missing_reported)
 		return;
@@ -281,7 +279,7 @@ static void release(struct controller_group *group, struct entry *e, const struc
 
 /* A release write of this JobSet (namespace/name) is queued or under way.
  * Under the lock. */
-static int write_in_flight(const struct controller_group *group, const struct entry *e)
+int group_write_in_flight(const struct controller_group *group, const struct entry *e)
 {
 	for (const struct write_req *req = group->writes_head; req; req = req->next)
 		if (strcmp(req->snap.namespace, e->namespace) == 0 && strcmp(req->snap.name, e->name) == 0)
@@ -296,7 +294,7 @@ static int write_in_flight(const struct controller_group *group, const struct en
 static void release_recorded(struct controller_group *group, struct write_req *req)
 {
 	const struct group_decision *decision = &req->decision;
-	struct entry *e = entry_find(group, req->snap.namespace, req->snap.name);
+	struct entry *e = group_entry_find(group, req->snap.namespace, req->snap.name);
 	const char *token_cause = NULL;
 	struct side_job *job;
 
@@ -433,7 +431,7 @@ static void repush(struct controller_group *group, struct entry *e, const struct
 
 /* Asks the tracker and acts on the answer. Called under the lock after every
  * change to the entry. */
-static void decide(struct controller_group *group, struct entry *e)
+void group_decide(struct controller_group *group, struct entry *e)
 {
 	struct group_decision decision;
 	uint64_t timeouts;
@@ -490,231 +488,6 @@ static void decide(struct controller_group *group, struct entry *e)
 		repush(group, e, &decision);
 }
 
-/* ---- a new tracker's reads, by the reader thread, outside the lock ---- */
-
-/* Which entry a read is for, copied under the lock: the entry is found
- * again by name and serial each time the lock is taken again (it may have
- * been forgotten, or made anew for a new uid, meanwhile). */
-struct read_target {
-	char namespace[MODEL_LABEL_MAX + 1];
-	char name[MODEL_LABEL_MAX + 1];
-	char uid[MODEL_UID_MAX + 1];
-	uint64_t serial;
-	uint64_t pod_relists; /* the pod watch's LISTs begun when this LIST began */
-	uint64_t seq;
-	int moot; /* the pod watch re-listed meanwhile, or the entry is gone */
-	struct controller_group *group;
-};
-
-static struct entry *entry_again(struct controller_group *group, const struct read_target *t)
-{
-	struct entry *e = entry_find(group, t->namespace, t->name);
-
-	return e && e->serial == t->serial ? e : NULL;
-}
-
-/* Queues e for the reader thread, to be read from `after` (now_ms) on.
- * Under the lock. */
-static void read_queue_put(struct controller_group *group, struct entry *e, uint64_t after)
-{
-	if (e->read_queued)
-		return;
-	e->read_queued = 1;
-	e->read_after_ms = after;
-	e->read_next = NULL;
-	e->read_prev = group->reads_tail;
-	if (group->reads_tail)
-		group->reads_tail->read_next = e;
-	else
-		group->reads_head = e;
-	group->reads_tail = e;
-	pthread_cond_signal(&group->reads_cond);
-}
-
-static void read_queue_remove(struct controller_group *group, struct entry *e)
-{
-	if (!e->read_queued)
-		return;
-	if (e->read_prev)
-		e->read_prev->read_next = e->read_next;
-	else
-		group->reads_head = e->read_next;
-	if (e->read_next)
-		e->read_next->read_prev = e->read_prev;
-	else
-		group->reads_tail = e->read_prev;
-	e->read_prev = e->read_next = NULL;
-	e->read_queued = 0;
-}
-
-/* A pod from the API, or -1 with the reason logged (its name is not known
- * yet: the cause names the field). */
-static int pod_decoded(const cJSON *object, struct group_pod *pod)
-{
-	char *cause = NULL;
-
-	if (group_pod_from_json(object, pod, &cause) == 0)
-		return 0;
-	mlog(MLOG_WARN, "pod-undecodable", "cause=\"%s\"", cause ? cause : "no memory");
-	free(cause);
-	return -1;
-}
-
-/* A LIST item: decoded outside the lock, applied under it as ADDED, unless
- * the pod watch began a LIST of its own meanwhile (that LIST covers this
- * JobSet: the entry was there when it began) or the entry is gone. */
-static int list_pod_item(void *arg, const cJSON *item)
-{
-	struct read_target *t = arg;
-	struct controller_group *group = t->group;
-	struct group_pod pod;
-	struct entry *e;
-
-	if (pod_decoded(item, &pod))
-		return 0;
-	muster_lock(&group->lock);
-	e = entry_again(group, t);
-	if (!e || group->pod_relists != t->pod_relists) {
-		t->moot = 1;
-		muster_unlock(&group->lock);
-		return 1; /* ends the LIST */
-	}
-	note_pod(e, &pod);
-	group_tracker_apply_pod(e->tracker, &pod, GROUP_EVENT_ADDED, t->seq);
-	muster_unlock(&group->lock);
-	return 0;
-}
-
-/* A new tracker gets its own LIST of the JobSet's pods, so that it has a
- * full picture without waiting for the pod watch's next re-list. Its
- * re-list began when it was made (jobset_add): every pod event applied
- * since, before or during the LIST, marks what it touches as seen, so
- * relist_end forgets nothing a new tracker was told (it has nothing older).
- * Returns 0, a KUBE_E* code, or 1 when the LIST was moot (t->moot). */
-static int list_pods(struct controller_group *group, struct read_target *t, char **cause)
-{
-	char path[KUBE_PATH_MAX], selector[sizeof(MUSTER_LABEL_GROUP_SCHEDULING) + sizeof(JOBSET_LABEL_NAME) +
-					   MODEL_LABEL_MAX + 2];
-	struct kube_selectors selectors = { .label = selector, .field = NULL };
-	int err;
-
-	if ((err = kube_path(path, sizeof(path), &KUBE_PODS, t->namespace, NULL, cause)) != 0)
-		return err;
-	snprintf(selector, sizeof(selector), "%s,%s=%s", MUSTER_LABEL_GROUP_SCHEDULING, JOBSET_LABEL_NAME,
-		 t->name);
-	err = kube_list(group->read_api.client, path, &selectors, LIST_PAGE_SIZE, list_pod_item, t, NULL,
-			cause);
-	return t->moot ? 1 : err;
-}
-
-/* Retried this long after a read failed, or was put off by a write of the
- * JobSet under way. */
-#define READ_RETRY_MS 1000u
-
-/* Reads the released epoch back and lists the pods of the entry of t, with
- * no lock held across either request; each result is applied under the
- * lock to the same entry only. Always list: a tracker made while the pod
- * watch's own LIST is under way (or before it began) would otherwise never
- * see a complete LIST. On failure the tracker stays UNKNOWN (it never
- * releases) and the read is queued again. */
-static void entry_read(struct controller_group *group, struct read_target *t)
-{
-	struct release_jobset jobset = { t->namespace, t->name, t->uid };
-	struct release_record_read read;
-	struct entry *e;
-	char *cause = NULL;
-	int err = release_record_read(group->read_api.client, &jobset, &read, &cause);
-
-	muster_lock(&group->lock);
-	if (!(e = entry_again(group, t)))
-		goto out; /* forgotten: a later entry of the JobSet reads for itself */
-	if (err)
-		goto failed;
-	released_read(group, e, &read);
-	if (group->pod_relists == t->pod_relists) {
-		/* No LIST of the pod watch began since the entry was made: list
-		 * its pods. */
-		t->seq = now_ms(group);
-		muster_unlock(&group->lock);
-		err = list_pods(group, t, &cause);
-		muster_lock(&group->lock);
-		if (!(e = entry_again(group, t)))
-			goto out;
-		if (t->moot || group->pod_relists != t->pod_relists)
-			err = 0; /* one began meanwhile: it ends the tracker's re-list */
-		else if (!err)
-			group_tracker_relist_end(e->tracker);
-		/* A failed LIST leaves the re-list open: decide() stays UNKNOWN
-		 * until a full one. */
-	}
-failed:
-	if (err) {
-		mlog(MLOG_ERROR, "jobset-read-failed", "jobset=%s/%s err=%s cause=\"%s\"", e->namespace,
-		     e->name, muster_err_name(err), cause ? cause : "");
-		read_queue_put(group, e, now_ms(group) + READ_RETRY_MS);
-	}
-	decide(group, e);
-out:
-	muster_unlock(&group->lock);
-	free(cause);
-}
-
-/* The reader thread: reads the ConfigMap and lists the pods of each new
- * tracker, oldest first, outside the lock (a slow apiserver holds up
- * neither watch), and retries a failed read a second later. A JobSet whose
- * release write of an earlier entry is queued or under way is read once it
- * is recorded. */
-static void *reader_main(void *arg)
-{
-	struct controller_group *group = arg;
-
-	muster_lock(&group->lock);
-	while (!group->reads_stop) {
-		struct entry *e = group->reads_head;
-		struct read_target t = { .group = group };
-		uint64_t now = now_ms(group), due = UINT64_MAX;
-
-		/* The first entry due: a new one is not held behind a failed one
-		 * waiting for its retry. */
-		for (; e && e->read_after_ms > now; e = e->read_next)
-			if (e->read_after_ms < due)
-				due = e->read_after_ms;
-		if (!e && due == UINT64_MAX) {
-			pthread_cond_wait(&group->reads_cond, &group->lock);
-			continue;
-		}
-		if (!e) {
-			struct timespec until;
-			uint64_t wait = due - now;
-
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += (time_t)(wait / 1000u);
-			until.tv_nsec += (long)(wait % 1000u) * 1000000L;
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&group->reads_cond, &group->lock, &until);
-			continue;
-		}
-		read_queue_remove(group, e);
-		if (write_in_flight(group, e)) {
-			read_queue_put(group, e, now + READ_RETRY_MS);
-			continue;
-		}
-		memcpy(t.namespace, e->namespace, sizeof(t.namespace));
-		memcpy(t.name, e->name, sizeof(t.name));
-		memcpy(t.uid, e->uid, sizeof(t.uid));
-		t.serial = e->serial;
-		t.pod_relists = e->pod_relists;
-		muster_unlock(&group->lock);
-		entry_read(group, &t);
-		muster_lock(&group->lock);
-	}
-	muster_unlock(&group->lock);
-	return NULL;
-}
-
 /* ---- JobSet events ---- */
 
 /* Makes the tracker of a new group-scheduled JobSet: reads the released
@@ -754,10 +527,10 @@ static void jobset_add(struct controller_group *group, const struct jobset_model
 	}
 	mlog(MLOG_INFO, "jobset-tracked", "jobset=%s/%s attempt=%u", e->namespace, e->name, jobset->restarts);
 	/* Its own LIST (the reader's) or the pod watch's next one completes it;
-	 * until then decide() says UNKNOWN. */
+	 * until then group_decide() says UNKNOWN. */
 	group_tracker_relist_begin(e->tracker);
 	e->pod_relists = group->pod_relists;
-	read_queue_put(group, e, 0);
+	group_read_queue_put(group, e, 0);
 }
 
 /* A JobSet over one of the model's bounds (or malformed) is skipped alone:
@@ -810,7 +583,7 @@ static void jobset_changed(struct controller_group *group, const cJSON *object, 
 		undecodable(group, object, cause);
 		goto out;
 	}
-	e = entry_find(group, jobset->namespace, jobset->name);
+	e = group_entry_find(group, jobset->namespace, jobset->name);
 	if (e && (deleted || !jobset->has_config || strcmp(e->uid, jobset->uid) != 0)) {
 		mlog(MLOG_INFO, "jobset-forgotten", "jobset=%s/%s", e->namespace, e->name);
 		entry_remove(group, e);
@@ -820,7 +593,7 @@ static void jobset_changed(struct controller_group *group, const cJSON *object, 
 		goto out;
 	if (!e) {
 		jobset_add(group, jobset, token);
-		e = entry_find(group, jobset->namespace, jobset->name);
+		e = group_entry_find(group, jobset->namespace, jobset->name);
 	} else {
 		memcpy(e->token, token, sizeof(e->token));
 		e->timeout_s = jobset->has_timeout ? jobset->timeout_seconds : 0;
@@ -829,11 +602,11 @@ static void jobset_changed(struct controller_group *group, const cJSON *object, 
 			     cause ? cause : "no memory");
 			entry_remove(group, e);
 			jobset_add(group, jobset, token);
-			e = entry_find(group, jobset->namespace, jobset->name);
+			e = group_entry_find(group, jobset->namespace, jobset->name);
 		}
 	}
 	if (e)
-		decide(group, e);
+		group_decide(group, e);
 out:
 	free(cause);
 	free(jobset);
@@ -873,7 +646,7 @@ static int jobset_change(void *arg, const struct kube_informer_event *event)
 	muster_lock(&group->lock);
 	if (event->object) {
 		jobset_changed(group, event->object, event->type == KUBE_WATCH_DELETED);
-	} else if ((e = entry_find(group, event->namespace, event->name))) { /* not in the LIST */
+	} else if ((e = group_entry_find(group, event->namespace, event->name))) { /* not in the LIST */
 		mlog(MLOG_INFO, "jobset-forgotten", "jobset=%s/%s reason=\"not in the LIST\"", e->namespace,
 		     e->name);
 		entry_remove(group, e);
@@ -898,14 +671,14 @@ static void pod_changed(struct controller_group *group, const cJSON *object, enu
 	struct group_pod pod;
 	struct entry *e;
 
-	if (pod_decoded(object, &pod))
+	if (group_pod_decoded(object, &pod))
 		return;
-	e = entry_find(group, pod.namespace, pod.jobset_name);
+	e = group_entry_find(group, pod.namespace, pod.jobset_name);
 	if (!e)
 		return;
-	note_pod(e, &pod);
+	group_note_pod(e, &pod);
 	if (group_tracker_apply_pod(e->tracker, &pod, event, now_ms(group)) == GROUP_APPLY_CHANGED)
-		decide(group, e);
+		group_decide(group, e);
 }
 
 static void pod_relist_begin_one(struct controller_group *group, struct entry *e)
@@ -952,7 +725,7 @@ static void pod_relist_end_one(struct controller_group *group, struct entry *e)
 		return;
 	e->in_pod_relist = 0;
 	group_tracker_relist_end(e->tracker);
-	decide(group, e);
+	group_decide(group, e);
 }
 
 static int pod_relist_end(void *arg, const char *resource_version)
@@ -974,7 +747,7 @@ static int pod_relist_end(void *arg, const char *resource_version)
  * (failed reads are the reader thread's). */
 static void tick_one(struct controller_group *group, struct entry *e)
 {
-	decide(group, e);
+	group_decide(group, e);
 }
 
 static void tick(struct controller_group *group)
@@ -1004,7 +777,7 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 		side_queue_finish(&group->side);
 		return cause_err(cause, MUSTER_ENOMEM, "cannot start the writer thread");
 	}
-	if (pthread_create(&reader, NULL, reader_main, group) != 0) {
+	if (pthread_create(&reader, NULL, group_reader_main, group) != 0) {
 		muster_lock(&group->lock);
 		group->writes_stop = 1;
 		pthread_cond_signal(&group->writes_cond);
@@ -1033,7 +806,7 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 		err = watch_err ? watch_err : pod_err;
 	/* The watches and the tick are done: no tracker is made any more. The
 	 * reader's request under way ends at once (its client is stopped); a
-	 * read it applies may still decide a release. Then the writer finishes
+	 * read it applies may still group_decide a release. Then the writer finishes
 	 * the write under way (it may queue a push). */
 	muster_lock(&group->lock);
 	group->reads_stop = 1;

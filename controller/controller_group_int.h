@@ -125,4 +125,33 @@ static inline uint64_t now_ms(const struct controller_group *group)
 	       (uint64_t)((now.tv_nsec - group->start.tv_nsec) / 1000000);
 }
 
+/* ---- shared by controller_group.c and controller_group_reads.c ---- */
+
+struct group_pod;
+
+/* The entry of namespace/name in the registry, or NULL. Under the lock. */
+struct entry *group_entry_find(struct controller_group *group, const char *namespace, const char *name);
+/* Decides what the entry's group needs now and acts on it (release, repush,
+ * Events). Under the lock. */
+void group_decide(struct controller_group *group, struct entry *e);
+/* Counts a decoded pod in the entry's tracker. Under the lock. */
+void group_note_pod(struct entry *e, const struct group_pod *pod);
+/* 1 when a release write of the entry is queued or under way. */
+int group_write_in_flight(const struct controller_group *group, const struct entry *e);
+
+/* The released epoch read back from the ConfigMap, into the tracker. Under
+ * the lock. */
+struct release_record_read;
+void group_released_read(struct controller_group *group, struct entry *e,
+			 const struct release_record_read *read);
+
+/* controller_group_reads.c: a new tracker's reads. */
+/* Queues the entry's reads for the reader thread, `after` ms from now. */
+void group_read_queue_put(struct controller_group *group, struct entry *e, uint64_t after);
+void group_read_queue_remove(struct controller_group *group, struct entry *e);
+/* A pod from the API, or -1 with the reason logged. */
+int group_pod_decoded(const struct cJSON *object, struct group_pod *pod);
+/* The reader thread (pthread_create's start routine; arg: the group). */
+void *group_reader_main(void *arg);
+
 #endif
