@@ -1308,6 +1308,19 @@ static void gate_cases(void **state)
 	 * author is told so (kubectl prints the admission warning). */
 	assert_non_null(gate_warning);
 	assert_non_null(strstr(gate_warning, "leaves the placement of the whole JobSet to Volcano"));
+	/* ...and marked, for the controller's Event PlacementSkipped. */
+	assert_string_equal(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT_SKIPPED),
+			    MUSTER_PLACEMENT_SKIPPED_VOLCANO);
+	assert_null(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT));
+	cJSON_Delete(js);
+	/* A mark copied onto a JobSet muster gates is removed. */
+	js = story2_with_rack();
+	cJSON_AddStringToObject(
+		cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(js, "metadata"), "annotations"),
+		MUSTER_ANNOTATION_PLACEMENT_SKIPPED, MUSTER_PLACEMENT_SKIPPED_VOLCANO);
+	assert_int_equal(gate(js, &after, &skip, &cause), 0);
+	assert_null(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT_SKIPPED));
+	assert_string_equal(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_WAITING);
 	cJSON_Delete(js);
 	/* Volcano's alone, no request muster reads: no warning. */
 	js = cJSON_Parse(STORY2);

@@ -448,6 +448,39 @@ static void warn_dropped(const cJSON *jobset, const char *by, char **warning)
 		   "replicated job with the default scheduler for muster to place it");
 }
 
+/* The JobSet marked MUSTER_ANNOTATION_PLACEMENT_SKIPPED (`skipped` its
+ * value) or, with `skipped` NULL, a copied mark removed: on the copy
+ * *modified (made when NULL) and in `patch`. */
+static int mark_skipped(const cJSON *jobset, const char *skipped, cJSON *patch, cJSON **modified,
+			char **cause)
+{
+	cJSON *copy = *modified, *metadata, *annotations;
+	int had = kjson_member(annotations_of(jobset), MUSTER_ANNOTATION_PLACEMENT_SKIPPED) != NULL;
+
+	if (!skipped && !had)
+		return 0;
+	if (!copy && !(copy = cJSON_Duplicate(jobset, 1)))
+		return cause_fail(cause, "out of memory");
+	*modified = copy;
+	if (!skipped) {
+		cJSON_DeleteItemFromObjectCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "metadata"),
+							 "annotations"),
+			MUSTER_ANNOTATION_PLACEMENT_SKIPPED);
+		return json_patch_remove(patch,
+					 "/metadata/annotations/" MUSTER_ANNOTATION_PLACEMENT_SKIPPED_POINTER)
+			       ? cause_fail(cause, "out of memory")
+			       : 0;
+	}
+	metadata = object_at(patch, copy, "metadata", "/metadata");
+	annotations = metadata ? object_at(patch, metadata, "annotations", "/metadata/annotations") : NULL;
+	if (!annotations || set_value(patch, annotations, MUSTER_ANNOTATION_PLACEMENT_SKIPPED,
+				      "/metadata/annotations/" MUSTER_ANNOTATION_PLACEMENT_SKIPPED_POINTER,
+				      cJSON_CreateString(skipped)))
+		return cause_fail(cause, "out of memory");
+	return 0;
+}
+
 int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, const char **skip,
 			  char **warning, char **cause)
 {
@@ -457,16 +490,25 @@ int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, c
 	*skip = NULL;
 	*warning = NULL;
 	if (!placement_gate_mentions(jobset))
-		return stripped(jobset, patch, modified, cause);
+		return stripped(jobset, patch, modified, cause)
+			       ? -1
+			       : mark_skipped(jobset, NULL, patch, modified, cause);
 	if ((*skip = owner(jobset)) != NULL) {
 		warn_dropped(jobset, *skip, warning);
-		return stripped(jobset, patch, modified, cause);
+		if (stripped(jobset, patch, modified, cause))
+			return -1;
+		return mark_skipped(jobset, *warning ? MUSTER_PLACEMENT_SKIPPED_VOLCANO : NULL, patch,
+				    modified, cause);
 	}
 	if ((asks = asks_muster(jobset, cause)) < 0)
 		return -1;
 	if (!asks)
-		return stripped(jobset, patch, modified, cause);
-	return gate(NULL, jobset, patch, modified, cause);
+		return stripped(jobset, patch, modified, cause)
+			       ? -1
+			       : mark_skipped(jobset, NULL, patch, modified, cause);
+	return gate(NULL, jobset, patch, modified, cause)
+		       ? -1
+		       : mark_skipped(jobset, NULL, patch, modified, cause);
 }
 
 static int gate(const cJSON *old, const cJSON *jobset, cJSON *patch, cJSON **modified, char **cause)

@@ -313,3 +313,58 @@ void placement_phase_relocate(struct pass *p)
 	for (size_t i = 0; i < p->relocation_count; i++)
 		relocate(p->loop, &p->relocations[i]);
 }
+
+/* ---- JobSets another scheduler places ---- */
+
+#define SKIPPED_BATCH 16
+
+struct skipped_batch {
+	struct skipped items[SKIPPED_BATCH];
+	size_t count;
+	int more;
+};
+
+static void collect_skipped(void *arg, struct name_node *node)
+{
+	struct skipped_batch *b = arg;
+	struct skipped *k = (struct skipped *)node;
+
+	if (k->reported)
+		return;
+	if (b->count == SKIPPED_BATCH) {
+		b->more = 1;
+		return;
+	}
+	k->reported = 1;
+	b->items[b->count++] = *k;
+}
+
+void placement_report_skipped(struct placement_loop *loop)
+{
+	struct skipped_batch *b;
+
+	muster_lock(&loop->lock);
+	if (!loop->skipped_pending || !(b = calloc(1, sizeof(*b)))) {
+		muster_unlock(&loop->lock);
+		return;
+	}
+	name_table_each(&loop->skipped, collect_skipped, b);
+	loop->skipped_pending = b->more;
+	muster_unlock(&loop->lock);
+	for (size_t i = 0; i < b->count; i++) {
+		const struct skipped *k = &b->items[i];
+
+		/* The words are muster's, chosen by the mark's value: one it does
+		 * not know says nothing. */
+		if (strcmp(k->by, MUSTER_PLACEMENT_SKIPPED_VOLCANO) != 0)
+			continue;
+		mlog(MLOG_INFO, "placement-skipped-said", "jobset=%s/%s by=%s", k->namespace, k->name, k->by);
+		jobset_event_post(loop->api[API_WRITES].client, k->namespace, k->name, k->uid,
+				  "PlacementSkipped", 1,
+				  "muster leaves this JobSet to Volcano (a replicated job has schedulerName "
+				  "volcano) and does not apply its topology request; ask Volcano for it "
+				  "(networkTopology), or schedule every replicated job with the default "
+				  "scheduler for muster to place it");
+	}
+	free(b);
+}

@@ -99,6 +99,7 @@ int placement_loop_run(struct placement_loop *loop, atomic_int *stop, char **cau
 		       (loop->next_hold && now_s() >= loop->next_hold) ||
 		       (loop->next_retire && wall_s() >= loop->next_retire));
 		muster_unlock(&loop->lock);
+		placement_report_skipped(loop);
 		if (wanted) {
 			mlog(MLOG_INFO, "placement-watching",
 			     "reason=\"a JobSet asks for a placement\" watches=\"nodes, "

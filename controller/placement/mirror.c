@@ -41,6 +41,36 @@ void placement_set_record(struct pjobset *j, struct topo_record *record)
 				: topo_record_has_attempt(record) ? topo_record_attempt(record)
 								  : j->restarts;
 }
+/* Notes (or forgets) a JobSet marked as another scheduler's although it
+ * asks muster for a domain, to be said once as an Event (act.c). Under the
+ * lock; st NULL: deleted. */
+static void skipped_note(struct placement_loop *loop, const struct kube_informer_event *e,
+			 const struct jobset_state *st)
+{
+	struct skipped *k = (struct skipped *)name_table_find(&loop->skipped, e->namespace, e->name);
+	int wants = st && st->placement_skipped[0] && !st->placement[0];
+
+	if (k && (!wants || strcmp(k->uid, st->uid) != 0)) {
+		name_table_remove(&loop->skipped, &k->node);
+		free(k);
+		k = NULL;
+	}
+	if (!wants || k || loop->skipped.count >= SKIPPED_MAX || !(k = calloc(1, sizeof(*k))))
+		return;
+	snprintf(k->namespace, sizeof(k->namespace), "%s", st->namespace);
+	snprintf(k->name, sizeof(k->name), "%s", st->name);
+	snprintf(k->uid, sizeof(k->uid), "%s", st->uid);
+	snprintf(k->by, sizeof(k->by), "%s", st->placement_skipped);
+	k->node.namespace = k->namespace;
+	k->node.name = k->name;
+	if (name_table_insert(&loop->skipped, &k->node)) {
+		free(k);
+		return;
+	}
+	loop->skipped_pending = 1;
+	pthread_cond_signal(&loop->cond); /* said at the loop's next turn */
+}
+
 static int jobset_change(void *arg, const struct kube_informer_event *e)
 {
 	struct placement_loop *loop = arg;
@@ -58,6 +88,7 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 			state = st->placement;
 	}
 	muster_lock(&loop->lock);
+	skipped_note(loop, e, e->change != KUBE_INFORMER_DELETE ? st : NULL);
 	j = (struct pjobset *)name_table_find(&loop->jobsets, e->namespace, e->name);
 	if (!state || (j && strcmp(j->uid, st->uid) != 0)) {
 		if (j) {
@@ -314,7 +345,9 @@ void placement_mirror_free(struct placement_loop *loop)
 	name_table_each(&loop->jobsets, free_jobset_node, &loop->jobsets);
 	name_table_each(&loop->bound, free_bound_node, &loop->bound);
 	name_table_each(&loop->pod_keys, free_bound_node, &loop->pod_keys);
+	name_table_each(&loop->skipped, free_bound_node, &loop->skipped);
 	name_table_clear(&loop->jobsets);
 	name_table_clear(&loop->bound);
 	name_table_clear(&loop->pod_keys);
+	name_table_clear(&loop->skipped);
 }

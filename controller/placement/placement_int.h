@@ -136,6 +136,15 @@ struct api {
 	struct kube_client *client; /* owns its transport, or on the tests' own */
 };
 
+/* A JobSet the webhook marked MUSTER_ANNOTATION_PLACEMENT_SKIPPED: it asks
+ * muster for a domain, but another scheduler places it (its `by`). */
+#define SKIPPED_MAX 4096
+struct skipped {
+	struct name_node node; /* first: the table's */
+	char namespace[64], name[64], uid[65], by[16];
+	int reported;
+};
+
 struct placement_loop {
 	char *namespace, *levels, *topology, *resources;
 	int hypernodes;
@@ -151,6 +160,11 @@ struct placement_loop {
 	pthread_cond_t cond;
 	struct topo_cache *cache;
 	struct name_table jobsets, bound, pod_keys;
+	/* JobSets another scheduler places although they ask muster for a
+	 * domain (struct skipped), at most SKIPPED_MAX; skipped_pending: some
+	 * not said yet. */
+	struct name_table skipped;
+	int skipped_pending;
 	int dirty;
 	int pods_changed; /* since the last pass: a bound pod came, changed or went (PLACEMENT_POD_PASS_S) */
 	/* of stats.waiting, the JobSets whose record or resume failed in the
@@ -346,6 +360,9 @@ struct pass {
 void placement_mirror_handlers(struct kube_informer_handlers handlers[WATCH_COUNT]);
 /* Frees every JobSet and bound pod the tables hold (placement_loop_free). */
 void placement_mirror_free(struct placement_loop *loop);
+/* act.c: the JobSets of loop->skipped not said yet get their Warning Event
+ * PlacementSkipped, once each (no lock held while posting). */
+void placement_report_skipped(struct placement_loop *loop);
 /* Takes `record` as j's placement of record (NULL: none). Under the lock. */
 void placement_set_record(struct pjobset *j, struct topo_record *record);
 

@@ -347,13 +347,20 @@ def test_a_jobset_volcano_schedules_is_left_to_volcano_and_its_author_is_told(ku
     assert "does not apply its topology request" in made.stderr
     created = json.loads(made.stdout)
     assert api.ANNOTATION_PLACEMENT not in created["metadata"].get("annotations", {})
+    assert created["metadata"]["annotations"][api.ANNOTATION_PLACEMENT_SKIPPED] == api.PLACEMENT_SKIPPED_VOLCANO
     assert not created["spec"].get("suspend")
+    # ...and `kubectl describe` says so too: one Warning Event PlacementSkipped.
+    said = wait_for(lambda: events_of(kube, namespace, "mixed", "PlacementSkipped"), timeout=30,
+                    what="the PlacementSkipped Event")
+    assert len(said) == 1 and "does not apply its topology request" in said[0]["message"], said
     # A JobSet that is Volcano's alone, asking muster nothing: no warning.
     alone = jobset("volcano-only", pods=2)
     alone["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["schedulerName"] = "volcano"
     made = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "create", "-f", "-"],
                           input=json.dumps(alone), capture_output=True, text=True)
     assert made.returncode == 0 and "Warning" not in made.stderr, made.stderr
+    time.sleep(2)
+    assert not events_of(kube, namespace, "volcano-only", "PlacementSkipped")
 
 
 def test_completions_above_parallelism_run_in_the_slots_of_their_domain(kube, placing):

@@ -67,5 +67,7 @@ int jobset_state_decode(const cJSON *object, struct jobset_state *out, char **ca
 		 sizeof(out->placement) - 1);
 	optional(kjson_member(annotations, MUSTER_ANNOTATION_PLACEMENT_REASON), out->placement_reason,
 		 JOBSET_STATE_REASON_MAX);
+	optional(kjson_member(annotations, MUSTER_ANNOTATION_PLACEMENT_SKIPPED), out->placement_skipped,
+		 sizeof(out->placement_skipped) - 1);
 	return 0;
 }

@@ -39,6 +39,7 @@ struct jobset_state {
 	 * short string), else its value ("waiting", "placed", or another). */
 	char placement[16];
 	char placement_reason[JOBSET_STATE_REASON_MAX + 1]; /* MUSTER_ANNOTATION_PLACEMENT_REASON, "" */
+	char placement_skipped[16]; /* MUSTER_ANNOTATION_PLACEMENT_SKIPPED (a short word), "" */
 };
 
 /* Decodes a stored JobSet (an informer's object, a GET). -1 and a cause

@@ -40,7 +40,8 @@ static void every_field_is_read(void **state)
 		decode("{\"metadata\":{" IDENTITY ",\"creationTimestamp\":\"2026-11-28T15:21:47Z\","
 		       "\"annotations\":{\"" MUSTER_ANNOTATION_PLACEMENT
 		       "\":\"placed\",\"" MUSTER_ANNOTATION_PLACEMENT_REASON
-		       "\":\"no rack has room\"}},\"spec\":{\"suspend\":true},"
+		       "\":\"no rack has room\",\"" MUSTER_ANNOTATION_PLACEMENT_SKIPPED
+		       "\":\"volcano\"}},\"spec\":{\"suspend\":true},"
 		       "\"status\":{\"restarts\":3,\"conditions\":[{\"type\":\"Completed\",\"status\":\"False\"},"
 		       "{\"type\":\"Failed\",\"status\":\"True\"}]}}",
 		       &st, NULL),
@@ -55,6 +56,7 @@ static void every_field_is_read(void **state)
 	assert_true(st.finished);
 	assert_string_equal(st.placement, "placed");
 	assert_string_equal(st.placement_reason, "no rack has room");
+	assert_string_equal(st.placement_skipped, "volcano");
 }
 
 static void a_bad_field_leaves_the_rest_read(void **state)

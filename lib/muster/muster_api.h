@@ -104,6 +104,14 @@ enum muster_barrier_exit {
  * controller while it waits (also an Event PlacementWaiting). */
 #define MUSTER_ANNOTATION_PLACEMENT_REASON "muster.dev/placement-reason"
 #define MUSTER_ANNOTATION_PLACEMENT_REASON_POINTER "muster.dev~1placement-reason"
+/* A JobSet that asks muster for a domain but is another scheduler's to
+ * place (value MUSTER_PLACEMENT_SKIPPED_VOLCANO: one replicated job has
+ * schedulerName volcano): written by the webhook at admission, which warns
+ * the user then; the controller says it once as a Warning Event
+ * PlacementSkipped. */
+#define MUSTER_ANNOTATION_PLACEMENT_SKIPPED "muster.dev/placement-skipped"
+#define MUSTER_ANNOTATION_PLACEMENT_SKIPPED_POINTER "muster.dev~1placement-skipped"
+#define MUSTER_PLACEMENT_SKIPPED_VOLCANO "volcano"
 /* Label (value "true") on every replicated job's Job template and pod
  * template of a gated JobSet: the pin webhook (/pin) selects its Jobs and
  * pods by it. */
