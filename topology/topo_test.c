@@ -311,6 +311,63 @@ static void preferred_climbs_a_level(void **state)
 	topo_tree_free(t);
 }
 
+/* Pods of the placement on cluster node n. */
+static uint32_t pods_on(const struct topo_placement *p, uint32_t n)
+{
+	uint32_t count = 0;
+
+	for (size_t i = 0; i < p->pod_count; i++)
+		count += p->pods[i].node == n;
+	return count;
+}
+
+/* Kueue's balanced placement (its KEP: 12 pods on two domains of 10 are
+ * 6 + 6, not 10 + 2): opt-in per group, preferred levels only, and where no
+ * domain one level above holds the request, the placement without it. */
+static void balanced_preferred_spreads_evenly(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("w", 1, 12, TOPO_MODE_PREFERRED, 2);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+	uint32_t block;
+
+	(void)state;
+	fx_init(&f);
+	fx_node(&f, "x1", "b0", "r0", 10);
+	fx_node(&f, "x2", "b0", "r1", 10);
+	fx_node(&f, "x3", "b1", "r0", 10);
+	t = levels_tree(&f, 3);
+	p = place_ok(t, &req);
+	assert_int_equal(pods_on(p, 0), 10); /* packed: 10 + 2 */
+	assert_int_equal(pods_on(p, 1), 2);
+	topo_placement_free(p);
+	g.balanced = 1;
+	p = place_ok(t, &req);
+	assert_int_equal(pods_on(p, 0), 6);
+	assert_int_equal(pods_on(p, 1), 6);
+	block = t->node_domain[0];
+	while (t->domains[block].level > 1)
+		block = t->domains[block].parent;
+	assert_int_equal(p->instance_domain[0], block); /* the domain holding both racks */
+	topo_placement_free(p);
+	/* 21 pods fit in no block: Kueue falls back to its greedy placement. */
+	g.pods = 21;
+	p = place_ok(t, &req);
+	assert_int_equal(pods_on(p, 0) + pods_on(p, 1) + pods_on(p, 2), 21);
+	assert_int_equal(pods_on(p, 0) + pods_on(p, 1), 20);
+	topo_placement_free(p);
+	/* A required level is not balanced (Kueue: preferred only). */
+	g.pods = 12;
+	g.constraint = (struct topo_constraint){ TOPO_MODE_REQUIRED, 1 };
+	p = place_ok(t, &req);
+	assert_int_equal(pods_on(p, 0), 10);
+	assert_int_equal(pods_on(p, 1), 2);
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
 static void preferred_spreads_at_the_top(void **state)
 {
 	struct fixture f;
@@ -1962,6 +2019,7 @@ int main(void)
 		cmocka_unit_test(required_fails_with_the_reason),
 		cmocka_unit_test(preferred_climbs_a_level),
 		cmocka_unit_test(preferred_spreads_at_the_top),
+		cmocka_unit_test(balanced_preferred_spreads_evenly),
 		cmocka_unit_test(two_levels_instances_in_racks_all_in_one_block),
 		cmocka_unit_test(preferred_reaches_the_root_past_fragmented_blocks),
 		cmocka_unit_test(capacity_taken_by_earlier_instances),

@@ -486,3 +486,102 @@ def test_a_job_places_min_of_parallelism_and_completions_pods(tmp_path):
         for job in (0, 1):
             mine = sorted(p["completionIndex"] for p in pods if p["jobIndex"] == job)
             assert mine == list(range(expect)), (parallelism, completions, pods)
+
+
+# Kueue's balanced placement (TASBalancedPlacement): cases of its scheduler
+# test table (pkg/cache/scheduler/tas_cache_test.go, "balanced placement; ...")
+# and of its KEP's table, the GPU count of each host as its CPUs; the pods
+# per host must be Kueue's expected assignment exactly.
+KUEUE_3 = "block,rack,kubernetes.io/hostname"
+KUEUE_4 = "block,subblock,rack,kubernetes.io/hostname"
+BALANCED = [
+    # name, levels, hosts (label values top down, GPUs), pods, preferred, slice (size, level), Kueue's answer
+    ("basic", KUEUE_3, [("b1/r1/x1", 15), ("b1/r2/x2", 15)], 25, "rack", None, {"x1": 13, "x2": 12}),
+    ("select optimal set of domains", KUEUE_3, [("b1/r1/x1", 15), ("b1/r1/x2", 13), ("b1/r1/x3", 10)], 23,
+     "rack", None, {"x1": 12, "x2": 11}),
+    ("select optimal set of domains; with slices", KUEUE_3,
+     [("b1/r1/x1", 20), ("b1/r1/x2", 15), ("b1/r1/x3", 10)], 25, "rack", (5, "kubernetes.io/hostname"),
+     {"x2": 15, "x3": 10}),
+    ("select correct block", KUEUE_3, [("b1/r1/x1", 20), ("b1/r1/x2", 10), ("b2/r2/x3", 15), ("b2/r2/x4", 15)],
+     22, "rack", None, {"x3": 11, "x4": 11}),
+    ("KEP table: the request fits one rack", KUEUE_3,
+     [("b1/r1/x1", 20), ("b1/r1/x2", 10), ("b2/r2/x3", 15), ("b2/r2/x4", 15)], 20, "rack", None, {"x1": 20}),
+    ("cannot chose domains from different blocks", KUEUE_3,
+     [("b1/r1/x1", 14), ("b1/r1/x2", 11), ("b2/r2/x3", 15), ("b2/r2/x4", 10)], 25, "rack", None,
+     {"x1": 14, "x2": 11}),
+    ("select correct block; prefer blocks with single rack; with slices", KUEUE_3,
+     [("b1/r1/x1", 15), ("b1/r2/x2", 15), ("b1/r3/x3", 15), ("b1/r3/x4", 15)], 25, "rack",
+     (5, "kubernetes.io/hostname"), {"x3": 15, "x4": 10}),
+    ("four level topology; slice two levels below balanced level", KUEUE_4,
+     [("b1/sb1/r1/x1", 18), ("b1/sb1/r2/x2", 8), ("b1/sb2/r3/x3", 15), ("b1/sb2/r4/x4", 9),
+      ("b1/sb2/r4/x5", 7)], 20, "subblock", (2, "kubernetes.io/hostname"), {"x3": 10, "x4": 8, "x5": 2}),
+    ("four level topology; balance on rack level; slice not on the lowest level", KUEUE_4,
+     [("b1/sb1/r1/x1", 18), ("b1/sb1/r2/x2", 8), ("b1/sb2/r3/x3", 15), ("b1/sb2/r4/x4", 15)], 20, "subblock",
+     (2, "rack"), {"x3": 10, "x4": 10}),
+    ("three level topology; balance on the same level as slice", KUEUE_3,
+     [("b1/r1/x1", 15), ("b1/r1/x2", 13), ("b1/r1/x3", 10), ("b1/r2/x4", 20), ("b1/r2/x5", 8)], 22,
+     "kubernetes.io/hostname", (2, "kubernetes.io/hostname"), {"x2": 12, "x3": 10}),
+    ("three level topology; balance on the lowest level", KUEUE_3,
+     [("b1/r1/x1", 20), ("b1/r1/x2", 8), ("b1/r2/x3", 15), ("b1/r2/x4", 13), ("b1/r2/x5", 10)], 22,
+     "kubernetes.io/hostname", None, {"x3": 11, "x4": 11}),
+    ("prioritize (using entropy) balanced domains; second rack wins", KUEUE_3,
+     [("b1/r1/x1", 10), ("b1/r1/x2", 5), ("b1/r2/x3", 5), ("b1/r2/x4", 5), ("b1/r2/x5", 5)], 15, "rack", None,
+     {"x3": 5, "x4": 5, "x5": 5}),
+    ("prioritize (using entropy) balanced domains; first rack wins", KUEUE_3,
+     [("b1/r1/x1", 8), ("b1/r1/x2", 8), ("b1/r1/x3", 8), ("b1/r2/x4", 16), ("b1/r2/x5", 8)], 24, "rack", None,
+     {"x1": 8, "x2": 8, "x3": 8}),
+    ("two level topology; balance on the highest level", "rack,kubernetes.io/hostname",
+     [("r1/x1", 21), ("r1/x2", 9), ("r2/x3", 11), ("r2/x4", 10), ("r2/x5", 10)], 23, "rack", None,
+     {"x1": 12, "x3": 11}),
+    ("select correct block taking into account pruning", KUEUE_3,
+     [("b1/r1/x1", 5), ("b1/r1/x2", 5), ("b1/r2/x3", 5), ("b1/r2/x4", 5), ("b2/r3/x5", 10), ("b2/r3/x6", 4),
+      ("b2/r3/x7", 4), ("b2/r3/x8", 4), ("b2/r4/x9", 5), ("b2/r5/x10", 5)], 20, "rack", None,
+     {"x1": 5, "x2": 5, "x3": 5, "x4": 5}),
+]
+
+
+def balanced_run(tmp_path, levels, hosts, count, preferred, slices, balanced):
+    names = levels.split(",")
+    items = [{"metadata": {"name": path.rsplit("/", 1)[1], "labels": dict(zip(names, path.split("/")))},
+              "status": {"allocatable": {"cpu": str(gpus), "memory": "64Gi", "pods": "110"}}}
+             for path, gpus in hosts]
+    (tmp_path / "nodes.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    annotations = {api.KUEUE_ANNOTATION_PREFERRED: preferred}
+    if slices:
+        annotations[api.KUEUE_ANNOTATION_SLICE_SIZE] = str(slices[0])
+        annotations[api.KUEUE_ANNOTATION_SLICE] = slices[1]
+    metadata = {"name": "train"}
+    if balanced is not None:
+        metadata["annotations"] = {api.ANNOTATION_TOPOLOGY_BALANCED: balanced}
+    (tmp_path / "js.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": metadata,
+        "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {
+            "parallelism": count, "completions": count, "template": {
+                "metadata": {"annotations": annotations},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}}}]}}))
+    result = run("--nodes", tmp_path / "nodes.json", "--levels", levels, "--jobset", tmp_path / "js.yaml",
+                 "--output", "json")
+    if result.returncode != 0:
+        return result
+    per_host = {}
+    for pod in json.loads(result.stdout)["pods"]:
+        host = pod["domain"].rsplit("/", 1)[-1]
+        per_host[host] = per_host.get(host, 0) + 1
+    return per_host
+
+
+def test_balanced_placement_gives_kueues_assignment_in_each_case_of_its_table(tmp_path):
+    for name, levels, hosts, count, preferred, slices, want in BALANCED:
+        got = balanced_run(tmp_path, levels, hosts, count, preferred, slices, "true")
+        assert got == want, (name, got)
+
+
+def test_balanced_placement_is_opt_in(tmp_path):
+    """Without the annotation, or with "false", the placement packs as
+    before: 25 pods on two hosts of 15 are 15 + 10, not Kueue's balanced 13 + 12."""
+    hosts = [("b1/r1/x1", 15), ("b1/r2/x2", 15)]
+    for balanced in (None, "false"):
+        assert balanced_run(tmp_path, KUEUE_3, hosts, 25, "rack", None, balanced) == {"x1": 15, "x2": 10}
+    result = balanced_run(tmp_path, KUEUE_3, hosts, 25, "rack", None, "yes")
+    assert result.returncode == 2
+    assert f'{api.ANNOTATION_TOPOLOGY_BALANCED}: "yes" is not "true" or "false"' in result.stdout + result.stderr

@@ -88,6 +88,9 @@ enum muster_barrier_exit {
 /* The replicated jobs the JobSet-wide constraint holds (names, comma
  * separated); absent: all of them. */
 #define MUSTER_ANNOTATION_TOPOLOGY_REPLICATED_JOBS "muster.dev/topology-replicated-jobs"
+/* "true": Kueue's balanced placement (TASBalancedPlacement) for every
+ * preferred level of the JobSet; "false" or absent: not. */
+#define MUSTER_ANNOTATION_TOPOLOGY_BALANCED "muster.dev/topology-balanced"
 
 /* Placement in the cluster (docs/placement-live.md). The JobSet annotation
  * of the gate, written by the webhook and the controller only:

@@ -417,6 +417,25 @@ static int decode_covered(const cJSON *annotations, struct topo_jobset *out, cha
 	return 0;
 }
 
+/* muster.dev/topology-balanced: "true" or "false", else refused. */
+static int decode_balanced(const cJSON *ann, struct topo_jobset *out, char **cause)
+{
+	const char *v = NULL;
+
+	out->balanced = -1;
+	if (topo_field_string(ann, MUSTER_ANNOTATION_TOPOLOGY_BALANCED, 8, &v, "jobset",
+			      "metadata.annotations.", cause))
+		return -1;
+	if (!v)
+		return 0;
+	if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+		return cause_replace(cause,
+				     "jobset: metadata.annotations.%s: \"%s\" is not \"true\" or \"false\"",
+				     MUSTER_ANNOTATION_TOPOLOGY_BALANCED, v);
+	out->balanced = strcmp(v, "true") == 0;
+	return 0;
+}
+
 int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobset *out, char **cause)
 {
 	struct jobset_model *model = NULL;
@@ -442,6 +461,8 @@ int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobs
 		return -1;
 	if (named_copy(s, ann, JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY, TOPO_OBJ_KEY_MAX, &exclusive, "jobset",
 		       field, cause))
+		return -1;
+	if (decode_balanced(ann, out, cause))
 		return -1;
 	if (!!out->whole_required + !!out->whole_preferred + out->whole_network.set > 1)
 		return cause_replace(cause, "jobset: metadata.annotations: at most one of %s, %s, %s",
@@ -569,6 +590,7 @@ static int group_request(const struct topo_jobset *in, const struct topo_tree *t
 	g->replicas = ig->replicas;
 	g->pods = ig->pods;
 	g->outside_whole = ig->outside_whole;
+	g->balanced = in->balanced > 0;
 	/* Kueue's PodSet is the replicated job: all its replicas are placed as
 	 * one, ranked job index * pods per job + completion index. */
 	if (kueue_podset(ig) && ig->replicas > 1 && !ig->partitions) { /* partitions are per Job */

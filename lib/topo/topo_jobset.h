@@ -40,6 +40,8 @@
  *     muster.dev/network-topology (Volcano's job-level networkTopology),
  *     holding the replicated jobs muster.dev/topology-replicated-jobs names
  *     (comma separated; absent: all)
+ *   muster.dev/topology-balanced: "true" | "false" on the JobSet: Kueue's
+ *     balanced placement for each replicated job with a preferred level
  *
  * LEVEL is a node label of the levels, a HyperNode tierName, "tier N", or a
  * bare number N (Volcano's highestTierAllowed: the highest tier not above N).
@@ -94,6 +96,9 @@ struct topo_jobset {
 	size_t group_count;
 	const char *whole_required, *whole_preferred;
 	struct topo_network_request whole_network;
+	/* muster.dev/topology-balanced: 1 "true", 0 "false", -1 absent (the
+	 * caller's default decides; topo_jobset_request takes it as false) */
+	int balanced;
 };
 
 struct cJSON;

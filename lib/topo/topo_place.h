@@ -157,6 +157,11 @@ struct topo_group {
 	/* Not held by the whole JobSet's constraint (topo_request.whole): its
 	 * instances are placed anywhere in the cluster. */
 	int outside_whole;
+	/* Kueue's balanced placement (TASBalancedPlacement) for a preferred
+	 * level L: the slices spread evenly over the fewest domains one level
+	 * below L inside one domain of L-1 (docs/topology.md); where it does not
+	 * apply, the placement is the one without it. */
+	int balanced;
 };
 
 struct topo_request {

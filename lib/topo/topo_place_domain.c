@@ -259,6 +259,11 @@ static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 	x->scratch_used = base;
 }
 
+void topo_place_descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
+{
+	descend(x, g, d, need);
+}
+
 /* Fills gaps for an unconstrained instance: the nodes under d with the least
  * room for the pods first (ties in tree order). */
 static void fill_gaps(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
@@ -601,6 +606,16 @@ static int try_count(struct ctx *x, size_t k, uint32_t near, uint32_t scope, uin
 	int ok = 0;
 
 	topo_place_compute(x, in->group, near);
+	if (grp->balanced && topo_place_balanced(x, k, near, want, &first)) {
+		if (!budget_left(x))
+			return 0;
+		x->domain[k] = first;
+		x->placed[k] = want;
+		if (dfs(x, k + 1, scope))
+			return 1;
+		topo_place_undo(x, in->group, mark);
+		topo_place_compute(x, in->group, near);
+	}
 	first = choose(x, in, near, want);
 	if (first == TOPO_NONE) {
 		note_refusal(x, in, near);

@@ -11,6 +11,7 @@
  *                        budget, when the domain search gives up
  *   topo_place_order.c   the order choice: the spec's order against the
  *                        search's, the better placement kept
+ *   topo_place_balanced.c  Kueue's balanced placement of one instance
  *
  * Only this header's structs and prototypes cross between them; every other
  * helper stays static in its file. Pure like the rest of lib/topo: no I/O,
@@ -106,6 +107,8 @@ void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope);
 void topo_place_take(struct ctx *x, uint32_t g, uint32_t node, uint32_t count);
 /* Closes every open node under d (an exclusive instance's domain), logged. */
 void topo_place_close(struct ctx *x, uint32_t d);
+/* need pods of group g into d, down the tree (capacity computed). */
+void topo_place_descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need);
 /* Undoes the log back to mark (the takes of group g). */
 void topo_place_undo(struct ctx *x, uint32_t g, size_t mark);
 size_t topo_place_required_level(const struct ctx *x, const struct topo_group *grp, uint32_t scope);
@@ -117,6 +120,14 @@ void topo_place_make_order(struct ctx *x);
 int topo_place_run_pass(struct ctx *x, uint64_t total, int one_shape, uint32_t *whole);
 /* For a refusal: the most pods of the request one domain of level holds. */
 uint64_t topo_place_whole_fit(struct ctx *x, size_t level);
+
+/* ---- topo_place_balanced.c: Kueue's balanced placement ---- */
+
+/* Instance k's `want` pods inside scope (capacity computed; usable[] is
+ * changed) by Kueue's balanced placement when its group asks for it and it
+ * applies: 1 with the takes logged and *where the domain holding them; else
+ * 0 with nothing taken. */
+int topo_place_balanced(struct ctx *x, size_t k, uint32_t scope, uint32_t want, uint32_t *where);
 
 /* ---- topo_place_node.c: the node-level search ---- */
 

@@ -145,7 +145,7 @@ static struct order_score score_of(struct ctx *x, const struct topo_placement *p
 int topo_place_second_order_allowed(const struct ctx *x)
 {
 	for (size_t g = 0; g < x->req->group_count; g++)
-		if (x->req->groups[g].together || x->req->groups[g].min_slices)
+		if (x->req->groups[g].together || x->req->groups[g].min_slices || x->req->groups[g].balanced)
 			return 0;
 	return x->instance_count > 1;
 }
