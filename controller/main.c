@@ -382,6 +382,10 @@ static int parse_flags(int argc, char **argv, struct settings *s)
 		{ FLAG_TEXT, "--placement-resources", "R1,R2,...",
 		  "resources counted, at most 8 (default " PLACEMENT_RESOURCES_DEFAULT ")", 0, 0, NULL,
 		  &s->placement.resources },
+		{ FLAG_SWITCH, "--placement-balanced", NULL,
+		  "Kueue's balanced placement for preferred levels by default (a JobSet's\n"
+		  "muster.dev/topology-balanced \"true\" or \"false\" decides for it)",
+		  0, 0, NULL, &s->placement.balanced },
 		{ FLAG_NUMBER, "--placement-replace-after", "S",
 		  "seconds pods pinned but not bound may have no room in their\n"
 		  "domain (nodes not Ready, cordoned, tainted, full) before their\n"

@@ -97,6 +97,9 @@ struct placement_options {
 	 * domain (nodes not Ready, cordoned, tainted, full) before it is placed
 	 * again; a domain with no node left is placed again at once */
 	unsigned long replace_after_s;
+	/* Kueue's balanced placement for a JobSet that does not say
+	 * (MUSTER_ANNOTATION_TOPOLOGY_BALANCED absent) */
+	int balanced;
 	/* how long a JobSet placed again waits before its new placement, so
 	 * that the pod route's cached copies of the old record expire; 0:
 	 * RECORD_CACHE_WAIT_S (tests shorten it) */

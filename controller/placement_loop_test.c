@@ -473,10 +473,14 @@ static void fake_init(struct fake *f)
 
 /* levels: --placement-levels, or NULL for none (then the Kueue Topology and
  * HyperNode lists answer 404: the cluster has no topology). */
+/* --placement-balanced for the next start_with() (then reset). */
+static int start_balanced;
+
 static void start_with(struct run *r, const char *levels, const char *topology, unsigned long hold_ms)
 {
 	struct kube_config cfg;
 	struct placement_options options = {
+		.balanced = start_balanced,
 		.namespace = "ns",
 		.levels = levels,
 		.topology = topology,
@@ -1741,6 +1745,63 @@ static void a_jobset_left_to_volcano_is_said_once_as_an_event(void **state)
 	finish(r);
 }
 
+/* Issue 36: --placement-balanced is the default of a JobSet that does not
+ * say (muster.dev/topology-balanced): 12 pods preferring a rack, on two
+ * racks of 8, go 6 + 6 (Kueue's TASBalancedPlacement), not 8 + 4; a JobSet
+ * that says "false" is packed as before. */
+static void preferring_jobset(struct fake *f, const char *name, const char *balanced)
+{
+	char json[2048];
+
+	snprintf(
+		json, sizeof(json),
+		"{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"metadata\":{\"name\":\"%s\","
+		"\"namespace\":\"ns\",\"uid\":\"js-%s\",\"creationTimestamp\":\"2026-11-25T10:00:00Z\","
+		"\"annotations\":{\"muster.dev/placement\":\"waiting\"%s%s%s}},\"spec\":{\"suspend\":true,"
+		"\"replicatedJobs\":[{\"name\":\"w\",\"replicas\":1,\"template\":{\"spec\":{\"parallelism\":12,"
+		"\"completions\":12,\"template\":{\"metadata\":{\"annotations\":{"
+		"\"kueue.x-k8s.io/podset-preferred-topology\":\"rack\"}},\"spec\":{\"containers\":[{\"name\":\"c\","
+		"\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}]},\"status\":{}}",
+		name, name, balanced ? ",\"" MUSTER_ANNOTATION_TOPOLOGY_BALANCED "\":\"" : "",
+		balanced ? balanced : "", balanced ? "\"" : "");
+	put(f, JOBSETS, json);
+}
+
+static void the_balanced_default_applies_to_jobsets_that_do_not_say(void **state)
+{
+	struct run *r = new_run();
+	char *text;
+
+	(void)state;
+	four_nodes(&r->fake);
+	preferring_jobset(&r->fake, "even", NULL);
+	start_balanced = 1;
+	start(r, "rack");
+	start_balanced = 0;
+	wait_until(&r->fake, placed, "even", 10, "even placed");
+	text = record_text(&r->fake, "even");
+	assert_non_null(text);
+	print_message("record: %s\n", text);
+	assert_non_null(strstr(text, "[0,5,\"rack=r"));
+	assert_non_null(strstr(text, "[6,11,\"rack=r"));
+	free(text);
+	finish(r);
+
+	r = new_run();
+	four_nodes(&r->fake);
+	preferring_jobset(&r->fake, "packed", "false");
+	start_balanced = 1;
+	start(r, "rack");
+	start_balanced = 0;
+	wait_until(&r->fake, placed, "packed", 10, "packed placed");
+	text = record_text(&r->fake, "packed");
+	assert_non_null(text);
+	print_message("record: %s\n", text);
+	assert_non_null(strstr(text, "[0,7,\"rack=r"));
+	free(text);
+	finish(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1754,6 +1815,7 @@ int main(void)
 		cmocka_unit_test(a_record_of_before_attempts_is_adopted_not_replaced),
 		cmocka_unit_test(a_jobset_resumed_from_a_record_of_before_a_restart_gets_its_placed_event),
 		cmocka_unit_test(a_jobset_left_to_volcano_is_said_once_as_an_event),
+		cmocka_unit_test(the_balanced_default_applies_to_jobsets_that_do_not_say),
 		cmocka_unit_test(a_restart_is_handled_while_the_topology_is_unreadable),
 		cmocka_unit_test(a_stranded_job_moves_alone_and_the_next_controller_deletes_it),
 		cmocka_unit_test(a_job_made_again_during_the_wait_with_old_pins_is_deleted),

@@ -248,6 +248,7 @@ int placement_loop_new(const struct kube_config *cfg, const struct placement_opt
 	pthread_cond_init(&loop->cond, NULL);
 	loop->hypernodes = o->hypernodes;
 	loop->replace_after = o->replace_after_s;
+	loop->balanced = o->balanced;
 	loop->hold_s = o->hold_ms ? (double)o->hold_ms / 1e3 : RECORD_CACHE_WAIT_S;
 	loop->namespace = copy_or_null(o->namespace);
 	loop->levels = copy_or_null(o->levels);

@@ -130,6 +130,8 @@ static int jobset_change(void *arg, const struct kube_informer_event *e)
 		j->decode_cause[0] = '\0';
 		if (topo_jobset_decode(&j->store, e->object, &j->request, &cause) == 0) {
 			j->decoded = 1;
+			if (j->request.balanced < 0) /* the JobSet does not say */
+				j->request.balanced = loop->balanced;
 		} else {
 			snprintf(j->decode_cause, sizeof(j->decode_cause), "%s",
 				 cause ? cause : "out of memory");

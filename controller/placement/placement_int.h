@@ -177,6 +177,7 @@ struct placement_loop {
 	double next_retire; /* wall clock: a moved Job is due to be deleted then (0: none) */
 	double hold_s; /* how long a JobSet placed again is held (RECORD_CACHE_WAIT_S) */
 	double replace_after; /* --placement-replace-after */
+	int balanced; /* --placement-balanced: for JobSets that do not say */
 	size_t promising; /* the last pass: placed JobSets with pods not bound (checked each retry) */
 	size_t stranded; /* the last pass: of those, with pods that have no room (checked each second) */
 	int cluster_watching; /* the Node and pod watches run (once a JobSet asked) */
