@@ -360,7 +360,7 @@ def test_a_timeout_restarted_in_place_is_reported_once(kube, gang):
         return [e for e in items if e.get("reason") == "GroupTimedOut" and e["involvedObject"].get("uid") == uid]
 
     (event,) = wait_for(timed_out_events, timeout=30, what="the GroupTimedOut Event")
-    assert event["type"] == "Warning" and "restart attempt 0" in event["message"], event
+    assert event["type"] == "Warning" and "Restart attempt 0 did not start as a group" in event["message"], event
     port = controller.metrics_port()
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
         metrics = response.read().decode()
