@@ -713,7 +713,10 @@ static void a_slow_read_holds_up_no_other_jobset_and_every_answer_comes_in_time(
 				 (unsigned long long)t[i].ms, t[i].out);
 		assert_non_null(strstr(t[i].out, t[i].jobset));
 	}
-	assert_non_null(strstr(t[0].out, "request timed out"));
+	/* Either pod of slow-a may be the one whose read hangs (the two start
+	 * together): that one says the request timed out. */
+	if (!strstr(t[0].out, "request timed out") && !strstr(t[1].out, "request timed out"))
+		fail_msg("no pod of slow-a says its read timed out: \"%s\", \"%s\"", t[0].out, t[1].out);
 	assert_non_null(strstr(t[3].out, "every reader was busy"));
 	/* Far below the 2 s the hanging read took. */
 	if (fast_ms >= 1000)
