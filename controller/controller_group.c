@@ -759,6 +759,16 @@ static void tick(struct controller_group *group)
 
 /* ---- threads ---- */
 
+/* Stops the writer thread once the write under way is done, and joins it. */
+static void writer_stop(struct controller_group *group, pthread_t writer)
+{
+	muster_lock(&group->lock);
+	group->writes_stop = 1;
+	pthread_cond_signal(&group->writes_cond);
+	muster_unlock(&group->lock);
+	pthread_join(writer, NULL);
+}
+
 int controller_group_run(struct controller_group *group, atomic_int *stop, char **cause)
 {
 	pthread_t writer, reader;
@@ -778,11 +788,7 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 		return cause_err(cause, MUSTER_ENOMEM, "cannot start the writer thread");
 	}
 	if (pthread_create(&reader, NULL, group_reader_main, group) != 0) {
-		muster_lock(&group->lock);
-		group->writes_stop = 1;
-		pthread_cond_signal(&group->writes_cond);
-		muster_unlock(&group->lock);
-		pthread_join(writer, NULL);
+		writer_stop(group, writer);
 		side_queue_finish(&group->side);
 		return cause_err(cause, MUSTER_ENOMEM, "cannot start the reader thread");
 	}
@@ -813,11 +819,7 @@ int controller_group_run(struct controller_group *group, atomic_int *stop, char 
 	pthread_cond_signal(&group->reads_cond);
 	muster_unlock(&group->lock);
 	pthread_join(reader, NULL);
-	muster_lock(&group->lock);
-	group->writes_stop = 1;
-	pthread_cond_signal(&group->writes_cond);
-	muster_unlock(&group->lock);
-	pthread_join(writer, NULL);
+	writer_stop(group, writer);
 	/* Nothing enqueues any more. The side thread finishes what is queued
 	 * (pushes are bounded in time). */
 	side_queue_finish(&group->side);
