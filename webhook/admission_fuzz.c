@@ -16,9 +16,10 @@
 #include <cjson/cJSON.h>
 
 #include "admission.h"
-#include "group_config.h"
+#include "jobset_admission.h"
 #include "jobset_mutate.h"
 #include "jobset_validate.h"
+#include "placement_gate.h"
 #include "muster_api.h"
 #include "pod_pin.h"
 #include "utf8.h"
@@ -37,20 +38,17 @@ static const struct jobset_mutate_options options = {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct admission_request request;
-	struct group_config *config = malloc(sizeof(*config));
+	struct jobset_admission *a = NULL, *old = NULL;
 	char *cause = NULL, *patch_text = NULL, *response;
 	cJSON *patch = NULL;
 	size_t len = 0;
 	int allowed = 1;
 
-	if (!config)
-		return 0;
 	if (admission_decode((const char *)data, size, &request, &cause)) {
 		/* The sentence goes to the answer and the log: text, whatever the body. */
 		if (!cause || request.root || utf8_invalid_at(cause, strlen(cause)) != strlen(cause))
 			abort();
 		free(cause);
-		free(config);
 		return 0;
 	}
 	if (strnlen(request.uid, ADMISSION_UID_MAX + 1) > ADMISSION_UID_MAX || !request.uid[0])
@@ -85,16 +83,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		cJSON_Delete(pin);
 	}
+	/* The admission models, as webhook.c decodes them: a part that does
+	 * not decode has its cause. */
+	if (request.object && !(a = jobset_admission_decode(request.object, JOBSET_ADMISSION_COUNTED)))
+		goto out;
+	if (a && ((!a->config_ok && !a->config_cause) || (a->asks < 0 && !a->placement_cause)))
+		abort();
 	if (request.object && request.old_object) {
-		allowed = jobset_validate_update(request.old_object, request.object, &cause) == 0;
+		cJSON *gate = cJSON_CreateArray(), *modified = NULL;
+
+		if (!(old = jobset_admission_decode(request.old_object, 0)) || !gate) {
+			cJSON_Delete(gate);
+			goto out;
+		}
+		if (placement_gate_update(old, a, 0, gate, &modified, &cause) && !cause)
+			abort();
+		free(cause);
+		cause = NULL;
+		cJSON_Delete(modified);
+		cJSON_Delete(gate);
+		allowed = jobset_validate_update(old, a, &cause) == 0;
 		if (!allowed && !cause)
 			abort();
 		free(cause);
 		cause = NULL;
 	}
-	if (request.object && group_config_decode(request.object, config, &cause) == 0) {
-		if (jobset_validate_create(request.object, config, &cause) == 0) {
-			if (jobset_mutate(request.object, config, &options, "fuzz-token-0123456789", &patch,
+	if (a && a->config_ok) {
+		if (jobset_validate_create(a, &cause) == 0) {
+			if (jobset_mutate(a, request.object, &options, "fuzz-token-0123456789", &patch,
 					  &cause) == 0) {
 				if (!cJSON_IsArray(patch))
 					abort();
@@ -112,9 +128,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	free(response);
 	free(patch_text);
+out:
 	cJSON_Delete(patch);
 	free(cause);
-	free(config);
+	jobset_admission_free(a);
+	jobset_admission_free(old);
 	admission_request_free(&request);
 	return 0;
 }

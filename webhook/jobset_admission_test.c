@@ -19,6 +19,7 @@
 
 #include "admission.h"
 #include "group_config.h"
+#include "jobset_admission.h"
 #include "jobset_mutate.h"
 #include "jobset_model.h"
 #include "jobset_shape.h"
@@ -84,6 +85,39 @@ static cJSON *pointer_parent(cJSON *doc, const char *path, char *last, size_t la
 		assert_non_null(node);
 		p = slash;
 	}
+}
+
+/* The admission model of `js` (jobset_admission.h), as webhook.c decodes it. */
+static struct jobset_admission *model_of(const cJSON *js, unsigned flags)
+{
+	struct jobset_admission *a = jobset_admission_decode(js, flags);
+
+	assert_non_null(a);
+	return a;
+}
+
+/* The gate's CREATE on `js`: *skip the JobSet's owner when it mentions a
+ * topology (what webhook.c logs as placement-skipped). */
+static int gate_create(const cJSON *js, cJSON *patch, cJSON **modified, const char **skip, char **warning,
+		       char **cause)
+{
+	struct jobset_admission *a = model_of(js, JOBSET_ADMISSION_COUNTED);
+	int rc = placement_gate_create(a, patch, modified, warning, cause);
+
+	*skip = a->mentions ? a->owner : NULL;
+	jobset_admission_free(a);
+	return rc;
+}
+
+static int gate_update(const cJSON *old_js, const cJSON *js, int from_controller, cJSON *patch,
+		       cJSON **modified, char **cause)
+{
+	struct jobset_admission *old = model_of(old_js, 0), *a = model_of(js, 0);
+	int rc = placement_gate_update(old, a, from_controller, patch, modified, cause);
+
+	jobset_admission_free(old);
+	jobset_admission_free(a);
+	return rc;
 }
 
 static void apply_patch(cJSON *doc, const cJSON *patch)
@@ -160,14 +194,15 @@ static void apply_patch(cJSON *doc, const cJSON *patch)
 static cJSON *admit(const char *json, const struct jobset_mutate_options *options, size_t *ops)
 {
 	cJSON *jobset = cJSON_Parse(json), *patch = NULL;
-	struct group_config config;
+	struct jobset_admission *a;
 	char *cause = NULL;
 
 	assert_non_null(jobset);
-	assert_int_equal(group_config_decode(jobset, &config, &cause), 0);
-	assert_int_equal(jobset_validate_create(jobset, &config, &cause), 0);
-	assert_int_equal(jobset_mutate(jobset, &config, options, TOKEN, &patch, &cause), 0);
+	a = model_of(jobset, JOBSET_ADMISSION_COUNTED);
+	assert_int_equal(jobset_validate_create(a, &cause), 0);
+	assert_int_equal(jobset_mutate(a, jobset, options, TOKEN, &patch, &cause), 0);
 	assert_null(cause);
+	jobset_admission_free(a);
 	if (ops)
 		*ops = (size_t)cJSON_GetArraySize(patch);
 	apply_patch(jobset, patch);
@@ -675,14 +710,16 @@ static cJSON *with_suspend(const cJSON *jobset, int suspend)
  * the number of operations. */
 static size_t admit_update(const cJSON *old_jobset, cJSON *new_jobset)
 {
-	struct group_config config;
+	struct jobset_admission *old = model_of(old_jobset, 0), *a = model_of(new_jobset, 0);
 	cJSON *patch = NULL;
 	char *cause = NULL;
 	size_t ops;
 
-	assert_int_equal(group_config_decode(new_jobset, &config, &cause), 0);
-	assert_int_equal(jobset_mutate_update(old_jobset, new_jobset, &config, &patch, &cause), 0);
+	assert_true(a->config_ok);
+	assert_int_equal(jobset_mutate_update(old, a, new_jobset, &patch, &cause), 0);
 	assert_null(cause);
+	jobset_admission_free(old);
+	jobset_admission_free(a);
 	ops = (size_t)cJSON_GetArraySize(patch);
 	apply_patch(new_jobset, patch);
 	cJSON_Delete(patch);
@@ -772,7 +809,7 @@ static void generation_never_goes_back(void **state)
 
 static void resume_refuses_a_generation_it_cannot_read(void **state)
 {
-	struct group_config config;
+	struct jobset_admission *old, *a;
 	cJSON *created, *suspended, *resumed, *patch = NULL, *labels;
 	char *cause = NULL;
 
@@ -783,8 +820,12 @@ static void resume_refuses_a_generation_it_cannot_read(void **state)
 				     "labels");
 	cJSON_AddStringToObject(labels, "muster.dev/gang-generation", "two");
 	resumed = with_suspend(suspended, 0);
-	assert_int_equal(group_config_decode(resumed, &config, &cause), 0);
-	assert_int_equal(jobset_mutate_update(suspended, resumed, &config, &patch, &cause), -1);
+	old = model_of(suspended, 0);
+	a = model_of(resumed, 0);
+	assert_true(a->config_ok);
+	assert_int_equal(jobset_mutate_update(old, a, resumed, &patch, &cause), -1);
+	jobset_admission_free(old);
+	jobset_admission_free(a);
 	assert_null(patch);
 	assert_non_null(strstr(cause, "muster.dev/gang-generation is muster's and must be a number"));
 	free(cause);
@@ -800,13 +841,14 @@ static void resume_refuses_a_generation_it_cannot_read(void **state)
 static void expect_create(const char *json, const char *needle)
 {
 	cJSON *jobset = cJSON_Parse(json);
-	struct group_config config;
+	struct jobset_admission *a;
 	char *message = NULL;
 	int denied;
 
 	assert_non_null(jobset);
-	denied = group_config_decode(jobset, &config, &message) ||
-		 jobset_validate_create(jobset, &config, &message);
+	a = model_of(jobset, JOBSET_ADMISSION_COUNTED);
+	denied = jobset_validate_create(a, &message);
+	jobset_admission_free(a);
 	if (!needle) {
 		if (denied)
 			fail_msg("denied: %s", message);
@@ -966,12 +1008,17 @@ static void validate_create_rules(void **state)
 static void expect_update(const char *old_json, const char *new_json, const char *needle)
 {
 	cJSON *old_jobset = cJSON_Parse(old_json), *jobset = cJSON_Parse(new_json);
+	struct jobset_admission *old, *a;
 	char *message = NULL;
 	int denied;
 
 	assert_non_null(old_jobset);
 	assert_non_null(jobset);
-	denied = jobset_validate_update(old_jobset, jobset, &message);
+	old = model_of(old_jobset, 0);
+	a = model_of(jobset, 0);
+	denied = jobset_validate_update(old, a, &message);
+	jobset_admission_free(old);
+	jobset_admission_free(a);
 	if (!needle) {
 		if (denied)
 			fail_msg("denied: %s", message);
@@ -1169,7 +1216,7 @@ static cJSON *story2_with_rack(void)
 static void gate_suspends_labels_and_composes_with_the_barrier(void **state)
 {
 	cJSON *js = story2_with_rack(), *patch = cJSON_CreateArray(), *modified = NULL, *gang = NULL, *item;
-	struct group_config config;
+	struct jobset_admission *a;
 	const char *skip = "?";
 	char *cause = NULL, *warning = NULL;
 
@@ -1184,14 +1231,15 @@ static void gate_suspends_labels_and_composes_with_the_barrier(void **state)
 			cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(js, 0), "metadata"),
 			"annotations"),
 		MUSTER_ANNOTATION_JOB_SELECTOR, "rack=r1");
-	assert_int_equal(placement_gate_create(js, patch, &modified, &skip, &warning, &cause), 0);
+	assert_int_equal(gate_create(js, patch, &modified, &skip, &warning, &cause), 0);
 	assert_null(skip);
 	assert_null(warning);
 	assert_non_null(modified);
 	/* The barrier's patch is computed on the gated copy and appended, as
 	 * webhook.c does; the two apply in order to the JobSet as sent. */
-	assert_int_equal(group_config_decode(modified, &config, &cause), 0);
-	assert_int_equal(jobset_mutate(modified, &config, &barrier, TOKEN, &gang, &cause), 0);
+	a = model_of(js, JOBSET_ADMISSION_COUNTED);
+	assert_int_equal(jobset_mutate(a, modified, &barrier, TOKEN, &gang, &cause), 0);
+	jobset_admission_free(a);
 	while ((item = cJSON_DetachItemFromArray(gang, 0)) != NULL)
 		cJSON_AddItemToArray(patch, item);
 	cJSON_Delete(gang);
@@ -1223,6 +1271,89 @@ static void gate_suspends_labels_and_composes_with_the_barrier(void **state)
 	cJSON_Delete(js);
 }
 
+/* The admission model decodes each part once, and a part that does not
+ * decode fails alone: the others are read all the same. */
+static void the_model_decodes_each_part_and_fails_only_where_a_part_is_bad(void **state)
+{
+	cJSON *js = story2_with_rack(), *tmpl;
+	struct jobset_admission *a;
+
+	(void)state;
+	a = model_of(js, JOBSET_ADMISSION_COUNTED);
+	assert_string_equal(a->name, "my-jobset");
+	assert_true(a->mentions);
+	assert_null(a->owner);
+	assert_int_equal(a->asks, 1);
+	assert_int_equal(a->request.group_count, 2);
+	assert_string_equal(a->request.groups[0].required, "rack");
+	assert_true(a->config_ok && a->config.present && a->config.timeout_seconds == 300);
+	assert_true(a->generation_ok);
+	assert_non_null(a->counted);
+	assert_int_equal(a->counted->replicated_job_count, 2);
+	assert_int_equal(a->counted->replicated_jobs[0].replicas, 3);
+	jobset_admission_free(a);
+	/* Without the flag (an UPDATE) the counted spec is decoded for the
+	 * placement request only, once, and the request reads it. */
+	a = model_of(js, 0);
+	assert_non_null(a->counted);
+	assert_int_equal(a->request.groups[0].replicas, 3);
+	assert_true(a->config_ok && a->generation_ok);
+	jobset_admission_free(a);
+	{
+		cJSON *plain = cJSON_Parse(STORY2);
+		struct jobset_admission *p = model_of(plain, 0);
+
+		/* No placement asked and no flag: nothing counted. */
+		assert_false(p->mentions);
+		assert_null(p->counted);
+		assert_true(p->config_ok && p->generation_ok);
+		jobset_admission_free(p);
+		cJSON_Delete(plain);
+	}
+
+	/* A malformed placement request: its cause, the settings still read. */
+	tmpl = (cJSON *)pin_template_of(js, 0);
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(
+					cJSON_GetObjectItemCaseSensitive(tmpl, "metadata"), "annotations"),
+				"kueue.x-k8s.io/podset-slice-size", "+4");
+	a = model_of(js, JOBSET_ADMISSION_COUNTED);
+	assert_int_equal(a->asks, -1);
+	assert_non_null(strstr(a->placement_cause, "placement request: "));
+	assert_true(a->config_ok && a->config.present);
+	assert_non_null(a->counted);
+	jobset_admission_free(a);
+
+	/* Settings that do not decode: their cause; the request, which counts
+	 * the replicated jobs by them, says so in its own words. */
+	cJSON_DeleteItemFromObjectCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tmpl, "metadata"),
+						 "annotations"),
+		"kueue.x-k8s.io/podset-slice-size");
+	cJSON_ReplaceItemInObjectCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(js, "spec"),
+						 "groupSchedulingConfig"),
+		"timeoutAfterSeconds", cJSON_CreateString("soon"));
+	a = model_of(js, JOBSET_ADMISSION_COUNTED);
+	assert_false(a->config_ok);
+	assert_non_null(strstr(a->config_cause, "timeoutAfterSeconds"));
+	assert_null(a->counted);
+	assert_int_equal(a->asks, -1);
+	assert_non_null(strstr(a->placement_cause, "timeoutAfterSeconds"));
+	jobset_admission_free(a);
+
+	/* Kueue's JobSet: its request is Kueue's, not decoded here. */
+	cJSON_AddStringToObject(
+		cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(js, "metadata"), "labels"),
+		"kueue.x-k8s.io/queue-name", "q");
+	a = model_of(js, 0);
+	assert_string_equal(a->owner, "kueue");
+	assert_true(a->mentions);
+	assert_int_equal(a->asks, 0);
+	assert_int_equal(a->request.group_count, 0);
+	jobset_admission_free(a);
+	cJSON_Delete(js);
+}
+
 /* The warning of the last gate() (admission's response.warnings), or NULL. */
 static char *gate_warning;
 
@@ -1233,7 +1364,7 @@ static int gate(cJSON *js, cJSON **after, const char **skip, char **cause)
 	int rc;
 
 	free(gate_warning);
-	rc = placement_gate_create(js, patch, &modified, skip, &gate_warning, cause);
+	rc = gate_create(js, patch, &modified, skip, &gate_warning, cause);
 
 	if (rc == 0)
 		apply_patch(js, patch);
@@ -1405,7 +1536,7 @@ static cJSON *update_by(const char *old_state, int suspend, const char *new_stat
 			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "metadata"),
 							 "annotations"),
 			MUSTER_ANNOTATION_PLACEMENT);
-	assert_int_equal(placement_gate_update(old, now, from_controller, patch, &modified, &cause), 0);
+	assert_int_equal(gate_update(old, now, from_controller, patch, &modified, &cause), 0);
 	apply_patch(now, patch);
 	cJSON_Delete(modified);
 	cJSON_Delete(patch);
@@ -1460,7 +1591,7 @@ static void a_request_given_by_an_update_while_suspended_is_gated(void **state)
 	(void)state;
 	set_suspend_to(old, 1);
 	set_suspend_to(now, 1);
-	assert_int_equal(placement_gate_update(old, now, 0, patch, &modified, &cause), 0);
+	assert_int_equal(gate_update(old, now, 0, patch, &modified, &cause), 0);
 	assert_non_null(modified);
 	apply_patch(now, patch);
 	assert_string_equal(annotation_of(now, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_USER_HELD);
@@ -1471,7 +1602,7 @@ static void a_request_given_by_an_update_while_suspended_is_gated(void **state)
 	cJSON_Delete(now);
 	now = story2_with_rack();
 	set_suspend_to(now, 0);
-	assert_int_equal(placement_gate_update(old, now, 0, patch, &modified, &cause), 0);
+	assert_int_equal(gate_update(old, now, 0, patch, &modified, &cause), 0);
 	apply_patch(now, patch);
 	assert_string_equal(annotation_of(now, MUSTER_ANNOTATION_PLACEMENT), MUSTER_PLACEMENT_WAITING);
 	assert_true(suspended_now(now));
@@ -1483,7 +1614,7 @@ static void a_request_given_by_an_update_while_suspended_is_gated(void **state)
 	cJSON_Delete(now);
 	now = story2_with_rack();
 	set_suspend_to(now, 0);
-	assert_int_equal(placement_gate_update(old, now, 0, patch, &modified, &cause), 0);
+	assert_int_equal(gate_update(old, now, 0, patch, &modified, &cause), 0);
 	assert_null(modified);
 	assert_int_equal(cJSON_GetArraySize(patch), 0);
 	cJSON_Delete(patch);
@@ -1510,7 +1641,7 @@ static void an_update_that_makes_a_request_malformed_is_refused(void **state)
 	cJSON_DeleteItemFromObjectCaseSensitive(ann, "kueue.x-k8s.io/podset-required-topology");
 	cJSON_AddStringToObject(ann, "kueue.x-k8s.io/podset-slice-required-topology", "rack");
 	cJSON_AddStringToObject(ann, "kueue.x-k8s.io/podset-slice-size", "7");
-	assert_int_equal(placement_gate_update(old, now, 0, patch, &modified, &cause), -1);
+	assert_int_equal(gate_update(old, now, 0, patch, &modified, &cause), -1);
 	assert_non_null(cause);
 	assert_non_null(strstr(cause, "placement request: "));
 	assert_non_null(strstr(cause, "podset-slice-size: 7 does not divide"));
@@ -1541,7 +1672,7 @@ static void gate_strips_a_job_pinned_mark_an_update_adds(void **state)
 	set_template_label(old, 1, MUSTER_LABEL_JOB_PINNED, "true"); /* from before: kept */
 	now = cJSON_Duplicate(old, 1);
 	set_template_label(now, 0, MUSTER_LABEL_JOB_PINNED, "true");
-	assert_int_equal(placement_gate_update(old, now, 0, patch, &modified, &cause), 0);
+	assert_int_equal(gate_update(old, now, 0, patch, &modified, &cause), 0);
 	assert_non_null(modified);
 	assert_null(template_label(modified, 0, MUSTER_LABEL_JOB_PINNED));
 	assert_string_equal(template_label(modified, 1, MUSTER_LABEL_JOB_PINNED), "true");
@@ -1565,7 +1696,7 @@ static void gate_strips_a_job_pinned_mark_an_update_adds(void **state)
 		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "metadata"),
 						 "annotations"),
 		MUSTER_ANNOTATION_PLACEMENT, cJSON_CreateString(MUSTER_PLACEMENT_PLACED));
-	assert_int_equal(placement_gate_update(old, now, 1, patch, &modified, &cause), 0);
+	assert_int_equal(gate_update(old, now, 1, patch, &modified, &cause), 0);
 	assert_null(modified);
 	assert_int_equal(cJSON_GetArraySize(patch), 0);
 	cJSON_Delete(patch);
@@ -1979,6 +2110,7 @@ int main(void)
 		cmocka_unit_test(validate_update_rules),
 		cmocka_unit_test(config_forms),
 		cmocka_unit_test(gate_suspends_labels_and_composes_with_the_barrier),
+		cmocka_unit_test(the_model_decodes_each_part_and_fails_only_where_a_part_is_bad),
 		cmocka_unit_test(gate_cases),
 		cmocka_unit_test(gate_holds_a_resume_until_placed),
 		cmocka_unit_test(gate_strips_a_job_pinned_mark_an_update_adds),

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "jobset_admission.h"
 #include "jobset_shape.h"
 #include "json_patch.h"
 #include "muster_api.h"
@@ -270,19 +271,21 @@ static int patch_template(cJSON *patch, size_t index, const cJSON *template, con
 	return 0;
 }
 
-int jobset_mutate(const cJSON *jobset, const struct group_config *config,
+int jobset_mutate(const struct jobset_admission *a, const cJSON *tree,
 		  const struct jobset_mutate_options *options, const char *token, cJSON **patch, char **cause)
 {
-	const cJSON *jobs = jobset_replicated_jobs(jobset), *job;
-	const cJSON *metadata = kjson_member(jobset, "metadata");
-	const char *name = jobset_name(jobset),
-		   *existing = jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN);
+	const struct group_config *config = &a->config;
+	const cJSON *jobs = jobset_replicated_jobs(tree), *job;
+	const cJSON *metadata = kjson_member(tree, "metadata");
+	const char *name = a->name, *existing = a->token;
 	size_t index = 0;
 	cJSON *ops;
 
 	if (cause)
 		*cause = NULL;
 	*patch = NULL;
+	if (!a->config_ok)
+		return cause_fail(cause, "%s", a->config_cause);
 	if (!config->present)
 		return (*patch = cJSON_CreateArray()) ? 0 : cause_fail(cause, "out of memory");
 	if (!jobs || !name)
@@ -324,11 +327,6 @@ no_memory:
 	return cause_fail(cause, "out of memory");
 }
 
-static int suspended(const cJSON *jobset)
-{
-	return cJSON_IsTrue(kjson_member(kjson_member(jobset, "spec"), "suspend"));
-}
-
 /* Sets the JobSet's annotation of record to `value`. */
 static int set_generation_annotation(cJSON *patch, const cJSON *jobset, const char *value)
 {
@@ -350,11 +348,13 @@ static long long max3(long long a, long long b, long long c)
 	return m > c ? m : c;
 }
 
-int jobset_mutate_update(const cJSON *old_jobset, const cJSON *jobset, const struct group_config *config,
-			 cJSON **patch, char **cause)
+int jobset_mutate_update(const struct jobset_admission *old, const struct jobset_admission *a,
+			 const cJSON *tree, cJSON **patch, char **cause)
 {
+	const struct group_config *config = &a->config;
 	const cJSON *job;
-	long long old_annotation, old_labels, new_annotation, new_labels, of_record;
+	long long old_annotation, old_labels, new_annotation = a->generation_annotation,
+					      new_labels = a->generation_labels, of_record;
 	char value[24], base[80];
 	size_t index = 0;
 	cJSON *ops;
@@ -362,11 +362,14 @@ int jobset_mutate_update(const cJSON *old_jobset, const cJSON *jobset, const str
 	if (cause)
 		*cause = NULL;
 	*patch = NULL;
+	if (!a->config_ok)
+		return cause_fail(cause, "%s", a->config_cause);
 	if (!config->present)
 		return (*patch = cJSON_CreateArray()) ? 0 : cause_fail(cause, "out of memory");
-	if (jobset_gang_generation(old_jobset, config, &old_annotation, &old_labels, cause) ||
-	    jobset_gang_generation(jobset, config, &new_annotation, &new_labels, cause))
+	if (jobset_gang_generation(old->tree, config, &old_annotation, &old_labels, cause))
 		return -1;
+	if (!a->generation_ok)
+		return cause_fail(cause, "%s", a->generation_cause);
 	ops = cJSON_CreateArray();
 	if (!ops)
 		return cause_fail(cause, "out of memory");
@@ -374,11 +377,11 @@ int jobset_mutate_update(const cJSON *old_jobset, const cJSON *jobset, const str
 	 * back while the JobSet is suspended (Kueue restores the pod templates it
 	 * admitted with when it evicts); the annotation is muster's alone. */
 	of_record = max3(old_annotation, old_labels, new_annotation);
-	if (!suspended(old_jobset) || suspended(jobset)) {
+	if (!old->suspended || a->suspended) {
 		/* Not a resume: the annotation of record is kept as it was. */
 		if (of_record > 0 && new_annotation != of_record) {
 			snprintf(value, sizeof(value), "%lld", of_record);
-			if (set_generation_annotation(ops, jobset, value))
+			if (set_generation_annotation(ops, tree, value))
 				goto no_memory;
 		}
 		*patch = ops;
@@ -394,9 +397,9 @@ int jobset_mutate_update(const cJSON *old_jobset, const cJSON *jobset, const str
 				  of_record);
 	}
 	snprintf(value, sizeof(value), "%lld", of_record + 1);
-	if (set_generation_annotation(ops, jobset, value))
+	if (set_generation_annotation(ops, tree, value))
 		goto no_memory;
-	cJSON_ArrayForEach(job, jobset_replicated_jobs(jobset))
+	cJSON_ArrayForEach(job, jobset_replicated_jobs(tree))
 	{
 		const char *job_name = jobset_replicated_job_name(job);
 

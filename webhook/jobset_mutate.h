@@ -48,16 +48,20 @@ struct jobset_mutate_options {
 };
 
 struct cJSON;
+struct jobset_admission;
 
-/* `token` (checked with jobset_token_valid by the caller) is written only
- * when the JobSet has no token annotation; the existing one is used
- * otherwise. */
-int jobset_mutate(const struct cJSON *jobset, const struct group_config *config,
+/* `a` is the JobSet's admission model (jobset_admission.h); `tree` the
+ * JobSet as the patch finds it (the placement gate's copy when the gate
+ * changed it, else a->tree): the ops' paths address it. `token` (checked
+ * with jobset_token_valid by the caller) is written only when the JobSet
+ * has no token annotation; the existing one is used otherwise. */
+int jobset_mutate(const struct jobset_admission *a, const struct cJSON *tree,
 		  const struct jobset_mutate_options *options, const char *token, struct cJSON **patch,
 		  char **cause);
 
-/* The patch for an UPDATE of a group-scheduled JobSet (`old_jobset` is the
- * stored object, `jobset` the new one; config the new one's settings).
+/* The patch for an UPDATE of a group-scheduled JobSet (`old` is the stored
+ * object's model, `a` the new one's and `tree` as for jobset_mutate(); the
+ * stored generation is read under the new settings).
  *
  * A resume (spec.suspend true in the stored object, not in the new one)
  * starts a new gang: the label muster.dev/gang-generation of every targeted
@@ -74,7 +78,7 @@ int jobset_mutate(const struct cJSON *jobset, const struct group_config *config,
  * Any other update only keeps the annotation of record (restored when the
  * update drops or lowers it). A generation muster cannot read is refused
  * (-1 with *cause), never guessed. Same ownership as jobset_mutate(). */
-int jobset_mutate_update(const struct cJSON *old_jobset, const struct cJSON *jobset,
-			 const struct group_config *config, struct cJSON **patch, char **cause);
+int jobset_mutate_update(const struct jobset_admission *old, const struct jobset_admission *a,
+			 const struct cJSON *tree, struct cJSON **patch, char **cause);
 
 #endif

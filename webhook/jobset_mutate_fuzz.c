@@ -14,7 +14,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "group_config.h"
+#include "jobset_admission.h"
 #include "jobset_mutate.h"
 #include "jobset_validate.h"
 #include "muster_api.h"
@@ -33,20 +33,20 @@ static const struct jobset_mutate_options options = {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	cJSON *jobset = cJSON_ParseWithLength((const char *)data, size), *patch = NULL, *again = NULL;
-	struct group_config *config = malloc(sizeof(*config));
+	struct jobset_admission *a = NULL;
 	char *cause = NULL;
 	const cJSON *op;
 
-	if (!jobset || !config)
+	if (!jobset || !(a = jobset_admission_decode(jobset, JOBSET_ADMISSION_COUNTED)))
 		goto out;
-	if (group_config_decode(jobset, config, &cause)) {
-		if (!cause)
+	if (!a->config_ok) {
+		if (!a->config_cause)
 			abort();
 		goto out;
 	}
-	if (jobset_validate_create(jobset, config, &cause))
+	if (jobset_validate_create(a, &cause))
 		goto out;
-	if (jobset_mutate(jobset, config, &options, "fuzz-token-0123456789", &patch, &cause))
+	if (jobset_mutate(a, jobset, &options, "fuzz-token-0123456789", &patch, &cause))
 		goto out;
 	cJSON_ArrayForEach(op, patch)
 	{
@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    path->valuestring[0] != '/' || !cJSON_GetObjectItem(op, "value"))
 			abort();
 	}
-	if (jobset_mutate(jobset, config, &options, "fuzz-token-0123456789", &again, &cause) ||
+	if (jobset_mutate(a, jobset, &options, "fuzz-token-0123456789", &again, &cause) ||
 	    !cJSON_Compare(patch, again, 1))
 		abort();
 out:
@@ -64,6 +64,6 @@ out:
 	cJSON_Delete(patch);
 	cJSON_Delete(jobset);
 	free(cause);
-	free(config);
+	jobset_admission_free(a);
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jobset_admission.h"
 #include "jobset_model.h"
 #include "jobset_shape.h"
 
@@ -98,26 +99,6 @@ static int check_targets(const struct jobset_model *model, char **message)
 	return 0;
 }
 
-/* The model of a group-scheduled JobSet, as the controller will count it:
- * what it could not count is refused now, not left to wait for a release
- * that cannot come. */
-static struct jobset_model *model_of(const cJSON *jobset, const struct group_config *config, char **message)
-{
-	struct jobset_model *model = malloc(sizeof(*model));
-	char *cause = NULL;
-
-	if (!model) {
-		cause_fail(message, "out of memory");
-		return NULL;
-	}
-	if (jobset_model_decode_admitted(jobset, config, model, &cause) == 0)
-		return model;
-	cause_fail(message, "%s", cause ? cause : "out of memory");
-	free(cause);
-	free(model);
-	return NULL;
-}
-
 /* "a, b" of the targeted replicated jobs, cut to fit; returns their count. */
 static size_t targeted_names(const struct jobset_model *model, char *out, size_t size)
 {
@@ -137,16 +118,17 @@ static size_t targeted_names(const struct jobset_model *model, char *out, size_t
 	return count;
 }
 
-int jobset_validate_create(const cJSON *jobset, const struct group_config *config, char **message)
+int jobset_validate_create(const struct jobset_admission *a, char **message)
 {
-	const cJSON *jobs = jobset_replicated_jobs(jobset), *job;
-	const char *name = jobset_name(jobset), *token, *order;
-	struct jobset_model *model = NULL;
+	const cJSON *jobset = a->tree, *jobs = jobset_replicated_jobs(jobset), *job;
+	const struct group_config *config = &a->config;
+	const char *name = a->name, *token = a->token, *order;
 	size_t index = 0, targeted = 0;
 	char names[512] = "";
-	int err = -1;
 
 	*message = NULL;
+	if (!a->config_ok)
+		return cause_fail(message, "%s", a->config_cause);
 	if (!jobs)
 		return cause_fail(message, "spec.replicatedJobs is missing or not a list");
 	if (config->present) {
@@ -170,27 +152,26 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 				"groupSchedulingConfig.timeoutAfterSeconds is %u: it must be between %u and %u "
 				"seconds (a day)",
 				config->timeout_seconds, GROUP_CONFIG_TIMEOUT_MIN, GROUP_CONFIG_TIMEOUT_MAX);
-		{
-			long long annotation, labels;
-
-			/* Read the same way by the webhook, the controller and the barrier. */
-			if (jobset_gang_generation(jobset, config, &annotation, &labels, message))
-				return -1;
-		}
-		model = model_of(jobset, config, message);
-		if (!model || check_targets(model, message))
-			goto out;
-		targeted = targeted_names(model, names, sizeof(names));
+		/* The generation is read the same way by the webhook, the
+		 * controller and the barrier; the counted spec as the controller
+		 * will count it: what it could not count is refused now, not left
+		 * to wait for a release that cannot come. */
+		if (!a->generation_ok)
+			return cause_fail(message, "%s", a->generation_cause);
+		if (!a->counted)
+			return cause_fail(message, "%s",
+					  a->counted_cause ? a->counted_cause
+							   : "the JobSet's spec was not counted");
+		if (check_targets(a->counted, message))
+			return -1;
+		targeted = targeted_names(a->counted, names, sizeof(names));
 	}
-	token = jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN);
-	if (token && !jobset_token_valid(token)) {
-		cause_fail(message,
-			   "annotation " MUSTER_ANNOTATION_BARRIER_TOKEN
-			   " must be %d to %d printable ASCII characters "
-			   "without spaces; leave it out and muster makes one",
-			   JOBSET_TOKEN_MIN, JOBSET_TOKEN_MAX);
-		goto out;
-	}
+	if (token && !jobset_token_valid(token))
+		return cause_fail(message,
+				  "annotation " MUSTER_ANNOTATION_BARRIER_TOKEN
+				  " must be %d to %d printable ASCII characters "
+				  "without spaces; leave it out and muster makes one",
+				  JOBSET_TOKEN_MIN, JOBSET_TOKEN_MAX);
 	/* The reserved names are in the pod templates, which the model does not hold. */
 	cJSON_ArrayForEach(job, jobs)
 	{
@@ -198,16 +179,14 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 		int is_target = job_name && group_config_targets(config, job_name);
 		const cJSON *template = jobset_pod_template(job);
 
-		if (is_target && !cJSON_IsObject(kjson_member(template, "spec"))) {
-			cause_fail(
+		if (is_target && !cJSON_IsObject(kjson_member(template, "spec")))
+			return cause_fail(
 				message,
 				"spec.replicatedJobs[%zu] (%s) has no pod template (template.spec.template.spec)",
 				index, job_name);
-			goto out;
-		}
 		if (check_reserved(name ? name : "", job_name ? job_name : "(unnamed)", index,
 				   kjson_member(template, "spec"), is_target, message))
-			goto out;
+			return -1;
 		index++;
 	}
 	order = NULL;
@@ -218,8 +197,8 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 		if (cJSON_IsString(item))
 			order = item->valuestring;
 	}
-	if (targeted > 1 && order && strcmp(order, "InOrder") == 0) {
-		cause_fail(
+	if (targeted > 1 && order && strcmp(order, "InOrder") == 0)
+		return cause_fail(
 			message,
 			"startupPolicy InOrder cannot be combined with a group that spans %zu replicated jobs "
 			"(%s): InOrder creates each replicated job only when the one before is ready, while the "
@@ -227,12 +206,7 @@ int jobset_validate_create(const cJSON *jobset, const struct group_config *confi
 			"each other forever; set groupSchedulingConfig.targetReplicatedJobs to one replicated "
 			"job, or use startupPolicyOrder AnyOrder",
 			targeted, names);
-		goto out;
-	}
-	err = 0;
-out:
-	free(model);
-	return err;
+	return 0;
 }
 
 static void describe(const struct group_config *config, char *out, size_t size)
@@ -258,48 +232,31 @@ static void describe(const struct group_config *config, char *out, size_t size)
 	}
 }
 
-int jobset_validate_update(const cJSON *old_jobset, const cJSON *jobset, char **message)
+int jobset_validate_update(const struct jobset_admission *old, const struct jobset_admission *a,
+			   char **message)
 {
-	struct group_config *configs = calloc(2, sizeof(*configs));
-	const char *old_token = jobset_annotation(old_jobset, MUSTER_ANNOTATION_BARRIER_TOKEN);
-	const char *token = jobset_annotation(jobset, MUSTER_ANNOTATION_BARRIER_TOKEN);
-	char *cause = NULL;
-	int err = -1;
-
-	*message = NULL;
-	if (!configs)
-		return cause_fail(message, "out of memory");
-	if (group_config_decode(jobset, &configs[1], &cause)) {
-		cause_fail(message, "%s", cause ? cause : "groupSchedulingConfig does not decode");
-		goto out;
-	}
+	static const struct group_config none;
 	/* A stored object that no longer decodes (written before muster was
 	 * installed) is compared as having no settings. */
-	free(cause);
-	cause = NULL;
-	if (group_config_decode(old_jobset, &configs[0], &cause))
-		memset(&configs[0], 0, sizeof(configs[0]));
-	if (!group_config_equal(&configs[0], &configs[1])) {
+	const struct group_config *was = old->config_ok ? &old->config : &none;
+
+	*message = NULL;
+	if (!a->config_ok)
+		return cause_fail(message, "%s", a->config_cause);
+	if (!group_config_equal(was, &a->config)) {
 		char before[256], after[256];
 
-		describe(&configs[0], before, sizeof(before));
-		describe(&configs[1], after, sizeof(after));
-		cause_fail(
+		describe(was, before, sizeof(before));
+		describe(&a->config, after, sizeof(after));
+		return cause_fail(
 			message,
 			"groupSchedulingConfig cannot change after the JobSet is created (was: %s; now: %s): the "
 			"barriers already injected were set up with it; delete and re-create the JobSet to change it",
 			before, after);
-		goto out;
 	}
-	if (old_token && (!token || strcmp(old_token, token) != 0)) {
-		cause_fail(message, "annotation " MUSTER_ANNOTATION_BARRIER_TOKEN
-				    " cannot change or be removed after the JobSet is "
-				    "created: its pods' barriers accept releases only with it");
-		goto out;
-	}
-	err = 0;
-out:
-	free(cause);
-	free(configs);
-	return err;
+	if (old->token && (!a->token || strcmp(old->token, a->token) != 0))
+		return cause_fail(message, "annotation " MUSTER_ANNOTATION_BARRIER_TOKEN
+					   " cannot change or be removed after the JobSet is "
+					   "created: its pods' barriers accept releases only with it");
+	return 0;
 }

@@ -34,14 +34,15 @@
 #ifndef MUSTER_JOBSET_VALIDATE_H
 #define MUSTER_JOBSET_VALIDATE_H
 
-#include "group_config.h"
+struct jobset_admission;
 
-struct cJSON;
+/* `a` is the JobSet's admission model (jobset_admission.h), decoded with
+ * JOBSET_ADMISSION_COUNTED; a JobSet without settings is checked for
+ * reserved names and its token only. */
+int jobset_validate_create(const struct jobset_admission *a, char **message);
 
-/* config is the decoded settings of jobset (group_config_decode() succeeded);
- * a JobSet without them is checked for reserved names only. */
-int jobset_validate_create(const struct cJSON *jobset, const struct group_config *config, char **message);
-
-int jobset_validate_update(const struct cJSON *old_jobset, const struct cJSON *jobset, char **message);
+/* `old` is the stored object's model, `a` the new one's. */
+int jobset_validate_update(const struct jobset_admission *old, const struct jobset_admission *a,
+			   char **message);
 
 #endif

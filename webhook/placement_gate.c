@@ -11,73 +11,16 @@
 
 #include "cause.h"
 #include "jobset_shape.h"
+#include "jobset_admission.h"
 #include "json_patch.h"
 #include "kjson.h"
 #include "muster_api.h"
-#include "topo_jobset.h"
 
 #define POINTER_MAX 192
-
-static const char *const jobset_keys[] = {
-	MUSTER_ANNOTATION_NETWORK_TOPOLOGY,   MUSTER_ANNOTATION_TOPOLOGY_REQUIRED,
-	MUSTER_ANNOTATION_TOPOLOGY_PREFERRED, MUSTER_ANNOTATION_TOPOLOGY_REPLICATED_JOBS,
-	JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY,
-};
-static const char *const template_keys[] = {
-	MUSTER_ANNOTATION_NETWORK_TOPOLOGY,
-	MUSTER_ANNOTATION_PARTITION_POLICY,
-};
 
 static const cJSON *annotations_of(const cJSON *object)
 {
 	return kjson_member(kjson_member(object, "metadata"), "annotations");
-}
-
-static int has_any(const cJSON *annotations, const char *const *keys, size_t count)
-{
-	for (size_t i = 0; i < count; i++)
-		if (kjson_member(annotations, keys[i]))
-			return 1;
-	return 0;
-}
-
-int placement_gate_mentions(const cJSON *jobset)
-{
-	const cJSON *rj, *a;
-
-	if (has_any(annotations_of(jobset), jobset_keys, sizeof(jobset_keys) / sizeof(jobset_keys[0])))
-		return 1;
-	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
-	{
-		if (kjson_member(annotations_of(kjson_member(rj, "template")),
-				 JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY))
-			return 1;
-		a = annotations_of(jobset_pod_template(rj));
-		if (has_any(a, template_keys, sizeof(template_keys) / sizeof(template_keys[0])))
-			return 1;
-		cJSON_ArrayForEach(a, a)
-		{
-			if (a->string &&
-			    strncmp(a->string, KUEUE_ANNOTATION_PREFIX, strlen(KUEUE_ANNOTATION_PREFIX)) == 0)
-				return 1;
-		}
-	}
-	return 0;
-}
-
-/* 1 when the decoded request constrains where some pod goes. */
-static int constrains(const struct topo_jobset *js)
-{
-	if (js->whole_required || js->whole_preferred || js->whole_network.set)
-		return 1;
-	for (size_t g = 0; g < js->group_count; g++) {
-		const struct topo_jobset_group *group = &js->groups[g];
-
-		if (group->required || group->preferred || group->slice_level || group->network.set ||
-		    group->partitions || group->exclusive)
-			return 1;
-	}
-	return 0;
 }
 
 /* A pod's place in the record is its completion index, which only an
@@ -104,24 +47,6 @@ static int indexable(const cJSON *jobset, char **cause)
 		 * (lib/topo/topo_record.h). */
 	}
 	return 0;
-}
-
-/* Whose placement it is when not muster's: NULL for muster's. */
-static const char *owner(const cJSON *jobset)
-{
-	const cJSON *rj;
-
-	if (kjson_member(kjson_member(kjson_member(jobset, "metadata"), "labels"), KUEUE_LABEL_QUEUE_NAME))
-		return "kueue";
-	cJSON_ArrayForEach(rj, jobset_replicated_jobs(jobset))
-	{
-		const cJSON *name =
-			kjson_member(kjson_member(jobset_pod_template(rj), "spec"), "schedulerName");
-
-		if (cJSON_IsString(name) && strcmp(name->valuestring, VOLCANO_SCHEDULER_NAME) == 0)
-			return "volcano";
-	}
-	return NULL;
 }
 
 /* ---- building the copy and the ops together ---- */
@@ -223,18 +148,6 @@ static int label_templates(cJSON *patch, cJSON *jobset)
 			return -1;
 	}
 	return 0;
-}
-
-static int suspended(const cJSON *jobset)
-{
-	return cJSON_IsTrue(kjson_member(kjson_member(jobset, "spec"), "suspend"));
-}
-
-static const char *state_of(const cJSON *jobset)
-{
-	const cJSON *state = kjson_member(annotations_of(jobset), MUSTER_ANNOTATION_PLACEMENT);
-
-	return cJSON_IsString(state) ? state->valuestring : NULL;
 }
 
 /* The pin route's marks on a Job's pod template, never the user's to give
@@ -405,49 +318,23 @@ static int stripped(const cJSON *jobset, cJSON *patch, cJSON **modified, char **
 	return 0;
 }
 
-/* Whether muster is asked to place the JobSet (1) or not (0), its request
- * decoded and checked: -1 with the cause when the request is malformed. */
-static int asks_muster(const cJSON *jobset, char **cause)
-{
-	struct topo_store store = { .chunk = 4096 };
-	struct topo_jobset request;
-	int asks;
-
-	if (topo_jobset_decode(&store, jobset, &request, cause)) {
-		char *inner = *cause;
-
-		*cause = NULL;
-		cause_fail(cause, "placement request: %s", inner ? inner : "out of memory");
-		free(inner);
-		topo_store_free(&store);
-		return -1;
-	}
-	asks = constrains(&request);
-	topo_store_free(&store);
-	return asks;
-}
-
 /* Gates a JobSet that asks for placement: waiting (or held by its user
  * while suspended), suspended until placed, its pod templates labelled. */
-static int gate(const cJSON *old, const cJSON *jobset, cJSON *patch, cJSON **modified, char **cause);
+static int gate(const struct jobset_admission *old, const struct jobset_admission *a, cJSON *patch,
+		cJSON **modified, char **cause);
 
 /* A JobSet Volcano schedules is Volcano's to place, all of it: a request
  * muster would read on it is not applied, which its author is told. */
-static void warn_dropped(const cJSON *jobset, const char *by, char **warning)
+static void warn_dropped(const struct jobset_admission *a, char **warning)
 {
-	char *ignored = NULL;
-
-	if (strcmp(by, "volcano") != 0 || asks_muster(jobset, &ignored) <= 0) {
-		free(ignored);
+	if (!a->owner || strcmp(a->owner, "volcano") != 0 || a->asks <= 0)
 		return;
-	}
 	cause_fail(warning,
 		   "muster.dev: a replicated job of this JobSet has schedulerName " VOLCANO_SCHEDULER_NAME
 		   ", so muster leaves the placement of the whole JobSet to Volcano and does not apply "
 		   "its topology request; ask Volcano for it (networkTopology), or schedule every "
 		   "replicated job with the default scheduler for muster to place it");
 }
-
 /* The JobSet marked MUSTER_ANNOTATION_PLACEMENT_SKIPPED (`skipped` its
  * value) or, with `skipped` NULL, a copied mark removed: on the copy
  * *modified (made when NULL) and in `patch`. */
@@ -481,53 +368,53 @@ static int mark_skipped(const cJSON *jobset, const char *skipped, cJSON *patch, 
 	return 0;
 }
 
-int placement_gate_create(const cJSON *jobset, cJSON *patch, cJSON **modified, const char **skip,
-			  char **warning, char **cause)
+int placement_gate_create(const struct jobset_admission *a, cJSON *patch, cJSON **modified, char **warning,
+			  char **cause)
 {
-	int asks;
+	const cJSON *jobset = a->tree;
 
 	*modified = NULL;
-	*skip = NULL;
 	*warning = NULL;
-	if (!placement_gate_mentions(jobset))
+	if (!a->mentions)
 		return stripped(jobset, patch, modified, cause)
 			       ? -1
 			       : mark_skipped(jobset, NULL, patch, modified, cause);
-	if ((*skip = owner(jobset)) != NULL) {
-		warn_dropped(jobset, *skip, warning);
+	if (a->owner) {
+		warn_dropped(a, warning);
 		if (stripped(jobset, patch, modified, cause))
 			return -1;
 		return mark_skipped(jobset, *warning ? MUSTER_PLACEMENT_SKIPPED_VOLCANO : NULL, patch,
 				    modified, cause);
 	}
-	if ((asks = asks_muster(jobset, cause)) < 0)
-		return -1;
-	if (!asks)
+	if (a->asks < 0)
+		return cause_fail(cause, "%s", a->placement_cause);
+	if (!a->asks)
 		return stripped(jobset, patch, modified, cause)
 			       ? -1
 			       : mark_skipped(jobset, NULL, patch, modified, cause);
-	return gate(NULL, jobset, patch, modified, cause)
-		       ? -1
-		       : mark_skipped(jobset, NULL, patch, modified, cause);
+	return gate(NULL, a, patch, modified, cause) ? -1
+						     : mark_skipped(jobset, NULL, patch, modified, cause);
 }
 
-static int gate(const cJSON *old, const cJSON *jobset, cJSON *patch, cJSON **modified, char **cause)
+static int gate(const struct jobset_admission *old, const struct jobset_admission *a, cJSON *patch,
+		cJSON **modified, char **cause)
 {
+	const cJSON *was = old ? old->tree : NULL;
 	cJSON *copy = NULL;
 	int err = 0;
 
-	if (indexable(jobset, cause))
+	if (indexable(a->tree, cause))
 		return -1;
-	if (!(copy = cJSON_Duplicate(jobset, 1)))
+	if (!(copy = cJSON_Duplicate(a->tree, 1)))
 		return cause_fail(cause, "out of memory");
 	err = set_annotation(patch, copy,
-			     suspended(jobset) ? MUSTER_PLACEMENT_USER_HELD : MUSTER_PLACEMENT_WAITING);
-	if (!err && !suspended(jobset))
+			     a->suspended ? MUSTER_PLACEMENT_USER_HELD : MUSTER_PLACEMENT_WAITING);
+	if (!err && !a->suspended)
 		err = set_suspend(patch, copy);
 	if (!err)
 		err = label_templates(patch, copy);
-	if (!err && strip_pin_marks(old, copy, patch))
-		drop_pin_marks(old, copy);
+	if (!err && strip_pin_marks(was, copy, patch))
+		drop_pin_marks(was, copy);
 	if (err) {
 		cJSON_Delete(copy);
 		return cause_fail(cause, "out of memory");
@@ -536,37 +423,37 @@ static int gate(const cJSON *old, const cJSON *jobset, cJSON *patch, cJSON **mod
 	return 0;
 }
 
-int placement_gate_update(const cJSON *old_jobset, const cJSON *jobset, int from_controller, cJSON *patch,
-			  cJSON **modified, char **cause)
+int placement_gate_update(const struct jobset_admission *old, const struct jobset_admission *a,
+			  int from_controller, cJSON *patch, cJSON **modified, char **cause)
 {
-	const char *was = state_of(old_jobset), *now = state_of(jobset), *want = NULL;
+	const char *was = old->placement_state, *now = a->placement_state, *want = NULL;
 	cJSON *copy;
-	int hold = 0, err = 0, pinned, asks = 0;
+	int hold = 0, err = 0, pinned, asks = a->owner ? 0 : a->asks;
 
 	*modified = NULL;
 	/* A request this update makes malformed is refused, as at creation:
 	 * it would only show at the resume, as a waiting reason. */
-	if (placement_gate_mentions(jobset) && !owner(jobset) && (asks = asks_muster(jobset, cause)) < 0)
-		return -1;
+	if (asks < 0)
+		return cause_fail(cause, "%s", a->placement_cause);
 	if (!was) {
 		/* Not gated at creation. A request given while the JobSet is
 		 * suspended (its pods not made since) is gated as at creation,
 		 * as Kueue honours it; a running JobSet is not suspended for it. */
-		if (asks > 0 && suspended(old_jobset))
-			return gate(old_jobset, jobset, patch, modified, cause);
+		if (asks > 0 && old->suspended)
+			return gate(old, a, patch, modified, cause);
 		return 0;
 	}
 	/* A pin mark added by this update goes, as at creation. */
-	pinned = strip_pin_marks(old_jobset, jobset, patch);
+	pinned = strip_pin_marks(old->tree, a->tree, patch);
 	if (strcmp(was, MUSTER_PLACEMENT_PLACED) == 0 && now && strcmp(now, MUSTER_PLACEMENT_WAITING) == 0 &&
-	    suspended(jobset)) {
+	    a->suspended) {
 		/* placed again, suspended meanwhile (the controller's move after a node is lost) */
 	} else if (strcmp(was, MUSTER_PLACEMENT_PLACED) == 0) {
 		if (!now || strcmp(now, was) != 0)
 			want = was; /* the record of the gate stays */
 	} else if (now && strcmp(now, MUSTER_PLACEMENT_PLACED) == 0 && from_controller) {
 		/* the controller's resume, after the record was written */
-	} else if (!suspended(jobset)) {
+	} else if (!a->suspended) {
 		/* A resume of a JobSet not placed yet: held until it is. */
 		hold = 1;
 		want = MUSTER_PLACEMENT_WAITING;
@@ -575,7 +462,7 @@ int placement_gate_update(const cJSON *old_jobset, const cJSON *jobset, int from
 	}
 	if (!want && !hold && !pinned)
 		return 0;
-	if (!(copy = cJSON_Duplicate(jobset, 1)))
+	if (!(copy = cJSON_Duplicate(a->tree, 1)))
 		return cause_fail(cause, "out of memory");
 	if (want && (!now || strcmp(now, want) != 0))
 		err = set_annotation(patch, copy, want);
@@ -586,7 +473,7 @@ int placement_gate_update(const cJSON *old_jobset, const cJSON *jobset, int from
 		return cause_fail(cause, "out of memory");
 	}
 	if (pinned)
-		drop_pin_marks(old_jobset, copy);
+		drop_pin_marks(old->tree, copy);
 	*modified = copy;
 	return 0;
 }

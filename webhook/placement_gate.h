@@ -8,10 +8,11 @@
  * partitions in muster's annotations, muster's JobSet-wide level, upstream
  * JobSet's exclusive-topology) that constrains where pods go. It is left to
  * others when Kueue manages it (the label kueue.x-k8s.io/queue-name) or a
- * pod template names Volcano's scheduler: *skip says which.
+ * pod template names Volcano's scheduler: the model's owner says which
+ * (jobset_admission.h, which decodes the request once per review).
  *
- * CREATE: the request is decoded (a malformed value is refused with the
- * decoder's sentence, as muster-topology would say it), then
+ * CREATE: a malformed request is refused with the decoder's sentence, as
+ * muster-topology would say it; else
  *   - spec.suspend: true, and the annotation muster.dev/placement: waiting;
  *     a JobSet created suspended keeps its suspend and gets user-held (placed
  *     only once the user resumes it);
@@ -39,15 +40,14 @@
 #define MUSTER_PLACEMENT_GATE_H
 
 struct cJSON;
+struct jobset_admission;
 
-int placement_gate_create(const struct cJSON *jobset, struct cJSON *patch, struct cJSON **modified,
-			  const char **skip, char **warning, char **cause);
+/* `a` is the JobSet's admission model (jobset_admission.h). */
+int placement_gate_create(const struct jobset_admission *a, struct cJSON *patch, struct cJSON **modified,
+			  char **warning, char **cause);
 
-int placement_gate_update(const struct cJSON *old_jobset, const struct cJSON *jobset, int from_controller,
-			  struct cJSON *patch, struct cJSON **modified, char **cause);
-
-/* 1 when the JobSet carries a topology annotation muster reads (on itself,
- * a Job template or a pod template). */
-int placement_gate_mentions(const struct cJSON *jobset);
+/* `old` is the stored object's model, `a` the new one's. */
+int placement_gate_update(const struct jobset_admission *old, const struct jobset_admission *a,
+			  int from_controller, struct cJSON *patch, struct cJSON **modified, char **cause);
 
 #endif

@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "admission.h"
-#include "group_config.h"
+#include "jobset_admission.h"
 #include "jobset_shape.h"
 #include "jobset_validate.h"
 #include "mlog.h"
@@ -159,56 +159,80 @@ static void reply_text(struct http_serve_reply *reply, unsigned status, const ch
 	}
 }
 
+static void fail_out_of_memory(struct outcome *o)
+{
+	free(o->message);
+	o->message = strdup("out of memory");
+	o->code = 500;
+	o->result = "error";
+}
+
+/* The admission models of a review's object and, for an UPDATE, of its
+ * stored object: each JobSet decoded once (jobset_admission.h). -1 when
+ * memory ran out. */
+static int decode_models(const struct admission_request *request, struct jobset_admission **a,
+			 struct jobset_admission **old)
+{
+	*old = NULL;
+	*a = jobset_admission_decode(request->object,
+				     request->operation == ADMISSION_CREATE ? JOBSET_ADMISSION_COUNTED : 0);
+	if (!*a)
+		return -1;
+	if (request->operation == ADMISSION_UPDATE && request->old_object &&
+	    !(*old = jobset_admission_decode(request->old_object, 0))) {
+		jobset_admission_free(*a);
+		*a = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 static void mutate(struct webhook *w, const struct admission_request *request, struct outcome *o)
 {
-	struct group_config *config = malloc(sizeof(*config));
+	struct jobset_admission *a = NULL, *old = NULL;
 	char token[TOKEN_BYTES / 3 * 4 + 1] = "";
 	char *cause = NULL;
 	cJSON *patch = cJSON_CreateArray(), *gang = NULL, *modified = NULL;
-	const cJSON *object = request->object;
-	const char *skip = NULL;
 	int rc = 0;
 
-	if (!config || !patch) {
-		o->result = "error";
-		o->message = strdup("out of memory");
-		o->code = 500;
+	if (!patch) {
+		fail_out_of_memory(o);
 		goto out;
 	}
 	if ((request->operation != ADMISSION_CREATE && request->operation != ADMISSION_UPDATE) ||
 	    !request->object)
 		goto allow;
+	if (decode_models(request, &a, &old)) {
+		fail_out_of_memory(o);
+		goto out;
+	}
 	/* The placement gate first (placement_gate.h): the barrier's patch is
 	 * computed on the JobSet as the gate leaves it. */
 	if (request->operation == ADMISSION_CREATE)
-		rc = placement_gate_create(object, patch, &modified, &skip, &o->warning, &cause);
-	else if (request->old_object)
-		rc = placement_gate_update(request->old_object, object,
-					   w->controller_user &&
-						   strcmp(request->user, w->controller_user) == 0,
-					   patch, &modified, &cause);
+		rc = placement_gate_create(a, patch, &modified, &o->warning, &cause);
+	else if (old)
+		rc = placement_gate_update(
+			old, a, w->controller_user && strcmp(request->user, w->controller_user) == 0, patch,
+			&modified, &cause);
 	if (rc) {
 		o->message = cause;
 		cause = NULL;
 		goto deny;
 	}
-	if (skip)
+	if (request->operation == ADMISSION_CREATE && a->mentions && a->owner)
 		mlog(MLOG_INFO, "placement-skipped", "jobset=%s/%s reason=\"placed by %s, not muster\"",
-		     request->namespace, request->name, skip);
-	if (modified)
-		object = modified;
-	if (group_config_decode(object, config, &cause)) {
-		o->message = cause;
-		cause = NULL;
+		     request->namespace, request->name, a->owner);
+	if (!a->config_ok) {
+		o->message = strdup(a->config_cause);
 		goto deny;
 	}
-	if (!config->present)
+	if (!a->config.present)
 		goto patched;
 	if (request->operation == ADMISSION_UPDATE) {
 		/* A resume starts a new gang: the generation label goes up. */
-		if (!request->old_object)
+		if (!old)
 			goto patched;
-		if (jobset_mutate_update(request->old_object, object, config, &gang, &cause)) {
+		if (jobset_mutate_update(old, a, modified ? modified : request->object, &gang, &cause)) {
 			o->message = cause;
 			cause = NULL;
 			goto deny;
@@ -216,16 +240,16 @@ static void mutate(struct webhook *w, const struct admission_request *request, s
 		json_patch_append(patch, gang);
 		goto patched;
 	}
-	if (jobset_validate_create(object, config, &o->message))
+	if (jobset_validate_create(a, &o->message))
 		goto deny;
-	if (!jobset_annotation(object, MUSTER_ANNOTATION_BARRIER_TOKEN) && new_token(token, sizeof(token))) {
+	if (!a->token && new_token(token, sizeof(token))) {
 		o->message =
 			strdup("muster-webhook could not read random bytes for the barrier token; try again");
 		o->code = 500;
 		o->result = "error";
 		goto out;
 	}
-	if (jobset_mutate(object, config, &w->barrier, token, &gang, &cause)) {
+	if (jobset_mutate(a, modified ? modified : request->object, &w->barrier, token, &gang, &cause)) {
 		o->message = cause;
 		cause = NULL;
 		goto deny;
@@ -236,9 +260,7 @@ patched:
 	if (o->patch_ops) {
 		o->patch = cJSON_PrintUnformatted(patch);
 		if (!o->patch) {
-			o->message = strdup("out of memory");
-			o->code = 500;
-			o->result = "error";
+			fail_out_of_memory(o);
 			goto out;
 		}
 	}
@@ -257,45 +279,33 @@ out:
 	cJSON_Delete(patch);
 	cJSON_Delete(modified);
 	free(cause);
-	free(config);
+	jobset_admission_free(a);
+	jobset_admission_free(old);
 }
 
 static void validate(const struct admission_request *request, struct outcome *o)
 {
-	struct group_config *config;
-	char *cause = NULL;
+	struct jobset_admission *a = NULL, *old = NULL;
 
 	o->allowed = 1;
 	o->result = "allowed";
-	if (!request->object)
+	if (!request->object || (request->operation != ADMISSION_CREATE &&
+				 !(request->operation == ADMISSION_UPDATE && request->old_object)))
 		return;
-	if (request->operation == ADMISSION_UPDATE && request->old_object) {
-		if (jobset_validate_update(request->old_object, request->object, &o->message))
-			goto deny;
-		return;
-	}
-	if (request->operation != ADMISSION_CREATE)
-		return;
-	config = malloc(sizeof(*config));
-	if (!config) {
+	if (decode_models(request, &a, &old)) {
 		o->message = strdup("out of memory");
 		goto deny;
 	}
-	if (group_config_decode(request->object, config, &cause)) {
-		o->message = cause;
-		free(config);
+	if (old ? jobset_validate_update(old, a, &o->message) : jobset_validate_create(a, &o->message))
 		goto deny;
-	}
-	if (jobset_validate_create(request->object, config, &o->message)) {
-		free(config);
-		goto deny;
-	}
-	free(config);
-	return;
+	goto out;
 deny:
 	o->allowed = 0;
 	o->code = 422;
 	o->result = "denied";
+out:
+	jobset_admission_free(a);
+	jobset_admission_free(old);
 }
 
 /* The end of a review decode() admitted: a large one gives its memory back

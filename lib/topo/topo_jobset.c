@@ -438,6 +438,12 @@ static int decode_balanced(const cJSON *ann, struct topo_jobset *out, char **cau
 
 int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobset *out, char **cause)
 {
+	return topo_jobset_decode_counted(s, root, NULL, out, cause);
+}
+
+int topo_jobset_decode_counted(struct topo_store *s, const cJSON *root, const struct jobset_model *counted,
+			       struct topo_jobset *out, char **cause)
+{
 	struct jobset_model *model = NULL;
 	const cJSON *rjs, *rj, *ann;
 	const char *field = "metadata.annotations.", *exclusive = NULL;
@@ -474,17 +480,26 @@ int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobs
 		return cause_replace(cause, "jobset: spec.replicatedJobs: missing, empty or not a list");
 	if (cJSON_GetArraySize(rjs) > TOPO_GROUPS_MAX)
 		return cause_replace(cause, "jobset: spec.replicatedJobs: more than %d", TOPO_GROUPS_MAX);
-	/* Names, replicas, parallelism and completions: the one JobSet model. */
-	model = malloc(sizeof(*model));
-	if (!model)
-		return topo_store_nomem(s, cause);
-	if (jobset_model_decode_written(root, model, &model_cause)) {
-		cause_replace(cause, "jobset: %s", model_cause ? model_cause : "out of memory");
+	/* Names, replicas, parallelism and completions: the one JobSet model,
+	 * the caller's when it has decoded it. */
+	if (!counted) {
+		model = malloc(sizeof(*model));
+		if (!model)
+			return topo_store_nomem(s, cause);
+		if (jobset_model_decode_written(root, model, &model_cause)) {
+			cause_replace(cause, "jobset: %s", model_cause ? model_cause : "out of memory");
+			goto out;
+		}
+		counted = model;
+	}
+	if (counted->replicated_job_count != (size_t)cJSON_GetArraySize(rjs)) {
+		cause_replace(cause, "jobset: the counted spec holds %zu replicated jobs, the JobSet %d",
+			      counted->replicated_job_count, cJSON_GetArraySize(rjs));
 		goto out;
 	}
 	cJSON_ArrayForEach(rj, rjs)
 	{
-		if (decode_replicated_job(s, rj, &model->replicated_jobs[n], n, exclusive, &out->groups[n],
+		if (decode_replicated_job(s, rj, &counted->replicated_jobs[n], n, exclusive, &out->groups[n],
 					  cause))
 			goto out;
 		out->group_count = ++n;

@@ -107,6 +107,14 @@ struct cJSON;
 int topo_jobset_decode(struct topo_store *s, const struct cJSON *jobset, struct topo_jobset *out,
 		       char **cause);
 
+struct jobset_model;
+
+/* The same with the JobSet's counted spec (lib/muster/jobset_model.h) the
+ * caller decoded from the same object (NULL: decoded here as written): an
+ * admission decodes each part of a JobSet once. */
+int topo_jobset_decode_counted(struct topo_store *s, const struct cJSON *jobset,
+			       const struct jobset_model *counted, struct topo_jobset *out, char **cause);
+
 /* Builds the placement request for `tree` (levels resolved by name,
  * resources by name, co-placed groups numbered); groups must have room for
  * group_count entries. The request points into `jobset` and `groups`. */
