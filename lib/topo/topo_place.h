@@ -105,6 +105,15 @@ struct topo_term {
 	size_t requirement_count;
 };
 
+/* A term of preferred node affinity (preferredDuringSchedulingIgnoredDuringExecution):
+ * a node that meets every requirement of the term earns its weight (1 to
+ * 100); a term with no requirement matches no node (as in Kubernetes). A
+ * node's score is the sum of the weights of the terms it meets. */
+struct topo_preference {
+	int32_t weight;
+	struct topo_term term;
+};
+
 struct topo_shape {
 	int64_t requests[TOPO_RESOURCES_MAX]; /* indexed as cluster->resources; "pods" is always 1 */
 	const struct topo_label *node_selector; /* nodeSelector: every label equal */
@@ -115,6 +124,11 @@ struct topo_shape {
 	size_t affinity_count;
 	const struct topo_toleration *tolerations;
 	size_t toleration_count;
+	/* preferredDuringSchedulingIgnoredDuringExecution: restricts nothing;
+	 * where the placement chooses, the higher score wins (see the file
+	 * comment). */
+	const struct topo_preference *preferred;
+	size_t preferred_count;
 };
 
 struct topo_group {
@@ -222,5 +236,9 @@ void topo_placement_free(struct topo_placement *placement);
  * `reason` (may be NULL) gets a static text when it is excluded. */
 uint32_t topo_node_fit(const struct topo_cluster *cluster, const struct topo_node *node, const int64_t *free,
 		       const struct topo_shape *shape, const char **reason);
+
+/* The preferred node affinity score of `node` for `shape`: the sum of the
+ * weights of the preferred terms it meets (0 without any). */
+uint32_t topo_node_preference(const struct topo_node *node, const struct topo_shape *shape);
 
 #endif
