@@ -164,10 +164,6 @@ static char *check_group(const struct topo_tree *t, const struct topo_request *r
 		size_t lowest =
 			mode == TOPO_MODE_REQUIRED || mode == TOPO_MODE_PREFERRED ? grp->constraint.level : 1;
 
-		if (mode == TOPO_MODE_UNCONSTRAINED)
-			return topo_place_format(
-				"request: replicated job %s: an unconstrained job takes no slice level",
-				name);
 		if (grp->slice_level < lowest || grp->slice_level > t->node_level)
 			return topo_place_format(
 				"request: replicated job %s: the slice level must be at or below the job's level",

@@ -281,24 +281,27 @@ void topo_place_descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 	descend(x, g, d, need);
 }
 
-/* Fills gaps for an unconstrained instance: the nodes under d with the
+/* Fills gaps for an unconstrained instance: the nodes under d (with slices
+ * at a level, the domains of that level, each slice whole in one) with the
  * highest preferred affinity score first, then those with the least room
  * for the pods (ties in tree order). */
 static void fill_gaps(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 {
 	const struct topo_domain *dom = x->t->domains;
+	const struct topo_group *grp = &x->req->groups[g];
 	size_t base = x->scratch_used, k = 0;
-	struct ranked *nodes = x->scratch + base;
+	size_t level = grp->slice_size > 1 && grp->slice_level ? grp->slice_level : x->t->node_level;
+	struct ranked *gaps = x->scratch + base;
 
 	for (uint32_t c = d; c < dom[d].end; c++)
-		if (dom[c].node != TOPO_NONE && x->usable[c] > 0)
-			nodes[k++] = (struct ranked){ x->usable[c], c, x->score[c] };
+		if (dom[c].level == level && x->usable[c] > 0)
+			gaps[k++] = (struct ranked){ x->usable[c], c, x->score[c] };
 	x->scratch_used += k;
-	qsort(nodes, k, sizeof(*nodes), by_value_asc);
+	qsort(gaps, k, sizeof(*gaps), by_value_asc);
 	for (size_t i = 0; i < k && need > 0; i++) {
-		uint64_t n = nodes[i].value < need ? nodes[i].value : need;
+		uint64_t n = gaps[i].value < need ? gaps[i].value : need;
 
-		topo_place_take(x, g, dom[nodes[i].domain].node, (uint32_t)n);
+		descend(x, g, gaps[i].domain, n);
 		need -= n;
 	}
 	x->scratch_used = base;
