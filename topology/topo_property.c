@@ -45,6 +45,7 @@ struct pcase {
 	int hypernodes;
 	struct topo_tree *t;
 	struct topo_group g[P_GROUPS];
+	struct topo_preference prefer[P_GROUPS]; /* a group's preferred node affinity */
 	struct topo_request req;
 	size_t instances;
 	uint32_t inst_group[P_INSTANCES], inst_job[P_INSTANCES];
@@ -57,6 +58,11 @@ struct pcase {
 };
 
 static const struct topo_label POOL_A = { "pool", "a" };
+static const char *const POOL_B_VALUES[] = { "b" };
+/* Preferred node affinity for the few nodes of pool b: it pulls pods away
+ * from where the greedy choice would put them, and must never lose a
+ * placement that exists nor break a rule. */
+static const struct topo_requirement POOL_B = { "pool", TOPO_OP_IN, POOL_B_VALUES, 1, 0 };
 
 static uint32_t rnd(struct pcase *c, uint32_t n)
 {
@@ -421,6 +427,12 @@ static void make_request(struct pcase *c)
 				g->shape.node_selector = &POOL_A;
 				g->shape.node_selector_count = 1;
 			}
+			if (rnd(c, 3) == 0) {
+				c->prefer[k] = (struct topo_preference){ (int32_t)(1 + rnd(c, 100)),
+									 { &POOL_B, 1 } };
+				g->shape.preferred = &c->prefer[k];
+				g->shape.preferred_count = 1;
+			}
 		}
 		g->constraint.mode = (enum topo_mode)rnd(c, 4);
 		g->constraint.level = (uint8_t)(1 + rnd(c, (uint32_t)user));
@@ -518,6 +530,8 @@ static char *describe(const struct pcase *c, uint64_t seed, const char *what, co
 		    g->slice_size, g->slice_level);
 		if (g->inner_count)
 			ADD(" inner %u at %u", g->inner[0].size, g->inner[0].level);
+		if (g->shape.preferred_count)
+			ADD(" prefers pool=b (weight %d)", g->shape.preferred[0].weight);
 		ADD(" min %u%s%s%s", g->min_slices, g->exclusive ? " exclusive" : "",
 		    g->together ? " together" : "", g->outside_whole ? " outside" : "");
 	}

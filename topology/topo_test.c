@@ -1008,11 +1008,113 @@ static void unconstrained_fills_the_smallest_gaps(void **state)
 	p = place_ok(t, &req);
 	assert_int_equal(p->pods[0].node, p->pods[2].node);
 	topo_placement_free(p);
-	/* Unconstrained takes no slice level. */
+	/* With slices at a level (Kueue accepts them unconstrained): the
+	 * domains of that level with the least room first, each slice whole in
+	 * one. Racks hold 3 (b0/r0: 1 + 4 free), 6, 3 (b1/r0: 4 + 1), 6 pods in
+	 * slices of 3: b0/r0, the first of the least; in it the tightest node
+	 * holding the slice, n-0-0-1. */
 	g.constraint.mode = TOPO_MODE_UNCONSTRAINED;
 	g.slice_size = 3;
 	g.slice_level = 2;
-	free(place_refused(t, &req));
+	p = place_ok(t, &req);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(p->pods[i].node, 1);
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
+/* ---- preferred node affinity (Kueue's TASRespectNodeAffinityPreferred) ---- */
+
+static const char *const R0[] = { "r0" }, *const B0[] = { "b0" }, *const B1[] = { "b1" },
+			 *const N000[] = { "n-0-0-0" };
+
+static struct topo_placement *place_counting(const struct topo_tree *t, const struct topo_request *req,
+					     uint32_t *per_node)
+{
+	struct topo_placement *p = place_ok(t, req);
+
+	memset(per_node, 0, MAX_NODES * sizeof(*per_node));
+	for (size_t i = 0; i < p->pod_count; i++)
+		per_node[p->pods[i].node]++;
+	return p;
+}
+
+static void preferred_affinity_comes_before_tightness(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	uint32_t on[MAX_NODES];
+	struct topo_requirement rack_r0 = { "rack", TOPO_OP_IN, R0, 1, 0 },
+				block_b0 = { "block", TOPO_OP_IN, B0, 1, 0 },
+				block_b1 = { "block", TOPO_OP_IN, B1, 1, 0 },
+				n000 = { "kubernetes.io/hostname", TOPO_OP_IN, N000, 1, 0 };
+	struct topo_requirement r0_in_b0[] = { rack_r0, block_b0 };
+	struct topo_preference prefs[2];
+	struct topo_group g = one_cpu_group("w", 1, 4, TOPO_MODE_PREFERRED, 2);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+
+	(void)state;
+	small_cluster(&f);
+	f.nodes[0].used[R_CPU] = 2000; /* n-0-0-0: 2 free; its rack 6 */
+	t = levels_tree(&f, 3);
+	/* Without a preference: the tightest rack, b0/r0, and in it the
+	 * tightest node holding the 4 pods, n-0-0-1. */
+	p = place_counting(t, &req, on);
+	assert_int_equal(on[1], 4);
+	topo_placement_free(p);
+	/* n-0-0-0 preferred: it comes first in the descent, though it holds
+	 * only 2 (Kueue: the affinity takes precedence over BestFit). */
+	prefs[0] = (struct topo_preference){ 50, { &n000, 1 } };
+	g.shape.preferred = prefs;
+	g.shape.preferred_count = 1;
+	p = place_counting(t, &req, on);
+	assert_int_equal(on[0], 2);
+	assert_int_equal(on[1], 2);
+	topo_placement_free(p);
+	/* Rack r0 of block b0 preferred for 7 pods: it holds 6, so no rack of
+	 * the top score holds them and the level is not met: the search climbs
+	 * to the blocks, where b0 has the top score, and the descent fills
+	 * b0/r0 first (6), then b0/r1 (1). Without the preference one whole
+	 * rack of 8 (b0/r1) takes them. */
+	g.pods = 7;
+	g.shape.preferred_count = 0;
+	p = place_counting(t, &req, on);
+	assert_int_equal(on[2] + on[3], 7);
+	topo_placement_free(p);
+	prefs[0] = (struct topo_preference){ 10, { r0_in_b0, 2 } };
+	g.shape.preferred_count = 1;
+	p = place_counting(t, &req, on);
+	assert_int_equal(on[0] + on[1], 6);
+	assert_int_equal(on[2] + on[3], 1);
+	topo_placement_free(p);
+	/* Required: the highest score among the racks that hold the pods
+	 * (b0/r0 does not): weights summed per node and over the nodes, b1/r0
+	 * (2 x 15) before b1/r1 (2 x 5) and b0/r1 (0). */
+	g.constraint.mode = TOPO_MODE_REQUIRED;
+	prefs[0] = (struct topo_preference){ 10, { &rack_r0, 1 } };
+	prefs[1] = (struct topo_preference){ 5, { &block_b1, 1 } };
+	g.shape.preferred_count = 2;
+	p = place_counting(t, &req, on);
+	assert_int_equal(on[4] + on[5], 7);
+	topo_placement_free(p);
+	/* Preferences restrict nothing: 8 pods in a required rack still go to
+	 * one of those that hold them, whatever their score. */
+	g.pods = 8;
+	prefs[0] = (struct topo_preference){ 100, { r0_in_b0, 2 } };
+	g.shape.preferred_count = 1;
+	p = place_counting(t, &req, on);
+	assert_int_equal(on[0] + on[1], 0);
+	topo_placement_free(p);
+	/* Unconstrained: the nodes of the top score first, then the least room. */
+	g.constraint.mode = TOPO_MODE_UNCONSTRAINED;
+	g.pods = 3;
+	prefs[0] = (struct topo_preference){ 1, { &block_b1, 1 } };
+	f.nodes[6].used[R_CPU] = 3000; /* n-1-1-0: 1 free */
+	p = place_counting(t, &req, on);
+	assert_int_equal(on[6], 1); /* the least room of block b1 */
+	assert_int_equal(on[4] + on[5] + on[7], 2);
+	topo_placement_free(p);
 	topo_tree_free(t);
 }
 
@@ -2048,6 +2150,7 @@ int main(void)
 		cmocka_unit_test(tiers_in_levels_mode_count_from_the_bottom),
 		cmocka_unit_test(podset_group_leader_and_workers_share_a_rack),
 		cmocka_unit_test(unconstrained_fills_the_smallest_gaps),
+		cmocka_unit_test(preferred_affinity_comes_before_tightness),
 		cmocka_unit_test(random_clusters_against_exhaustive_search),
 		cmocka_unit_test(random_mixed_shapes_never_over_capacity),
 		cmocka_unit_test(random_mixed_shapes_against_exhaustive_search),

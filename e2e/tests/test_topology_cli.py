@@ -6,6 +6,7 @@ No cluster is needed: the placement core is pure."""
 import json
 import subprocess
 
+import pytest
 import yaml
 
 from conftest import ROOT
@@ -344,19 +345,22 @@ def test_case_r4_a_tier_1_hypernode_under_a_tier_3_one_is_within_a_limit_of_tier
 
 
 def test_a_request_the_placement_cannot_take_is_bad_input_not_a_refusal(tmp_path):
-    """R6's second half: a request problem (an unconstrained job given a
-    slice level) exits 2, bad input, never 1, the cluster's refusal."""
+    """R6's second half: a request problem (two replicated jobs of one
+    podset-group-name with different levels, one preferred, one required)
+    exits 2, bad input, never 1, the cluster's refusal."""
+    def job(name, annotation):
+        return {"name": name, "replicas": 1, "template": {"spec": {
+            "parallelism": 2, "completions": 2, "template": {
+                "metadata": {"annotations": {annotation: "rack", api.KUEUE_ANNOTATION_GROUP: "g"}},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}}}
     body = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "train"},
-            "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {
-                "parallelism": 2, "completions": 2, "template": {
-                    "metadata": {"annotations": {"kueue.x-k8s.io/podset-unconstrained-topology": "true",
-                                                 api.KUEUE_ANNOTATION_SLICE: "rack",
-                                                 api.KUEUE_ANNOTATION_SLICE_SIZE: "2"}},
-                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}}}]}}
+            "spec": {"replicatedJobs": [job("a", api.KUEUE_ANNOTATION_PREFERRED),
+                                        job("b", api.KUEUE_ANNOTATION_REQUIRED)]}}
     (tmp_path / "js.yaml").write_text(yaml.safe_dump(body))
     result = run("--nodes", nodes(tmp_path / "nodes.json"), "--levels", LEVELS, "--jobset", tmp_path / "js.yaml")
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
-    assert "request: " in result.stdout + result.stderr
+    assert "request: co-placed replicated jobs a and b need equal replicas and an equal topology constraint" \
+        in result.stdout + result.stderr
 
 
 def quantity(text):
@@ -585,3 +589,149 @@ def test_balanced_placement_is_opt_in(tmp_path):
     result = balanced_run(tmp_path, KUEUE_3, hosts, 25, "rack", None, "yes")
     assert result.returncode == 2
     assert f'{api.ANNOTATION_TOPOLOGY_BALANCED}: "yes" is not "true" or "false"' in result.stdout + result.stderr
+
+
+# Kueue's preferred node affinity (TASRespectNodeAffinityPreferred): the
+# cases of its scheduler test table (kubernetes-sigs/kueue,
+# pkg/cache/scheduler/tas_cache_test.go, TestFindTopologyAssignments, the
+# eleven whose pod template has preferredDuringSchedulingIgnoredDuringExecution),
+# nodes, pods and expected assignment as Kueue's table has them.
+RACK, BLOCK, ZONE = "cloud.com/topology-rack", "cloud.com/topology-block", "cloud.com/topology-zone"
+SWITCH, HOST = "cloud.com/topology-switch", "kubernetes.io/hostname"
+
+
+def host(name, cpu, **labels):
+    """A node of Kueue's table with `cpu` CPUs; its hostname label is its name."""
+    return {"name": name, "labels": labels, "allocatable": {"cpu": str(cpu), "pods": "10"}}
+
+
+def term(weight, key, *values):
+    return {"weight": weight, "preference": {"matchExpressions": [{"key": key, "operator": "In",
+                                                                   "values": list(values)}]}}
+
+
+def podset(name, count, annotations, requests=None, preferred=None, required=None):
+    return {"name": name, "count": count, "annotations": annotations, "requests": requests or {"cpu": "1"},
+            "preferred": preferred, "required": required}
+
+
+FLAT_5 = [host("node-1-pref-2", 2, type="preferred"), host("node-2-pref-1", 1, type="preferred"),
+          host("node-3-nonpref-2", 2)]
+FLAT_2X2 = [host("node-1-pref-2", 2, type="preferred"), host("node-2-pref-1", 1, type="preferred"),
+            host("node-3-nonpref-2a", 2), host("node-4-nonpref-2b", 2), host("node-5-nonpref-1", 1)]
+PREFER_TYPE = [term(10, "type", "preferred")]
+WEST = [term(10, "region", "us-west")]
+SLICE_HOST_2 = {api.KUEUE_ANNOTATION_SLICE: HOST, api.KUEUE_ANNOTATION_SLICE_SIZE: "2"}
+LWS = {api.KUEUE_ANNOTATION_PREFERRED: ZONE, api.KUEUE_ANNOTATION_SLICE: HOST, api.KUEUE_ANNOTATION_SLICE_SIZE: "1",
+       api.KUEUE_ANNOTATION_GROUP: "llm-group"}
+GPU_NODE = {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "8", "pods": "10"}
+PREFERRED_AFFINITY = [
+    # Kueue's test name, levels, nodes, pod sets, Kueue's assignment per pod set
+    ("with preferred affinity", [RACK, HOST],
+     [host("node-preferred", 1, **{RACK: "rack-preferred", "region": "us-west"}),
+      host("node-other", 1, **{RACK: "rack-other", "region": "us-east"})],
+     [podset("main", 1, {api.KUEUE_ANNOTATION_PREFERRED: RACK}, preferred=WEST)],
+     {"main": {"node-preferred": 1}}),
+    ("with required and preferred affinity", [RACK, HOST],
+     [host("node-preferred", 1, **{RACK: "rack-preferred", "region": "us-west", "zone": "us"}),
+      host("node-other", 1, **{RACK: "rack-other", "region": "us-east", "zone": "us"}),
+      host("node-excluded", 1, **{RACK: "rack-excluded", "region": "us-west", "zone": "eu"})],
+     [podset("main", 1, {api.KUEUE_ANNOTATION_PREFERRED: RACK}, preferred=WEST,
+             required={"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In",
+                                                                    "values": ["us"]}]}]})],
+     {"main": {"node-preferred": 1}}),
+    ("with multiple preferred affinities", [BLOCK, RACK, HOST],
+     [host("node-a", 1, **{BLOCK: "b1", RACK: "r1"}), host("node-b", 1, **{BLOCK: "b1", RACK: "r2"}),
+      host("node-c", 1, **{BLOCK: "b2", RACK: "r1"})],
+     [podset("main", 1, {api.KUEUE_ANNOTATION_PREFERRED: RACK},
+             preferred=[term(10, BLOCK, "b1"), term(100, RACK, "r1")])],
+     {"main": {"node-a": 1}}),
+    ("affinity takes precedence over best fit", [HOST],
+     [host("node-better-fit", 8, region="us-east"), host("node-has-affinity", 2, region="us-west")],
+     [podset("main", 1, {api.KUEUE_ANNOTATION_PREFERRED: HOST}, preferred=WEST)],
+     {"main": {"node-has-affinity": 1}}),
+    ("affinity ordering with required topology level chooses secondary domain if primary is too small",
+     [RACK, HOST],
+     [host("node-preferred-small", 2, **{RACK: "rack-preferred", "region": "us-west"}),
+      host("node-secondary-large-1", 4, **{RACK: "rack-secondary", "region": "us-east"}),
+      host("node-secondary-large-2", 4, **{RACK: "rack-secondary", "region": "us-east"})],
+     [podset("main", 4, {api.KUEUE_ANNOTATION_REQUIRED: RACK}, preferred=WEST)],
+     {"main": {"node-secondary-large-1": 4}}),
+    ("affinity ordering with preferred inner topology level bubbles up to parent level to avoid splitting "
+     "across parent domains", [RACK, SWITCH, HOST],
+     [host("node-preferred-small", 2, **{RACK: "r1", SWITCH: "s1", "region": "us-west"}),
+      host("node-secondary-large", 4, **{RACK: "r1", SWITCH: "s2", "region": "us-east"})],
+     [podset("main", 4, {api.KUEUE_ANNOTATION_PREFERRED: SWITCH}, preferred=WEST)],
+     {"main": {"node-preferred-small": 2, "node-secondary-large": 2}}),
+    ("flat topology, preferred mode, size 5 pods x 1", [HOST], FLAT_5 + [host("node-4-nonpref-1", 1)],
+     [podset("main", 5, {api.KUEUE_ANNOTATION_PREFERRED: HOST}, preferred=PREFER_TYPE)],
+     {"main": {"node-1-pref-2": 2, "node-2-pref-1": 1, "node-3-nonpref-2": 2}}),
+    ("flat topology, unconstrained mode, size 5 pods x 1", [HOST],
+     FLAT_5 + [host("node-4-nonpref-1a", 1), host("node-5-nonpref-1b", 1)],
+     [podset("main", 5, {api.KUEUE_ANNOTATION_UNCONSTRAINED: "true"}, preferred=PREFER_TYPE)],
+     {"main": {"node-1-pref-2": 2, "node-2-pref-1": 1, "node-4-nonpref-1a": 1, "node-5-nonpref-1b": 1}}),
+    ("flat topology, preferred mode, size 2 pods x 2", [HOST], FLAT_2X2,
+     [podset("main", 4, {api.KUEUE_ANNOTATION_PREFERRED: HOST, **SLICE_HOST_2}, preferred=PREFER_TYPE)],
+     {"main": {"node-1-pref-2": 2, "node-3-nonpref-2a": 2}}),
+    ("flat topology, unconstrained mode, size 2 pods x 2", [HOST], FLAT_2X2,
+     [podset("main", 4, {api.KUEUE_ANNOTATION_UNCONSTRAINED: "true", **SLICE_HOST_2}, preferred=PREFER_TYPE)],
+     {"main": {"node-1-pref-2": 2, "node-3-nonpref-2a": 2}}),
+    ("LWS with leader and workers; preferred affinity on workers; leader cannot fit on preferred zone",
+     [ZONE, HOST],
+     [{"name": "us-west-1", "labels": {ZONE: "us-west"}, "allocatable": GPU_NODE},
+      {"name": "us-west-2", "labels": {ZONE: "us-west"}, "allocatable": GPU_NODE},
+      {"name": "us-east-1", "labels": {ZONE: "us-east"},
+       "allocatable": {"cpu": "32", "memory": "128Gi", "pods": "10"}}],
+     [podset("leader", 1, LWS, {"cpu": "16", "memory": "64Gi"}),
+      podset("workers", 2, LWS, {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": "8"},
+             preferred=[term(10, ZONE, "us-west")])],
+     {"leader": {"us-east-1": 1}, "workers": {"us-west-1": 1, "us-west-2": 1}}),
+]
+
+
+def affinity_run(tmp_path, levels, hosts, podsets):
+    """The placement of Kueue's pod sets (each a replicated job of one Job
+    of `count` pods), as pods per node per pod set."""
+    items = [{"metadata": {"name": h["name"], "labels": {**h["labels"], HOST: h["name"]}},
+              "status": {"allocatable": h["allocatable"]}} for h in hosts]
+    (tmp_path / "nodes.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    jobs = []
+    for ps in podsets:
+        spec = {"containers": [{"name": "c", "resources": {"requests": ps["requests"]}}]}
+        affinity = {}
+        if ps["preferred"]:
+            affinity["preferredDuringSchedulingIgnoredDuringExecution"] = ps["preferred"]
+        if ps["required"]:
+            affinity["requiredDuringSchedulingIgnoredDuringExecution"] = ps["required"]
+        if affinity:
+            spec["affinity"] = {"nodeAffinity": affinity}
+        jobs.append({"name": ps["name"], "replicas": 1, "template": {"spec": {
+            "parallelism": ps["count"], "completions": ps["count"], "template": {
+                "metadata": {"annotations": ps["annotations"]}, "spec": spec}}}})
+    (tmp_path / "js.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "train"},
+        "spec": {"replicatedJobs": jobs}}))
+    result = run("--nodes", tmp_path / "nodes.json", "--levels", ",".join(levels), "--jobset", tmp_path / "js.yaml",
+                 "--output", "json")
+    if result.returncode != 0:
+        return result.stdout + result.stderr
+    placed = {}
+    for pod in json.loads(result.stdout)["pods"]:
+        per_node = placed.setdefault(pod["replicatedJob"], {})
+        per_node[pod["node"]] = per_node.get(pod["node"], 0) + 1
+    return placed
+
+
+@pytest.mark.parametrize("name, levels, hosts, podsets, want", PREFERRED_AFFINITY,
+                         ids=[case[0] for case in PREFERRED_AFFINITY])
+def test_preferred_node_affinity_gives_kueues_assignment(tmp_path, name, levels, hosts, podsets, want):
+    assert affinity_run(tmp_path, levels, hosts, podsets) == want, name
+
+
+def test_preferred_node_affinity_weights_are_checked(tmp_path):
+    """A weight outside 1 to 100 (the API server's range) is bad input, exit 2, naming the field."""
+    hosts = [host("n1", 1)]
+    for weight, words in ((0, "weight: 0 (1 to 100)"), (101, "weight")):
+        result = affinity_run(tmp_path, [HOST], hosts, [podset("main", 1, {}, preferred=[term(weight, "a", "b")])])
+        assert isinstance(result, str) and words in result, result
+        assert "preferredDuringSchedulingIgnoredDuringExecution[0].weight" in result

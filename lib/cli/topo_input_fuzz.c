@@ -4,7 +4,8 @@
  * HyperNodes, a quantity, or a Kueue Topology); the others get a small fixed input, and
  * whatever decodes goes on through the tree, the request and the placement,
  * so the core sees hostile values too. The fixed JobSet uses co-placement,
- * partitions with a minimum, node affinity and a JobSet-wide level.
+ * partitions with a minimum, required and preferred node affinity and a
+ * JobSet-wide level.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -41,7 +42,9 @@ static const char JOBSET[] =
 	"              kueue.x-k8s.io/podset-required-topology: rack\n"
 	"              kueue.x-k8s.io/podset-group-name: g\n"
 	"          spec:\n            affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution:\n"
-	"              {nodeSelectorTerms: [{matchExpressions: [{key: rack, operator: NotIn, values: [x]}]}]}}}\n"
+	"              {nodeSelectorTerms: [{matchExpressions: [{key: rack, operator: NotIn, values: [x]}]}]},\n"
+	"              preferredDuringSchedulingIgnoredDuringExecution: [{weight: 5, preference:\n"
+	"              {matchExpressions: [{key: rack, operator: In, values: [s]}]}}]}}\n"
 	"            containers: [{resources: {requests: {cpu: 500m}}}]\n"
 	"  - name: p\n    template:\n      spec:\n        parallelism: 4\n        template:\n"
 	"          metadata:\n            annotations:\n"

@@ -570,6 +570,8 @@ int topo_jobset_shape(const struct topo_jobset_group *group, const struct topo_c
 	out->affinity_count = group->pod.affinity_count;
 	out->tolerations = group->pod.tolerations;
 	out->toleration_count = group->pod.toleration_count;
+	out->preferred = group->pod.preferred;
+	out->preferred_count = group->pod.preferred_count;
 	for (size_t r = 0; r < group->pod.request_count; r++) {
 		int slot = topo_resource_index(cluster, group->pod.request_names[r]);
 

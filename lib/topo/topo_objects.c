@@ -192,6 +192,35 @@ static int decode_tolerations(struct topo_store *s, const cJSON *list, struct to
 	return 0;
 }
 
+/* One node selector term (matchExpressions and matchFields, all of them
+ * required), `field` naming it. */
+static int decode_term(struct topo_store *s, const cJSON *term, struct topo_term *out, const char *where,
+		       const char *field, char **cause)
+{
+	const cJSON *exprs = kjson_value(term, "matchExpressions"),
+		    *fields = kjson_value(term, "matchFields");
+	char fe[400], ff[400];
+	int ne, nf;
+	struct topo_requirement *reqs;
+	size_t count = 0;
+
+	if (term && !cJSON_IsObject(term))
+		return cause_replace(cause, "%s: %s: not a map", where, field);
+	snprintf(fe, sizeof(fe), "%s.matchExpressions", field);
+	snprintf(ff, sizeof(ff), "%s.matchFields", field);
+	if ((ne = topo_field_list_size(exprs, TOPO_OBJ_EXPRESSIONS_MAX, where, fe, cause)) < 0 ||
+	    (nf = topo_field_list_size(fields, TOPO_OBJ_EXPRESSIONS_MAX, where, ff, cause)) < 0)
+		return -1;
+	reqs = topo_store_alloc(s, (size_t)(ne + nf), sizeof(*reqs));
+	if (!reqs)
+		return topo_store_nomem(s, cause);
+	if (topo_field_requirements(s, exprs, TOPO_REQ_NODE_AFFINITY, reqs, &count, where, fe, cause) ||
+	    topo_field_requirements(s, fields, TOPO_REQ_NODE_FIELDS, reqs, &count, where, ff, cause))
+		return -1;
+	*out = (struct topo_term){ reqs, count };
+	return 0;
+}
+
 static int decode_affinity(struct topo_store *s, const cJSON *pod_spec, struct topo_pod_scheduling *g,
 			   const char *where, const char *prefix, char **cause)
 {
@@ -217,28 +246,56 @@ static int decode_affinity(struct topo_store *s, const cJSON *pod_spec, struct t
 		return topo_store_nomem(s, cause);
 	cJSON_ArrayForEach(term, terms)
 	{
-		const cJSON *exprs = kjson_value(term, "matchExpressions"),
-			    *fields = kjson_value(term, "matchFields");
-		char fe[320], ff[320];
-		int ne, nf;
-		struct topo_requirement *reqs;
-		size_t count = 0;
+		char f[320];
 
-		snprintf(fe, sizeof(fe), "%s[%zu].matchExpressions", field, k);
-		snprintf(ff, sizeof(ff), "%s[%zu].matchFields", field, k);
-		if ((ne = topo_field_list_size(exprs, TOPO_OBJ_EXPRESSIONS_MAX, where, fe, cause)) < 0 ||
-		    (nf = topo_field_list_size(fields, TOPO_OBJ_EXPRESSIONS_MAX, where, ff, cause)) < 0)
+		snprintf(f, sizeof(f), "%s[%zu]", field, k);
+		if (decode_term(s, term, &g->affinity[k], where, f, cause))
 			return -1;
-		reqs = topo_store_alloc(s, (size_t)(ne + nf), sizeof(*reqs));
-		if (!reqs)
-			return topo_store_nomem(s, cause);
-		if (topo_field_requirements(s, exprs, TOPO_REQ_NODE_AFFINITY, reqs, &count, where, fe,
-					    cause) ||
-		    topo_field_requirements(s, fields, TOPO_REQ_NODE_FIELDS, reqs, &count, where, ff, cause))
-			return -1;
-		g->affinity[k++] = (struct topo_term){ reqs, count };
+		k++;
 	}
 	g->affinity_count = k;
+	return 0;
+}
+
+/* preferredDuringSchedulingIgnoredDuringExecution: terms with a weight of
+ * 1 to 100 (as the API server validates it) and a preference. */
+static int decode_preferred(struct topo_store *s, const cJSON *pod_spec, struct topo_pod_scheduling *g,
+			    const char *where, const char *prefix, char **cause)
+{
+	char field[160];
+	const cJSON *list = kjson_path(pod_spec, "affinity", "nodeAffinity",
+				       "preferredDuringSchedulingIgnoredDuringExecution"),
+		    *item;
+	size_t k = 0;
+	int n;
+
+	snprintf(field, sizeof(field),
+		 "%s.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution", prefix);
+	n = topo_field_list_size(list, TOPO_OBJ_TERMS_MAX, where, field, cause);
+	if (n <= 0)
+		return n;
+	g->preferred = topo_store_alloc(s, (size_t)n, sizeof(*g->preferred));
+	if (!g->preferred)
+		return topo_store_nomem(s, cause);
+	cJSON_ArrayForEach(item, list)
+	{
+		char f[200], pf[320];
+		long long weight;
+
+		snprintf(f, sizeof(f), "%s[%zu].", field, k);
+		snprintf(pf, sizeof(pf), "%spreference", f);
+		if (!cJSON_IsObject(item))
+			return cause_replace(cause, "%s: %s[%zu]: not a map", where, field, k);
+		if (topo_field_count(item, "weight", 0, 100, &weight, where, f, cause))
+			return -1;
+		if (weight < 1)
+			return cause_replace(cause, "%s: %sweight: %s (1 to 100)", where, f,
+					     kjson_value(item, "weight") ? "0" : "missing");
+		if (decode_term(s, kjson_value(item, "preference"), &g->preferred[k].term, where, pf, cause))
+			return -1;
+		g->preferred[k++].weight = (int32_t)weight;
+	}
+	g->preferred_count = k;
 	return 0;
 }
 
@@ -262,6 +319,7 @@ int topo_pod_scheduling_decode(struct topo_store *s, const cJSON *pod_spec, cons
 	if (topo_field_labels(s, kjson_value(pod_spec, "nodeSelector"), &out->selector, &out->selector_count,
 			      where, field, cause) ||
 	    decode_affinity(s, pod_spec, out, where, prefix, cause) ||
+	    decode_preferred(s, pod_spec, out, where, prefix, cause) ||
 	    decode_tolerations(s, kjson_value(pod_spec, "tolerations"), out, where, prefix, cause))
 		return -1;
 	return 0;

@@ -20,7 +20,9 @@
  *   pod spec   what placement needs of a pod template: its request (as for
  *              pods), nodeSelector, required node affinity (nodeSelectorTerms,
  *              matchExpressions In / NotIn / Exists / DoesNotExist / Gt / Lt,
- *              matchFields on metadata.name) and tolerations
+ *              matchFields on metadata.name), preferred node affinity
+ *              (the same terms, each with a weight of 1 to 100) and
+ *              tolerations
  *   HyperNode  topology.volcano.sh/v1alpha1: name, spec.tier, spec.tierName,
  *              spec.members (exactMatch, regexMatch, labelMatch with
  *              matchLabels and matchExpressions)
@@ -104,10 +106,12 @@ struct topo_pod_scheduling {
 	size_t affinity_count;
 	struct topo_toleration *tolerations;
 	size_t toleration_count;
+	struct topo_preference *preferred;
+	size_t preferred_count;
 };
 
-/* Decodes a pod spec's request, nodeSelector, required node affinity and
- * tolerations; `prefix` names the spec in causes
+/* Decodes a pod spec's request, nodeSelector, required and preferred node
+ * affinity and tolerations; `prefix` names the spec in causes
  * ("template.spec.template.spec"). */
 int topo_pod_scheduling_decode(struct topo_store *s, const struct cJSON *pod_spec, const char *where,
 			       const char *prefix, struct topo_pod_scheduling *out, char **cause);

@@ -167,6 +167,90 @@ static void pod_template_scheduling(void **state)
 	topo_store_free(&s);
 }
 
+/* preferredDuringSchedulingIgnoredDuringExecution: each term's weight
+ * (1 to 100) and its preference, the same requirements as required
+ * affinity; a term without any matches no node. */
+static void pod_template_preferred_affinity(void **state)
+{
+	struct topo_store s = { 0 };
+	struct topo_pod_scheduling p;
+	struct topo_shape shape = { 0 };
+	struct topo_label labels[] = { { "zone", "z1" }, { "rack", "r2" } };
+	struct topo_node node = { .name = "n1", .labels = labels, .label_count = 2 };
+	char *cause = NULL;
+	cJSON *t =
+		tree("{\"affinity\":{\"nodeAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":["
+		     "{\"weight\":10,\"preference\":{\"matchExpressions\":[{\"key\":\"zone\","
+		     "\"operator\":\"In\",\"values\":[\"z1\"]}]}},"
+		     "{\"weight\":\"100\",\"preference\":{\"matchFields\":[{\"key\":\"metadata.name\","
+		     "\"operator\":\"In\",\"values\":[\"n1\"]}]}},"
+		     "{\"weight\":7,\"preference\":{\"matchExpressions\":[{\"key\":\"rack\","
+		     "\"operator\":\"NotIn\",\"values\":[\"r2\"]}]}},"
+		     "{\"weight\":5,\"preference\":{}}]}}}");
+
+	(void)state;
+	assert_int_equal(topo_pod_scheduling_decode(&s, t, "job", "spec", &p, &cause), 0);
+	cJSON_Delete(t);
+	assert_int_equal(p.affinity_count, 0);
+	assert_int_equal(p.preferred_count, 4);
+	assert_int_equal(p.preferred[0].weight, 10);
+	assert_string_equal(p.preferred[0].term.requirements[0].key, "zone");
+	assert_int_equal(p.preferred[1].weight, 100);
+	assert_int_equal(p.preferred[3].term.requirement_count, 0);
+	/* The score: 10 (zone) + 100 (its name); not 7 (rack r2), not 5 (empty term). */
+	shape.preferred = p.preferred;
+	shape.preferred_count = p.preferred_count;
+	assert_int_equal(topo_node_preference(&node, &shape), 110);
+	labels[1].value = "r3";
+	assert_int_equal(topo_node_preference(&node, &shape), 117);
+	/* The weight is the API server's 1 to 100; the term a map. */
+	static const struct {
+		const char *list, *cause;
+	} bad[] = {
+		{ "[{\"preference\":{}}]",
+		  "preferredDuringSchedulingIgnoredDuringExecution[0].weight: missing" },
+		{ "[{\"weight\":0}]",
+		  "preferredDuringSchedulingIgnoredDuringExecution[0].weight: 0 (1 to 100)" },
+		{ "[{\"weight\":1},{\"weight\":101}]",
+		  "preferredDuringSchedulingIgnoredDuringExecution[1].weight" },
+		{ "[{\"weight\":-3}]", "preferredDuringSchedulingIgnoredDuringExecution[0].weight" },
+		{ "[{\"weight\":1.5}]", "preferredDuringSchedulingIgnoredDuringExecution[0].weight" },
+		{ "[3]", "preferredDuringSchedulingIgnoredDuringExecution[0]: not a map" },
+		{ "[{\"weight\":1,\"preference\":[]}]", "[0].preference: not a map" },
+		{ "[{\"weight\":1,\"preference\":{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Near\"}]}}]",
+		  "[0].preference.matchExpressions[0]" },
+		{ "{}", "preferredDuringSchedulingIgnoredDuringExecution" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char json[512];
+
+		snprintf(
+			json, sizeof(json),
+			"{\"affinity\":{\"nodeAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":%s}}}",
+			bad[i].list);
+		t = tree(json);
+		fails(topo_pod_scheduling_decode(&s, t, "job", "spec", &p, &cause), &cause, bad[i].cause);
+		cJSON_Delete(t);
+	}
+	/* At most TOPO_OBJ_TERMS_MAX terms. */
+	{
+		char json[8192];
+		size_t used = (size_t)snprintf(
+			json, sizeof(json),
+			"{\"affinity\":{\"nodeAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":[");
+
+		for (int i = 0; i <= TOPO_OBJ_TERMS_MAX; i++)
+			used += (size_t)snprintf(json + used, sizeof(json) - used, "%s{\"weight\":1}",
+						 i ? "," : "");
+		snprintf(json + used, sizeof(json) - used, "]}}}");
+		t = tree(json);
+		fails(topo_pod_scheduling_decode(&s, t, "job", "spec", &p, &cause), &cause,
+		      "preferredDuringSchedulingIgnoredDuringExecution");
+		cJSON_Delete(t);
+	}
+	topo_store_free(&s);
+}
+
 static void hypernode(void **state)
 {
 	struct topo_store s = { 0 };
@@ -301,6 +385,7 @@ int main(void)
 		cmocka_unit_test(node_from_a_watch_object),
 		cmocka_unit_test(pod_usage),
 		cmocka_unit_test(pod_template_scheduling),
+		cmocka_unit_test(pod_template_preferred_affinity),
 		cmocka_unit_test(hypernode),
 		cmocka_unit_test(kueue_topology),
 		cmocka_unit_test(jobset_request_from_a_tree),

@@ -62,6 +62,20 @@ static int affinity_holds(const struct topo_node *node, const struct topo_shape 
 	return shape->affinity_count == 0;
 }
 
+uint32_t topo_node_preference(const struct topo_node *node, const struct topo_shape *shape)
+{
+	uint32_t score = 0;
+
+	for (size_t i = 0; i < shape->preferred_count; i++) {
+		const struct topo_preference *p = &shape->preferred[i];
+
+		if (p->weight > 0 && p->term.requirement_count &&
+		    topo_requirements_match(node, p->term.requirements, p->term.requirement_count))
+			score += (uint32_t)p->weight;
+	}
+	return score;
+}
+
 const char *topo_place_exclusion(const struct topo_node *node, const struct topo_shape *shape)
 {
 	if (node->not_ready)
@@ -150,10 +164,6 @@ static char *check_group(const struct topo_tree *t, const struct topo_request *r
 		size_t lowest =
 			mode == TOPO_MODE_REQUIRED || mode == TOPO_MODE_PREFERRED ? grp->constraint.level : 1;
 
-		if (mode == TOPO_MODE_UNCONSTRAINED)
-			return topo_place_format(
-				"request: replicated job %s: an unconstrained job takes no slice level",
-				name);
 		if (grp->slice_level < lowest || grp->slice_level > t->node_level)
 			return topo_place_format(
 				"request: replicated job %s: the slice level must be at or below the job's level",
@@ -284,6 +294,8 @@ static void ctx_free(struct ctx *x)
 	free(x->pods);
 	free(x->usable);
 	free(x->room);
+	free(x->prefer);
+	free(x->score);
 	free(x->scratch);
 	free(x->log);
 	free(x->order);
@@ -461,6 +473,7 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 	x.pods = malloc(t->domain_count * sizeof(uint64_t));
 	x.usable = malloc(t->domain_count * sizeof(uint64_t));
 	x.room = malloc(t->domain_count * sizeof(uint64_t));
+	x.score = calloc(t->domain_count + 1, sizeof(uint64_t));
 	x.scratch = malloc(t->domain_count * sizeof(*x.scratch));
 	x.taken = calloc(c->node_count + 1, sizeof(uint32_t));
 	x.closed = calloc(c->node_count + 1, 1);
@@ -471,8 +484,8 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 	x.start = malloc((instances + 1) * sizeof(size_t));
 	x.domain = malloc((instances + 1) * sizeof(uint32_t));
 	x.placed = malloc((instances + 1) * sizeof(uint32_t));
-	if (!x.free || !x.eligible || !x.pods || !x.usable || !x.room || !x.scratch || !x.log || !x.order ||
-	    !x.start || !x.domain || !x.placed || !x.taken || !x.closed || !x.occupied) {
+	if (!x.free || !x.eligible || !x.pods || !x.usable || !x.room || !x.score || !x.scratch || !x.log ||
+	    !x.order || !x.start || !x.domain || !x.placed || !x.taken || !x.closed || !x.occupied) {
 		*cause = topo_place_format("placement: out of memory");
 		goto out;
 	}
@@ -485,9 +498,22 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 		x.closed[n] = req->held[n] == TOPO_HELD_CLOSED;
 	}
 	for (size_t g = 0; g < req->group_count; g++) {
-		for (size_t n = 0; n < c->node_count; n++)
+		/* Preferred node affinity, per group and node (NULL when no group
+		 * has any: every score 0). */
+		if (req->groups[g].shape.preferred_count && !x.prefer) {
+			x.prefer = calloc(req->group_count * c->node_count + 1, sizeof(uint32_t));
+			if (!x.prefer) {
+				*cause = topo_place_format("placement: out of memory");
+				goto out;
+			}
+		}
+		for (size_t n = 0; n < c->node_count; n++) {
 			x.eligible[g * c->node_count + n] =
 				topo_place_exclusion(&c->nodes[n], &req->groups[g].shape) == NULL;
+			if (x.prefer && x.eligible[g * c->node_count + n])
+				x.prefer[g * c->node_count + n] =
+					topo_node_preference(&c->nodes[n], &req->groups[g].shape);
+		}
 		if (req->groups[g].outside_whole) {
 			one_shape = 0; /* the JobSet's domain holds only some of the pods */
 			covered -= (uint64_t)req->groups[g].replicas * req->groups[g].pods;

@@ -4,8 +4,8 @@
  * lowest-level domain each pod goes to, or a refusal that says why.
  *
  * Request: groups (one per replicated job) of `replicas` instances of `pods`
- * pods each, all of one shape (requests, node selector, required node
- * affinity, tolerations); per instance a constraint (required / preferred
+ * pods each, all of one shape (requests, node selector, required and
+ * preferred node affinity, tolerations); per instance a constraint (required / preferred
  * level, Kueue names; Volcano's hard / soft + highestTierAllowed or
  * highestTierName map to the same through topo_tree_tier_level and
  * topo_tree_level; or Kueue's unconstrained), optional slices (every
@@ -38,6 +38,19 @@
  * refusal after a search cut at the budget starts "search cut after N
  * steps: ", any other refusal is a proof that nothing fits.
  *
+ * Preferred node affinity (Kueue's TASRespectNodeAffinityPreferred: "the
+ * preferred affinity will take precedence over the placement policy"): a
+ * node scores the sum of the weights of the shape's preferred terms it
+ * meets (topo_node_preference), a domain the sum over its nodes the shape
+ * may use, full or not. The score comes before tightness in every choice
+ * above: a required level takes the highest score among the domains that
+ * hold the instance; a preferred level is met only by a domain of the
+ * level's highest score, else the search climbs; the descent takes
+ * children by score, then largest first, its best fit only among children
+ * of one score; unconstrained fills the highest scores first. Balanced
+ * placement and the node-level search ignore it. No preferences: every
+ * score 0, nothing changes.
+ *
  * Rank order: inside an instance, completion indexes are handed out over the
  * nodes it got ordered by their lowest domain (the parent of the node's
  * leaf) in tree order, then by node in tree order; so each lowest domain
@@ -46,7 +59,8 @@
  *
  * Unconstrained (Kueue podset-unconstrained-topology): no domain at all;
  * the pods fill the nodes with the least room for them first (fewest free
- * pods, then tree order), to close small gaps.
+ * pods, then tree order), to close small gaps; with slices at a level, the
+ * domains of that level in the same order, each slice whole in one.
  *
  * Partitions (min_slices): every partition is placed whole or not at all.
  * The placement first looks for room for every partition of every instance
@@ -105,6 +119,15 @@ struct topo_term {
 	size_t requirement_count;
 };
 
+/* A term of preferred node affinity (preferredDuringSchedulingIgnoredDuringExecution):
+ * a node that meets every requirement of the term earns its weight (1 to
+ * 100); a term with no requirement matches no node (as in Kubernetes). A
+ * node's score is the sum of the weights of the terms it meets. */
+struct topo_preference {
+	int32_t weight;
+	struct topo_term term;
+};
+
 struct topo_shape {
 	int64_t requests[TOPO_RESOURCES_MAX]; /* indexed as cluster->resources; "pods" is always 1 */
 	const struct topo_label *node_selector; /* nodeSelector: every label equal */
@@ -115,6 +138,11 @@ struct topo_shape {
 	size_t affinity_count;
 	const struct topo_toleration *tolerations;
 	size_t toleration_count;
+	/* preferredDuringSchedulingIgnoredDuringExecution: restricts nothing;
+	 * where the placement chooses, the higher score wins (see the file
+	 * comment). */
+	const struct topo_preference *preferred;
+	size_t preferred_count;
 };
 
 struct topo_group {
@@ -222,5 +250,9 @@ void topo_placement_free(struct topo_placement *placement);
  * `reason` (may be NULL) gets a static text when it is excluded. */
 uint32_t topo_node_fit(const struct topo_cluster *cluster, const struct topo_node *node, const int64_t *free,
 		       const struct topo_shape *shape, const char **reason);
+
+/* The preferred node affinity score of `node` for `shape`: the sum of the
+ * weights of the preferred terms it meets (0 without any). */
+uint32_t topo_node_preference(const struct topo_node *node, const struct topo_shape *shape);
 
 #endif

@@ -108,6 +108,7 @@ void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope)
 	memset(x->pods + scope, 0, (end - scope) * sizeof(uint64_t));
 	memset(x->usable + scope, 0, (end - scope) * sizeof(uint64_t));
 	memset(x->room + scope, 0, (end - scope) * sizeof(uint64_t));
+	memset(x->score + scope, 0, (end - scope) * sizeof(uint64_t));
 	memset(x->occupied + scope, 0, end - scope);
 	for (uint32_t d = end; d-- > scope;) {
 		size_t level = dom[d].level;
@@ -127,6 +128,9 @@ void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope)
 				x->room[d] = f > 0 ? (uint64_t)f : 0;
 			}
 			x->occupied[d] = x->taken[n] > 0 || x->closed[n];
+			/* Every node the group may use counts, full or not (Kueue). */
+			if (x->prefer && x->eligible[(size_t)g * x->c->node_count + n])
+				x->score[d] = x->prefer[(size_t)g * x->c->node_count + n];
 		}
 		if (level == slice_level) {
 			x->usable[d] = x->pods[d] / size * size;
@@ -143,6 +147,7 @@ void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope)
 		if (d != scope) {
 			x->pods[dom[d].parent] += x->pods[d];
 			x->room[dom[d].parent] += x->room[d];
+			x->score[dom[d].parent] += x->score[d];
 			x->occupied[dom[d].parent] |= x->occupied[d];
 			if (level <= slice_level && !skips_layer(x, grp, dom[dom[d].parent].level, level))
 				x->usable[dom[d].parent] += x->usable[d];
@@ -196,10 +201,13 @@ void topo_place_undo(struct ctx *x, uint32_t g, size_t mark)
 	}
 }
 
+/* Both orders put the higher preferred affinity score first. */
 static int by_value_desc(const void *a, const void *b)
 {
 	const struct ranked *x = a, *y = b;
 
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
 	if (x->value != y->value)
 		return x->value > y->value ? -1 : 1;
 	return x->domain < y->domain ? -1 : x->domain > y->domain;
@@ -209,13 +217,18 @@ static int by_value_asc(const void *a, const void *b)
 {
 	const struct ranked *x = a, *y = b;
 
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
 	if (x->value != y->value)
 		return x->value < y->value ? -1 : 1;
 	return x->domain < y->domain ? -1 : x->domain > y->domain;
 }
 
 /* Puts `need` pods of group g under domain d, which holds them (usable[d] >=
- * need): the tightest child that holds the rest, else the largest child whole. */
+ * need): the children by preferred affinity score, then largest first; the
+ * first child that holds the rest gives way to the tightest one of its
+ * score that holds it (the first in tree order of equally tight ones, as
+ * Kueue's BestFit), a child that does not is taken whole. */
 static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 {
 	const struct topo_domain *dom = x->t->domains;
@@ -232,14 +245,16 @@ static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 		    skips_layer(x, &x->req->groups[g], dom[d].level, dom[c].level))
 			continue;
 		if (x->usable[c] > 0)
-			kids[k++] = (struct ranked){ x->usable[c], c };
+			kids[k++] = (struct ranked){ x->usable[c], c, x->score[c] };
 	}
 	x->scratch_used += k;
 	qsort(kids, k, sizeof(*kids), by_value_desc);
 	while (need > 0 && i < k) {
 		if (kids[i].value >= need) {
-			size_t lo = i, hi = k; /* the last child still holding `need` */
+			size_t lo = i, hi = i + 1; /* the last child of kids[i]'s score holding `need` */
 
+			while (hi < k && kids[hi].score == kids[i].score)
+				hi++;
 			while (hi - lo > 1) {
 				size_t mid = (lo + hi) / 2;
 
@@ -248,6 +263,8 @@ static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 				else
 					hi = mid;
 			}
+			while (lo > i && kids[lo - 1].value == kids[lo].value)
+				lo--; /* the first of the equally tight */
 			descend(x, g, kids[lo].domain, need);
 			need = 0;
 		} else {
@@ -264,23 +281,27 @@ void topo_place_descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 	descend(x, g, d, need);
 }
 
-/* Fills gaps for an unconstrained instance: the nodes under d with the least
- * room for the pods first (ties in tree order). */
+/* Fills gaps for an unconstrained instance: the nodes under d (with slices
+ * at a level, the domains of that level, each slice whole in one) with the
+ * highest preferred affinity score first, then those with the least room
+ * for the pods (ties in tree order). */
 static void fill_gaps(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 {
 	const struct topo_domain *dom = x->t->domains;
+	const struct topo_group *grp = &x->req->groups[g];
 	size_t base = x->scratch_used, k = 0;
-	struct ranked *nodes = x->scratch + base;
+	size_t level = grp->slice_size > 1 && grp->slice_level ? grp->slice_level : x->t->node_level;
+	struct ranked *gaps = x->scratch + base;
 
 	for (uint32_t c = d; c < dom[d].end; c++)
-		if (dom[c].node != TOPO_NONE && x->usable[c] > 0)
-			nodes[k++] = (struct ranked){ x->usable[c], c };
+		if (dom[c].level == level && x->usable[c] > 0)
+			gaps[k++] = (struct ranked){ x->usable[c], c, x->score[c] };
 	x->scratch_used += k;
-	qsort(nodes, k, sizeof(*nodes), by_value_asc);
+	qsort(gaps, k, sizeof(*gaps), by_value_asc);
 	for (size_t i = 0; i < k && need > 0; i++) {
-		uint64_t n = nodes[i].value < need ? nodes[i].value : need;
+		uint64_t n = gaps[i].value < need ? gaps[i].value : need;
 
-		topo_place_take(x, g, dom[nodes[i].domain].node, (uint32_t)n);
+		descend(x, g, gaps[i].domain, n);
 		need -= n;
 	}
 	x->scratch_used = base;
@@ -393,10 +414,11 @@ static int tighter(const struct ctx *x, uint32_t d, uint32_t e)
 	return x->room_ties && x->room[d] < x->room[e];
 }
 
-/* Among the domains of `level` in scope holding `want` pods, the tightest
- * (large domains stay whole), then among equally tight ones the one nearest
- * the pods already placed (the JobSet stays together), then the one with
- * the least free room, then in tree order. */
+/* Among the domains of `level` in scope holding `want` pods, those with the
+ * highest preferred affinity score, the tightest of them (large domains
+ * stay whole), then among equally tight ones the one nearest the pods
+ * already placed (the JobSet stays together), then the one with the least
+ * free room, then in tree order. */
 static uint32_t nearest_tightest(struct ctx *x, uint32_t scope, uint64_t want, size_t level)
 {
 	const struct topo_domain *dom = x->t->domains;
@@ -409,6 +431,13 @@ static uint32_t nearest_tightest(struct ctx *x, uint32_t scope, uint64_t want, s
 		if (dom[d].level != level || x->usable[d] < want)
 			continue;
 		near = affinity(x, d);
+		if (best != TOPO_NONE && x->score[d] != x->score[best]) {
+			if (x->score[d] > x->score[best]) {
+				best = d;
+				best_near = near;
+			}
+			continue;
+		}
 		if (best == TOPO_NONE || x->usable[d] < x->usable[best] ||
 		    (x->usable[d] == x->usable[best] &&
 		     (near > best_near ||
@@ -420,25 +449,29 @@ static uint32_t nearest_tightest(struct ctx *x, uint32_t scope, uint64_t want, s
 	return best;
 }
 
-/* The tightest domain in scope holding `want` pods, at the deepest level
- * that has one and that the constraint allows; TOPO_NONE if none. */
+/* The domain in scope holding `want` pods, at the deepest level that has
+ * one and that the constraint allows: of the highest preferred affinity
+ * score there, the tightest; TOPO_NONE if none. */
 static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope, uint64_t want)
 {
 	const struct topo_domain *dom = x->t->domains;
 	const struct topo_constraint *con = &x->req->groups[in->group].constraint;
 	uint32_t best[TOPO_LEVELS_MAX + 2];
+	uint64_t top[TOPO_LEVELS_MAX +
+		     2]; /* per level: the highest score of an allowed domain, fitting or not */
 	size_t lowest = con->mode == TOPO_MODE_REQUIRED ? con->level : 0;
 
 	if (con->mode == TOPO_MODE_UNCONSTRAINED)
 		return x->usable[scope] >= want ? scope : TOPO_NONE;
-	for (size_t l = 0; l <= x->t->node_level; l++)
+	for (size_t l = 0; l <= x->t->node_level; l++) {
 		best[l] = TOPO_NONE;
+		top[l] = 0;
+	}
 	for (uint32_t d = scope; d < dom[scope].end; d++) {
 		size_t l = dom[d].level;
 
-		if (x->usable[d] < want || l < lowest ||
-		    (x->req->groups[in->group].exclusive &&
-		     l != topo_place_required_level(x, &x->req->groups[in->group], scope)))
+		if (l < lowest || (x->req->groups[in->group].exclusive &&
+				   l != topo_place_required_level(x, &x->req->groups[in->group], scope)))
 			continue;
 		/* Below the required level only inside a domain of it: a Node listed
 		 * directly in a higher-tier HyperNode is in no domain of the lower
@@ -446,21 +479,33 @@ static uint32_t choose(struct ctx *x, const struct instance *in, uint32_t scope,
 		if (!within_level(x, d, &x->req->groups[in->group]) ||
 		    !within_slices(x, d, &x->req->groups[in->group]))
 			continue;
-		if (best[l] == TOPO_NONE || tighter(x, d, best[l]))
+		if (x->score[d] > top[l])
+			top[l] = x->score[d];
+		if (x->usable[d] < want)
+			continue;
+		if (best[l] == TOPO_NONE || x->score[d] > x->score[best[l]] ||
+		    (x->score[d] == x->score[best[l]] && tighter(x, d, best[l])))
 			best[l] = d;
 	}
 	/* A required or preferred level: the tightest domain of that level (the
 	 * descent then takes the tightest part of it that holds the pods), so
 	 * the pods do not cut into another, larger domain of the level because
 	 * it has a tight node; preferred climbs from there. Without a level: the
-	 * deepest level that has one. */
+	 * deepest level that has one. Preferred node affinity first: a required
+	 * level takes the highest score among the domains that hold the pods;
+	 * a preferred level is met only by a domain of the level's highest
+	 * score, else the search climbs (Kueue: the pods then split over the
+	 * domains of that score and others, rather than go whole into a domain
+	 * of a lower score). */
 	if (con->mode == TOPO_MODE_REQUIRED || con->mode == TOPO_MODE_PREFERRED) {
 		size_t target = topo_place_required_level(x, &x->req->groups[in->group], scope);
+		int met = best[target] != TOPO_NONE &&
+			  (con->mode == TOPO_MODE_REQUIRED || x->score[best[target]] == top[target]);
 
-		if (best[target] != TOPO_NONE)
+		if (met)
 			return nearest_tightest(x, scope, want, target);
 		for (size_t l = target; l-- > 0;)
-			if (best[l] != TOPO_NONE)
+			if (best[l] != TOPO_NONE && x->score[best[l]] == top[l])
 				return best[l];
 		/* No domain of the level holds it, yet one deeper may, where the
 		 * tree skips the level there (a tier-1 HyperNode directly under a
@@ -627,7 +672,8 @@ static int try_count(struct ctx *x, size_t k, uint32_t near, uint32_t scope, uin
 	}
 	if (grp->constraint.mode != TOPO_MODE_REQUIRED || x->budget_hit)
 		return 0;
-	/* The other domains at the required level, tightest first. */
+	/* The other domains at the required level, by preferred affinity score,
+	 * then tightest first. */
 	topo_place_compute(x, in->group, near);
 	level = topo_place_required_level(x, grp, near);
 	alts = malloc((dom[near].end - near) * sizeof(*alts));
@@ -636,7 +682,7 @@ static int try_count(struct ctx *x, size_t k, uint32_t near, uint32_t scope, uin
 	for (uint32_t d = near; d < dom[near].end; d++)
 		if (dom[d].level == level && x->usable[d] >= want && d != first && within_level(x, d, grp) &&
 		    within_slices(x, d, grp))
-			alts[alt_count++] = (struct ranked){ x->usable[d], d };
+			alts[alt_count++] = (struct ranked){ x->usable[d], d, x->score[d] };
 	qsort(alts, alt_count, sizeof(*alts), by_value_asc);
 	for (size_t a = 0; a < alt_count && !ok; a++) {
 		if (!budget_left(x))
@@ -831,7 +877,7 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 	for (uint32_t d = 0; d < x->t->domain_count; d++)
 		if (dom[d].level == level && x->usable[d] >= need && (!one_shape || x->pods[d] >= total) &&
 		    whole_within(x, d))
-			cands[n++] = (struct ranked){ x->usable[d], d };
+			cands[n++] = (struct ranked){ x->usable[d], d, 0 };
 	qsort(cands, n, sizeof(*cands), by_value_asc);
 	/* Each level has a budget of its own: a level whose candidates are
 	 * many and fragmented cannot use up the search of the levels above

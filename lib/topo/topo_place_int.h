@@ -42,9 +42,12 @@ struct take {
 	uint32_t node, count;
 };
 
+/* A domain and its value in a choice; `score` (preferred node affinity,
+ * 0 where it plays no part) comes first, the higher the better. */
 struct ranked {
 	uint64_t value;
 	uint32_t domain;
+	uint64_t score;
 };
 
 struct ctx {
@@ -60,6 +63,12 @@ struct ctx {
 	uint8_t *eligible; /* group_count x node_count */
 	uint64_t *pods, *usable; /* per domain, for the instance being placed */
 	uint64_t *room; /* per domain, for the instance being placed: free room of `scarce` on its nodes */
+	/* Preferred node affinity: per group and node the node's score (NULL
+	 * when no group has preferences), and per domain, for the instance
+	 * being placed, the sum over its nodes the group may use, full or not
+	 * (Kueue's affinityScore). */
+	uint32_t *prefer;
+	uint64_t *score;
 	int scarce; /* the request's scarcest resource, or -1 (room counts pod slots) */
 	int room_ties; /* equally tight domains: the least free room first (else tree order) */
 	struct ranked *scratch; /* children lists of the descent, a stack */

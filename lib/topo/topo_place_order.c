@@ -9,7 +9,9 @@
  * clusters that order leaves the JobSet closer together or a larger domain
  * free. So, when a placement was found, the spec order is tried as well
  * (one more greedy descent per instance) and the better of the two kept, by
- * what users measure, in this order: preferred levels met, the level of the
+ * what users measure, in this order: the pods' preferred node affinity (the
+ * sum over the pods of their node's score; Kueue puts it before the
+ * placement policy), preferred levels met, the level of the
  * smallest domain holding the whole JobSet, the largest domain left free at
  * the request's level, the fewest domains used.
  */
@@ -19,6 +21,7 @@
 #include "topo_place_int.h"
 
 struct order_score {
+	uint64_t affinity;
 	uint32_t preferred_met;
 	size_t jobset_level;
 	uint64_t largest_free;
@@ -28,6 +31,8 @@ struct order_score {
 /* Positive when a is better than b. */
 static int compare_scores(const struct order_score *a, const struct order_score *b)
 {
+	if (a->affinity != b->affinity)
+		return a->affinity > b->affinity ? 1 : -1;
 	if (a->preferred_met != b->preferred_met)
 		return a->preferred_met > b->preferred_met ? 1 : -1;
 	if (a->jobset_level != b->jobset_level)
@@ -137,6 +142,10 @@ static struct order_score score_of(struct ctx *x, const struct topo_placement *p
 			break;
 		}
 	}
+	for (size_t i = 0; x->prefer && i < p->pod_count; i++)
+		if (p->pods[i].node != TOPO_NONE)
+			s.affinity +=
+				x->prefer[(size_t)p->pods[i].group * x->c->node_count + p->pods[i].node];
 	if (level)
 		s.largest_free = largest_free_room(x, level);
 	return s;
