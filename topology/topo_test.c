@@ -1773,6 +1773,92 @@ static void random_feature_mix_keeps_every_rule(void **state)
 	assert_true(partial > 0);
 }
 
+/* Balanced placement at random, alone and as Kueue's group of workers and a
+ * one-pod leader (together): wherever the placement without it places the
+ * request, the balanced one does too, every pod on a node within its
+ * capacity and each slice in one domain of its level. */
+static void random_balanced_keeps_every_rule(void **state)
+{
+	size_t placed = 0;
+
+	(void)state;
+	rng_state = 23;
+	for (int round = 0; round < 2000; round++) {
+		struct fixture f;
+		struct topo_tree *t;
+		struct topo_placement *p = NULL;
+		struct topo_group g[2];
+		struct topo_request req = { .groups = g, .group_count = 1 };
+		char *cause = NULL, name[48], bn[16], rn[16];
+		uint32_t hosts = 1 + rnd(3);
+		int off, on;
+
+		fx_init(&f);
+		for (uint32_t b = 0; b < 2; b++)
+			for (uint32_t r = 0; r < 3; r++)
+				for (uint32_t h = 0; h < hosts; h++) {
+					struct topo_node *n;
+
+					snprintf(name, sizeof(name), "h%u-%u-%u", b, r, h);
+					snprintf(bn, sizeof(bn), "b%u", b);
+					snprintf(rn, sizeof(rn), "r%u", r);
+					n = fx_node(&f, name, bn, rn, 1 + (int)rnd(9));
+					n->used[R_CPU] = 500 * (int64_t)rnd(3);
+				}
+		g[0] = one_cpu_group("w", 1 + rnd(2), 1 + rnd(16), TOPO_MODE_PREFERRED,
+				     (uint8_t)(1 + rnd(3)));
+		if (rnd(3) == 0) {
+			g[0].slice_size = 2 + rnd(2);
+			g[0].pods = g[0].slice_size * (1 + rnd(5));
+			g[0].slice_level = (uint8_t)(g[0].constraint.level + rnd(4 - g[0].constraint.level));
+		}
+		if (rnd(2)) {
+			g[1] = one_cpu_group("l", g[0].replicas, 1, TOPO_MODE_PREFERRED,
+					     g[0].constraint.level);
+			g[1].shape.requests[R_CPU] = 1000 * (1 + (int64_t)rnd(3));
+			g[0].together = g[1].together = 1;
+			req.group_count = 2;
+		}
+		t = levels_tree(&f, 3);
+		off = topo_place(t, &req, &p, &cause) == 0;
+		topo_placement_free(p);
+		free(cause);
+		p = NULL;
+		cause = NULL;
+		g[0].balanced = g[1].balanced = 1;
+		on = topo_place(t, &req, &p, &cause) == 0;
+		if (off && !on)
+			fail_msg("round %d: balanced refused: %s", round, cause);
+		if (on) {
+			int64_t use[MAX_NODES] = { 0 };
+			uint32_t size = g[0].slice_size > 1 ? g[0].slice_size : 1;
+
+			placed++;
+			for (size_t i = 0; i < p->pod_count; i++) {
+				assert_int_not_equal(p->pods[i].node, TOPO_NONE);
+				use[p->pods[i].node] += g[p->pods[i].group].shape.requests[R_CPU];
+			}
+			for (size_t n = 0; n < f.cluster.node_count; n++)
+				assert_true(use[n] + f.nodes[n].used[R_CPU] <= f.nodes[n].allocatable[R_CPU]);
+			for (size_t i = 0; size > 1 && i < p->pod_count; i++) {
+				uint32_t a = p->pods[i].domain, b = p->pods[i - i % size].domain;
+
+				if (p->pods[i].group != 0)
+					continue;
+				while (t->domains[a].level > g[0].slice_level)
+					a = t->domains[a].parent;
+				while (t->domains[b].level > g[0].slice_level)
+					b = t->domains[b].parent;
+				assert_int_equal(a, b);
+			}
+		}
+		topo_placement_free(p);
+		free(cause);
+		topo_tree_free(t);
+	}
+	assert_true(placed > 1000);
+}
+
 /* ---- properties against an exhaustive search ---- */
 
 /* Exhaustive: is there a rack per instance, capacities respected, all racks
@@ -2122,6 +2208,7 @@ int main(void)
 		cmocka_unit_test(preferred_climbs_a_level),
 		cmocka_unit_test(preferred_spreads_at_the_top),
 		cmocka_unit_test(balanced_preferred_spreads_evenly),
+		cmocka_unit_test(random_balanced_keeps_every_rule),
 		cmocka_unit_test(two_levels_instances_in_racks_all_in_one_block),
 		cmocka_unit_test(preferred_reaches_the_root_past_fragmented_blocks),
 		cmocka_unit_test(capacity_taken_by_earlier_instances),

@@ -519,6 +519,9 @@ BALANCED = [
     ("four level topology; slice two levels below balanced level", KUEUE_4,
      [("b1/sb1/r1/x1", 18), ("b1/sb1/r2/x2", 8), ("b1/sb2/r3/x3", 15), ("b1/sb2/r4/x4", 9),
       ("b1/sb2/r4/x5", 7)], 20, "subblock", (2, "kubernetes.io/hostname"), {"x3": 10, "x4": 8, "x5": 2}),
+    ("four level topology; slice one level below balanced level", KUEUE_4,
+     [("b1/sb1/r1/x1", 18), ("b1/sb1/r2/x2", 8), ("b1/sb2/r3/x3", 15), ("b1/sb2/r4/x4", 9),
+      ("b1/sb2/r4/x5", 7)], 20, "subblock", (2, "rack"), {"x3": 10, "x4": 3, "x5": 7}),
     ("four level topology; balance on rack level; slice not on the lowest level", KUEUE_4,
      [("b1/sb1/r1/x1", 18), ("b1/sb1/r2/x2", 8), ("b1/sb2/r3/x3", 15), ("b1/sb2/r4/x4", 15)], 20, "subblock",
      (2, "rack"), {"x3": 10, "x4": 10}),
@@ -735,3 +738,67 @@ def test_preferred_node_affinity_weights_are_checked(tmp_path):
         result = affinity_run(tmp_path, [HOST], hosts, [podset("main", 1, {}, preferred=[term(weight, "a", "b")])])
         assert isinstance(result, str) and words in result, result
         assert "preferredDuringSchedulingIgnoredDuringExecution[0].weight" in result
+
+
+# Kueue's balanced cases with a leader: a leader PodSet of one pod and the
+# workers in one podset-group-name (Kueue places them as one request with
+# one leader); the pods per host of each, as Kueue's table expects them.
+# The leader's slice topology (hostname, no size) of the table is left out:
+# Kueue's webhook asks for a size with it, and Kueue's group placement reads
+# the workers' topology request only.
+BALANCED_LEADER = [
+    # name, hosts, leader GPUs, workers, worker slices, preferred, Kueue's leader and workers
+    ("leader worker set", [("b1/r1/x1", 20), ("b1/r1/x2", 15), ("b1/r1/x3", 12)], 1, 25,
+     (5, "kubernetes.io/hostname"), "rack", {"x3": 1}, {"x2": 15, "x3": 10}),
+    ("should not prune domain", [("b1/r1/x1", 6), ("b1/r1/x2", 5)], 1, 10, None, "rack", {"x1": 1},
+     {"x1": 5, "x2": 5}),
+    ("leader worker set does not reserve leader space on every node", [("b1/r1/x1", 7), ("b1/r1/x2", 5)], 1, 10,
+     None, "rack", {"x1": 1}, {"x1": 5, "x2": 5}),
+    ("fallback to BestFit when leader worker set cannot meet threshold",
+     [("b1/r1/x1", 3), ("b1/r2/x2", 3), ("b1/r3/x3", 8), ("b2/r1/x4", 11)], 5, 7, None, "block", {"x3": 1},
+     {"x1": 3, "x2": 1, "x3": 3}),
+]
+
+
+def balanced_leader_run(tmp_path, hosts, leader_gpus, workers, slices, preferred):
+    names = KUEUE_3.split(",")
+    items = [{"metadata": {"name": path.rsplit("/", 1)[1], "labels": dict(zip(names, path.split("/")))},
+              "status": {"allocatable": {"cpu": str(gpus), "memory": "64Gi", "pods": "110"}}}
+             for path, gpus in hosts]
+    (tmp_path / "nodes.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+    def job(name, count, cpu, annotations):
+        annotations = {api.KUEUE_ANNOTATION_PREFERRED: preferred, api.KUEUE_ANNOTATION_GROUP: "sameGroup",
+                       **annotations}
+        return {"name": name, "replicas": 1, "template": {"spec": {
+            "parallelism": count, "completions": count, "template": {
+                "metadata": {"annotations": annotations},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}}}
+
+    worker_annotations = {}
+    if slices:
+        worker_annotations = {api.KUEUE_ANNOTATION_SLICE_SIZE: str(slices[0]), api.KUEUE_ANNOTATION_SLICE: slices[1]}
+    (tmp_path / "js.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "train", "annotations": {api.ANNOTATION_TOPOLOGY_BALANCED: "true"}},
+        "spec": {"replicatedJobs": [
+            job("leader", 1, leader_gpus, {}),
+            job("workers", workers, 1, worker_annotations)]}}))
+    result = run("--nodes", tmp_path / "nodes.json", "--levels", KUEUE_3, "--jobset", tmp_path / "js.yaml",
+                 "--output", "json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    per_host = {"leader": {}, "workers": {}}
+    for pod in json.loads(result.stdout)["pods"]:
+        host = pod["domain"].rsplit("/", 1)[-1]
+        mine = per_host[pod["replicatedJob"]]
+        mine[host] = mine.get(host, 0) + 1
+    return per_host
+
+
+def test_balanced_placement_with_a_leader_gives_kueues_assignment_in_each_case_of_its_table(tmp_path):
+    wrong = []
+    for name, hosts, leader_gpus, workers, slices, preferred, leader, want in BALANCED_LEADER:
+        got = balanced_leader_run(tmp_path, hosts, leader_gpus, workers, slices, preferred)
+        if got != {"leader": leader, "workers": want}:
+            wrong.append((name, got))
+    assert not wrong, wrong

@@ -187,8 +187,10 @@ struct topo_group {
 	int outside_whole;
 	/* Kueue's balanced placement (TASBalancedPlacement) for a preferred
 	 * level L: the slices spread evenly over the fewest domains one level
-	 * below L inside one domain of L-1 (docs/topology.md); where it does not
-	 * apply, the placement is the one without it. */
+	 * below L inside one domain of L-1 (docs/topology.md); a `together`
+	 * unit of this group and a one-pod leader group is placed as one Kueue
+	 * request with a leader. Where it does not apply, the placement is the
+	 * one without it (for such a unit, Kueue's BestFit with the leader). */
 	int balanced;
 };
 

@@ -1,31 +1,44 @@
 /*
  * topo_place_balanced: Kueue's balanced placement (TASBalancedPlacement,
  * pkg/cache/scheduler/tas_balanced_placement.go) for one instance with a
- * preferred level L, step by step as Kueue's code does it:
+ * preferred level L, or for a Kueue group of it and a leader of one pod
+ * (podset-group-name), step by step as Kueue's code does it:
  *
  *   1. for each domain B of level L-1 (the root when L is 1), with the
  *      counts of its subtree: the greedy count of domains one level below L
- *      (L itself when L is the slice level) that hold the slices, largest
- *      first; T = slices / that count, at most the last domain's slices;
+ *      (L itself when L is the slice level) that hold the slices, the
+ *      leader's domains first, then the largest; T = slices / that count,
+ *      at most the last domains' slices (with and without the leader);
  *   2. prune B's subtree below T (the children of the level-L domains with
- *      fewer than T slices, then the level-L domains), and count the level-L
- *      domains the greedy takes; B is the best when T is higher, or equal
- *      with fewer level-L domains;
+ *      fewer than T slices, then the level-L domains; a domain too small
+ *      for T with the leader loses its leader room), and count the level-L
+ *      domains the greedy takes (with a leader, once more with the lower T
+ *      that leaves the leader its room when the first does not fit); B is
+ *      the best when T is higher, or equal with fewer level-L domains;
  *   3. when L is above the slice level, the optimal set of level-L domains
- *      (as few as the greedy takes; then the least capacity, the most
- *      slices, the most even children (entropy), tree order), then their
- *      children;
+ *      (as few as the greedy takes, the leader in one; then the least
+ *      capacity, the most slices, the most even children (entropy), tree
+ *      order), then their children;
  *   4. the optimal set of those (as few; the least capacity; tree order);
- *      each takes T slices, the rest goes to them in order (most slices
- *      first) up to what each holds.
+ *      each takes T slices, the rest goes to them in order (the leader's
+ *      first, then the most slices) up to what each holds;
+ *   5. Kueue's descent from there to its leaves: at each level the children
+ *      of each domain sorted by Kueue's BestFit (most slices, then fewest
+ *      pods: below the slice level, where no domain counts slices, the
+ *      smallest first), taken whole in order, the last one the tightest
+ *      that holds the rest (the leader's first when there is one).
  *
- * The pods of each chosen domain then go down the tree by the usual descent.
  * Anything Kueue's code does not place this way (no B holds the request, a
  * step finds no set) returns 0, and the caller places the instance as
- * without the option (Kueue falls back to BestFit the same way).
+ * without the option; Kueue falls back to BestFit the same way, and for a
+ * group with a leader that fallback is Kueue's BestFit too (its level
+ * search and descent), since muster's own placement puts the leader after
+ * the workers, not with them.
  *
  * "Domains" here are Kueue's: the user levels; node leaves are not domains
- * (a hostname level is, one node each).
+ * (a hostname level is, one node each). Inside a Kueue leaf with several
+ * nodes the pods go by the usual descent (the leader first, on the node
+ * that leaves the workers the most room).
  */
 #include <math.h>
 #include <stdint.h>
@@ -41,9 +54,16 @@
 
 struct bal {
 	struct ctx *x;
-	uint64_t *kp, *ks; /* Kueue's podCount and sliceCount per domain */
+	/* Kueue's domainState per domain: podCount, podCountWithLeader,
+	 * sliceCount, sliceCountWithLeader (signed: Kueue's arithmetic may go
+	 * below zero) and leaderCount. */
+	int64_t *kp, *kpl, *ks, *ksl;
+	uint8_t *lc;
+	uint32_t *leader_node; /* per Kueue leaf: the node the leader would take */
 	size_t slice_level; /* Kueue's sliceLevelIdx as a tree level */
-	uint64_t size; /* slice size */
+	int64_t size; /* slice size */
+	int64_t leaders; /* 0 or 1 */
+	uint32_t group, leader_group; /* the workers' and the leader's */
 };
 
 struct list {
@@ -56,6 +76,17 @@ static int is_domain(const struct ctx *x, uint32_t d)
 	return x->t->domains[d].node == TOPO_NONE;
 }
 
+/* Whether d has domain children (else it is a Kueue leaf). */
+static int has_domain_children(const struct ctx *x, uint32_t d)
+{
+	const struct topo_domain *dom = x->t->domains;
+
+	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end)
+		if (is_domain(x, c))
+			return 1;
+	return 0;
+}
+
 /* Appends d's Kueue children (not node leaves) to out (room for them). */
 static void children(const struct ctx *x, uint32_t d, struct list *out)
 {
@@ -66,49 +97,144 @@ static void children(const struct ctx *x, uint32_t d, struct list *out)
 			out->v[out->n++] = c;
 }
 
-/* The counts of d's subtree as the capacity computation left them. */
-static void reset(struct bal *b, uint32_t d)
-{
-	const struct ctx *x = b->x;
-
-	for (uint32_t e = d; e < x->t->domains[d].end; e++) {
-		b->kp[e] = x->pods[e];
-		b->ks[e] = x->t->domains[e].level <= b->slice_level ? x->usable[e] / b->size : 0;
-	}
-}
-
 static void clear(struct bal *b, uint32_t d)
 {
 	uint32_t end = b->x->t->domains[d].end;
 
 	memset(b->kp + d, 0, (end - d) * sizeof(*b->kp));
+	memset(b->kpl + d, 0, (end - d) * sizeof(*b->kpl));
 	memset(b->ks + d, 0, (end - d) * sizeof(*b->ks));
+	memset(b->ksl + d, 0, (end - d) * sizeof(*b->ksl));
+	memset(b->lc + d, 0, end - d);
 }
 
-/* Kueue's fillInCountsHelper without leaders: counts from the leaves up. */
+/* Kueue's clearLeaderCapacity. */
+static void clear_leader(struct bal *b, uint32_t d)
+{
+	uint32_t end = b->x->t->domains[d].end;
+
+	memset(b->kpl + d, 0, (end - d) * sizeof(*b->kpl));
+	memset(b->ksl + d, 0, (end - d) * sizeof(*b->ksl));
+	memset(b->lc + d, 0, end - d);
+}
+
+/* Kueue's fillInCountsHelper (one slice layer): counts from the leaves up. */
 static void recount(struct bal *b, uint32_t d)
 {
 	const struct topo_domain *dom = b->x->t->domains;
-	uint64_t pods = 0, slices = 0;
-	int any = 0;
+	int64_t pods = 0, slices = 0, min_pods = INT64_MAX, min_slices = INT64_MAX, with_slices = 0;
+	int any = 0, contributor = 0;
+	uint8_t leaders = 0;
 
 	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end) {
-		if (!is_domain(b->x, c)) {
-			pods += b->kp[c];
+		if (!is_domain(b->x, c))
 			continue;
-		}
 		recount(b, c);
+		any = 1;
 		pods += b->kp[c];
 		slices += b->ks[c];
-		any = 1;
+		if (!b->leaders || b->lc[c] > 0) {
+			contributor = 1;
+			if (b->kp[c] - b->kpl[c] < min_pods)
+				min_pods = b->kp[c] - b->kpl[c];
+			if (b->ks[c] - b->ksl[c] < min_slices)
+				min_slices = b->ks[c] - b->ksl[c];
+		}
+		if (b->lc[c] > leaders)
+			leaders = b->lc[c];
 	}
 	if (!any) { /* a Kueue leaf: its pods stand */
-		if (dom[d].level == b->slice_level)
+		if (dom[d].level == b->slice_level) {
 			b->ks[d] = b->kp[d] / b->size;
+			b->ksl[d] = b->kpl[d] / b->size;
+		}
 		return;
 	}
 	b->kp[d] = pods;
-	b->ks[d] = dom[d].level == b->slice_level ? pods / b->size : slices;
+	b->kpl[d] = contributor ? pods - min_pods : 0;
+	with_slices = contributor ? slices - min_slices : 0;
+	b->lc[d] = leaders;
+	if (dom[d].level == b->slice_level) {
+		slices = b->kp[d] / b->size;
+		with_slices = b->kpl[d] / b->size;
+	}
+	b->ks[d] = slices;
+	b->ksl[d] = with_slices;
+}
+
+/* Kueue's fillLeafCounts for a leaf's nodes: the workers' pods, and with a
+ * leader whether one fits and the workers' pods beside it. */
+static void leaf_counts(struct bal *b, uint32_t d)
+{
+	struct ctx *x = b->x;
+	const struct topo_domain *dom = x->t->domains;
+	const struct topo_group *lead = &x->req->groups[b->leader_group];
+	int64_t best = -1;
+
+	b->kp[d] = (int64_t)x->pods[d];
+	b->kpl[d] = b->kp[d];
+	b->lc[d] = 0;
+	b->leader_node[d] = TOPO_NONE;
+	if (!b->leaders)
+		return;
+	for (uint32_t c = d + 1; c < dom[d].end; c++) {
+		uint32_t n = dom[c].node;
+		const int64_t *free;
+		int64_t left[TOPO_RESOURCES_MAX], beside;
+
+		if (n == TOPO_NONE || x->closed[n] ||
+		    !x->eligible[(size_t)b->leader_group * x->c->node_count + n])
+			continue;
+		free = x->free + (size_t)n * x->resources;
+		if (topo_place_fit_free(x->c, free, &lead->shape) < 1)
+			continue;
+		for (size_t r = 0; r < x->resources; r++)
+			left[r] = free[r] - lead->shape.requests[r];
+		beside = x->pods[c]
+				 ? (int64_t)topo_place_fit_free(x->c, left, &x->req->groups[b->group].shape)
+				 : 0;
+		beside = b->kp[d] - (int64_t)x->pods[c] + beside;
+		if (beside > best) {
+			best = beside;
+			b->leader_node[d] = n;
+		}
+	}
+	if (best >= 0) {
+		b->lc[d] = 1;
+		b->kpl[d] = best;
+	} else {
+		b->kpl[d] = 0;
+	}
+}
+
+/* Kueue's counts of d's subtree as fillInCounts leaves them (what Kueue's
+ * clone of the subtree starts from); -1 where the tree is not Kueue's (a
+ * domain holding both nodes and domains). */
+static int reset(struct bal *b, uint32_t d)
+{
+	const struct ctx *x = b->x;
+	const struct topo_domain *dom = x->t->domains;
+
+	clear(b, d);
+	for (uint32_t e = d; e < dom[d].end; e++) {
+		int nodes = 0, domains = 0;
+
+		if (!is_domain(x, e))
+			continue;
+		for (uint32_t c = e + 1; c < dom[e].end; c = dom[c].end)
+			*(is_domain(x, c) ? &domains : &nodes) += 1;
+		if (nodes && domains)
+			return -1;
+		if (!domains)
+			leaf_counts(b, e);
+	}
+	recount(b, d);
+	return 0;
+}
+
+static int tree_order(uint32_t a, uint32_t c)
+{
+	return a < c ? -1 : a > c;
 }
 
 /* Kueue's sortedDomains (BestFit): slices descending, pods ascending, tree order. */
@@ -118,19 +244,32 @@ static int by_best_fit(const struct bal *b, uint32_t a, uint32_t c)
 		return b->ks[a] < b->ks[c] ? 1 : -1;
 	if (b->kp[a] != b->kp[c])
 		return b->kp[a] < b->kp[c] ? -1 : 1;
-	return a < c ? -1 : a > c;
+	return tree_order(a, c);
+}
+
+/* Kueue's sortedDomainsWithLeader: leaders descending, slices with the
+ * leader descending, pods with the leader ascending, tree order. */
+static int by_best_fit_leader(const struct bal *b, uint32_t a, uint32_t c)
+{
+	if (b->lc[a] != b->lc[c])
+		return b->lc[a] < b->lc[c] ? 1 : -1;
+	if (b->ksl[a] != b->ksl[c])
+		return b->ksl[a] < b->ksl[c] ? 1 : -1;
+	if (b->kpl[a] != b->kpl[c])
+		return b->kpl[a] < b->kpl[c] ? -1 : 1;
+	return tree_order(a, c);
 }
 
 static double entropy(const struct bal *b, uint32_t d)
 {
 	const struct topo_domain *dom = b->x->t->domains;
-	uint64_t total = 0;
+	int64_t total = 0;
 	double e = 0.0;
 
 	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end)
 		if (is_domain(b->x, c))
 			total += b->kp[c];
-	if (!total)
+	if (total <= 0)
 		return 0.0;
 	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end)
 		if (is_domain(b->x, c) && b->kp[c] > 0) {
@@ -141,25 +280,27 @@ static double entropy(const struct bal *b, uint32_t d)
 	return e;
 }
 
-/* Kueue's compareDomainCapacityAndEntropy: slices descending, the children's
- * entropy descending, tree order. */
+/* Kueue's compareDomainCapacityAndEntropy: leaders descending, slices with
+ * the leader descending, the children's entropy descending, tree order. */
 static int by_capacity_entropy(const struct bal *b, uint32_t a, uint32_t c)
 {
 	double ea, ec;
 
-	if (b->ks[a] != b->ks[c])
-		return b->ks[a] < b->ks[c] ? 1 : -1;
+	if (b->lc[a] != b->lc[c])
+		return b->lc[a] < b->lc[c] ? 1 : -1;
+	if (b->ksl[a] != b->ksl[c])
+		return b->ksl[a] < b->ksl[c] ? 1 : -1;
 	ea = entropy(b, a);
 	ec = entropy(b, c);
 	if (ea != ec)
 		return ea < ec ? 1 : -1;
-	return a < c ? -1 : a > c;
+	return tree_order(a, c);
 }
 
 static int by_index(const struct bal *b, uint32_t a, uint32_t c)
 {
 	(void)b;
-	return a < c ? -1 : a > c;
+	return tree_order(a, c);
 }
 
 typedef int (*order_fn)(const struct bal *, uint32_t, uint32_t);
@@ -192,48 +333,79 @@ static void sort_with(const struct bal *b, struct list *l, order_fn cmp)
 	}
 }
 
-/* Kueue's evaluateGreedyAssignment without leaders: whether `slices` fit in
- * l's domains taken largest first, in how many, and the last one taken.
- * Sorts a copy (scratch, room for l->n). */
-static int greedy(struct bal *b, const struct list *l, uint64_t slices, uint32_t *scratch, uint64_t *count,
-		  uint32_t *last)
+struct greedy_result {
+	uint64_t count;
+	uint32_t last, last_leader;
+};
+
+/* Kueue's evaluateGreedyAssignment: whether `slices` and the leader fit in
+ * l's domains, the leader's first (most slices with it), then the largest;
+ * in how many, the last ones taken. Sorts a copy (scratch, room for l->n). */
+static int greedy(struct bal *b, const struct list *l, int64_t slices, uint32_t *scratch,
+		  struct greedy_result *r)
 {
 	struct list s = { scratch, l->n };
-	uint64_t left = slices;
+	int64_t left = slices, leaders = b->leaders;
+	size_t i = 0;
 
 	memcpy(scratch, l->v, l->n * sizeof(*scratch));
-	sort_with(b, &s, by_best_fit);
-	*count = 0;
-	*last = TOPO_NONE;
-	for (size_t i = 0; left > 0 && i < s.n && b->ks[s.v[i]] > 0; i++) {
-		(*count)++;
-		*last = s.v[i];
-		left = b->ks[s.v[i]] >= left ? 0 : left - b->ks[s.v[i]];
+	*r = (struct greedy_result){ 0, TOPO_NONE, TOPO_NONE };
+	if (leaders > 0) {
+		sort_with(b, &s, by_best_fit_leader);
+		for (; leaders > 0 && i < s.n && b->lc[s.v[i]] > 0; i++) {
+			r->count++;
+			r->last_leader = s.v[i];
+			leaders -= b->lc[s.v[i]];
+			left -= b->ksl[s.v[i]];
+		}
+		s.v += i;
+		s.n -= i;
 	}
-	return left == 0;
+	sort_with(b, &s, by_best_fit);
+	if (leaders > 0)
+		return 0;
+	for (i = 0; left > 0 && i < s.n && b->ks[s.v[i]] > 0; i++) {
+		r->count++;
+		r->last = s.v[i];
+		left -= b->ks[s.v[i]];
+	}
+	return left <= 0;
 }
 
-/* Kueue's pruneDomainsBelowThreshold without leaders. */
-static void prune(struct bal *b, const struct list *cands, uint64_t t)
+/* Kueue's pruneDomainNodeBelowThreshold. */
+static void prune_one(struct bal *b, uint32_t d, int64_t t)
+{
+	if (b->ks[d] < t) {
+		clear(b, d);
+		return;
+	}
+	if (b->leaders && b->lc[d] > 0 && b->ksl[d] < t)
+		clear_leader(b, d);
+}
+
+/* Kueue's pruneDomainsBelowThreshold. */
+static void prune(struct bal *b, const struct list *cands, int64_t t)
 {
 	const struct topo_domain *dom = b->x->t->domains;
 
 	for (size_t i = 0; i < cands->n; i++)
 		for (uint32_t c = cands->v[i] + 1; c < dom[cands->v[i]].end; c = dom[c].end)
-			if (is_domain(b->x, c) && b->ks[c] < t)
-				clear(b, c);
+			if (is_domain(b->x, c))
+				prune_one(b, c, t);
 	for (size_t i = 0; i < cands->n; i++) {
 		recount(b, cands->v[i]);
-		if (b->ks[cands->v[i]] < t)
-			clear(b, cands->v[i]);
+		prune_one(b, cands->v[i], t);
 	}
 }
 
-/* A DP state: `left` pods still to place after the set ending in `d`, whose
- * previous state (one domain fewer) had `prev` left. */
+/* A DP state: `lead` leaders and `left` pods still to place after the set
+ * ending in `d`, whose previous state (one domain fewer) was (plead, prev);
+ * seq orders the states made in one step as Kueue makes them. */
 struct state {
 	int64_t left, prev;
+	int32_t lead, plead;
 	uint32_t d;
+	uint32_t seq;
 };
 
 struct row {
@@ -241,29 +413,52 @@ struct row {
 	size_t n, cap;
 };
 
-static int64_t find_state(const struct row *r, int64_t left)
+static int key_cmp(int32_t la, int64_t a, int32_t lc, int64_t c)
+{
+	if (la != lc)
+		return la < lc ? -1 : 1;
+	return a < c ? -1 : a > c;
+}
+
+static int by_key_seq(const void *pa, const void *pc)
+{
+	const struct state *a = pa, *c = pc;
+	int k = key_cmp(a->lead, a->left, c->lead, c->left);
+
+	return k ? k : (a->seq < c->seq ? -1 : a->seq > c->seq);
+}
+
+static int64_t find_state(const struct row *r, int32_t lead, int64_t left)
 {
 	size_t lo = 0, hi = r->n;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
-		if (r->v[mid].left < left)
+		if (key_cmp(r->v[mid].lead, r->v[mid].left, lead, left) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < r->n && r->v[lo].left == left ? (int64_t)lo : -1;
+	return lo < r->n && !key_cmp(r->v[lo].lead, r->v[lo].left, lead, left) ? (int64_t)lo : -1;
 }
 
-/* Merges `add` (sorted by left) into r, states already there kept. */
-static int merge(struct row *r, const struct state *add, size_t n, struct state *tmp)
+/* Merges `add` (sorted by key, first of each key kept) into r, states
+ * already there kept (Kueue's "alreadyThere"). */
+static int merge(struct row *r, struct state *add, size_t n, struct state *tmp)
 {
 	size_t i = 0, j = 0, k = 0;
 
+	if (n > 1)
+		qsort(add, n, sizeof(*add), by_key_seq);
 	while (i < r->n || j < n) {
-		if (j == n || (i < r->n && r->v[i].left <= add[j].left)) {
-			if (j < n && r->v[i].left == add[j].left)
+		if (j > 0 && j < n && !key_cmp(add[j].lead, add[j].left, add[j - 1].lead, add[j - 1].left)) {
+			j++;
+			continue;
+		}
+		if (j == n ||
+		    (i < r->n && key_cmp(r->v[i].lead, r->v[i].left, add[j].lead, add[j].left) <= 0)) {
+			if (j < n && !key_cmp(r->v[i].lead, r->v[i].left, add[j].lead, add[j].left))
 				j++;
 			tmp[k++] = r->v[i++];
 		} else {
@@ -284,23 +479,26 @@ static int merge(struct row *r, const struct state *add, size_t n, struct state 
 	return 0;
 }
 
-/* Kueue's selectOptimalDomainSetToFit without leaders: as few of l's domains
- * as the greedy takes, holding slices x size pods with the least left over;
- * the first such set in `order`'s order (l is sorted by it). Fills out (room
- * for l->n) in that order; 0, or -1 when no set (or too many states). */
-static int optimal_set(struct bal *b, struct list *l, uint64_t slices, int by_entropy, uint32_t *scratch,
+/* Kueue's selectOptimalDomainSetToFit: as few of l's domains as the greedy
+ * takes, holding the leader and slices x size pods with the least left
+ * over; the first such set in the order (l is sorted by it: Kueue's
+ * capacity and entropy, else tree order). Fills out (room for l->n) in
+ * that order; 0, or -1 when no set (or too many states). */
+static int optimal_set(struct bal *b, struct list *l, int64_t slices, int by_entropy, uint32_t *scratch,
 		       struct list *out)
 {
-	uint64_t m, pods = slices * b->size, states = 0, work = 0;
-	uint32_t last;
+	uint64_t m, states = 0, work = 0;
+	int64_t pods = slices * b->size;
+	struct greedy_result g;
 	struct row *rows = NULL;
 	struct state *add = NULL, *tmp = NULL;
 	size_t add_cap = 0;
 	int rc = -1;
 
 	out->n = 0;
-	if (!greedy(b, l, slices, scratch, &m, &last) || m == 0)
+	if (!greedy(b, l, slices, scratch, &g) || g.count == 0)
 		return -1;
+	m = g.count;
 	sort_with(b, l, by_entropy ? by_capacity_entropy : by_index);
 	rows = calloc(m + 1, sizeof(*rows));
 	if (!rows)
@@ -308,19 +506,20 @@ static int optimal_set(struct bal *b, struct list *l, uint64_t slices, int by_en
 	rows[0].v = malloc(sizeof(struct state));
 	if (!rows[0].v)
 		goto done;
-	rows[0].v[0] = (struct state){ (int64_t)pods, 0, TOPO_NONE };
+	rows[0].v[0] = (struct state){ pods, 0, (int32_t)b->leaders, 0, TOPO_NONE, 0 };
 	rows[0].n = rows[0].cap = 1;
 	for (size_t di = 0; di < l->n; di++) {
 		uint32_t d = l->v[di];
 
-		if (b->ks[d] == 0)
+		if (b->ks[d] <= 0 && !(b->leaders && b->lc[d] > 0))
 			continue;
 		for (uint64_t i = m; i > 0; i--) {
 			const struct row *before = &rows[i - 1];
 			size_t n = 0;
+			uint32_t seq = 0;
 
-			if (before->n + rows[i].n > add_cap) {
-				size_t cap = before->n + rows[i].n;
+			if (2 * before->n + rows[i].n > add_cap) {
+				size_t cap = 2 * before->n + rows[i].n;
 				struct state *a2 = realloc(add, cap * sizeof(*add)), *t2;
 
 				if (!a2)
@@ -332,10 +531,23 @@ static int optimal_set(struct bal *b, struct list *l, uint64_t slices, int by_en
 				tmp = t2;
 				add_cap = cap;
 			}
-			for (size_t s = 0; s < before->n; s++)
-				if (before->v[s].left > 0)
-					add[n++] = (struct state){ before->v[s].left - (int64_t)b->kp[d],
-								   before->v[s].left, d };
+			for (size_t s = 0; s < before->n; s++) {
+				const struct state *st = &before->v[s];
+
+				if (st->lead <= 0 && st->left <= 0)
+					continue;
+				if (st->lead > 0 && b->lc[d] > 0)
+					add[n++] = (struct state){ st->left - b->kpl[d],
+								   st->left,
+								   st->lead - b->lc[d],
+								   st->lead,
+								   d,
+								   seq++ };
+				if (b->ks[d] > 0)
+					add[n++] = (struct state){
+						st->left - b->kp[d], st->left, st->lead, st->lead, d, seq++
+					};
+			}
 			work += before->n + rows[i].n;
 			if (work > BALANCED_WORK_MAX)
 				goto done;
@@ -351,8 +563,9 @@ static int optimal_set(struct bal *b, struct list *l, uint64_t slices, int by_en
 		const struct row *r = &rows[m];
 		int64_t at = -1;
 
-		for (size_t s = 0; s < r->n && r->v[s].left <= 0; s++)
-			at = (int64_t)s; /* the largest left that is <= 0 */
+		for (size_t s = 0; s < r->n && r->v[s].lead <= 0; s++)
+			if (r->v[s].lead == 0 && r->v[s].left <= 0)
+				at = (int64_t)s; /* the largest left that is <= 0 */
 		if (at < 0)
 			goto done;
 		out->n = m;
@@ -360,7 +573,7 @@ static int optimal_set(struct bal *b, struct list *l, uint64_t slices, int by_en
 			const struct state *st = &rows[i].v[at];
 
 			out->v[i - 1] = st->d;
-			at = find_state(&rows[i - 1], st->prev);
+			at = find_state(&rows[i - 1], st->plead, st->prev);
 			if (at < 0 && i > 1)
 				goto done;
 		}
@@ -375,6 +588,134 @@ done:
 	return rc;
 }
 
+/* Kueue's findBestFitDomainBy: the first domain of l (from `from`) with
+ * the fewest `count` that still holds `need` (and the leaders), else the
+ * first. */
+static size_t best_fit_at(const struct bal *b, const struct list *l, size_t from, int64_t need,
+			  int64_t leaders, const int64_t *count)
+{
+	size_t best = from;
+	int64_t best_count = INT64_MAX;
+
+	for (size_t i = from; i < l->n; i++) {
+		uint32_t d = l->v[i];
+
+		if (b->lc[d] < leaders)
+			continue;
+		if (count[d] >= need && count[d] < best_count) {
+			best = i;
+			best_count = count[d];
+		}
+	}
+	return best;
+}
+
+/* Kueue's prioritizeLeaderDomain: a leader domain whose leader costs no
+ * more than the slack moved to the front. */
+static void prioritize_leader(const struct bal *b, struct list *l, int64_t count, int64_t leaders,
+			      int64_t size, int slices)
+{
+	int64_t need = slices ? count / size : count, have = 0;
+
+	if (leaders == 0 || l->n < 2)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		have += slices ? b->ks[l->v[i]] : b->kp[l->v[i]];
+	for (size_t i = 0; i < l->n; i++) {
+		uint32_t d = l->v[i];
+		int64_t penalty = slices ? b->ks[d] - b->ksl[d] : b->kp[d] - b->kpl[d];
+
+		if (b->lc[d] < leaders || have - penalty < need)
+			continue;
+		memmove(l->v + 1, l->v, i * sizeof(*l->v));
+		l->v[0] = d;
+		return;
+	}
+}
+
+/* Kueue's updateCountsToMinimumGeneric (BestFit): `count` pods (in slices
+ * of `size` when `slices`) and `leaders` over l's domains in l's order,
+ * each taken whole, the last the tightest that holds the rest; sets kp,
+ * ks and lc of the domains taken and appends them to out. 0, or -1 when
+ * they do not hold it (Kueue logs "unexpected remainingCount"). */
+static int update_counts(struct bal *b, struct list *l, int64_t count, int64_t leaders, int64_t size,
+			 int slices, struct list *out)
+{
+	int64_t left = slices ? count / size : count, lead = leaders;
+	int64_t unit = slices ? size : 1;
+	int64_t *with = slices ? b->ksl : b->kpl, *plain = slices ? b->ks : b->kp;
+
+	prioritize_leader(b, l, count, leaders, size, slices);
+	for (size_t i = 0; i < l->n; i++) {
+		uint32_t d = l->v[i];
+
+		if (lead > 0) {
+			if (with[d] >= left && b->lc[d] >= lead)
+				d = l->v[best_fit_at(b, l, i, left, lead, with)];
+			out->v[out->n++] = d;
+			if (with[d] >= left && b->lc[d] >= lead) {
+				plain[d] = left;
+				b->lc[d] = (uint8_t)lead;
+				b->kp[d] = left * unit;
+				return 0;
+			}
+			if (with[d] > left)
+				with[d] = left;
+			if (b->lc[d] > lead)
+				b->lc[d] = (uint8_t)lead;
+			plain[d] = with[d];
+			b->kp[d] = with[d] * unit;
+			lead -= b->lc[d];
+			left -= with[d];
+			continue;
+		}
+		if (plain[d] >= left)
+			d = l->v[best_fit_at(b, l, i, left, 0, plain)];
+		b->lc[d] = 0;
+		out->v[out->n++] = d;
+		if (plain[d] >= left) {
+			b->kp[d] = left * unit;
+			plain[d] = left;
+			return 0;
+		}
+		if (slices)
+			b->kp[d] = plain[d] * size;
+		left -= plain[d];
+	}
+	return -1;
+}
+
+/* Kueue's descent for balanced placement: from the domains of `l` (their
+ * counts set) down to Kueue's leaves, each domain's pods over its children
+ * (phase 2b). Leaves the leaves in l; -1 when a step does not hold them. */
+static int descend_kueue(struct bal *b, struct list *l, uint32_t *scratch, uint32_t *scratch2)
+{
+	struct ctx *x = b->x;
+
+	while (l->n && has_domain_children(x, l->v[0])) {
+		struct list next = { scratch2, 0 };
+		int64_t size = x->t->domains[l->v[0]].level < b->slice_level ? b->size : 1;
+
+		for (size_t i = 0; i < l->n; i++) {
+			struct list kids = { scratch, 0 };
+			uint32_t d = l->v[i];
+
+			children(x, d, &kids);
+			sort_with(b, &kids, by_best_fit);
+			if (size > 1)
+				for (size_t c = 0; c < kids.n; c++) {
+					b->ks[kids.v[c]] = b->kp[kids.v[c]] / size;
+					b->ksl[kids.v[c]] = b->kpl[kids.v[c]] / size;
+				}
+			if (update_counts(b, &kids, b->kp[d], b->lc[d], size, size > 1, &next))
+				return -1;
+		}
+		memcpy(l->v, next.v, next.n * sizeof(*l->v));
+		l->n = next.n;
+	}
+	return 0;
+}
+
 /* The lowest domain holding both. */
 static uint32_t common(const struct topo_domain *dom, uint32_t a, uint32_t c)
 {
@@ -387,41 +728,144 @@ static uint32_t common(const struct topo_domain *dom, uint32_t a, uint32_t c)
 	return a;
 }
 
+/* The workers' pods of each leaf of l, then the leader: the takes. The
+ * leader goes on the node found for it (with the workers' pods of that
+ * leaf then counted anew beside it); *leader_leaf gets its leaf and
+ * *leader_start its first log entry. 0, or -1 when a leaf's nodes do not
+ * hold its pods (nothing undone: the caller undoes). */
+static int take_all(struct bal *b, uint32_t g, const struct list *l, uint32_t *leader_leaf,
+		    size_t *leader_start)
+{
+	struct ctx *x = b->x;
+	const struct topo_domain *dom = x->t->domains;
+	uint32_t leader_at = TOPO_NONE;
+
+	for (size_t i = 0; i < l->n; i++) {
+		uint32_t d = l->v[i];
+		int64_t need = b->kp[d];
+
+		if (b->lc[d] > 0 && leader_at == TOPO_NONE)
+			leader_at = d;
+		if (need <= 0)
+			continue;
+		if (b->lc[d] > 0 && b->leader_node[d] != TOPO_NONE) {
+			/* Beside the leader's node: the node's room without it. */
+			for (uint32_t c = d + 1; c < dom[d].end && need > 0; c++) {
+				uint32_t n = dom[c].node, fit;
+				int64_t left[TOPO_RESOURCES_MAX];
+				const int64_t *free;
+
+				if (n == TOPO_NONE || !x->pods[c])
+					continue;
+				free = x->free + (size_t)n * x->resources;
+				memcpy(left, free, x->resources * sizeof(*left));
+				if (n == b->leader_node[d])
+					for (size_t r = 0; r < x->resources; r++)
+						left[r] -= x->req->groups[b->leader_group].shape.requests[r];
+				fit = topo_place_fit_free(x->c, left, &x->req->groups[g].shape);
+				if (fit > need)
+					fit = (uint32_t)need;
+				if (fit)
+					topo_place_take(x, g, n, fit);
+				need -= fit;
+			}
+			if (need > 0)
+				return -1;
+			continue;
+		}
+		if ((int64_t)x->usable[d] < need)
+			return -1;
+		topo_place_descend(x, g, d, (uint64_t)need);
+	}
+	*leader_start = x->log_used;
+	if (b->leaders) {
+		if (leader_at == TOPO_NONE || b->leader_node[leader_at] == TOPO_NONE)
+			return -1;
+		topo_place_take(x, b->leader_group, b->leader_node[leader_at], 1);
+		*leader_leaf = leader_at;
+	}
+	return 0;
+}
+
+/* The lowest domain holding the domains of l that get pods. */
+static uint32_t top_of(const struct bal *b, const struct list *l)
+{
+	uint32_t top = TOPO_NONE;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (b->kp[l->v[i]] > 0 || b->lc[l->v[i]] > 0)
+			top = top == TOPO_NONE ? l->v[i] : common(b->x->t->domains, top, l->v[i]);
+	return top;
+}
+
 struct plan {
 	uint32_t block; /* the level L-1 domain */
-	uint64_t threshold, level_count;
+	int64_t threshold;
+	uint64_t level_count;
 };
 
+/* Step 1 and 2 for one domain B: its threshold, or 0. */
+static int64_t block_threshold(struct bal *b, uint32_t blk, size_t level, int64_t slices, struct list *cands,
+			       struct list *lower, uint32_t *scratch, int64_t best, uint64_t *level_count)
+{
+	struct greedy_result g;
+	int64_t t, reserved;
+	int fits;
+
+	if (reset(b, blk))
+		return 0;
+	cands->n = lower->n = 0;
+	children(b->x, blk, cands);
+	if (level < b->slice_level)
+		for (size_t i = 0; i < cands->n; i++)
+			children(b->x, cands->v[i], lower);
+	else
+		memcpy(lower->v, cands->v, (lower->n = cands->n) * sizeof(*lower->v));
+	if (!greedy(b, lower, slices, scratch, &g) || g.count == 0)
+		return 0;
+	t = slices / (int64_t)g.count;
+	if (g.last_leader != TOPO_NONE && b->ksl[g.last_leader] < t)
+		t = b->ksl[g.last_leader];
+	if (g.last != TOPO_NONE && b->ks[g.last] < t)
+		t = b->ks[g.last];
+	reserved = t;
+	if (b->leaders && g.last != TOPO_NONE && b->ksl[g.last] < t)
+		reserved = b->ksl[g.last];
+	if (t < best)
+		return 0;
+	prune(b, cands, t);
+	fits = greedy(b, cands, slices, scratch, &g);
+	if (!fits && reserved < t) {
+		/* Again with the lower threshold that leaves the leader its room. */
+		if (reserved <= 0 || reserved < best)
+			return 0;
+		t = reserved;
+		reset(b, blk);
+		prune(b, cands, t);
+		fits = greedy(b, cands, slices, scratch, &g);
+	}
+	if (!fits)
+		return 0;
+	*level_count = g.count;
+	return t;
+}
+
 /* Steps 1 and 2 over the level L-1 domains inside scope. */
-static int best_block(struct bal *b, uint32_t scope, size_t level, uint64_t slices, struct list *cands,
+static int best_block(struct bal *b, uint32_t scope, size_t level, int64_t slices, struct list *cands,
 		      struct list *lower, uint32_t *scratch, struct plan *best)
 {
 	const struct topo_domain *dom = b->x->t->domains;
 
 	*best = (struct plan){ TOPO_NONE, 0, 0 };
 	for (uint32_t blk = scope; blk < dom[scope].end; blk++) {
-		uint64_t count, t, level_count;
-		uint32_t last;
+		uint64_t level_count = 0;
+		int64_t t;
 
 		if (dom[blk].level != level - 1 || !is_domain(b->x, blk))
 			continue;
-		reset(b, blk);
-		cands->n = lower->n = 0;
-		children(b->x, blk, cands);
-		if (level < b->slice_level)
-			for (size_t i = 0; i < cands->n; i++)
-				children(b->x, cands->v[i], lower);
-		else
-			memcpy(lower->v, cands->v, (lower->n = cands->n) * sizeof(*lower->v));
-		if (!greedy(b, lower, slices, scratch, &count, &last) || count == 0)
-			continue;
-		t = slices / count;
-		if (last != TOPO_NONE && b->ks[last] < t)
-			t = b->ks[last];
-		if (t < best->threshold)
-			continue;
-		prune(b, cands, t);
-		if (!greedy(b, cands, slices, scratch, &level_count, &last))
+		t = block_threshold(b, blk, level, slices, cands, lower, scratch, best->threshold,
+				    &level_count);
+		if (t <= 0)
 			continue;
 		if (t > best->threshold || (t == best->threshold && level_count < best->level_count))
 			*best = (struct plan){ blk, t, level_count };
@@ -429,16 +873,13 @@ static int best_block(struct bal *b, uint32_t scope, size_t level, uint64_t slic
 	return best->block != TOPO_NONE && best->threshold > 0;
 }
 
-/* Steps 3 and 4, then the pods into the tree; 1 when placed. */
-static int apply(struct bal *b, const struct plan *p, size_t level, uint32_t g, uint64_t slices,
-		 struct list *cands, struct list *lower, uint32_t *scratch, uint32_t *where)
+/* Steps 3 and 4: the level-L (or L+1) domains with their counts, in fit. */
+static int choose_domains(struct bal *b, const struct plan *p, size_t level, int64_t slices,
+			  struct list *cands, struct list *fit, uint32_t *scratch, uint32_t *scratch2)
 {
 	struct ctx *x = b->x;
-	const struct topo_domain *dom = x->t->domains;
-	struct list *fit = cands, chosen = { scratch, 0 };
-	uint32_t *scratch2 = scratch + x->t->domain_count;
-	uint64_t extra;
-	uint32_t top = TOPO_NONE;
+	struct list chosen = { scratch, 0 };
+	int64_t extra, leaders = b->leaders;
 
 	reset(b, p->block);
 	cands->n = 0;
@@ -446,37 +887,150 @@ static int apply(struct bal *b, const struct plan *p, size_t level, uint32_t g, 
 	prune(b, cands, p->threshold);
 	if (level < b->slice_level) {
 		if (optimal_set(b, cands, slices, 1, scratch2, &chosen))
-			return 0;
-		lower->n = 0;
+			return -1;
+		fit->n = 0;
 		for (size_t i = 0; i < chosen.n; i++)
-			children(x, chosen.v[i], lower);
-		fit = lower;
+			children(x, chosen.v[i], fit);
+	} else {
+		memcpy(fit->v, cands->v, (fit->n = cands->n) * sizeof(*fit->v));
 	}
 	chosen.n = 0;
 	if (optimal_set(b, fit, slices, 0, scratch2, &chosen))
-		return 0;
-	if (slices < chosen.n * p->threshold)
-		return 0;
-	sort_with(b, &chosen, by_best_fit);
-	extra = slices - chosen.n * p->threshold;
+		return -1;
+	if (slices < (int64_t)chosen.n * p->threshold)
+		return -1;
+	sort_with(b, &chosen, by_best_fit_leader);
+	extra = slices - (int64_t)chosen.n * p->threshold;
 	for (size_t i = 0; i < chosen.n; i++) {
-		uint64_t room = b->ks[chosen.v[i]] - p->threshold;
-		uint64_t take = extra < room ? extra : room;
+		uint32_t d = chosen.v[i];
+		int64_t take = 0;
 
-		b->kp[chosen.v[i]] = (p->threshold + take) * b->size; /* now the pods it gets */
+		if (leaders > 0) {
+			take = b->ksl[d] - p->threshold < extra ? b->ksl[d] - p->threshold : extra;
+			b->lc[d] = 1;
+			leaders--;
+		} else if (extra > 0) {
+			take = b->ks[d] - p->threshold < extra ? b->ks[d] - p->threshold : extra;
+			b->lc[d] = 0;
+		} else {
+			b->lc[d] = 0;
+		}
+		b->ks[d] = b->ksl[d] = p->threshold + take;
+		b->kp[d] = b->ks[d] * b->size;
+		b->kpl[d] = b->kp[d] - b->lc[d];
 		extra -= take;
 	}
-	if (extra > 0)
-		return 0;
-	/* The pruned domains take nothing on the way down. */
-	for (uint32_t d = p->block; d < dom[p->block].end; d++)
-		if (is_domain(x, d) && b->ks[d] == 0 && dom[d].level <= b->slice_level)
-			x->usable[d] = 0;
-	for (size_t i = 0; i < chosen.n; i++) {
-		topo_place_descend(x, g, chosen.v[i], b->kp[chosen.v[i]]);
-		top = top == TOPO_NONE ? chosen.v[i] : common(dom, top, chosen.v[i]);
+	if (extra > 0 || leaders > 0)
+		return -1;
+	memcpy(fit->v, chosen.v, (fit->n = chosen.n) * sizeof(*fit->v));
+	return 0;
+}
+
+/* Kueue's findLevelWithFitDomains for BestFit (the fallback of a group with
+ * a leader): from `level` up, the level's domains in scope, the tightest
+ * that holds it all, else (at the top) several; into fit. */
+static int fit_level(struct bal *b, uint32_t scope, size_t level, int64_t count, struct list *fit,
+		     uint32_t *scratch, size_t *found)
+{
+	const struct topo_domain *dom = b->x->t->domains;
+	int64_t slices = count / b->size, left = slices, lead = b->leaders;
+	struct list all = { scratch, 0 };
+	size_t i = 0, top;
+
+	for (;;) {
+		all.n = 0;
+		for (uint32_t d = scope; d < dom[scope].end; d++)
+			if (dom[d].level == level && is_domain(b->x, d))
+				all.v[all.n++] = d;
+		if (!all.n)
+			return -1;
+		sort_with(b, &all, by_best_fit_leader);
+		top = 0;
+		if (b->ksl[all.v[0]] >= slices && b->lc[all.v[0]] >= b->leaders)
+			top = best_fit_at(b, &all, 0, slices, b->leaders, b->ksl);
+		if (b->ksl[all.v[top]] >= slices && b->lc[all.v[top]] >= b->leaders) {
+			fit->v[0] = all.v[top];
+			fit->n = 1;
+			*found = level;
+			return 0;
+		}
+		if (level <= (dom[scope].level > 1 ? (size_t)dom[scope].level : 1))
+			break;
+		level--;
 	}
-	*where = top;
+	prioritize_leader(b, &all, count, b->leaders, b->size, 1);
+	fit->n = 0;
+	for (; lead > 0 && i < all.n && b->lc[all.v[i]] > 0; i++) {
+		size_t at = i;
+
+		if (b->ksl[all.v[i]] >= left)
+			at = best_fit_at(b, &all, i, left, lead, b->ksl);
+		fit->v[fit->n++] = all.v[at];
+		lead -= b->lc[all.v[at]];
+		left -= b->ksl[all.v[at]];
+	}
+	if (lead > 0)
+		return -1;
+	{
+		struct list rest = { all.v + i, all.n - i };
+
+		sort_with(b, &rest, by_best_fit);
+		for (size_t j = 0; left > 0 && j < rest.n; j++) {
+			size_t at = j;
+
+			if (b->ks[rest.v[j]] >= left)
+				at = best_fit_at(b, &rest, j, left, 0, b->ks);
+			fit->v[fit->n++] = rest.v[at];
+			left -= b->ks[rest.v[at]];
+		}
+	}
+	if (left > 0)
+		return -1;
+	*found = level;
+	return 0;
+}
+
+/* Kueue's BestFit for a group with a leader: the level search, then the
+ * descent (above the slice level over all domains of a level at once). */
+static int best_fit_with_leader(struct bal *b, uint32_t scope, size_t level, int64_t count, struct list *fit,
+				uint32_t *scratch, uint32_t *scratch2, uint32_t *top)
+{
+	struct ctx *x = b->x;
+	size_t at;
+
+	if (reset(b, scope) || fit_level(b, scope, level, count, fit, scratch, &at))
+		return -1;
+	{
+		struct list out = { scratch, 0 };
+
+		if (update_counts(b, fit, count, b->leaders, b->size, 1, &out))
+			return -1;
+		memcpy(fit->v, out.v, (fit->n = out.n) * sizeof(*fit->v));
+		*top = top_of(b, fit);
+	}
+	for (; at < b->slice_level && fit->n && has_domain_children(x, fit->v[0]); at++) {
+		struct list lower = { scratch2, 0 }, out = { scratch, 0 };
+
+		for (size_t i = 0; i < fit->n; i++)
+			children(x, fit->v[i], &lower);
+		sort_with(b, &lower, by_best_fit);
+		if (update_counts(b, &lower, count, b->leaders, b->size, 1, &out))
+			return -1;
+		memcpy(fit->v, out.v, (fit->n = out.n) * sizeof(*fit->v));
+	}
+	return descend_kueue(b, fit, scratch, scratch2);
+}
+
+/* The leader instance of instance k's group (k+1, one pod, the only other
+ * member of the unit), or 0 when k is not such a group's workers. */
+static int leader_of(const struct ctx *x, size_t k, uint32_t *group)
+{
+	const struct instance *in = &x->order[k];
+
+	if (k + 1 >= x->instance_count || x->order[k + 1].leader != k || x->order[k + 1].pods != 1 ||
+	    in->unit_pods != (uint64_t)in->pods + 1 || !x->req->groups[x->order[k + 1].group].balanced)
+		return 0;
+	*group = x->order[k + 1].group;
 	return 1;
 }
 
@@ -485,32 +1039,74 @@ int topo_place_balanced(struct ctx *x, size_t k, uint32_t scope, uint32_t want, 
 	const struct instance *in = &x->order[k];
 	const struct topo_group *grp = &x->req->groups[in->group];
 	const struct topo_domain *dom = x->t->domains;
-	size_t level = grp->constraint.level, n = x->t->domain_count;
-	struct bal b = { x, NULL, NULL, 0, slice_size_of(grp) };
-	struct list cands, lower;
-	uint32_t *scratch;
+	size_t level = grp->constraint.level, n = x->t->domain_count, mark = x->log_used,
+	       leader_start = SIZE_MAX;
+	struct bal b = { .x = x, .size = slice_size_of(grp), .group = in->group, .leader_group = in->group };
+	struct list cands, fit, out;
+	uint32_t *scratch, top = TOPO_NONE, leader_leaf = TOPO_NONE;
 	struct plan p;
-	int ok = 0;
+	int ok = 0, placed = 0;
 
 	if (!grp->balanced || grp->constraint.mode != TOPO_MODE_PREFERRED || grp->exclusive ||
-	    grp->inner_count || grp->together || grp->min_slices || want != in->pods || level < 1 ||
+	    grp->inner_count || grp->min_slices || want != in->pods || level < 1 ||
 	    level >= x->t->node_level || dom[scope].level > level - 1 || want % b.size)
 		return 0;
+	if (grp->together) {
+		if (in->leader != k || !leader_of(x, k, &b.leader_group))
+			return 0;
+		b.leaders = 1;
+	}
 	b.slice_level = grp->slice_level ? grp->slice_level : x->t->node_level - 1;
 	if (b.slice_level < level)
 		return 0;
 	b.kp = malloc(n * sizeof(*b.kp));
+	b.kpl = malloc(n * sizeof(*b.kpl));
 	b.ks = malloc(n * sizeof(*b.ks));
+	b.ksl = malloc(n * sizeof(*b.ksl));
+	b.lc = malloc(n);
+	b.leader_node = malloc(n * sizeof(*b.leader_node));
 	cands.v = malloc(n * sizeof(*cands.v));
-	lower.v = malloc(n * sizeof(*lower.v));
+	fit.v = malloc(n * sizeof(*fit.v));
 	scratch = malloc(2 * n * sizeof(*scratch));
-	if (b.kp && b.ks && cands.v && lower.v && scratch &&
-	    best_block(&b, scope, level, want / b.size, &cands, &lower, scratch, &p))
-		ok = apply(&b, &p, level, in->group, want / b.size, &cands, &lower, scratch, where);
+	if (!b.kp || !b.kpl || !b.ks || !b.ksl || !b.lc || !b.leader_node || !cands.v || !fit.v || !scratch)
+		goto done;
+	out = (struct list){ cands.v, 0 };
+	if (best_block(&b, scope, level, want / b.size, &cands, &fit, scratch, &p) &&
+	    !choose_domains(&b, &p, level, want / b.size, &cands, &fit, scratch, scratch + n) &&
+	    !update_counts(&b, &fit, want, b.leaders, b.size, 1, &out)) {
+		/* Kueue's pass over the chosen domains (phase 2b's first step),
+		 * then the descent. */
+		memcpy(fit.v, out.v, (fit.n = out.n) * sizeof(*fit.v));
+		top = top_of(&b, &fit);
+		ok = !descend_kueue(&b, &fit, scratch, scratch + n);
+	}
+	if (!ok && b.leaders)
+		ok = !best_fit_with_leader(&b, scope, level, want, &fit, scratch, scratch + n, &top);
+	if (ok && take_all(&b, in->group, &fit, &leader_leaf, &leader_start)) {
+		if (leader_start != SIZE_MAX)
+			topo_place_undo(x, b.leader_group, leader_start);
+		topo_place_undo(x, in->group, mark);
+		ok = 0;
+	}
+	if (ok) {
+		*where = top;
+		placed = 1;
+		if (b.leaders) {
+			x->start[k + 1] = leader_start;
+			x->domain[k + 1] = leader_leaf;
+			x->placed[k + 1] = 1;
+			placed = 2;
+		}
+	}
+done:
 	free(b.kp);
+	free(b.kpl);
 	free(b.ks);
+	free(b.ksl);
+	free(b.lc);
+	free(b.leader_node);
 	free(cands.v);
-	free(lower.v);
+	free(fit.v);
 	free(scratch);
-	return ok;
+	return placed;
 }

@@ -648,16 +648,19 @@ static int try_count(struct ctx *x, size_t k, uint32_t near, uint32_t scope, uin
 	struct ranked *alts = NULL;
 	size_t alt_count = 0, mark = x->log_used, level;
 	uint32_t first;
-	int ok = 0;
+	int ok = 0, with;
 
 	topo_place_compute(x, in->group, near);
-	if (grp->balanced && topo_place_balanced(x, k, near, want, &first)) {
+	if (grp->balanced && (with = topo_place_balanced(x, k, near, want, &first)) > 0) {
+		/* With a leader (with == 2) instance k + 1 is placed too. */
 		if (!budget_left(x))
 			return 0;
 		x->domain[k] = first;
 		x->placed[k] = want;
-		if (dfs(x, k + 1, scope))
+		if (dfs(x, k + (size_t)with, scope))
 			return 1;
+		if (with == 2)
+			topo_place_undo(x, x->order[k + 1].group, x->start[k + 1]);
 		topo_place_undo(x, in->group, mark);
 		topo_place_compute(x, in->group, near);
 	}

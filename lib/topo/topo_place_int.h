@@ -132,9 +132,11 @@ uint64_t topo_place_whole_fit(struct ctx *x, size_t level);
 
 /* ---- topo_place_balanced.c: Kueue's balanced placement ---- */
 
-/* Instance k's `want` pods inside scope (capacity computed; usable[] is
- * changed) by Kueue's balanced placement when its group asks for it and it
- * applies: 1 with the takes logged and *where the domain holding them; else
+/* Instance k's `want` pods inside scope (capacity computed) by Kueue's
+ * balanced placement when its group asks for it and it applies: 1 with the
+ * takes logged and *where the domain holding them; 2 when k is the workers
+ * of a Kueue group with a leader of one pod (instance k + 1, the rest of
+ * its unit), placed with it: k + 1's start, domain and placed set too; else
  * 0 with nothing taken. */
 int topo_place_balanced(struct ctx *x, size_t k, uint32_t scope, uint32_t want, uint32_t *where);
 
