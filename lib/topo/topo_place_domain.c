@@ -215,7 +215,9 @@ static int by_value_asc(const void *a, const void *b)
 }
 
 /* Puts `need` pods of group g under domain d, which holds them (usable[d] >=
- * need): the tightest child that holds the rest, else the largest child whole. */
+ * need): the tightest child that holds the rest (of equally tight ones the
+ * one with the least free room when room breaks ties, else the first in
+ * tree order, as Kueue's best fit), else the largest child whole. */
 static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 {
 	const struct topo_domain *dom = x->t->domains;
@@ -248,6 +250,9 @@ static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 				else
 					hi = mid;
 			}
+			for (size_t j = lo; j-- > i && kids[j].value == kids[lo].value;)
+				if (!x->room_ties || x->room[kids[j].domain] <= x->room[kids[lo].domain])
+					lo = j;
 			descend(x, g, kids[lo].domain, need);
 			need = 0;
 		} else {
@@ -807,7 +812,50 @@ static int whole_within(const struct ctx *x, uint32_t d)
 	return !top || x->t->domains[d].level <= top || inside_level(x, d, top);
 }
 
-/* Tries the whole JobSet inside each candidate scope of `level`, tightest first. */
+/* A candidate for the whole JobSet: its room for the largest instance, then
+ * the rank of its parent (rank_above), then tree order. */
+struct candidate {
+	uint64_t value;
+	uint32_t parent_rank, domain;
+};
+
+static int by_candidate(const void *a, const void *b)
+{
+	const struct candidate *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	if (x->parent_rank != y->parent_rank)
+		return x->parent_rank < y->parent_rank ? -1 : 1;
+	return x->domain < y->domain ? -1 : x->domain > y->domain;
+}
+
+/* rank[d] for every domain above `level`, tightest first, top down: by
+ * usable (capacity computed), then by the parent's rank. Equally tight
+ * candidates then go in their parents' order, so the JobSet takes the
+ * tightest rack of the tightest block and the larger block stays whole
+ * (two hosts with room for it, one in a block that holds nothing more:
+ * that one). scratch holds domain_count entries. */
+static void rank_above(const struct ctx *x, size_t level, uint32_t *rank, struct candidate *scratch)
+{
+	const struct topo_domain *dom = x->t->domains;
+	uint32_t next = 1;
+
+	rank[0] = 0;
+	for (size_t l = 1; l < level; l++) {
+		size_t n = 0;
+
+		for (uint32_t d = 1; d < x->t->domain_count; d++)
+			if (dom[d].level == l)
+				scratch[n++] = (struct candidate){ x->usable[d], rank[dom[d].parent], d };
+		qsort(scratch, n, sizeof(*scratch), by_candidate);
+		for (size_t i = 0; i < n; i++)
+			rank[scratch[i].domain] = next++;
+	}
+}
+
+/* Tries the whole JobSet inside each candidate scope of `level`, tightest
+ * first (ties: the tightest parent first, rank_above). */
 static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape, uint32_t *found)
 {
 	const struct topo_domain *dom = x->t->domains;
@@ -820,19 +868,22 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 		first++;
 	big = &x->order[first];
 	need = x->elastic ? big->min_pods : big->pods;
-	struct ranked *cands = NULL;
+	struct candidate *cands = NULL;
+	uint32_t *rank = NULL;
 	size_t n = 0;
 	int ok = 0;
 
 	topo_place_compute(x, big->group, 0);
 	cands = malloc(x->t->domain_count * sizeof(*cands));
-	if (!cands)
-		return 0;
+	rank = malloc(x->t->domain_count * sizeof(*rank));
+	if (!cands || !rank)
+		goto out;
+	rank_above(x, level, rank, cands);
 	for (uint32_t d = 0; d < x->t->domain_count; d++)
 		if (dom[d].level == level && x->usable[d] >= need && (!one_shape || x->pods[d] >= total) &&
 		    whole_within(x, d))
-			cands[n++] = (struct ranked){ x->usable[d], d };
-	qsort(cands, n, sizeof(*cands), by_value_asc);
+			cands[n++] = (struct candidate){ x->usable[d], d ? rank[dom[d].parent] : 0, d };
+	qsort(cands, n, sizeof(*cands), by_candidate);
 	/* Each level has a budget of its own: a level whose candidates are
 	 * many and fragmented cannot use up the search of the levels above
 	 * it, so a preferred constraint always gets to try the root. */
@@ -844,7 +895,9 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 		if (ok)
 			*found = cands[i].domain;
 	}
+out:
 	free(cands);
+	free(rank);
 	return ok;
 }
 
