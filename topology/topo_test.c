@@ -394,6 +394,35 @@ static uint32_t pods_on(const struct topo_placement *p, uint32_t n)
 	return count;
 }
 
+/* 3 pods preferring a rack, two racks with room for 2 each: r0 on two
+ * hosts of 1 cpu, r1 on one host of 2. Neither holds the Job, so the block
+ * does, taking one rack whole: r1, whose room is on one host, so the Job
+ * uses two hosts (r0 first, as in tree order, used three). */
+static void equally_large_racks_spread_over_fewer_hosts(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("w", 1, 3, TOPO_MODE_PREFERRED, 2);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+	uint32_t hosts = 0;
+
+	(void)state;
+	fx_init(&f);
+	fx_node(&f, "a", "b0", "r0", 1);
+	fx_node(&f, "b", "b0", "r0", 1);
+	fx_node(&f, "c", "b0", "r1", 2);
+	t = levels_tree(&f, 2);
+	p = place_ok(t, &req);
+	assert_int_equal(p->pod_count, 3);
+	assert_int_equal(pods_on(p, 2), 2);
+	for (uint32_t n = 0; n < 3; n++)
+		hosts += pods_on(p, n) > 0;
+	assert_int_equal(hosts, 2);
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
 /* Kueue's balanced placement (its KEP: 12 pods on two domains of 10 are
  * 6 + 6, not 10 + 2): opt-in per group, preferred levels only, and where no
  * domain one level above holds the request, the placement without it. */
@@ -2091,6 +2120,7 @@ int main(void)
 		cmocka_unit_test(required_rack_fits_tightest),
 		cmocka_unit_test(equally_tight_hosts_take_the_tighter_block),
 		cmocka_unit_test(equally_tight_children_keep_room_for_a_later_preference),
+		cmocka_unit_test(equally_large_racks_spread_over_fewer_hosts),
 		cmocka_unit_test(required_fails_with_the_reason),
 		cmocka_unit_test(preferred_climbs_a_level),
 		cmocka_unit_test(preferred_spreads_at_the_top),

@@ -214,6 +214,16 @@ static int by_value_asc(const void *a, const void *b)
 	return x->domain < y->domain ? -1 : x->domain > y->domain;
 }
 
+/* The nodes under d with room for the instance being placed (capacity computed). */
+static size_t nodes_with_room(const struct ctx *x, uint32_t d)
+{
+	size_t n = 0;
+
+	for (uint32_t c = d; c < x->t->domains[d].end; c++)
+		n += x->t->domains[c].node != TOPO_NONE && x->usable[c] > 0;
+	return n;
+}
+
 /* Puts `need` pods of group g under domain d, which holds them (usable[d] >=
  * need): the tightest child that holds the rest (of equally tight ones the
  * one with the least free room when room breaks ties, else the first in
@@ -256,6 +266,16 @@ static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 			descend(x, g, kids[lo].domain, need);
 			need = 0;
 		} else {
+			/* Of equally large children, the one whose room sits on the
+			 * fewest nodes: the pods use fewer hosts (Kueue pools the
+			 * hosts of the chosen domains and gets as few). */
+			for (size_t j = i + 1; j < k && kids[j].value == kids[i].value; j++)
+				if (nodes_with_room(x, kids[j].domain) < nodes_with_room(x, kids[i].domain)) {
+					struct ranked swap = kids[i];
+
+					kids[i] = kids[j];
+					kids[j] = swap;
+				}
 			descend(x, g, kids[i].domain, kids[i].value);
 			need -= kids[i].value;
 			i++;
