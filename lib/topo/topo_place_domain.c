@@ -832,50 +832,48 @@ static int whole_within(const struct ctx *x, uint32_t d)
 	return !top || x->t->domains[d].level <= top || inside_level(x, d, top);
 }
 
-/* A candidate for the whole JobSet: its room for the largest instance, then
- * the rank of its parent (rank_above), then tree order. */
-struct candidate {
-	uint64_t value;
-	uint32_t parent_rank, domain;
-};
-
-static int by_candidate(const void *a, const void *b)
-{
-	const struct candidate *x = a, *y = b;
-
-	if (x->value != y->value)
-		return x->value < y->value ? -1 : 1;
-	if (x->parent_rank != y->parent_rank)
-		return x->parent_rank < y->parent_rank ? -1 : 1;
-	return x->domain < y->domain ? -1 : x->domain > y->domain;
-}
-
-/* rank[d] for every domain above `level`, tightest first, top down: by
- * usable (capacity computed), then by the parent's rank. Equally tight
- * candidates then go in their parents' order, so the JobSet takes the
- * tightest rack of the tightest block and the larger block stays whole
- * (two hosts with room for it, one in a block that holds nothing more:
- * that one). scratch holds domain_count entries. */
-static void rank_above(const struct ctx *x, size_t level, uint32_t *rank, struct candidate *scratch)
+/* Whether candidate a goes before b: less room for the largest instance
+ * (capacity computed), then the tighter ancestor from the parent up, then
+ * tree order. Equally tight candidates go in their parents' order, so the
+ * JobSet takes the tightest rack of the tightest block and the larger
+ * block stays whole (two hosts with room for it, one in a block that holds
+ * nothing more: that one). */
+static int candidate_before(const struct ctx *x, uint32_t a, uint32_t b)
 {
 	const struct topo_domain *dom = x->t->domains;
-	uint32_t next = 1;
 
-	rank[0] = 0;
-	for (size_t l = 1; l < level; l++) {
-		size_t n = 0;
+	if (x->usable[a] != x->usable[b])
+		return x->usable[a] < x->usable[b];
+	for (uint32_t pa = dom[a].parent, pb = dom[b].parent; pa != pb && pa != TOPO_NONE && pb != TOPO_NONE;
+	     pa = dom[pa].parent, pb = dom[pb].parent)
+		if (x->usable[pa] != x->usable[pb])
+			return x->usable[pa] < x->usable[pb];
+	return a < b;
+}
 
-		for (uint32_t d = 1; d < x->t->domain_count; d++)
-			if (dom[d].level == l)
-				scratch[n++] = (struct candidate){ x->usable[d], rank[dom[d].parent], d };
-		qsort(scratch, n, sizeof(*scratch), by_candidate);
-		for (size_t i = 0; i < n; i++)
-			rank[scratch[i].domain] = next++;
+/* Sorts v[0..n) by candidate_before with tmp of n entries: a bottom-up
+ * merge sort, as qsort passes no context. */
+static void sort_candidates(const struct ctx *x, uint32_t *v, uint32_t *tmp, size_t n)
+{
+	for (size_t width = 1; width < n; width *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * width) {
+			size_t mid = lo + width < n ? lo + width : n,
+			       hi = lo + 2 * width < n ? lo + 2 * width : n;
+			size_t i = lo, j = mid, k = lo;
+
+			while (i < mid && j < hi)
+				tmp[k++] = candidate_before(x, v[j], v[i]) ? v[j++] : v[i++];
+			while (i < mid)
+				tmp[k++] = v[i++];
+			while (j < hi)
+				tmp[k++] = v[j++];
+		}
+		memcpy(v, tmp, n * sizeof(*v));
 	}
 }
 
 /* Tries the whole JobSet inside each candidate scope of `level`, tightest
- * first (ties: the tightest parent first, rank_above). */
+ * first (candidate_before). */
 static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape, uint32_t *found)
 {
 	const struct topo_domain *dom = x->t->domains;
@@ -888,22 +886,20 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 		first++;
 	big = &x->order[first];
 	need = x->elastic ? big->min_pods : big->pods;
-	struct candidate *cands = NULL;
-	uint32_t *rank = NULL;
+	uint32_t *cands = NULL, *tmp = NULL;
 	size_t n = 0;
 	int ok = 0;
 
 	topo_place_compute(x, big->group, 0);
 	cands = malloc(x->t->domain_count * sizeof(*cands));
-	rank = malloc(x->t->domain_count * sizeof(*rank));
-	if (!cands || !rank)
+	tmp = malloc(x->t->domain_count * sizeof(*tmp));
+	if (!cands || !tmp)
 		goto out;
-	rank_above(x, level, rank, cands);
 	for (uint32_t d = 0; d < x->t->domain_count; d++)
 		if (dom[d].level == level && x->usable[d] >= need && (!one_shape || x->pods[d] >= total) &&
 		    whole_within(x, d))
-			cands[n++] = (struct candidate){ x->usable[d], d ? rank[dom[d].parent] : 0, d };
-	qsort(cands, n, sizeof(*cands), by_candidate);
+			cands[n++] = d;
+	sort_candidates(x, cands, tmp, n);
 	/* Each level has a budget of its own: a level whose candidates are
 	 * many and fragmented cannot use up the search of the levels above
 	 * it, so a preferred constraint always gets to try the root. */
@@ -911,13 +907,13 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 	for (size_t i = 0; i < n && !ok && x->descents - x->level_start < 8 * (size_t)x->budget; i++) {
 		x->scope_descents = 0;
 		x->budget_hit = 0;
-		ok = dfs(x, 0, cands[i].domain);
+		ok = dfs(x, 0, cands[i]);
 		if (ok)
-			*found = cands[i].domain;
+			*found = cands[i];
 	}
 out:
 	free(cands);
-	free(rank);
+	free(tmp);
 	return ok;
 }
 
