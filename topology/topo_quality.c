@@ -538,6 +538,7 @@ int topo_quality_run(uint64_t seed, size_t cases, size_t examples, struct topo_q
 		struct qplacement p[2];
 		struct search s = { .c = &c };
 		int placed[2];
+		char buf[160];
 
 		if (make_case(&c, cause) != 0) {
 			free(x.buf);
@@ -553,8 +554,6 @@ int topo_quality_run(uint64_t seed, size_t cases, size_t examples, struct topo_q
 		report->placed[TOPO_QUALITY_MUSTER] += placed[0];
 		report->placed[TOPO_QUALITY_GREEDY] += placed[1];
 		if ((placed[0] || placed[1]) && !s.found) {
-			char buf[128];
-
 			snprintf(buf, sizeof(buf),
 				 "case %zu: %s placed it, the exhaustive search found nothing", i,
 				 placed[0] ? "muster" : "the greedy");
@@ -575,7 +574,19 @@ int topo_quality_run(uint64_t seed, size_t cases, size_t examples, struct topo_q
 			for (int f = 0; f < TOPO_QUALITY_FIGURES; f++) {
 				double m = topo_quality_figures[f].lower_better ? -v[0][f] : v[0][f];
 				double k = topo_quality_figures[f].lower_better ? -v[1][f] : v[1][f];
+				double e = topo_quality_figures[f].lower_better ? -s.best[f] : s.best[f];
 
+				if (m > e || k > e) { /* both are assignments the search scored */
+					snprintf(buf, sizeof(buf),
+						 "case %zu: %s's %s, %g, beats the exhaustive search's %g", i,
+						 m > e ? "muster" : "the greedy",
+						 topo_quality_figures[f].name, v[m > e ? 0 : 1][f],
+						 s.best[f]);
+					topo_tree_free(c.t);
+					free(x.buf);
+					*cause = strdup(buf);
+					return -1;
+				}
 				report->as_good[f] += m >= k;
 				report->better[f] += m > k;
 				report->worse_buying[f] += m < k && buys;

@@ -99,7 +99,8 @@ struct topo_quality_report {
 /* Runs `cases` cases from `seed` into *report (zeroed first). 0, or -1
  * with *cause (malloc'd) when the harness itself is wrong: muster or the
  * greedy places a case the exhaustive search finds no placement for, or
- * out of memory. Free with topo_quality_report_free. */
+ * beats the best it found on some figure, or out of memory. Free with
+ * topo_quality_report_free (also after -1). */
 int topo_quality_run(uint64_t seed, size_t cases, size_t examples, struct topo_quality_report *report,
 		     char **cause);
 
