@@ -67,7 +67,7 @@ UNIT_TESTS := initbarrier/barrier_core_test controller/push_fanout_test \
 	lib/kube/kube_informer_test lib/kube/kube_path_test lib/muster/jobset_pod_test lib/muster/jobset_state_test \
 	lib/base/flag_test lib/base/name_table_test lib/base/quantity_test lib/base/yaml_json_test lib/base/kjson_test lib/base/utf8_test lib/base/json_patch_test lib/http/metrics_test lib/http/http_serve_test \
 	controller/group_decode_test controller/group_tracker_test controller/controller_group_test controller/placement_loop_test controller/watch_hub_test webhook/record_cache_test \
-	webhook/jobset_admission_test topology/topo_test topology/topo_property_test lib/cli/topo_input_test lib/cli/topo_view_test lib/cli/topo_run_test kubectl/kc_args_test kubectl/kc_kubeconfig_test kubectl/kc_status_test lib/topo/topo_objects_test lib/topo/topo_cache_test lib/topo/topo_record_test lib/topo/topo_promise_test lib/topo/topo_move_test lib/topo/topo_retire_test
+	webhook/jobset_admission_test topology/topo_test topology/topo_property_test topology/topo_quality_test lib/cli/topo_input_test lib/cli/topo_view_test lib/cli/topo_run_test kubectl/kc_args_test kubectl/kc_kubeconfig_test kubectl/kc_status_test lib/topo/topo_objects_test lib/topo/topo_cache_test lib/topo/topo_record_test lib/topo/topo_promise_test lib/topo/topo_move_test lib/topo/topo_retire_test
 # The unit tests that also run on the arm64 build, under qemu-user (make
 # arm64-test): all but those that measure wall-clock deadlines (a shared,
 # emulated CPU misses them) or take minutes under emulation (the property
@@ -276,7 +276,8 @@ fuzz: $(FUZZERS:%=build/fuzz/%)
 # rate replaying that recording. `make bench-micro` runs the first part only.
 # BENCH_SIZE=ci runs the cluster benchmarks smaller (1,000 pods for the
 # release, one pair of rounds of 2,000 for each placement shape, one round of real pods, 10 s
-# webhook runs; the micro benchmarks, webhook memory and admission overhead as
+# webhook runs, 10,000 of topo_bench's 100,000 quality cases; the other micro
+# benchmarks, webhook memory and admission overhead as
 # they are), about 40 % of the full time: what `.ci/run` runs in the time its
 # tests leave. The figures of record in docs/benchmarks.md come from the full
 # size; an *_BENCH_ARGS given on the command line wins over both.
@@ -290,6 +291,7 @@ PLACEMENT_BENCH_ARGS ?= --rounds 1 --replicas 20
 PLACEMENT_RACK_BENCH_ARGS ?= --rounds 1 --replicas 40
 REAL_BENCH_ARGS ?= --rounds 1
 PROPERTY_BENCH_CASES ?= 100000
+TOPO_BENCH_ARGS ?= --quality-cases 10000
 else ifneq ($(BENCH_SIZE),)
 $(error BENCH_SIZE is "ci" or empty (the full size), not "$(BENCH_SIZE)")
 endif
@@ -325,7 +327,7 @@ bench-micro: bin/muster-barrier $(BENCHES:%=build/host/%)
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/initbarrier/barrier_bench
 	MUSTER_BARRIER_BIN=$(CURDIR)/bin/muster-barrier build/host/controller/push_fanout_bench
 	build/host/controller/group_bench
-	build/host/topology/topo_bench
+	build/host/topology/topo_bench $(TOPO_BENCH_ARGS)
 	build/host/topology/topo_property_bench $(PROPERTY_BENCH_CASES)
 	build/host/lib/topo/topo_cache_bench
 

@@ -272,6 +272,79 @@ static void equally_tight_racks_keep_the_roomier_whole(void **state)
 	topo_tree_free(t);
 }
 
+/* The whole JobSet (2 pods, block required) fits on any of three hosts
+ * with room for exactly 2: the one in the block that holds nothing more is
+ * taken, and the block with room for 4 stays whole (tree order alone took
+ * the first host, in that block). */
+static void equally_tight_hosts_take_the_tighter_block(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("w", 1, 2, TOPO_MODE_PREFERRED, 1);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+
+	(void)state;
+	fx_init(&f);
+	fx_node(&f, "a", "b0", "r0", 2);
+	fx_node(&f, "b", "b0", "r0", 2);
+	fx_node(&f, "c", "b1", "r1", 2);
+	req.whole = (struct topo_constraint){ TOPO_MODE_REQUIRED, 1 };
+	t = levels_tree(&f, 2);
+	p = place_ok(t, &req);
+	assert_int_equal(p->pod_count, 2);
+	assert_string_equal(path_of(t, instance_within(t, p, 0, 0, 1)), "b1");
+	assert_int_equal(p->pods[0].node, 2);
+	assert_int_equal(p->pods[1].node, 2);
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
+/* A case topo_bench's quality section found (issue 36): two Jobs of 2 pods
+ * of 2 cpu + 1 GiB preferring a block, then one of 2 pods of 1 cpu + 2 GiB
+ * preferring a rack. The second Job's two equally tight racks (one host
+ * with room for 2 each) differ in free cpu: taking the one with less keeps
+ * the host with 4 cpu and 4 GiB free, the only one where the last Job fits
+ * in one rack; taking the last in tree order (as the descent did) spread it
+ * over two racks. */
+static void equally_tight_children_keep_room_for_a_later_preference(void **state)
+{
+	static const int64_t free_cpu[8] = { 4, 0, 1, 4, 1, 2, 2, 1 },
+			     free_gib[8] = { 2, 1, 3, 4, 1, 4, 4, 0 };
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g[2] = { one_cpu_group("wide", 2, 2, TOPO_MODE_PREFERRED, 1),
+				   one_cpu_group("tall", 1, 2, TOPO_MODE_PREFERRED, 2) };
+	struct topo_request req = { .groups = g, .group_count = 2 };
+	char name[16], block[16], rack[16];
+
+	(void)state;
+	fx_init(&f);
+	for (int i = 0; i < 8; i++) {
+		struct topo_node *n;
+
+		snprintf(name, sizeof(name), "n%d", i);
+		snprintf(block, sizeof(block), "b%d", i / 4);
+		snprintf(rack, sizeof(rack), "r%d", i / 2 % 2);
+		n = fx_node(&f, name, block, rack, 4);
+		n->allocatable[R_MEM] = 4LL << 30;
+		n->used[R_CPU] = (4 - free_cpu[i]) * 1000;
+		n->used[R_MEM] = (4 - free_gib[i]) << 30;
+	}
+	g[0].shape.requests[R_CPU] = 2000;
+	g[0].shape.requests[R_MEM] = 1LL << 30;
+	g[1].shape.requests[R_MEM] = 2LL << 30;
+	t = levels_tree(&f, 2);
+	p = place_ok(t, &req);
+	assert_int_equal(p->pod_count, 6);
+	instance_within(t, p, 0, 0, 1);
+	instance_within(t, p, 0, 1, 1);
+	instance_within(t, p, 1, 0, 2); /* fails the test when the rack is not met */
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
 static void required_fails_with_the_reason(void **state)
 {
 	struct fixture f;
@@ -319,6 +392,35 @@ static uint32_t pods_on(const struct topo_placement *p, uint32_t n)
 	for (size_t i = 0; i < p->pod_count; i++)
 		count += p->pods[i].node == n;
 	return count;
+}
+
+/* 3 pods preferring a rack, two racks with room for 2 each: r0 on two
+ * hosts of 1 cpu, r1 on one host of 2. Neither holds the Job, so the block
+ * does, taking one rack whole: r1, whose room is on one host, so the Job
+ * uses two hosts (r0 first, as in tree order, used three). */
+static void equally_large_racks_spread_over_fewer_hosts(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("w", 1, 3, TOPO_MODE_PREFERRED, 2);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+	uint32_t hosts = 0;
+
+	(void)state;
+	fx_init(&f);
+	fx_node(&f, "a", "b0", "r0", 1);
+	fx_node(&f, "b", "b0", "r0", 1);
+	fx_node(&f, "c", "b0", "r1", 2);
+	t = levels_tree(&f, 2);
+	p = place_ok(t, &req);
+	assert_int_equal(p->pod_count, 3);
+	assert_int_equal(pods_on(p, 2), 2);
+	for (uint32_t n = 0; n < 3; n++)
+		hosts += pods_on(p, n) > 0;
+	assert_int_equal(hosts, 2);
+	topo_placement_free(p);
+	topo_tree_free(t);
 }
 
 /* Kueue's balanced placement (its KEP: 12 pods on two domains of 10 are
@@ -2204,6 +2306,9 @@ int main(void)
 		cmocka_unit_test(kep_table_repeated_rack_names),
 		cmocka_unit_test(nodes_missing_labels_are_excluded),
 		cmocka_unit_test(required_rack_fits_tightest),
+		cmocka_unit_test(equally_tight_hosts_take_the_tighter_block),
+		cmocka_unit_test(equally_tight_children_keep_room_for_a_later_preference),
+		cmocka_unit_test(equally_large_racks_spread_over_fewer_hosts),
 		cmocka_unit_test(required_fails_with_the_reason),
 		cmocka_unit_test(preferred_climbs_a_level),
 		cmocka_unit_test(preferred_spreads_at_the_top),

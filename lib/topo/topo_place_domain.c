@@ -224,11 +224,22 @@ static int by_value_asc(const void *a, const void *b)
 	return x->domain < y->domain ? -1 : x->domain > y->domain;
 }
 
+/* The nodes under d with room for the instance being placed (capacity computed). */
+static size_t nodes_with_room(const struct ctx *x, uint32_t d)
+{
+	size_t n = 0;
+
+	for (uint32_t c = d; c < x->t->domains[d].end; c++)
+		n += x->t->domains[c].node != TOPO_NONE && x->usable[c] > 0;
+	return n;
+}
+
 /* Puts `need` pods of group g under domain d, which holds them (usable[d] >=
  * need): the children by preferred affinity score, then largest first; the
  * first child that holds the rest gives way to the tightest one of its
- * score that holds it (the first in tree order of equally tight ones, as
- * Kueue's BestFit), a child that does not is taken whole. */
+ * score that holds it (of equally tight ones the one with the least free
+ * room when room breaks ties, else the first in tree order, as Kueue's
+ * BestFit), a child that does not is taken whole. */
 static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 {
 	const struct topo_domain *dom = x->t->domains;
@@ -263,11 +274,22 @@ static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 				else
 					hi = mid;
 			}
-			while (lo > i && kids[lo - 1].value == kids[lo].value)
-				lo--; /* the first of the equally tight */
+			for (size_t j = lo; j-- > i && kids[j].value == kids[lo].value;)
+				if (!x->room_ties || x->room[kids[j].domain] <= x->room[kids[lo].domain])
+					lo = j;
 			descend(x, g, kids[lo].domain, need);
 			need = 0;
 		} else {
+			/* Of equally large children, the one whose room sits on the
+			 * fewest nodes: the pods use fewer hosts (Kueue pools the
+			 * hosts of the chosen domains and gets as few). */
+			for (size_t j = i + 1; j < k && kids[j].value == kids[i].value; j++)
+				if (nodes_with_room(x, kids[j].domain) < nodes_with_room(x, kids[i].domain)) {
+					struct ranked swap = kids[i];
+
+					kids[i] = kids[j];
+					kids[j] = swap;
+				}
 			descend(x, g, kids[i].domain, kids[i].value);
 			need -= kids[i].value;
 			i++;
@@ -856,7 +878,48 @@ static int whole_within(const struct ctx *x, uint32_t d)
 	return !top || x->t->domains[d].level <= top || inside_level(x, d, top);
 }
 
-/* Tries the whole JobSet inside each candidate scope of `level`, tightest first. */
+/* Whether candidate a goes before b: less room for the largest instance
+ * (capacity computed), then the tighter ancestor from the parent up, then
+ * tree order. Equally tight candidates go in their parents' order, so the
+ * JobSet takes the tightest rack of the tightest block and the larger
+ * block stays whole (two hosts with room for it, one in a block that holds
+ * nothing more: that one). */
+static int candidate_before(const struct ctx *x, uint32_t a, uint32_t b)
+{
+	const struct topo_domain *dom = x->t->domains;
+
+	if (x->usable[a] != x->usable[b])
+		return x->usable[a] < x->usable[b];
+	for (uint32_t pa = dom[a].parent, pb = dom[b].parent; pa != pb && pa != TOPO_NONE && pb != TOPO_NONE;
+	     pa = dom[pa].parent, pb = dom[pb].parent)
+		if (x->usable[pa] != x->usable[pb])
+			return x->usable[pa] < x->usable[pb];
+	return a < b;
+}
+
+/* Sorts v[0..n) by candidate_before with tmp of n entries: a bottom-up
+ * merge sort, as qsort passes no context. */
+static void sort_candidates(const struct ctx *x, uint32_t *v, uint32_t *tmp, size_t n)
+{
+	for (size_t width = 1; width < n; width *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * width) {
+			size_t mid = lo + width < n ? lo + width : n,
+			       hi = lo + 2 * width < n ? lo + 2 * width : n;
+			size_t i = lo, j = mid, k = lo;
+
+			while (i < mid && j < hi)
+				tmp[k++] = candidate_before(x, v[j], v[i]) ? v[j++] : v[i++];
+			while (i < mid)
+				tmp[k++] = v[i++];
+			while (j < hi)
+				tmp[k++] = v[j++];
+		}
+		memcpy(v, tmp, n * sizeof(*v));
+	}
+}
+
+/* Tries the whole JobSet inside each candidate scope of `level`, tightest
+ * first (candidate_before). */
 static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape, uint32_t *found)
 {
 	const struct topo_domain *dom = x->t->domains;
@@ -869,19 +932,20 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 		first++;
 	big = &x->order[first];
 	need = x->elastic ? big->min_pods : big->pods;
-	struct ranked *cands = NULL;
+	uint32_t *cands = NULL, *tmp = NULL;
 	size_t n = 0;
 	int ok = 0;
 
 	topo_place_compute(x, big->group, 0);
 	cands = malloc(x->t->domain_count * sizeof(*cands));
-	if (!cands)
-		return 0;
+	tmp = malloc(x->t->domain_count * sizeof(*tmp));
+	if (!cands || !tmp)
+		goto out;
 	for (uint32_t d = 0; d < x->t->domain_count; d++)
 		if (dom[d].level == level && x->usable[d] >= need && (!one_shape || x->pods[d] >= total) &&
 		    whole_within(x, d))
-			cands[n++] = (struct ranked){ x->usable[d], d, 0 };
-	qsort(cands, n, sizeof(*cands), by_value_asc);
+			cands[n++] = d;
+	sort_candidates(x, cands, tmp, n);
 	/* Each level has a budget of its own: a level whose candidates are
 	 * many and fragmented cannot use up the search of the levels above
 	 * it, so a preferred constraint always gets to try the root. */
@@ -889,11 +953,13 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 	for (size_t i = 0; i < n && !ok && x->descents - x->level_start < 8 * (size_t)x->budget; i++) {
 		x->scope_descents = 0;
 		x->budget_hit = 0;
-		ok = dfs(x, 0, cands[i].domain);
+		ok = dfs(x, 0, cands[i]);
 		if (ok)
-			*found = cands[i].domain;
+			*found = cands[i];
 	}
+out:
 	free(cands);
+	free(tmp);
 	return ok;
 }
 
