@@ -410,7 +410,7 @@ LINT_SRCS = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h
 
 # The decoders of a JobSet's parts: in the webhook only its admission model
 # (webhook/jobset_admission.c) calls them, once per object of a review.
-JOBSET_DECODERS := group_config_decode|jobset_model_decode[a-z_]*|topo_jobset_decode[a-z_]*|jobset_state_decode
+JOBSET_DECODERS := group_config_decode|jobset_model_decode[a-z_]*|topo_jobset_decode[a-z_]*|jobset_state_decode|jobset_gang_generation
 lint: all
 	@echo "lint: banned calls"
 	@! grep -nE '\b($(BANNED))[[:space:]]*\(' $(LINT_SRCS) || { echo "lint: banned call above"; exit 1; }
@@ -430,7 +430,7 @@ lint: all
 		printf '%s\n' "$$HELP" | grep -q "^$$t " || { echo "lint: make help lacks $$t"; exit 1; }; \
 	done
 	@echo "lint: the webhook decodes a JobSet in one place (webhook/jobset_admission.h)"
-	@! grep -nE '\b($(JOBSET_DECODERS))[[:space:]]*\(' $(filter-out webhook/jobset_admission.c \
+	@! grep -nE '\b($(JOBSET_DECODERS))[[:space:]]*\(' $(filter-out webhook/jobset_admission.c webhook/jobset_shape.c \
 		%_test.c %_fuzz.c,$(wildcard webhook/*.c)) || { echo "lint: decode through jobset_admission"; exit 1; }
 	@echo "lint: ok"
 

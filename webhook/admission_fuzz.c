@@ -92,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (request.object && request.old_object) {
 		cJSON *gate = cJSON_CreateArray(), *modified = NULL;
 
-		if (!(old = jobset_admission_decode(request.old_object, 0)) || !gate) {
+		if (!(old = jobset_admission_decode_stored(request.old_object, a)) || !gate) {
 			cJSON_Delete(gate);
 			goto out;
 		}

@@ -121,18 +121,26 @@ static int decode_placement(struct jobset_admission *a)
 	return 0;
 }
 
-/* The settings, generation and counted parts; -1 only when memory ran out. */
-static int decode_gang(struct jobset_admission *a, unsigned flags)
+/* The settings, generation (under `under`'s settings when they are given
+ * and present) and counted parts; -1 only when memory ran out. */
+static int decode_gang(struct jobset_admission *a, unsigned flags, const struct jobset_admission *under)
 {
+	const struct group_config *settings;
+
 	a->config_ok = group_config_decode(a->tree, &a->config, &a->config_cause) == 0;
-	if (!a->config_ok)
-		return a->config_cause ? 0 : -1;
-	if (a->config.present) {
-		a->generation_ok = jobset_gang_generation(a->tree, &a->config, &a->generation_annotation,
+	if (!a->config_ok && !a->config_cause)
+		return -1;
+	settings = under && under->config_ok && under->config.present ? &under->config
+		   : a->config_ok && a->config.present		      ? &a->config
+								      : NULL;
+	if (settings) {
+		a->generation_ok = jobset_gang_generation(a->tree, settings, &a->generation_annotation,
 							  &a->generation_labels, &a->generation_cause) == 0;
 		if (!a->generation_ok && !a->generation_cause)
 			return -1;
 	}
+	if (!a->config_ok)
+		return 0;
 	/* Counted once, for the validator and the placement request alike. */
 	if (!((flags & JOBSET_ADMISSION_COUNTED) && a->config.present) && !placement_wanted(a))
 		return 0;
@@ -145,7 +153,8 @@ static int decode_gang(struct jobset_admission *a, unsigned flags)
 	return a->counted_cause ? 0 : -1;
 }
 
-struct jobset_admission *jobset_admission_decode(const cJSON *tree, unsigned flags)
+static struct jobset_admission *decode(const cJSON *tree, unsigned flags,
+				       const struct jobset_admission *under)
 {
 	struct jobset_admission *a = calloc(1, sizeof(*a));
 
@@ -159,11 +168,21 @@ struct jobset_admission *jobset_admission_decode(const cJSON *tree, unsigned fla
 	a->suspended = cJSON_IsTrue(kjson_member(kjson_member(tree, "spec"), "suspend"));
 	a->mentions = mentions(tree);
 	a->owner = owner(tree);
-	if (decode_gang(a, flags) || decode_placement(a)) {
+	if (decode_gang(a, flags, under) || decode_placement(a)) {
 		jobset_admission_free(a);
 		return NULL;
 	}
 	return a;
+}
+
+struct jobset_admission *jobset_admission_decode(const cJSON *tree, unsigned flags)
+{
+	return decode(tree, flags, NULL);
+}
+
+struct jobset_admission *jobset_admission_decode_stored(const cJSON *tree, const struct jobset_admission *now)
+{
+	return decode(tree, 0, now);
 }
 
 void jobset_admission_free(struct jobset_admission *a)

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 #include <cjson/cJSON.h>
+#include <gnutls/gnutls.h>
 
 #include "admission.h"
 #include "group_config.h"
@@ -26,6 +27,7 @@
 #include "jobset_validate.h"
 #include "placement_gate.h"
 #include "pod_pin.h"
+#include "webhook.h"
 
 #define TOKEN "tok-0123456789abcdef0123456789ab"
 
@@ -96,6 +98,15 @@ static struct jobset_admission *model_of(const cJSON *js, unsigned flags)
 	return a;
 }
 
+/* The model of an UPDATE's stored object, `a` the new one's. */
+static struct jobset_admission *stored_of(const cJSON *js, const struct jobset_admission *a)
+{
+	struct jobset_admission *old = jobset_admission_decode_stored(js, a);
+
+	assert_non_null(old);
+	return old;
+}
+
 /* The gate's CREATE on `js`: *skip the JobSet's owner when it mentions a
  * topology (what webhook.c logs as placement-skipped). */
 static int gate_create(const cJSON *js, cJSON *patch, cJSON **modified, const char **skip, char **warning,
@@ -112,7 +123,7 @@ static int gate_create(const cJSON *js, cJSON *patch, cJSON **modified, const ch
 static int gate_update(const cJSON *old_js, const cJSON *js, int from_controller, cJSON *patch,
 		       cJSON **modified, char **cause)
 {
-	struct jobset_admission *old = model_of(old_js, 0), *a = model_of(js, 0);
+	struct jobset_admission *a = model_of(js, 0), *old = stored_of(old_js, a);
 	int rc = placement_gate_update(old, a, from_controller, patch, modified, cause);
 
 	jobset_admission_free(old);
@@ -710,7 +721,7 @@ static cJSON *with_suspend(const cJSON *jobset, int suspend)
  * the number of operations. */
 static size_t admit_update(const cJSON *old_jobset, cJSON *new_jobset)
 {
-	struct jobset_admission *old = model_of(old_jobset, 0), *a = model_of(new_jobset, 0);
+	struct jobset_admission *a = model_of(new_jobset, 0), *old = stored_of(old_jobset, a);
 	cJSON *patch = NULL;
 	char *cause = NULL;
 	size_t ops;
@@ -820,8 +831,8 @@ static void resume_refuses_a_generation_it_cannot_read(void **state)
 				     "labels");
 	cJSON_AddStringToObject(labels, "muster.dev/gang-generation", "two");
 	resumed = with_suspend(suspended, 0);
-	old = model_of(suspended, 0);
 	a = model_of(resumed, 0);
+	old = stored_of(suspended, a);
 	assert_true(a->config_ok);
 	assert_int_equal(jobset_mutate_update(old, a, resumed, &patch, &cause), -1);
 	jobset_admission_free(old);
@@ -1014,8 +1025,8 @@ static void expect_update(const char *old_json, const char *new_json, const char
 
 	assert_non_null(old_jobset);
 	assert_non_null(jobset);
-	old = model_of(old_jobset, 0);
 	a = model_of(jobset, 0);
+	old = stored_of(old_jobset, a);
 	denied = jobset_validate_update(old, a, &message);
 	jobset_admission_free(old);
 	jobset_admission_free(a);
@@ -2088,6 +2099,70 @@ static void the_model_takes_the_settings_admission_decoded(void **state)
 	cJSON_Delete(jobset);
 }
 
+/* ---- the routes (webhook.c) ---- */
+
+/* A user's resume of a JobSet not placed yet is held by the gate (suspend
+ * set back to true): the barrier's patch is computed on the JobSet as the
+ * gate leaves it, so it is not a resume and starts no new gang. */
+/* Gang (targets workers) + a Kueue rack request on the workers' pod
+ * template; %s: "true" (stored) or "false" (the user's resume). */
+#define HELD_JOBSET                                                                                             \
+	"{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"metadata\":{\"name\":\"js\","       \
+	"\"namespace\":\"ns\",\"uid\":\"u-1\",\"annotations\":{\"muster.dev/barrier-token\":"                   \
+	"\"tok-0123456789abcdef0123456789ab\",\"muster.dev/placement\":\"waiting\"}},\"spec\":{\"suspend\":%s," \
+	"\"groupSchedulingConfig\":{\"timeoutAfterSeconds\":300,\"targetReplicatedJobs\":[\"workers\"]},"       \
+	"\"replicatedJobs\":[{\"name\":\"workers\",\"replicas\":1,\"template\":{\"spec\":{\"completions\":2,"   \
+	"\"parallelism\":2,\"template\":{\"metadata\":{\"annotations\":{"                                       \
+	"\"kueue.x-k8s.io/podset-required-topology\":\"rack\"}},\"spec\":{\"containers\":[{\"name\":\"c\","     \
+	"\"image\":\"x\"}]}}}}}]}}"
+
+static void a_held_resume_does_not_raise_the_gang_generation(void **state)
+{
+	struct webhook_options options = { .barrier = { .barrier_image = "b",
+							.image_pull_policy = "IfNotPresent",
+							.cpu_request = "10m",
+							.memory_request = "16Mi" },
+					   .quiet = 1,
+					   .controller_user =
+						   "system:serviceaccount:muster-system:muster-controller" };
+	struct http_serve_reply reply = { 0 };
+	struct webhook *w = NULL;
+	char *cause = NULL, body[4096], stored[1536], resumed[1536], *patch;
+	cJSON *answer, *response;
+
+	(void)state;
+	snprintf(stored, sizeof(stored), HELD_JOBSET, "true");
+	snprintf(resumed, sizeof(resumed), HELD_JOBSET, "false");
+	snprintf(
+		body, sizeof(body),
+		"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"r-1\","
+		"\"kind\":{\"group\":\"jobset.x-k8s.io\",\"version\":\"v1alpha2\",\"kind\":\"JobSet\"},"
+		"\"namespace\":\"ns\",\"name\":\"js\",\"operation\":\"UPDATE\",\"userInfo\":{\"username\":\"alice\"},"
+		"\"object\":%s,\"oldObject\":%s}}",
+		resumed, stored);
+	assert_int_equal(webhook_new(&options, &w, &cause), 0);
+	webhook_mutate(w, body, strlen(body), &reply);
+	answer = cJSON_ParseWithLength(reply.body, reply.body_len);
+	response = cJSON_GetObjectItem(answer, "response");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(response, "allowed")));
+	{
+		const char *b64 = cJSON_GetObjectItem(response, "patch")->valuestring;
+		gnutls_datum_t in = { (unsigned char *)(uintptr_t)b64, (unsigned)strlen(b64) }, out = { 0 };
+
+		assert_int_equal(gnutls_base64_decode2(&in, &out), 0);
+		patch = strndup((const char *)out.data, out.size);
+		gnutls_free(out.data);
+	}
+	/* Held: suspended again, still waiting for its placement. */
+	assert_non_null(strstr(patch, "\"path\":\"/spec/suspend\",\"value\":true"));
+	/* Not a resume: no new gang (the controller's resume later raises it once). */
+	assert_null(strstr(patch, "gang-generation"));
+	free(patch);
+	cJSON_Delete(answer);
+	free(reply.body);
+	webhook_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2112,6 +2187,7 @@ int main(void)
 		cmocka_unit_test(gate_suspends_labels_and_composes_with_the_barrier),
 		cmocka_unit_test(the_model_decodes_each_part_and_fails_only_where_a_part_is_bad),
 		cmocka_unit_test(gate_cases),
+		cmocka_unit_test(a_held_resume_does_not_raise_the_gang_generation),
 		cmocka_unit_test(gate_holds_a_resume_until_placed),
 		cmocka_unit_test(gate_strips_a_job_pinned_mark_an_update_adds),
 		cmocka_unit_test(a_request_given_by_an_update_while_suspended_is_gated),

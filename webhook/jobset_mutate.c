@@ -15,6 +15,7 @@
 #include "jobset_admission.h"
 #include "jobset_shape.h"
 #include "json_patch.h"
+#include "kjson.h"
 #include "muster_api.h"
 
 /* Longest JSON Pointer written: a replicated job index and fixed keys. */
@@ -366,8 +367,10 @@ int jobset_mutate_update(const struct jobset_admission *old, const struct jobset
 		return cause_fail(cause, "%s", a->config_cause);
 	if (!config->present)
 		return (*patch = cJSON_CreateArray()) ? 0 : cause_fail(cause, "out of memory");
-	if (jobset_gang_generation(old->tree, config, &old_annotation, &old_labels, cause))
-		return -1;
+	if (!old->generation_ok)
+		return cause_fail(cause, "%s", old->generation_cause);
+	old_annotation = old->generation_annotation;
+	old_labels = old->generation_labels;
 	if (!a->generation_ok)
 		return cause_fail(cause, "%s", a->generation_cause);
 	ops = cJSON_CreateArray();
@@ -377,7 +380,9 @@ int jobset_mutate_update(const struct jobset_admission *old, const struct jobset
 	 * back while the JobSet is suspended (Kueue restores the pod templates it
 	 * admitted with when it evicts); the annotation is muster's alone. */
 	of_record = max3(old_annotation, old_labels, new_annotation);
-	if (!old->suspended || a->suspended) {
+	/* A resume as the gate leaves it: a resume the gate holds (suspend set
+	 * back to true on `tree`) is no resume yet. */
+	if (!old->suspended || cJSON_IsTrue(kjson_member(kjson_member(tree, "spec"), "suspend"))) {
 		/* Not a resume: the annotation of record is kept as it was. */
 		if (of_record > 0 && new_annotation != of_record) {
 			snprintf(value, sizeof(value), "%lld", of_record);

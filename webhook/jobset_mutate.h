@@ -61,7 +61,8 @@ int jobset_mutate(const struct jobset_admission *a, const struct cJSON *tree,
 
 /* The patch for an UPDATE of a group-scheduled JobSet (`old` is the stored
  * object's model, `a` the new one's and `tree` as for jobset_mutate(); the
- * stored generation is read under the new settings).
+ * stored generation is read under the new settings, and whether it is a
+ * resume from `tree`: a resume the placement gate holds is none).
  *
  * A resume (spec.suspend true in the stored object, not in the new one)
  * starts a new gang: the label muster.dev/gang-generation of every targeted

@@ -179,7 +179,7 @@ static int decode_models(const struct admission_request *request, struct jobset_
 	if (!*a)
 		return -1;
 	if (request->operation == ADMISSION_UPDATE && request->old_object &&
-	    !(*old = jobset_admission_decode(request->old_object, 0))) {
+	    !(*old = jobset_admission_decode_stored(request->old_object, *a))) {
 		jobset_admission_free(*a);
 		*a = NULL;
 		return -1;
