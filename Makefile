@@ -288,6 +288,7 @@ WEBHOOK_BENCH_ARGS ?= --duration 10 --warmup 2 --wrk-seconds 5
 RELEASE_BENCH_ARGS ?= --pods 1000
 BENCH_RECORD ?= build/bench/watch-1000
 PLACEMENT_BENCH_ARGS ?= --rounds 1 --replicas 20
+PLACEMENT_1K_BENCH_ARGS ?= --rounds 1
 PLACEMENT_RACK_BENCH_ARGS ?= --rounds 1 --replicas 40
 REAL_BENCH_ARGS ?= --rounds 1
 PROPERTY_BENCH_CASES ?= 100000
@@ -337,13 +338,16 @@ bench-release: all
 	/usr/bin/python3 bench/release_latency.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
 		$(RELEASE_BENCH_ARGS)
 
-# Placement's cost end to end: a 5,000-pod JobSet on 1,000 fake nodes, create
-# to all pods bound, with and without placement, alternating in pairs after a
-# warm-up round (bench/placement.py; 4 pairs at full size, 1 at CI's):
-# Jobs of 100 pods each in one block (they span two
-# racks of 80, so their pods are pinned one by one), then Jobs of 50 pods each
-# in one rack (each Job pinned whole, no admission call per pod).
+# Placement's cost end to end, create to all pods bound, with and without
+# placement, alternating in pairs after a warm-up round (bench/placement.py;
+# 4 pairs at full size, 1 at CI's): first 1,000 pods (20 Jobs of 50, each in
+# one block) on 200 fake nodes; then a 5,000-pod JobSet on 1,000 fake nodes,
+# Jobs of 100 pods each in one block (they span two racks of 80, so their
+# pods are pinned one by one), then Jobs of 50 pods each in one rack (each
+# Job pinned whole, no admission call per pod).
 bench-placement: all
+	/usr/bin/python3 bench/placement.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
+		--shape e2e/shapes/scale-200.yaml --replicas 20 --parallelism 50 $(PLACEMENT_1K_BENCH_ARGS)
 	/usr/bin/python3 bench/placement.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
 		$(PLACEMENT_BENCH_ARGS)
 	/usr/bin/python3 bench/placement.py $(if $(MUSTER_KUBECONFIG),--kubeconfig $(MUSTER_KUBECONFIG)) \
