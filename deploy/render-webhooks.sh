@@ -43,8 +43,9 @@
 # kube-system and the muster namespace; with matchConditions (1.28+), only
 # JobSets that ask for a gang start (spec.groupSchedulingConfig or a
 # muster.dev/group-scheduling-* annotation), or a topology request, or carry
-# the placement gate's marks; for UPDATE also the old object, so removing the
-# request is seen. Requests of muster's controller are sent too: its resume of
+# the placement gate's marks (muster.dev/placement, muster.dev/placement-skipped:
+# copied from another JobSet, the webhook removes them); for UPDATE also the
+# old object, so removing the request is seen. Requests of muster's controller are sent too: its resume of
 # a JobSet it placed must raise the gang generation, and only its requests may
 # mark a JobSet placed. deploy/test/ evaluates these expressions in `make
 # test` (the local control plane, 1.20, ignores them). The pod webhook matches pods CREATE carrying
@@ -208,7 +209,8 @@ asks() { # $1: object or oldObject
 	printf "(%s != null && ((has(%s.spec) && has(%s.spec.groupSchedulingConfig)) || (has(%s.metadata.annotations) && \
 ('muster.dev/group-scheduling-timeout' in %s.metadata.annotations || \
 'muster.dev/group-scheduling-targets' in %s.metadata.annotations || \
-'muster.dev/placement' in %s.metadata.annotations)) || %s))" "$o" "$o" "$o" "$o" "$o" "$o" "$o" "$(topology "$o")"
+'muster.dev/placement' in %s.metadata.annotations || \
+'muster.dev/placement-skipped' in %s.metadata.annotations)) || %s))" "$o" "$o" "$o" "$o" "$o" "$o" "$o" "$o" "$(topology "$o")"
 }
 
 # A topology request muster places (webhook/placement_gate.h): muster's and

@@ -127,7 +127,10 @@ const ROWS = [
 
 	// The gate's marks copied onto a JobSet muster does not gate (from a
 	// placed JobSet's YAML): stripped, else its resumes would be held or
-	// its pods and Jobs sent to /pin, which refuses them (no record).
+	// its pods and Jobs sent to /pin, which refuses them (no record). And
+	// muster.dev/placement-skipped copied from a JobSet left to Volcano:
+	// removed at CREATE (webhook/placement_gate.c), else the controller
+	// warns PlacementSkipped about a JobSet nobody left to Volcano.
 	create("copied annotation muster.dev/placement", jobset({ annotations: { "muster.dev/placement": "placed" } }),
 		"call", "stripped"),
 	create("copied label muster.dev/placement on a pod template",
@@ -136,6 +139,9 @@ const ROWS = [
 	create("copied label muster.dev/placement on a Job template",
 		jobset({ replicatedJobs: [replicatedJob("workers", { job: { labels: { "muster.dev/placement": "true" } } })] }),
 		"call", "stripped; its Jobs would be refused by /pin"),
+	create("copied annotation muster.dev/placement-skipped alone",
+		jobset({ annotations: { "muster.dev/placement-skipped": "volcano" } }),
+		"call", "removed; else a PlacementSkipped Event says it was left to Volcano"),
 
 	// Nothing muster acts on.
 	create("plain JobSet", jobset(), "skip", "no request"),
