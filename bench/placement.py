@@ -8,7 +8,7 @@ by the real kube-scheduler, with placement (every Job in one block, Kueue's
 podset-slice-required-topology, and a Kueue Topology object) and without,
 in the same run, alternating in pairs (with, without, without, with, ...)
 after one warm-up round with placement that is not counted (--warmup). Goal:
-with / without of the medians <= 1.10 (upstream
+with / without of the medians <= 1.05 (upstream
 JobSet's exclusive placement measured 58 vs 266 pods/s, 4.6x slower).
 
 With placement the path is the whole of muster's: the webhook suspends the
@@ -65,7 +65,7 @@ BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-
 TOPOLOGIES = "/apis/kueue.x-k8s.io/v1beta2/topologies"
 TOPOLOGY_LABEL = "bench.muster.dev/topology"
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
-GOAL = 1.10
+GOAL = 1.05  # issue 36: at most 5 % over the same JobSet without placement
 
 
 def settle(limit, quiet=0.25, window=3.0):
