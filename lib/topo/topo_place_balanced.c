@@ -28,6 +28,10 @@
  *      smallest first), taken whole in order, the last one the tightest
  *      that holds the rest (the leader's first when there is one).
  *
+ * Steps 1 to 4 are here; Kueue's BestFit (the counts over a list, step 5's
+ * descent, the takes and the fallback with a leader) is in
+ * topo_place_bestfit.c, through the private topo_place_bal.h.
+ *
  * Anything Kueue's code does not place this way (no B holds the request, a
  * step finds no set) returns 0, and the caller places the instance as
  * without the option; Kueue falls back to BestFit the same way, and for a
@@ -45,55 +49,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo_place_int.h"
+#include "topo_place_bal.h"
 
 /* The DP over sets stops (falls back) beyond this many states, or states
  * visited. */
 #define BALANCED_STATES_MAX (1u << 22)
 #define BALANCED_WORK_MAX (1u << 26)
 
-struct bal {
-	struct ctx *x;
-	/* Kueue's domainState per domain: podCount, podCountWithLeader,
-	 * sliceCount, sliceCountWithLeader (signed: Kueue's arithmetic may go
-	 * below zero) and leaderCount. */
-	int64_t *kp, *kpl, *ks, *ksl;
-	uint8_t *lc;
-	uint32_t *leader_node; /* per Kueue leaf: the node the leader would take */
-	size_t slice_level; /* Kueue's sliceLevelIdx as a tree level */
-	int64_t size; /* slice size */
-	int64_t leaders; /* 0 or 1 */
-	uint32_t group, leader_group; /* the workers' and the leader's */
-};
-
-struct list {
-	uint32_t *v;
-	size_t n;
-};
-
-static int is_domain(const struct ctx *x, uint32_t d)
+int bal_is_domain(const struct ctx *x, uint32_t d)
 {
 	return x->t->domains[d].node == TOPO_NONE;
 }
 
 /* Whether d has domain children (else it is a Kueue leaf). */
-static int has_domain_children(const struct ctx *x, uint32_t d)
+int bal_has_domain_children(const struct ctx *x, uint32_t d)
 {
 	const struct topo_domain *dom = x->t->domains;
 
 	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end)
-		if (is_domain(x, c))
+		if (bal_is_domain(x, c))
 			return 1;
 	return 0;
 }
 
 /* Appends d's Kueue children (not node leaves) to out (room for them). */
-static void children(const struct ctx *x, uint32_t d, struct list *out)
+void bal_children(const struct ctx *x, uint32_t d, struct list *out)
 {
 	const struct topo_domain *dom = x->t->domains;
 
 	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end)
-		if (is_domain(x, c))
+		if (bal_is_domain(x, c))
 			out->v[out->n++] = c;
 }
 
@@ -127,7 +112,7 @@ static void recount(struct bal *b, uint32_t d)
 	uint8_t leaders = 0;
 
 	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end) {
-		if (!is_domain(b->x, c))
+		if (!bal_is_domain(b->x, c))
 			continue;
 		recount(b, c);
 		any = 1;
@@ -210,7 +195,7 @@ static void leaf_counts(struct bal *b, uint32_t d)
 /* Kueue's counts of d's subtree as fillInCounts leaves them (what Kueue's
  * clone of the subtree starts from); -1 where the tree is not Kueue's (a
  * domain holding both nodes and domains). */
-static int reset(struct bal *b, uint32_t d)
+int bal_reset(struct bal *b, uint32_t d)
 {
 	const struct ctx *x = b->x;
 	const struct topo_domain *dom = x->t->domains;
@@ -219,10 +204,10 @@ static int reset(struct bal *b, uint32_t d)
 	for (uint32_t e = d; e < dom[d].end; e++) {
 		int nodes = 0, domains = 0;
 
-		if (!is_domain(x, e))
+		if (!bal_is_domain(x, e))
 			continue;
 		for (uint32_t c = e + 1; c < dom[e].end; c = dom[c].end)
-			*(is_domain(x, c) ? &domains : &nodes) += 1;
+			*(bal_is_domain(x, c) ? &domains : &nodes) += 1;
 		if (nodes && domains)
 			return -1;
 		if (!domains)
@@ -238,7 +223,7 @@ static int tree_order(uint32_t a, uint32_t c)
 }
 
 /* Kueue's sortedDomains (BestFit): slices descending, pods ascending, tree order. */
-static int by_best_fit(const struct bal *b, uint32_t a, uint32_t c)
+int bal_by_best_fit(const struct bal *b, uint32_t a, uint32_t c)
 {
 	if (b->ks[a] != b->ks[c])
 		return b->ks[a] < b->ks[c] ? 1 : -1;
@@ -249,7 +234,7 @@ static int by_best_fit(const struct bal *b, uint32_t a, uint32_t c)
 
 /* Kueue's sortedDomainsWithLeader: leaders descending, slices with the
  * leader descending, pods with the leader ascending, tree order. */
-static int by_best_fit_leader(const struct bal *b, uint32_t a, uint32_t c)
+int bal_by_best_fit_leader(const struct bal *b, uint32_t a, uint32_t c)
 {
 	if (b->lc[a] != b->lc[c])
 		return b->lc[a] < b->lc[c] ? 1 : -1;
@@ -267,12 +252,12 @@ static double entropy(const struct bal *b, uint32_t d)
 	double e = 0.0;
 
 	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end)
-		if (is_domain(b->x, c))
+		if (bal_is_domain(b->x, c))
 			total += b->kp[c];
 	if (total <= 0)
 		return 0.0;
 	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end)
-		if (is_domain(b->x, c) && b->kp[c] > 0) {
+		if (bal_is_domain(b->x, c) && b->kp[c] > 0) {
 			double p = (double)b->kp[c] / (double)total;
 
 			e += -p * log2(p);
@@ -303,8 +288,6 @@ static int by_index(const struct bal *b, uint32_t a, uint32_t c)
 	return tree_order(a, c);
 }
 
-typedef int (*order_fn)(const struct bal *, uint32_t, uint32_t);
-
 static void sift(const struct bal *b, uint32_t *v, size_t i, size_t n, order_fn cmp)
 {
 	for (size_t c; (c = 2 * i + 1) < n; i = c) {
@@ -320,7 +303,7 @@ static void sift(const struct bal *b, uint32_t *v, size_t i, size_t n, order_fn 
 }
 
 /* Heap sort with the counts as context (every order is total: tree order last). */
-static void sort_with(const struct bal *b, struct list *l, order_fn cmp)
+void bal_sort(const struct bal *b, struct list *l, order_fn cmp)
 {
 	for (size_t i = l->n / 2; i-- > 0;)
 		sift(b, l->v, i, l->n, cmp);
@@ -351,7 +334,7 @@ static int greedy(struct bal *b, const struct list *l, int64_t slices, uint32_t 
 	memcpy(scratch, l->v, l->n * sizeof(*scratch));
 	*r = (struct greedy_result){ 0, TOPO_NONE, TOPO_NONE };
 	if (leaders > 0) {
-		sort_with(b, &s, by_best_fit_leader);
+		bal_sort(b, &s, bal_by_best_fit_leader);
 		for (; leaders > 0 && i < s.n && b->lc[s.v[i]] > 0; i++) {
 			r->count++;
 			r->last_leader = s.v[i];
@@ -361,7 +344,7 @@ static int greedy(struct bal *b, const struct list *l, int64_t slices, uint32_t 
 		s.v += i;
 		s.n -= i;
 	}
-	sort_with(b, &s, by_best_fit);
+	bal_sort(b, &s, bal_by_best_fit);
 	if (leaders > 0)
 		return 0;
 	for (i = 0; left > 0 && i < s.n && b->ks[s.v[i]] > 0; i++) {
@@ -390,7 +373,7 @@ static void prune(struct bal *b, const struct list *cands, int64_t t)
 
 	for (size_t i = 0; i < cands->n; i++)
 		for (uint32_t c = cands->v[i] + 1; c < dom[cands->v[i]].end; c = dom[c].end)
-			if (is_domain(b->x, c))
+			if (bal_is_domain(b->x, c))
 				prune_one(b, c, t);
 	for (size_t i = 0; i < cands->n; i++) {
 		recount(b, cands->v[i]);
@@ -499,7 +482,7 @@ static int optimal_set(struct bal *b, struct list *l, int64_t slices, int by_ent
 	if (!greedy(b, l, slices, scratch, &g) || g.count == 0)
 		return -1;
 	m = g.count;
-	sort_with(b, l, by_entropy ? by_capacity_entropy : by_index);
+	bal_sort(b, l, by_entropy ? by_capacity_entropy : by_index);
 	rows = calloc(m + 1, sizeof(*rows));
 	if (!rows)
 		return -1;
@@ -588,216 +571,6 @@ done:
 	return rc;
 }
 
-/* Kueue's findBestFitDomainBy: the first domain of l (from `from`) with
- * the fewest `count` that still holds `need` (and the leaders), else the
- * first. */
-static size_t best_fit_at(const struct bal *b, const struct list *l, size_t from, int64_t need,
-			  int64_t leaders, const int64_t *count)
-{
-	size_t best = from;
-	int64_t best_count = INT64_MAX;
-
-	for (size_t i = from; i < l->n; i++) {
-		uint32_t d = l->v[i];
-
-		if (b->lc[d] < leaders)
-			continue;
-		if (count[d] >= need && count[d] < best_count) {
-			best = i;
-			best_count = count[d];
-		}
-	}
-	return best;
-}
-
-/* Kueue's prioritizeLeaderDomain: a leader domain whose leader costs no
- * more than the slack moved to the front. */
-static void prioritize_leader(const struct bal *b, struct list *l, int64_t count, int64_t leaders,
-			      int64_t size, int slices)
-{
-	int64_t need = slices ? count / size : count, have = 0;
-
-	if (leaders == 0 || l->n < 2)
-		return;
-	for (size_t i = 0; i < l->n; i++)
-		have += slices ? b->ks[l->v[i]] : b->kp[l->v[i]];
-	for (size_t i = 0; i < l->n; i++) {
-		uint32_t d = l->v[i];
-		int64_t penalty = slices ? b->ks[d] - b->ksl[d] : b->kp[d] - b->kpl[d];
-
-		if (b->lc[d] < leaders || have - penalty < need)
-			continue;
-		memmove(l->v + 1, l->v, i * sizeof(*l->v));
-		l->v[0] = d;
-		return;
-	}
-}
-
-/* Kueue's updateCountsToMinimumGeneric (BestFit): `count` pods (in slices
- * of `size` when `slices`) and `leaders` over l's domains in l's order,
- * each taken whole, the last the tightest that holds the rest; sets kp,
- * ks and lc of the domains taken and appends them to out. 0, or -1 when
- * they do not hold it (Kueue logs "unexpected remainingCount"). */
-static int update_counts(struct bal *b, struct list *l, int64_t count, int64_t leaders, int64_t size,
-			 int slices, struct list *out)
-{
-	int64_t left = slices ? count / size : count, lead = leaders;
-	int64_t unit = slices ? size : 1;
-	int64_t *with = slices ? b->ksl : b->kpl, *plain = slices ? b->ks : b->kp;
-
-	prioritize_leader(b, l, count, leaders, size, slices);
-	for (size_t i = 0; i < l->n; i++) {
-		uint32_t d = l->v[i];
-
-		if (lead > 0) {
-			if (with[d] >= left && b->lc[d] >= lead)
-				d = l->v[best_fit_at(b, l, i, left, lead, with)];
-			out->v[out->n++] = d;
-			if (with[d] >= left && b->lc[d] >= lead) {
-				plain[d] = left;
-				b->lc[d] = (uint8_t)lead;
-				b->kp[d] = left * unit;
-				return 0;
-			}
-			if (with[d] > left)
-				with[d] = left;
-			if (b->lc[d] > lead)
-				b->lc[d] = (uint8_t)lead;
-			plain[d] = with[d];
-			b->kp[d] = with[d] * unit;
-			lead -= b->lc[d];
-			left -= with[d];
-			continue;
-		}
-		if (plain[d] >= left)
-			d = l->v[best_fit_at(b, l, i, left, 0, plain)];
-		b->lc[d] = 0;
-		out->v[out->n++] = d;
-		if (plain[d] >= left) {
-			b->kp[d] = left * unit;
-			plain[d] = left;
-			return 0;
-		}
-		if (slices)
-			b->kp[d] = plain[d] * size;
-		left -= plain[d];
-	}
-	return -1;
-}
-
-/* Kueue's descent for balanced placement: from the domains of `l` (their
- * counts set) down to Kueue's leaves, each domain's pods over its children
- * (phase 2b). Leaves the leaves in l; -1 when a step does not hold them. */
-static int descend_kueue(struct bal *b, struct list *l, uint32_t *scratch, uint32_t *scratch2)
-{
-	struct ctx *x = b->x;
-
-	while (l->n && has_domain_children(x, l->v[0])) {
-		struct list next = { scratch2, 0 };
-		int64_t size = x->t->domains[l->v[0]].level < b->slice_level ? b->size : 1;
-
-		for (size_t i = 0; i < l->n; i++) {
-			struct list kids = { scratch, 0 };
-			uint32_t d = l->v[i];
-
-			children(x, d, &kids);
-			sort_with(b, &kids, by_best_fit);
-			if (size > 1)
-				for (size_t c = 0; c < kids.n; c++) {
-					b->ks[kids.v[c]] = b->kp[kids.v[c]] / size;
-					b->ksl[kids.v[c]] = b->kpl[kids.v[c]] / size;
-				}
-			if (update_counts(b, &kids, b->kp[d], b->lc[d], size, size > 1, &next))
-				return -1;
-		}
-		memcpy(l->v, next.v, next.n * sizeof(*l->v));
-		l->n = next.n;
-	}
-	return 0;
-}
-
-/* The lowest domain holding both. */
-static uint32_t common(const struct topo_domain *dom, uint32_t a, uint32_t c)
-{
-	while (a != c) {
-		if (dom[a].level >= dom[c].level && dom[a].parent != TOPO_NONE)
-			a = dom[a].parent;
-		else
-			c = dom[c].parent;
-	}
-	return a;
-}
-
-/* The workers' pods of each leaf of l, then the leader: the takes. The
- * leader goes on the node found for it (with the workers' pods of that
- * leaf then counted anew beside it); *leader_leaf gets its leaf and
- * *leader_start its first log entry. 0, or -1 when a leaf's nodes do not
- * hold its pods (nothing undone: the caller undoes). */
-static int take_all(struct bal *b, uint32_t g, const struct list *l, uint32_t *leader_leaf,
-		    size_t *leader_start)
-{
-	struct ctx *x = b->x;
-	const struct topo_domain *dom = x->t->domains;
-	uint32_t leader_at = TOPO_NONE;
-
-	for (size_t i = 0; i < l->n; i++) {
-		uint32_t d = l->v[i];
-		int64_t need = b->kp[d];
-
-		if (b->lc[d] > 0 && leader_at == TOPO_NONE)
-			leader_at = d;
-		if (need <= 0)
-			continue;
-		if (b->lc[d] > 0 && b->leader_node[d] != TOPO_NONE) {
-			/* Beside the leader's node: the node's room without it. */
-			for (uint32_t c = d + 1; c < dom[d].end && need > 0; c++) {
-				uint32_t n = dom[c].node, fit;
-				int64_t left[TOPO_RESOURCES_MAX];
-				const int64_t *free;
-
-				if (n == TOPO_NONE || !x->pods[c])
-					continue;
-				free = x->free + (size_t)n * x->resources;
-				memcpy(left, free, x->resources * sizeof(*left));
-				if (n == b->leader_node[d])
-					for (size_t r = 0; r < x->resources; r++)
-						left[r] -= x->req->groups[b->leader_group].shape.requests[r];
-				fit = topo_place_fit_free(x->c, left, &x->req->groups[g].shape);
-				if (fit > need)
-					fit = (uint32_t)need;
-				if (fit)
-					topo_place_take(x, g, n, fit);
-				need -= fit;
-			}
-			if (need > 0)
-				return -1;
-			continue;
-		}
-		if ((int64_t)x->usable[d] < need)
-			return -1;
-		topo_place_descend(x, g, d, (uint64_t)need);
-	}
-	*leader_start = x->log_used;
-	if (b->leaders) {
-		if (leader_at == TOPO_NONE || b->leader_node[leader_at] == TOPO_NONE)
-			return -1;
-		topo_place_take(x, b->leader_group, b->leader_node[leader_at], 1);
-		*leader_leaf = leader_at;
-	}
-	return 0;
-}
-
-/* The lowest domain holding the domains of l that get pods. */
-static uint32_t top_of(const struct bal *b, const struct list *l)
-{
-	uint32_t top = TOPO_NONE;
-
-	for (size_t i = 0; i < l->n; i++)
-		if (b->kp[l->v[i]] > 0 || b->lc[l->v[i]] > 0)
-			top = top == TOPO_NONE ? l->v[i] : common(b->x->t->domains, top, l->v[i]);
-	return top;
-}
-
 struct plan {
 	uint32_t block; /* the level L-1 domain */
 	int64_t threshold;
@@ -812,13 +585,13 @@ static int64_t block_threshold(struct bal *b, uint32_t blk, size_t level, int64_
 	int64_t t, reserved;
 	int fits;
 
-	if (reset(b, blk))
+	if (bal_reset(b, blk))
 		return 0;
 	cands->n = lower->n = 0;
-	children(b->x, blk, cands);
+	bal_children(b->x, blk, cands);
 	if (level < b->slice_level)
 		for (size_t i = 0; i < cands->n; i++)
-			children(b->x, cands->v[i], lower);
+			bal_children(b->x, cands->v[i], lower);
 	else
 		memcpy(lower->v, cands->v, (lower->n = cands->n) * sizeof(*lower->v));
 	if (!greedy(b, lower, slices, scratch, &g) || g.count == 0)
@@ -840,7 +613,7 @@ static int64_t block_threshold(struct bal *b, uint32_t blk, size_t level, int64_
 		if (reserved <= 0 || reserved < best)
 			return 0;
 		t = reserved;
-		reset(b, blk);
+		bal_reset(b, blk);
 		prune(b, cands, t);
 		fits = greedy(b, cands, slices, scratch, &g);
 	}
@@ -861,7 +634,7 @@ static int best_block(struct bal *b, uint32_t scope, size_t level, int64_t slice
 		uint64_t level_count = 0;
 		int64_t t;
 
-		if (dom[blk].level != level - 1 || !is_domain(b->x, blk))
+		if (dom[blk].level != level - 1 || !bal_is_domain(b->x, blk))
 			continue;
 		t = block_threshold(b, blk, level, slices, cands, lower, scratch, best->threshold,
 				    &level_count);
@@ -881,16 +654,16 @@ static int choose_domains(struct bal *b, const struct plan *p, size_t level, int
 	struct list chosen = { scratch, 0 };
 	int64_t extra, leaders = b->leaders;
 
-	reset(b, p->block);
+	bal_reset(b, p->block);
 	cands->n = 0;
-	children(x, p->block, cands);
+	bal_children(x, p->block, cands);
 	prune(b, cands, p->threshold);
 	if (level < b->slice_level) {
 		if (optimal_set(b, cands, slices, 1, scratch2, &chosen))
 			return -1;
 		fit->n = 0;
 		for (size_t i = 0; i < chosen.n; i++)
-			children(x, chosen.v[i], fit);
+			bal_children(x, chosen.v[i], fit);
 	} else {
 		memcpy(fit->v, cands->v, (fit->n = cands->n) * sizeof(*fit->v));
 	}
@@ -899,7 +672,7 @@ static int choose_domains(struct bal *b, const struct plan *p, size_t level, int
 		return -1;
 	if (slices < (int64_t)chosen.n * p->threshold)
 		return -1;
-	sort_with(b, &chosen, by_best_fit_leader);
+	bal_sort(b, &chosen, bal_by_best_fit_leader);
 	extra = slices - (int64_t)chosen.n * p->threshold;
 	for (size_t i = 0; i < chosen.n; i++) {
 		uint32_t d = chosen.v[i];
@@ -924,101 +697,6 @@ static int choose_domains(struct bal *b, const struct plan *p, size_t level, int
 		return -1;
 	memcpy(fit->v, chosen.v, (fit->n = chosen.n) * sizeof(*fit->v));
 	return 0;
-}
-
-/* Kueue's findLevelWithFitDomains for BestFit (the fallback of a group with
- * a leader): from `level` up, the level's domains in scope, the tightest
- * that holds it all, else (at the top) several; into fit. */
-static int fit_level(struct bal *b, uint32_t scope, size_t level, int64_t count, struct list *fit,
-		     uint32_t *scratch, size_t *found)
-{
-	const struct topo_domain *dom = b->x->t->domains;
-	int64_t slices = count / b->size, left = slices, lead = b->leaders;
-	struct list all = { scratch, 0 };
-	size_t i = 0, top;
-
-	for (;;) {
-		all.n = 0;
-		for (uint32_t d = scope; d < dom[scope].end; d++)
-			if (dom[d].level == level && is_domain(b->x, d))
-				all.v[all.n++] = d;
-		if (!all.n)
-			return -1;
-		sort_with(b, &all, by_best_fit_leader);
-		top = 0;
-		if (b->ksl[all.v[0]] >= slices && b->lc[all.v[0]] >= b->leaders)
-			top = best_fit_at(b, &all, 0, slices, b->leaders, b->ksl);
-		if (b->ksl[all.v[top]] >= slices && b->lc[all.v[top]] >= b->leaders) {
-			fit->v[0] = all.v[top];
-			fit->n = 1;
-			*found = level;
-			return 0;
-		}
-		if (level <= (dom[scope].level > 1 ? (size_t)dom[scope].level : 1))
-			break;
-		level--;
-	}
-	prioritize_leader(b, &all, count, b->leaders, b->size, 1);
-	fit->n = 0;
-	for (; lead > 0 && i < all.n && b->lc[all.v[i]] > 0; i++) {
-		size_t at = i;
-
-		if (b->ksl[all.v[i]] >= left)
-			at = best_fit_at(b, &all, i, left, lead, b->ksl);
-		fit->v[fit->n++] = all.v[at];
-		lead -= b->lc[all.v[at]];
-		left -= b->ksl[all.v[at]];
-	}
-	if (lead > 0)
-		return -1;
-	{
-		struct list rest = { all.v + i, all.n - i };
-
-		sort_with(b, &rest, by_best_fit);
-		for (size_t j = 0; left > 0 && j < rest.n; j++) {
-			size_t at = j;
-
-			if (b->ks[rest.v[j]] >= left)
-				at = best_fit_at(b, &rest, j, left, 0, b->ks);
-			fit->v[fit->n++] = rest.v[at];
-			left -= b->ks[rest.v[at]];
-		}
-	}
-	if (left > 0)
-		return -1;
-	*found = level;
-	return 0;
-}
-
-/* Kueue's BestFit for a group with a leader: the level search, then the
- * descent (above the slice level over all domains of a level at once). */
-static int best_fit_with_leader(struct bal *b, uint32_t scope, size_t level, int64_t count, struct list *fit,
-				uint32_t *scratch, uint32_t *scratch2, uint32_t *top)
-{
-	struct ctx *x = b->x;
-	size_t at;
-
-	if (reset(b, scope) || fit_level(b, scope, level, count, fit, scratch, &at))
-		return -1;
-	{
-		struct list out = { scratch, 0 };
-
-		if (update_counts(b, fit, count, b->leaders, b->size, 1, &out))
-			return -1;
-		memcpy(fit->v, out.v, (fit->n = out.n) * sizeof(*fit->v));
-		*top = top_of(b, fit);
-	}
-	for (; at < b->slice_level && fit->n && has_domain_children(x, fit->v[0]); at++) {
-		struct list lower = { scratch2, 0 }, out = { scratch, 0 };
-
-		for (size_t i = 0; i < fit->n; i++)
-			children(x, fit->v[i], &lower);
-		sort_with(b, &lower, by_best_fit);
-		if (update_counts(b, &lower, count, b->leaders, b->size, 1, &out))
-			return -1;
-		memcpy(fit->v, out.v, (fit->n = out.n) * sizeof(*fit->v));
-	}
-	return descend_kueue(b, fit, scratch, scratch2);
 }
 
 /* The leader instance of instance k's group (k+1, one pod, the only other
@@ -1073,16 +751,16 @@ int topo_place_balanced(struct ctx *x, size_t k, uint32_t scope, uint32_t want, 
 	out = (struct list){ cands.v, 0 };
 	if (best_block(&b, scope, level, want / b.size, &cands, &fit, scratch, &p) &&
 	    !choose_domains(&b, &p, level, want / b.size, &cands, &fit, scratch, scratch + n) &&
-	    !update_counts(&b, &fit, want, b.leaders, b.size, 1, &out)) {
+	    !bal_update_counts(&b, &fit, want, b.leaders, b.size, 1, &out)) {
 		/* Kueue's pass over the chosen domains (phase 2b's first step),
 		 * then the descent. */
 		memcpy(fit.v, out.v, (fit.n = out.n) * sizeof(*fit.v));
-		top = top_of(&b, &fit);
-		ok = !descend_kueue(&b, &fit, scratch, scratch + n);
+		top = bal_top_of(&b, &fit);
+		ok = !bal_descend_kueue(&b, &fit, scratch, scratch + n);
 	}
 	if (!ok && b.leaders)
-		ok = !best_fit_with_leader(&b, scope, level, want, &fit, scratch, scratch + n, &top);
-	if (ok && take_all(&b, in->group, &fit, &leader_leaf, &leader_start)) {
+		ok = !bal_best_fit_with_leader(&b, scope, level, want, &fit, scratch, scratch + n, &top);
+	if (ok && bal_take_all(&b, in->group, &fit, &leader_leaf, &leader_start)) {
 		if (leader_start != SIZE_MAX)
 			topo_place_undo(x, b.leader_group, leader_start);
 		topo_place_undo(x, in->group, mark);

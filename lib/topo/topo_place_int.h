@@ -11,10 +11,13 @@
  *                        budget, when the domain search gives up
  *   topo_place_order.c   the order choice: the spec's order against the
  *                        search's, the better placement kept
- *   topo_place_balanced.c  Kueue's balanced placement of one instance
+ *   topo_place_balanced.c  Kueue's balanced placement of one instance, with
+ *   topo_place_bestfit.c   Kueue's BestFit inside it (their own private
+ *                          header: topo_place_bal.h)
  *
- * Only this header's structs and prototypes cross between them; every other
- * helper stays static in its file. Pure like the rest of lib/topo: no I/O,
+ * Only this header's structs and prototypes cross between them (and
+ * topo_place_bal.h's between the two balanced files); every other helper
+ * stays static in its file. Pure like the rest of lib/topo: no I/O,
  * no clock, no logging. Not an API: include it from these files only.
  */
 #ifndef MUSTER_TOPO_PLACE_INT_H

@@ -1,0 +1,315 @@
+/*
+ * topo_place_bestfit: Kueue's BestFit inside balanced placement
+ * (topo_place_bal.h): the counts taken over a list of domains in order,
+ * the descent to Kueue's leaves, the takes on the nodes, and the fallback
+ * for a group with a leader (Kueue's level search, then the descent), as
+ * pkg/cache/scheduler/tas_flavor_snapshot.go does them.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "topo_place_bal.h"
+
+/* Kueue's findBestFitDomainBy: the first domain of l (from `from`) with
+ * the fewest `count` that still holds `need` (and the leaders), else the
+ * first. */
+static size_t best_fit_at(const struct bal *b, const struct list *l, size_t from, int64_t need,
+			  int64_t leaders, const int64_t *count)
+{
+	size_t best = from;
+	int64_t best_count = INT64_MAX;
+
+	for (size_t i = from; i < l->n; i++) {
+		uint32_t d = l->v[i];
+
+		if (b->lc[d] < leaders)
+			continue;
+		if (count[d] >= need && count[d] < best_count) {
+			best = i;
+			best_count = count[d];
+		}
+	}
+	return best;
+}
+
+/* Kueue's prioritizeLeaderDomain: a leader domain whose leader costs no
+ * more than the slack moved to the front. */
+static void prioritize_leader(const struct bal *b, struct list *l, int64_t count, int64_t leaders,
+			      int64_t size, int slices)
+{
+	int64_t need = slices ? count / size : count, have = 0;
+
+	if (leaders == 0 || l->n < 2)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		have += slices ? b->ks[l->v[i]] : b->kp[l->v[i]];
+	for (size_t i = 0; i < l->n; i++) {
+		uint32_t d = l->v[i];
+		int64_t penalty = slices ? b->ks[d] - b->ksl[d] : b->kp[d] - b->kpl[d];
+
+		if (b->lc[d] < leaders || have - penalty < need)
+			continue;
+		memmove(l->v + 1, l->v, i * sizeof(*l->v));
+		l->v[0] = d;
+		return;
+	}
+}
+
+/* Kueue's updateCountsToMinimumGeneric (BestFit): `count` pods (in slices
+ * of `size` when `slices`) and `leaders` over l's domains in l's order,
+ * each taken whole, the last the tightest that holds the rest; sets kp,
+ * ks and lc of the domains taken and appends them to out. 0, or -1 when
+ * they do not hold it (Kueue logs "unexpected remainingCount"). */
+int bal_update_counts(struct bal *b, struct list *l, int64_t count, int64_t leaders, int64_t size, int slices,
+		      struct list *out)
+{
+	int64_t left = slices ? count / size : count, lead = leaders;
+	int64_t unit = slices ? size : 1;
+	int64_t *with = slices ? b->ksl : b->kpl, *plain = slices ? b->ks : b->kp;
+
+	prioritize_leader(b, l, count, leaders, size, slices);
+	for (size_t i = 0; i < l->n; i++) {
+		uint32_t d = l->v[i];
+
+		if (lead > 0) {
+			if (with[d] >= left && b->lc[d] >= lead)
+				d = l->v[best_fit_at(b, l, i, left, lead, with)];
+			out->v[out->n++] = d;
+			if (with[d] >= left && b->lc[d] >= lead) {
+				plain[d] = left;
+				b->lc[d] = (uint8_t)lead;
+				b->kp[d] = left * unit;
+				return 0;
+			}
+			if (with[d] > left)
+				with[d] = left;
+			if (b->lc[d] > lead)
+				b->lc[d] = (uint8_t)lead;
+			plain[d] = with[d];
+			b->kp[d] = with[d] * unit;
+			lead -= b->lc[d];
+			left -= with[d];
+			continue;
+		}
+		if (plain[d] >= left)
+			d = l->v[best_fit_at(b, l, i, left, 0, plain)];
+		b->lc[d] = 0;
+		out->v[out->n++] = d;
+		if (plain[d] >= left) {
+			b->kp[d] = left * unit;
+			plain[d] = left;
+			return 0;
+		}
+		if (slices)
+			b->kp[d] = plain[d] * size;
+		left -= plain[d];
+	}
+	return -1;
+}
+
+/* Kueue's descent for balanced placement: from the domains of `l` (their
+ * counts set) down to Kueue's leaves, each domain's pods over its children
+ * (phase 2b). Leaves the leaves in l; -1 when a step does not hold them. */
+int bal_descend_kueue(struct bal *b, struct list *l, uint32_t *scratch, uint32_t *scratch2)
+{
+	struct ctx *x = b->x;
+
+	while (l->n && bal_has_domain_children(x, l->v[0])) {
+		struct list next = { scratch2, 0 };
+		int64_t size = x->t->domains[l->v[0]].level < b->slice_level ? b->size : 1;
+
+		for (size_t i = 0; i < l->n; i++) {
+			struct list kids = { scratch, 0 };
+			uint32_t d = l->v[i];
+
+			bal_children(x, d, &kids);
+			bal_sort(b, &kids, bal_by_best_fit);
+			if (size > 1)
+				for (size_t c = 0; c < kids.n; c++) {
+					b->ks[kids.v[c]] = b->kp[kids.v[c]] / size;
+					b->ksl[kids.v[c]] = b->kpl[kids.v[c]] / size;
+				}
+			if (bal_update_counts(b, &kids, b->kp[d], b->lc[d], size, size > 1, &next))
+				return -1;
+		}
+		memcpy(l->v, next.v, next.n * sizeof(*l->v));
+		l->n = next.n;
+	}
+	return 0;
+}
+
+/* The lowest domain holding both. */
+static uint32_t common(const struct topo_domain *dom, uint32_t a, uint32_t c)
+{
+	while (a != c) {
+		if (dom[a].level >= dom[c].level && dom[a].parent != TOPO_NONE)
+			a = dom[a].parent;
+		else
+			c = dom[c].parent;
+	}
+	return a;
+}
+
+/* The workers' pods of each leaf of l, then the leader: the takes. The
+ * leader goes on the node found for it (with the workers' pods of that
+ * leaf then counted anew beside it); *leader_leaf gets its leaf and
+ * *leader_start its first log entry. 0, or -1 when a leaf's nodes do not
+ * hold its pods (nothing undone: the caller undoes). */
+int bal_take_all(struct bal *b, uint32_t g, const struct list *l, uint32_t *leader_leaf, size_t *leader_start)
+{
+	struct ctx *x = b->x;
+	const struct topo_domain *dom = x->t->domains;
+	uint32_t leader_at = TOPO_NONE;
+
+	for (size_t i = 0; i < l->n; i++) {
+		uint32_t d = l->v[i];
+		int64_t need = b->kp[d];
+
+		if (b->lc[d] > 0 && leader_at == TOPO_NONE)
+			leader_at = d;
+		if (need <= 0)
+			continue;
+		if (b->lc[d] > 0 && b->leader_node[d] != TOPO_NONE) {
+			/* Beside the leader's node: the node's room without it. */
+			for (uint32_t c = d + 1; c < dom[d].end && need > 0; c++) {
+				uint32_t n = dom[c].node, fit;
+				int64_t left[TOPO_RESOURCES_MAX];
+				const int64_t *free;
+
+				if (n == TOPO_NONE || !x->pods[c])
+					continue;
+				free = x->free + (size_t)n * x->resources;
+				memcpy(left, free, x->resources * sizeof(*left));
+				if (n == b->leader_node[d])
+					for (size_t r = 0; r < x->resources; r++)
+						left[r] -= x->req->groups[b->leader_group].shape.requests[r];
+				fit = topo_place_fit_free(x->c, left, &x->req->groups[g].shape);
+				if (fit > need)
+					fit = (uint32_t)need;
+				if (fit)
+					topo_place_take(x, g, n, fit);
+				need -= fit;
+			}
+			if (need > 0)
+				return -1;
+			continue;
+		}
+		if ((int64_t)x->usable[d] < need)
+			return -1;
+		topo_place_descend(x, g, d, (uint64_t)need);
+	}
+	*leader_start = x->log_used;
+	if (b->leaders) {
+		if (leader_at == TOPO_NONE || b->leader_node[leader_at] == TOPO_NONE)
+			return -1;
+		topo_place_take(x, b->leader_group, b->leader_node[leader_at], 1);
+		*leader_leaf = leader_at;
+	}
+	return 0;
+}
+
+/* The lowest domain holding the domains of l that get pods. */
+uint32_t bal_top_of(const struct bal *b, const struct list *l)
+{
+	uint32_t top = TOPO_NONE;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (b->kp[l->v[i]] > 0 || b->lc[l->v[i]] > 0)
+			top = top == TOPO_NONE ? l->v[i] : common(b->x->t->domains, top, l->v[i]);
+	return top;
+}
+
+/* Kueue's findLevelWithFitDomains for BestFit (the fallback of a group with
+ * a leader): from `level` up, the level's domains in scope, the tightest
+ * that holds it all, else (at the top) several; into fit. */
+static int fit_level(struct bal *b, uint32_t scope, size_t level, int64_t count, struct list *fit,
+		     uint32_t *scratch, size_t *found)
+{
+	const struct topo_domain *dom = b->x->t->domains;
+	int64_t slices = count / b->size, left = slices, lead = b->leaders;
+	struct list all = { scratch, 0 };
+	size_t i = 0, top;
+
+	for (;;) {
+		all.n = 0;
+		for (uint32_t d = scope; d < dom[scope].end; d++)
+			if (dom[d].level == level && bal_is_domain(b->x, d))
+				all.v[all.n++] = d;
+		if (!all.n)
+			return -1;
+		bal_sort(b, &all, bal_by_best_fit_leader);
+		top = 0;
+		if (b->ksl[all.v[0]] >= slices && b->lc[all.v[0]] >= b->leaders)
+			top = best_fit_at(b, &all, 0, slices, b->leaders, b->ksl);
+		if (b->ksl[all.v[top]] >= slices && b->lc[all.v[top]] >= b->leaders) {
+			fit->v[0] = all.v[top];
+			fit->n = 1;
+			*found = level;
+			return 0;
+		}
+		if (level <= (dom[scope].level > 1 ? (size_t)dom[scope].level : 1))
+			break;
+		level--;
+	}
+	prioritize_leader(b, &all, count, b->leaders, b->size, 1);
+	fit->n = 0;
+	for (; lead > 0 && i < all.n && b->lc[all.v[i]] > 0; i++) {
+		size_t at = i;
+
+		if (b->ksl[all.v[i]] >= left)
+			at = best_fit_at(b, &all, i, left, lead, b->ksl);
+		fit->v[fit->n++] = all.v[at];
+		lead -= b->lc[all.v[at]];
+		left -= b->ksl[all.v[at]];
+	}
+	if (lead > 0)
+		return -1;
+	{
+		struct list rest = { all.v + i, all.n - i };
+
+		bal_sort(b, &rest, bal_by_best_fit);
+		for (size_t j = 0; left > 0 && j < rest.n; j++) {
+			size_t at = j;
+
+			if (b->ks[rest.v[j]] >= left)
+				at = best_fit_at(b, &rest, j, left, 0, b->ks);
+			fit->v[fit->n++] = rest.v[at];
+			left -= b->ks[rest.v[at]];
+		}
+	}
+	if (left > 0)
+		return -1;
+	*found = level;
+	return 0;
+}
+
+/* Kueue's BestFit for a group with a leader: the level search, then the
+ * descent (above the slice level over all domains of a level at once). */
+int bal_best_fit_with_leader(struct bal *b, uint32_t scope, size_t level, int64_t count, struct list *fit,
+			     uint32_t *scratch, uint32_t *scratch2, uint32_t *top)
+{
+	struct ctx *x = b->x;
+	size_t at;
+
+	if (bal_reset(b, scope) || fit_level(b, scope, level, count, fit, scratch, &at))
+		return -1;
+	{
+		struct list out = { scratch, 0 };
+
+		if (bal_update_counts(b, fit, count, b->leaders, b->size, 1, &out))
+			return -1;
+		memcpy(fit->v, out.v, (fit->n = out.n) * sizeof(*fit->v));
+		*top = bal_top_of(b, fit);
+	}
+	for (; at < b->slice_level && fit->n && bal_has_domain_children(x, fit->v[0]); at++) {
+		struct list lower = { scratch2, 0 }, out = { scratch, 0 };
+
+		for (size_t i = 0; i < fit->n; i++)
+			bal_children(x, fit->v[i], &lower);
+		bal_sort(b, &lower, bal_by_best_fit);
+		if (bal_update_counts(b, &lower, count, b->leaders, b->size, 1, &out))
+			return -1;
+		memcpy(fit->v, out.v, (fit->n = out.n) * sizeof(*fit->v));
+	}
+	return bal_descend_kueue(b, fit, scratch, scratch2);
+}
