@@ -130,6 +130,10 @@ class Placement:
                 self.say(text)
                 last = text
             if done():
+                # done() looked again: show the state it saw, not the one a moment before.
+                text = "   ".join(line() for line in lines)
+                if text != last:
+                    self.say(text)
                 return
             if time.monotonic() > deadline:
                 raise self.demo.error(f"{what}: not within {deadline_s:.0f} s")
