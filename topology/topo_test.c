@@ -661,6 +661,54 @@ static void slices_stay_in_one_lower_domain(void **state)
 	topo_tree_free(t);
 }
 
+/* A block of 3 racks of 8 pods and 4 Jobs of 5 pods, each Job a slice of
+ * the block: filled rack by rack (8, 8, 4) two Jobs straddle two racks; a
+ * slice at a time, the tightest rack that holds it, three Jobs get a rack
+ * each and only the fourth straddles the leftovers. Each Job keeps its
+ * consecutive ranks (its pods are pinned with its template). */
+static void slices_keep_their_job_in_one_rack_below_their_level(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("w", 1, 20, TOPO_MODE_REQUIRED, 1);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+	char name[48], rack[16];
+	size_t straddling = 0;
+
+	(void)state;
+	fx_init(&f);
+	for (int r = 0; r < 3; r++)
+		for (int h = 0; h < 2; h++) {
+			snprintf(name, sizeof(name), "n-%d-%d", r, h);
+			snprintf(rack, sizeof(rack), "r%d", r);
+			fx_node(&f, name, "b0", rack, 4);
+		}
+	g.slice_size = 5;
+	g.slice_level = 1;
+	g.job_pods = 5;
+	t = levels_tree(&f, 2);
+	p = place_ok(t, &req);
+	assert_int_equal(p->pod_count, 20);
+	for (uint32_t j = 0; j < 4; j++) {
+		uint32_t first = TOPO_NONE;
+		int split = 0;
+
+		for (size_t i = 0; i < p->pod_count; i++) {
+			if (p->pods[i].job_index != j)
+				continue;
+			assert_int_equal(i, j * 5 + p->pods[i].completion);
+			if (first == TOPO_NONE)
+				first = p->pods[i].domain;
+			split |= p->pods[i].domain != first;
+		}
+		straddling += (size_t)split;
+	}
+	assert_int_equal(straddling, 1);
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
 static void rank_order_follows_the_tree(void **state)
 {
 	struct fixture f;
@@ -2318,6 +2366,7 @@ int main(void)
 		cmocka_unit_test(preferred_reaches_the_root_past_fragmented_blocks),
 		cmocka_unit_test(capacity_taken_by_earlier_instances),
 		cmocka_unit_test(slices_stay_in_one_lower_domain),
+		cmocka_unit_test(slices_keep_their_job_in_one_rack_below_their_level),
 		cmocka_unit_test(rank_order_follows_the_tree),
 		cmocka_unit_test(equally_tight_racks_keep_the_roomier_whole),
 		cmocka_unit_test(taints_cordons_and_selectors_exclude_nodes),

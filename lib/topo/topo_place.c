@@ -302,6 +302,7 @@ static void ctx_free(struct ctx *x)
 	free(x->start);
 	free(x->domain);
 	free(x->placed);
+	free(x->sliced);
 	free(x->taken);
 	free(x->closed);
 	free(x->occupied);
@@ -330,6 +331,75 @@ static int rank_before(const struct topo_tree *t, const struct take *a, const st
 	if (px != py)
 		return px < py;
 	return x < y;
+}
+
+/* Insertion sort of takes into rank order (few per slice or instance). */
+static void sort_takes(const struct topo_tree *t, struct take *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		struct take cur = v[i];
+		size_t j = i;
+
+		while (j > 0 && rank_before(t, &cur, &v[j - 1])) {
+			v[j] = v[j - 1];
+			j--;
+		}
+		v[j] = cur;
+	}
+}
+
+/* An instance placed slice by slice (descend_slices): its takes in rank
+ * order inside each slice of `size` pods, and the slices in the rank order
+ * of their first take, so that each slice keeps consecutive ranks (a slice
+ * that is a Job stays in its domain). 0: the takes do not split into whole
+ * slices, or no memory; the caller sorts them as one. */
+static int sort_slices(const struct topo_tree *t, struct take *v, size_t n, uint32_t size)
+{
+	size_t segs = 0, *seg = malloc((n + 1) * sizeof(*seg)), *idx = malloc((n + 1) * sizeof(*idx));
+	struct take *copy = malloc((n + 1) * sizeof(*copy));
+	uint64_t sum = 0;
+	size_t out = 0;
+
+	if (!seg || !idx || !copy || size <= 1)
+		goto fail;
+	seg[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].count == 0)
+			goto fail; /* a closed node: not a slice's take */
+		if ((sum % size) + v[i].count > size)
+			goto fail;
+		sum += v[i].count;
+		if (sum % size == 0)
+			seg[++segs] = i + 1;
+	}
+	if (seg[segs] != n)
+		goto fail;
+	for (size_t s = 0; s < segs; s++) {
+		sort_takes(t, v + seg[s], seg[s + 1] - seg[s]);
+		idx[s] = s;
+	}
+	for (size_t i = 1; i < segs; i++) {
+		size_t cur = idx[i], j = i;
+
+		while (j > 0 && rank_before(t, &v[seg[cur]], &v[seg[idx[j - 1]]])) {
+			idx[j] = idx[j - 1];
+			j--;
+		}
+		idx[j] = cur;
+	}
+	for (size_t s = 0; s < segs; s++)
+		for (size_t i = seg[idx[s]]; i < seg[idx[s] + 1]; i++)
+			copy[out++] = v[i];
+	memcpy(v, copy, n * sizeof(*v));
+	free(seg);
+	free(idx);
+	free(copy);
+	return 1;
+fail:
+	free(seg);
+	free(idx);
+	free(copy);
+	return 0;
 }
 
 /* The pod of rank `rank` in instance j, named by its own Job (job_pods),
@@ -371,21 +441,15 @@ struct topo_placement *topo_place_build_output(struct ctx *x, uint32_t whole)
 		goto fail;
 	p->whole_domain = whole;
 	p->descents = x->descents;
-	/* Sort each instance's takes into rank order (insertion: few per instance). */
+	/* Sort each instance's takes into rank order, slice by slice when it
+	 * was placed so. */
 	for (size_t k = 0; k < x->instance_count; k++) {
 		size_t from = x->start[k], to = k + 1 < x->instance_count ? x->start[k + 1] : x->log_used;
 
 		position[first_instance[x->order[k].group] + x->order[k].job] = k;
-		for (size_t i = from + 1; i < to; i++) {
-			struct take cur = x->log[i];
-			size_t j = i;
-
-			while (j > from && rank_before(t, &cur, &x->log[j - 1])) {
-				x->log[j] = x->log[j - 1];
-				j--;
-			}
-			x->log[j] = cur;
-		}
+		if (!x->sliced[k] || !sort_slices(t, x->log + from, to - from,
+						  slice_size_of(&x->req->groups[x->order[k].group])))
+			sort_takes(t, x->log + from, to - from);
 	}
 	/* Output in (group, job) order. */
 	for (size_t g = 0; g < x->req->group_count; g++) {
@@ -484,8 +548,10 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 	x.start = malloc((instances + 1) * sizeof(size_t));
 	x.domain = malloc((instances + 1) * sizeof(uint32_t));
 	x.placed = malloc((instances + 1) * sizeof(uint32_t));
+	x.sliced = calloc(instances + 1, 1);
 	if (!x.free || !x.eligible || !x.pods || !x.usable || !x.room || !x.score || !x.scratch || !x.log ||
-	    !x.order || !x.start || !x.domain || !x.placed || !x.taken || !x.closed || !x.occupied) {
+	    !x.order || !x.start || !x.domain || !x.placed || !x.sliced || !x.taken || !x.closed ||
+	    !x.occupied) {
 		*cause = topo_place_format("placement: out of memory");
 		goto out;
 	}

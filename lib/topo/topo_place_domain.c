@@ -5,9 +5,11 @@
  * failed branch of the search is undone exactly. Each instance goes to the
  * tightest domain that holds it (slices whole), then, for a required level,
  * the other domains there are tried with backtracking, within a budget.
- * Also the order the instances are placed in. Not the request's checks or
- * the output (topo_place.c), the node-level search (topo_place_node.c) or
- * the choice between orders (topo_place_order.c).
+ * Also the descent from a chosen domain down to nodes, and the order the
+ * instances are placed in. Not the capacities and takes it counts
+ * (topo_place_capacity.c), the request's checks or the output
+ * (topo_place.c), the node-level search (topo_place_node.c) or the choice
+ * between orders (topo_place_order.c).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -15,191 +17,6 @@
 #include <string.h>
 
 #include "topo_place_int.h"
-
-/* The slice size and level in force for a group (1 and the node level without slices).
- * Slices of one pod at a level (Volcano partitions of size 1 under a hard
- * tier) keep their level: each pod must be on a node inside a domain of it,
- * which a Node listed directly in a higher-tier HyperNode is not. */
-static void slicing(const struct ctx *x, const struct topo_group *g, uint64_t *size, size_t *level)
-{
-	*size = g->slice_size > 1 ? g->slice_size : 1;
-	*level = g->slice_size > 1 || g->slice_level ? g->slice_level : x->t->node_level;
-}
-
-/* The slice size required at `level` (1: none): the outer slices' at the
- * slice level, an inner layer's at its level. */
-static uint64_t layer_size(const struct ctx *x, const struct topo_group *g, size_t level)
-{
-	uint64_t size;
-	size_t slice_level;
-
-	slicing(x, g, &size, &slice_level);
-	if (level == slice_level)
-		return size;
-	for (size_t i = 0; size > 1 && i < g->inner_count; i++)
-		if (g->inner[i].level == level)
-			return g->inner[i].size;
-	return 1;
-}
-
-/* The deepest level with slices (the node level without slices). */
-/* Whether a slice layer's level lies strictly between two levels: a domain
- * of `below` directly under one of `above` is then in no domain of that
- * layer, and its pods form no slice of it. */
-static int skips_layer(const struct ctx *x, const struct topo_group *g, size_t above, size_t below)
-{
-	uint64_t size;
-	size_t slice_level;
-
-	slicing(x, g, &size, &slice_level);
-	if (above < slice_level && slice_level < below)
-		return 1;
-	if (size <= 1)
-		return 0;
-	for (size_t i = 0; i < g->inner_count; i++)
-		if (above < g->inner[i].level && g->inner[i].level < below)
-			return 1;
-	return 0;
-}
-
-static size_t deepest_slices(const struct ctx *x, const struct topo_group *g)
-{
-	uint64_t size;
-	size_t slice_level;
-
-	slicing(x, g, &size, &slice_level);
-	return size > 1 && g->inner_count ? g->inner[g->inner_count - 1].level : slice_level;
-}
-
-/* For an exclusive instance placed inside `scope`, deeper than its level
- * (a JobSet-wide required level below the exclusive one): whether the
- * domain of that level holding scope exists and holds no pod of the request
- * and is held by no exclusive instance. The rest of that domain lies outside
- * the scope, so its nodes are looked at here. */
-static int exclusive_domain_free(const struct ctx *x, uint32_t scope, size_t level)
-{
-	const struct topo_domain *dom = x->t->domains;
-	uint32_t a = topo_place_ancestor_at(x, scope, level);
-
-	if (dom[a].level != level)
-		return 0;
-	for (uint32_t d = a; d < dom[a].end; d++)
-		if (dom[d].node != TOPO_NONE && (x->taken[dom[d].node] || x->closed[dom[d].node]))
-			return 0;
-	return 1;
-}
-
-/* Capacity of group g per domain of the subtree `scope`: pods[] in pods,
- * usable[] in pods that form whole slices inside domains of the slice
- * levels (each layer's slices whole inside the layer above). */
-void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope)
-{
-	const struct topo_domain *dom = x->t->domains;
-	const struct topo_group *grp = &x->req->groups[g];
-	uint32_t end = dom[scope].end;
-	size_t slice_level = deepest_slices(x, grp);
-	uint64_t size = layer_size(x, grp, slice_level);
-
-	/* An exclusive instance inside a scope deeper than its level: only when
-	 * the domain of its level around the scope is free. */
-	int blocked = grp->exclusive && dom[scope].level > grp->constraint.level &&
-		      !exclusive_domain_free(x, scope, grp->constraint.level);
-
-	memset(x->pods + scope, 0, (end - scope) * sizeof(uint64_t));
-	memset(x->usable + scope, 0, (end - scope) * sizeof(uint64_t));
-	memset(x->room + scope, 0, (end - scope) * sizeof(uint64_t));
-	memset(x->score + scope, 0, (end - scope) * sizeof(uint64_t));
-	memset(x->occupied + scope, 0, end - scope);
-	for (uint32_t d = end; d-- > scope;) {
-		size_t level = dom[d].level;
-
-		if (dom[d].node != TOPO_NONE) {
-			uint32_t n = dom[d].node;
-
-			x->pods[d] =
-				!blocked && x->eligible[(size_t)g * x->c->node_count + n] && !x->closed[n]
-					? topo_place_fit_free(x->c, x->free + (size_t)n * x->resources,
-							      &grp->shape)
-					: 0;
-			x->room[d] = x->pods[d];
-			if (x->pods[d] && x->scarce >= 0) {
-				int64_t f = x->free[(size_t)n * x->resources + (size_t)x->scarce];
-
-				x->room[d] = f > 0 ? (uint64_t)f : 0;
-			}
-			x->occupied[d] = x->taken[n] > 0 || x->closed[n];
-			/* Every node the group may use counts, full or not (Kueue). */
-			if (x->prefer && x->eligible[(size_t)g * x->c->node_count + n])
-				x->score[d] = x->prefer[(size_t)g * x->c->node_count + n];
-		}
-		if (level == slice_level) {
-			x->usable[d] = x->pods[d] / size * size;
-		} else if (level > slice_level) {
-			x->usable[d] = x->pods[d];
-		} else if (grp->inner_count) {
-			uint64_t outer = layer_size(x, grp, level); /* an outer layer: whole slices of it */
-
-			x->usable[d] = x->usable[d] / outer * outer;
-		}
-		/* An exclusive instance takes only a domain nobody else is in. */
-		if (grp->exclusive && level == grp->constraint.level && x->occupied[d])
-			x->pods[d] = x->usable[d] = 0;
-		if (d != scope) {
-			x->pods[dom[d].parent] += x->pods[d];
-			x->room[dom[d].parent] += x->room[d];
-			x->score[dom[d].parent] += x->score[d];
-			x->occupied[dom[d].parent] |= x->occupied[d];
-			if (level <= slice_level && !skips_layer(x, grp, dom[dom[d].parent].level, level))
-				x->usable[dom[d].parent] += x->usable[d];
-		}
-	}
-}
-
-void topo_place_take(struct ctx *x, uint32_t g, uint32_t node, uint32_t count)
-{
-	const struct topo_group *grp = &x->req->groups[g];
-	int64_t *free = x->free + (size_t)node * x->resources;
-
-	for (size_t r = 0; r < x->resources; r++)
-		free[r] -=
-			(int)r == x->pods_resource ? (int64_t)count : grp->shape.requests[r] * (int64_t)count;
-	x->taken[node] += count;
-	x->log[x->log_used++] = (struct take){ node, count };
-}
-
-/* Closes every node under d that is open (an exclusive instance's domain). */
-void topo_place_close(struct ctx *x, uint32_t d)
-{
-	const struct topo_domain *dom = x->t->domains;
-
-	for (uint32_t c = d; c < dom[d].end; c++) {
-		uint32_t n = dom[c].node;
-
-		if (n != TOPO_NONE && !x->closed[n]) {
-			x->closed[n] = 1;
-			x->log[x->log_used++] = (struct take){ n, 0 };
-		}
-	}
-}
-
-void topo_place_undo(struct ctx *x, uint32_t g, size_t mark)
-{
-	const struct topo_group *grp = &x->req->groups[g];
-
-	while (x->log_used > mark) {
-		struct take *tk = &x->log[--x->log_used];
-		int64_t *free = x->free + (size_t)tk->node * x->resources;
-
-		if (tk->count == 0) {
-			x->closed[tk->node] = 0;
-			continue;
-		}
-		x->taken[tk->node] -= tk->count;
-		for (size_t r = 0; r < x->resources; r++)
-			free[r] += (int)r == x->pods_resource ? (int64_t)tk->count
-							      : grp->shape.requests[r] * (int64_t)tk->count;
-	}
-}
 
 /* Both orders put the higher preferred affinity score first. */
 static int by_value_desc(const void *a, const void *b)
@@ -240,6 +57,41 @@ static size_t nodes_with_room(const struct ctx *x, uint32_t d)
  * score that holds it (of equally tight ones the one with the least free
  * room when room breaks ties, else the first in tree order, as Kueue's
  * BestFit), a child that does not is taken whole. */
+static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need);
+
+/* At most this many domains counted again, slices times the domains under
+ * their domain, before a descent goes slice by slice (beyond: the plain
+ * descent, whose slices may straddle domains below their level). */
+#define SLICES_WHOLE_WORK (4u << 20)
+
+/* Several slices into a domain of their level: one slice at a time, each by
+ * the descent below (the tightest child holding it whole, as for a Job of
+ * its own), so that a slice stays in one domain below its level when one
+ * holds it. A slice that is a Job is then pinned whole (its pods need no
+ * admission call of their own), and its pods talk inside one rack. Only for
+ * one layer of slices and no exclusivity (topo_place_compute's other rules). */
+static int descend_slices(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
+{
+	const struct topo_group *grp = &x->req->groups[g];
+	uint64_t size;
+	size_t level;
+
+	if (!x->slices_whole || grp->exclusive || grp->inner_count)
+		return 0;
+	topo_place_slicing(x, grp, &size, &level);
+	if (size <= 1 || x->t->domains[d].level != level || need <= size || need % size ||
+	    need / size * (x->t->domains[d].end - d) > SLICES_WHOLE_WORK)
+		return 0;
+	x->slices_whole = 0; /* the descent of one slice is the plain one */
+	x->sliced_now = 1;
+	for (uint64_t left = need; left > 0; left -= size) {
+		descend(x, g, d, size);
+		topo_place_recount(x, g, d, size);
+	}
+	x->slices_whole = 1;
+	return 1;
+}
+
 static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 {
 	const struct topo_domain *dom = x->t->domains;
@@ -250,10 +102,12 @@ static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 		topo_place_take(x, g, dom[d].node, (uint32_t)need);
 		return;
 	}
-	slice_level = deepest_slices(x, &x->req->groups[g]);
+	if (descend_slices(x, g, d, need))
+		return;
+	slice_level = topo_place_deepest_slices(x, &x->req->groups[g]);
 	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end) {
 		if ((dom[d].level < slice_level && dom[c].level > slice_level) ||
-		    skips_layer(x, &x->req->groups[g], dom[d].level, dom[c].level))
+		    topo_place_skips_layer(x, &x->req->groups[g], dom[d].level, dom[c].level))
 			continue;
 		if (x->usable[c] > 0)
 			kids[k++] = (struct ranked){ x->usable[c], c, x->score[c] };
@@ -331,10 +185,13 @@ static void fill_gaps(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 
 static void place(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 {
-	if (x->req->groups[g].constraint.mode == TOPO_MODE_UNCONSTRAINED)
+	if (x->req->groups[g].constraint.mode == TOPO_MODE_UNCONSTRAINED) {
 		fill_gaps(x, g, d, need);
-	else
+	} else {
+		x->slices_whole = 1;
 		descend(x, g, d, need);
+		x->slices_whole = 0;
+	}
 }
 
 /* Instance k's `want` pods into domain d (capacity computed), which an
@@ -343,9 +200,11 @@ static void place_instance(struct ctx *x, size_t k, uint32_t d, uint32_t want)
 {
 	uint32_t g = x->order[k].group;
 
+	x->sliced_now = 0;
 	place(x, g, d, want);
 	x->domain[k] = d;
 	x->placed[k] = want;
+	x->sliced[k] = (uint8_t)x->sliced_now;
 	/* The domain of its level (d, or d's ancestor when a JobSet-wide level
 	 * below it confines the search; topo_place_compute checked it free). */
 	if (x->req->groups[g].exclusive)
@@ -679,6 +538,9 @@ static int try_count(struct ctx *x, size_t k, uint32_t near, uint32_t scope, uin
 			return 0;
 		x->domain[k] = first;
 		x->placed[k] = want;
+		x->sliced[k] = 0;
+		if (with == 2)
+			x->sliced[k + 1] = 0;
 		if (dfs(x, k + (size_t)with, scope))
 			return 1;
 		if (with == 2)

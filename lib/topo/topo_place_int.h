@@ -4,9 +4,11 @@
  *
  *   topo_place.c         the entry (topo_place): the request's checks, the
  *                        context, a node's fit, the output
- *   topo_place_domain.c  the domain search: capacity per domain, the greedy
- *                        descent, the backtracking over domains, the order
- *                        of the instances
+ *   topo_place_capacity.c  what the search counts: the slices in force,
+ *                        capacity per domain, the takes and their undo
+ *   topo_place_domain.c  the domain search: the greedy descent (slice by
+ *                        slice for slices), the backtracking over domains,
+ *                        the order of the instances
  *   topo_place_node.c    the node-level search, complete within its step
  *                        budget, when the domain search gives up
  *   topo_place_order.c   the order choice: the spec's order against the
@@ -74,6 +76,7 @@ struct ctx {
 	uint64_t *score;
 	int scarce; /* the request's scarcest resource, or -1 (room counts pod slots) */
 	int room_ties; /* equally tight domains: the least free room first (else tree order) */
+	int slices_whole; /* the descent keeps each slice whole below its level when it can */
 	struct ranked *scratch; /* children lists of the descent, a stack */
 	size_t scratch_used;
 	struct take *log;
@@ -83,6 +86,8 @@ struct ctx {
 	size_t *start; /* per order position: its first log entry */
 	uint32_t *domain; /* per order position: the domain it was placed in */
 	uint32_t *placed; /* per order position: pods placed (fewer than wanted only when elastic) */
+	uint8_t *sliced; /* per order position: its takes go slice by slice (descend_slices) */
+	int sliced_now; /* set by the descent when it went slice by slice */
 	size_t descents, budget, scope_descents, level_start;
 	size_t exact_steps, exact_budget; /* the node-level search's work and its budget */
 	int exact_cut; /* the node-level search stopped at its budget */
@@ -110,19 +115,32 @@ uint32_t topo_place_fit_free(const struct topo_cluster *cluster, const int64_t *
  * memory. */
 struct topo_placement *topo_place_build_output(struct ctx *x, uint32_t whole);
 
-/* ---- topo_place_domain.c: the domain search ---- */
+/* ---- topo_place_capacity.c: what the search counts and takes ---- */
 
+/* The slice size and level in force for group g (1 and the node level
+ * without slices). */
+void topo_place_slicing(const struct ctx *x, const struct topo_group *g, uint64_t *size, size_t *level);
+/* Whether a slice layer's level lies strictly between two levels. */
+int topo_place_skips_layer(const struct ctx *x, const struct topo_group *g, size_t above, size_t below);
+/* The deepest level with slices (the node level without slices). */
+size_t topo_place_deepest_slices(const struct ctx *x, const struct topo_group *g);
 /* Capacity of group g per domain of the subtree scope (pods, usable, room,
  * occupied). */
 void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope);
+/* The same under d, a domain of g's one slice level, after some of its pods
+ * were taken (pods, usable in slices of `size` at d, room). */
+void topo_place_recount(struct ctx *x, uint32_t g, uint32_t d, uint64_t size);
 /* Puts count pods of group g on node, logged for undo. */
 void topo_place_take(struct ctx *x, uint32_t g, uint32_t node, uint32_t count);
 /* Closes every open node under d (an exclusive instance's domain), logged. */
 void topo_place_close(struct ctx *x, uint32_t d);
-/* need pods of group g into d, down the tree (capacity computed). */
-void topo_place_descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need);
 /* Undoes the log back to mark (the takes of group g). */
 void topo_place_undo(struct ctx *x, uint32_t g, size_t mark);
+
+/* ---- topo_place_domain.c: the domain search ---- */
+
+/* need pods of group g into d, down the tree (capacity computed). */
+void topo_place_descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need);
 size_t topo_place_required_level(const struct ctx *x, const struct topo_group *grp, uint32_t scope);
 uint32_t topo_place_ancestor_at(const struct ctx *x, uint32_t d, size_t level);
 /* The instances in the search's order (largest units first). */

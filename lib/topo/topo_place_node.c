@@ -243,6 +243,7 @@ static int spread_commit(struct ctx *x, size_t k, uint32_t d, uint32_t want, con
 		}
 	x->domain[k] = grp->constraint.mode == TOPO_MODE_REQUIRED ? d : where;
 	x->placed[k] = want;
+	x->sliced[k] = 0;
 	if (grp->exclusive)
 		topo_place_close(x, topo_place_ancestor_at(x, d, grp->constraint.level));
 	if (exact_dfs(x, k + 1, scope))
