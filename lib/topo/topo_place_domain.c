@@ -62,7 +62,7 @@ static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need);
 /* At most this many domains counted again, slices times the domains under
  * their domain, before a descent goes slice by slice (beyond: the plain
  * descent, whose slices may straddle domains below their level). */
-#define SLICES_WHOLE_WORK (4u << 20)
+#define SLICES_WHOLE_WORK (1u << 20)
 
 /* Several slices into a domain of their level: one slice at a time, each by
  * the descent below (the tightest child holding it whole, as for a Job of
