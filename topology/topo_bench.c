@@ -11,7 +11,7 @@
  *      Volcano-style baselines written here after the upstream algorithms (a
  *      best-fit rack per job, then the largest hosts first; the most used
  *      HyperNode and hosts): placed, one block, hosts per job, largest free rack.
- *   3. The node-level search at scale.
+ *   3. The node-level search at scale; slices kept whole at scale.
  *   4. End to end as muster-topology meets it: 10,000 Nodes as kubectl
  *      writes them and the JobSet in YAML decoded, the tree, the placement.
  *   5. Quality (issue 36, topo_quality.h): random small cases placed by
@@ -543,6 +543,77 @@ static void run_exact_scale(int runs)
 	gen_free(&g);
 }
 
+/* Slices kept whole below their level, at scale: on 10,000 nodes (2 blocks
+ * x 250 racks x 20 hosts of 64 cpu) 50 Jobs of 100 pods, each a slice of its
+ * block; and a refusal whose search backtracks over slices (8 blocks x 50
+ * racks x 20 hosts of 2 cpu; 5 x 900 pods in slices of 2 per block, then 41
+ * pods in one rack, which no rack holds), where every try descends again. */
+static void run_slices_scale(int runs)
+{
+	for (int which = 0; which < 2; which++) {
+		struct gen g = { 0 };
+		struct topo_tree *t;
+		struct topo_group grp[2];
+		struct topo_request req = { .groups = grp };
+		struct topo_placement *p = NULL;
+		char *cause = NULL;
+		double times[64];
+
+		rng = 99;
+		if (which == 0)
+			gen_cluster(&g, 2, 250, 20, 64000, 0);
+		else
+			gen_cluster(&g, 8, 50, 20, 2000, 0);
+		t = topo_tree_from_levels(&g.cluster, LEVELS, 3, &cause);
+		if (!t) {
+			fprintf(stderr, "tree: %s\n", cause);
+			exit(1);
+		}
+		memset(grp, 0, sizeof(grp));
+		if (which == 0) {
+			grp[0] = (struct topo_group){ .name = "workers", .replicas = 1, .pods = 5000 };
+			grp[0].job_pods = 100;
+			grp[0].slice_size = 100;
+			req.group_count = 1;
+		} else {
+			grp[0] = (struct topo_group){ .name = "x", .replicas = 5, .pods = 900 };
+			grp[0].slice_size = 2;
+			grp[0].constraint = (struct topo_constraint){ TOPO_MODE_REQUIRED, 1 };
+			grp[1] = (struct topo_group){ .name = "y", .replicas = 1, .pods = 41 };
+			grp[1].shape.requests[0] = 1000;
+			grp[1].constraint = (struct topo_constraint){ TOPO_MODE_REQUIRED, 2 };
+			req.group_count = 2;
+			req.exact_budget = 1;
+		}
+		grp[0].shape.requests[0] = which == 0 ? POD_CPU : 1000;
+		grp[0].slice_level = 1;
+		for (int r = 0; r < runs; r++) {
+			double t0 = now();
+
+			topo_placement_free(p);
+			p = NULL;
+			free(cause);
+			cause = NULL;
+			topo_place(t, &req, &p, &cause);
+			times[r] = now() - t0;
+		}
+		qsort(times, (size_t)runs, sizeof(double), cmp_double);
+		if (which == 0)
+			printf("\nslices kept whole below their level (%zu nodes):\n"
+			       "  50 Jobs of 100 pods, each a slice of a block: %s in %.2f ms\n",
+			       g.cluster.node_count, p ? "placed" : "refused", times[runs / 2] * 1e3);
+		else
+			printf("  5 x 900 pods in slices of 2 per block, then 41 in one rack (%zu nodes, "
+			       "backtracking): %.2f ms, %s%.100s\n",
+			       g.cluster.node_count, times[runs / 2] * 1e3,
+			       p ? "placed" : "refused: ", cause ? cause : "");
+		topo_placement_free(p);
+		free(cause);
+		topo_tree_free(t);
+		gen_free(&g);
+	}
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -593,6 +664,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(curve) / sizeof(curve[0]); i++)
 		run_case(curve[i], curve[i] >= 50 ? 5 : runs, 0);
 	run_exact_scale(runs < 5 ? runs : 5);
+	run_slices_scale(runs < 3 ? runs : 3);
 	run_end_to_end(runs < 5 ? runs : 5);
 	run_quality(cases, examples);
 	return 0;

@@ -709,6 +709,44 @@ static void slices_keep_their_job_in_one_rack_below_their_level(void **state)
 	topo_tree_free(t);
 }
 
+/* A Job of two slices placed slice by slice, the two sharing a rack (r0 of
+ * 3 cpu, r1 of 3, r2 of 4; slices of 5): the Job still holds one run of
+ * ranks per rack, in tree order; so does an instance that is one Job. */
+static void a_job_of_several_slices_holds_one_run_per_domain(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("w", 1, 10, TOPO_MODE_REQUIRED, 1);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+	static const int cpus[] = { 3, 3, 4 };
+	char name[48], rack[16];
+
+	(void)state;
+	fx_init(&f);
+	for (int r = 0; r < 3; r++) {
+		snprintf(name, sizeof(name), "n-%d", r);
+		snprintf(rack, sizeof(rack), "r%d", r);
+		fx_node(&f, name, "b0", rack, cpus[r]);
+	}
+	g.slice_size = 5;
+	g.slice_level = 1;
+	t = levels_tree(&f, 2);
+	for (uint32_t job_pods = 0; job_pods <= 10; job_pods += 10) {
+		g.job_pods = job_pods;
+		p = place_ok(t, &req);
+		assert_int_equal(p->pod_count, 10);
+		assert_int_equal(p->count_count, 3);
+		for (size_t c = 0; c < p->count_count; c++) {
+			assert_int_equal(p->counts[c].job_index, 0);
+			if (c)
+				assert_true(p->counts[c].domain > p->counts[c - 1].domain);
+		}
+		topo_placement_free(p);
+	}
+	topo_tree_free(t);
+}
+
 static void rank_order_follows_the_tree(void **state)
 {
 	struct fixture f;
@@ -2367,6 +2405,7 @@ int main(void)
 		cmocka_unit_test(capacity_taken_by_earlier_instances),
 		cmocka_unit_test(slices_stay_in_one_lower_domain),
 		cmocka_unit_test(slices_keep_their_job_in_one_rack_below_their_level),
+		cmocka_unit_test(a_job_of_several_slices_holds_one_run_per_domain),
 		cmocka_unit_test(rank_order_follows_the_tree),
 		cmocka_unit_test(equally_tight_racks_keep_the_roomier_whole),
 		cmocka_unit_test(taints_cordons_and_selectors_exclude_nodes),

@@ -348,19 +348,36 @@ static void sort_takes(const struct topo_tree *t, struct take *v, size_t n)
 	}
 }
 
-/* An instance placed slice by slice (descend_slices): its takes in rank
- * order inside each slice of `size` pods, and the slices in the rank order
- * of their first take, so that each slice keeps consecutive ranks (a slice
- * that is a Job stays in its domain). 0: the takes do not split into whole
- * slices, or no memory; the caller sorts them as one. */
-static int sort_slices(const struct topo_tree *t, struct take *v, size_t n, uint32_t size)
+/* The pods whose takes are put in rank order together when an instance
+ * went slice by slice: a Job of whole slices, or a slice of whole Jobs;
+ * 0 (one rank order for the instance) when its pods form one Job or Jobs
+ * and slices cut across each other. */
+static uint32_t slice_unit(const struct topo_group *grp)
+{
+	uint32_t size = slice_size_of(grp);
+
+	if (!grp->job_pods || size <= 1)
+		return 0;
+	if (grp->job_pods % size == 0)
+		return grp->job_pods;
+	return size % grp->job_pods == 0 ? size : 0;
+}
+
+/* An instance placed slice by slice (descend_slices): the slices of `size`
+ * pods in the rank order of their first take, so that each keeps
+ * consecutive ranks (a slice that is a Job stays in its domain), and the
+ * takes of every `unit` pods (a Job of several slices, or a slice) in rank
+ * order, so that a Job still holds one run per lowest domain. 0: the takes
+ * do not split into whole slices, or no memory; the caller sorts them as
+ * one. */
+static int sort_slices(const struct topo_tree *t, struct take *v, size_t n, uint32_t size, uint32_t unit)
 {
 	size_t segs = 0, *seg = malloc((n + 1) * sizeof(*seg)), *idx = malloc((n + 1) * sizeof(*idx));
 	struct take *copy = malloc((n + 1) * sizeof(*copy));
 	uint64_t sum = 0;
 	size_t out = 0;
 
-	if (!seg || !idx || !copy || size <= 1)
+	if (!seg || !idx || !copy || size <= 1 || !unit)
 		goto fail;
 	seg[0] = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -391,6 +408,16 @@ static int sort_slices(const struct topo_tree *t, struct take *v, size_t n, uint
 		for (size_t i = seg[idx[s]]; i < seg[idx[s] + 1]; i++)
 			copy[out++] = v[i];
 	memcpy(v, copy, n * sizeof(*v));
+	/* Each unit in rank order (its bounds are slice bounds: unit is a
+	 * multiple of size). */
+	sum = 0;
+	for (size_t i = 0, from = 0; i < n; i++) {
+		sum += v[i].count;
+		if (sum % unit == 0) {
+			sort_takes(t, v + from, i + 1 - from);
+			from = i + 1;
+		}
+	}
 	free(seg);
 	free(idx);
 	free(copy);
@@ -445,10 +472,11 @@ struct topo_placement *topo_place_build_output(struct ctx *x, uint32_t whole)
 	 * was placed so. */
 	for (size_t k = 0; k < x->instance_count; k++) {
 		size_t from = x->start[k], to = k + 1 < x->instance_count ? x->start[k + 1] : x->log_used;
+		const struct topo_group *grp = &x->req->groups[x->order[k].group];
 
 		position[first_instance[x->order[k].group] + x->order[k].job] = k;
-		if (!x->sliced[k] || !sort_slices(t, x->log + from, to - from,
-						  slice_size_of(&x->req->groups[x->order[k].group])))
+		if (!x->sliced[k] ||
+		    !sort_slices(t, x->log + from, to - from, slice_size_of(grp), slice_unit(grp)))
 			sort_takes(t, x->log + from, to - from);
 	}
 	/* Output in (group, job) order. */

@@ -55,7 +55,12 @@
  * nodes it got ordered by their lowest domain (the parent of the node's
  * leaf) in tree order, then by node in tree order; so each lowest domain
  * holds one run of consecutive ranks, the runs follow the tree, and each
- * slice of `slice_size` ranks lies in one domain.
+ * slice of `slice_size` ranks lies in one domain. An instance whose slices
+ * descended one at a time (one layer, not exclusive, job_pods a multiple or
+ * a divisor of slice_size) is ordered so per Job of whole slices (or slice
+ * of whole Jobs), the Jobs (slices) in the tree order of their first node:
+ * each Job keeps one run per lowest domain, and a slice that is a Job keeps
+ * the domain it was given.
  *
  * Unconstrained (Kueue podset-unconstrained-topology): no domain at all;
  * the pods fill the nodes with the least room for them first (fewest free

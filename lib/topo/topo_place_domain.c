@@ -59,9 +59,10 @@ static size_t nodes_with_room(const struct ctx *x, uint32_t d)
  * BestFit), a child that does not is taken whole. */
 static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need);
 
-/* At most this many domains counted again, slices times the domains under
- * their domain, before a descent goes slice by slice (beyond: the plain
- * descent, whose slices may straddle domains below their level). */
+/* At most this many domains counted again by the slice-by-slice descents of
+ * one placement, all its passes and backtracking included (each costs its
+ * slices times the domains under their domain); beyond, the plain descent,
+ * whose slices may straddle domains below their level. */
 #define SLICES_WHOLE_WORK (1u << 20)
 
 /* Several slices into a domain of their level: one slice at a time, each by
@@ -73,15 +74,18 @@ static void descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need);
 static int descend_slices(struct ctx *x, uint32_t g, uint32_t d, uint64_t need)
 {
 	const struct topo_group *grp = &x->req->groups[g];
-	uint64_t size;
+	uint64_t size, work;
 	size_t level;
 
 	if (!x->slices_whole || grp->exclusive || grp->inner_count)
 		return 0;
 	topo_place_slicing(x, grp, &size, &level);
-	if (size <= 1 || x->t->domains[d].level != level || need <= size || need % size ||
-	    need / size * (x->t->domains[d].end - d) > SLICES_WHOLE_WORK)
+	if (size <= 1 || x->t->domains[d].level != level || need <= size || need % size)
 		return 0;
+	work = need / size * (x->t->domains[d].end - d);
+	if (work > SLICES_WHOLE_WORK - x->slice_work)
+		return 0;
+	x->slice_work += work;
 	x->slices_whole = 0; /* the descent of one slice is the plain one */
 	x->sliced_now = 1;
 	for (uint64_t left = need; left > 0; left -= size) {

@@ -88,6 +88,7 @@ struct ctx {
 	uint32_t *placed; /* per order position: pods placed (fewer than wanted only when elastic) */
 	uint8_t *sliced; /* per order position: its takes go slice by slice (descend_slices) */
 	int sliced_now; /* set by the descent when it went slice by slice */
+	uint64_t slice_work; /* domains counted again by slice-by-slice descents so far */
 	size_t descents, budget, scope_descents, level_start;
 	size_t exact_steps, exact_budget; /* the node-level search's work and its budget */
 	int exact_cut; /* the node-level search stopped at its budget */
