@@ -21,7 +21,8 @@
 # barriers are never released (they time out). --force removes anyway.
 #
 # After a patch it returns once the apiserver serves the field (kubectl
-# validates it and the apiserver keeps it; PATCH_CRD_WAIT_SECONDS, 60).
+# validates it and the apiserver keeps it; PATCH_CRD_WAIT_SECONDS, 60);
+# after a removal, once it no longer does.
 #
 # --status prints "present", "absent" or "outdated" (stdout) and changes
 # nothing. Progress goes to stderr. Needs kubectl (and nothing else).
@@ -116,16 +117,22 @@ state() {
 # Both are waited for, so that a JobSet made right after this script keeps
 # its field. The handler is asked by a server-side dry run; one refused for
 # another reason (no namespace default, a webhook) leaves the OpenAPI check.
-served() {
-	local kept
-	k explain jobsets.spec.groupSchedulingConfig --api-version="jobset.x-k8s.io/$version" >/dev/null 2>&1 ||
-		return 1
-	kept=$(k create --dry-run=server -o 'jsonpath={.spec.groupSchedulingConfig.timeoutAfterSeconds}' -f - 2>/dev/null <<EOF
+explained() {
+	k explain jobsets.spec.groupSchedulingConfig --api-version="jobset.x-k8s.io/$version" >/dev/null 2>&1
+}
+# What the handler keeps of the field in a server-side dry run (empty:
+# pruned); fails when the dry run is refused for another reason.
+kept_by_handler() {
+	k create --dry-run=server -o 'jsonpath={.spec.groupSchedulingConfig.timeoutAfterSeconds}' -f - 2>/dev/null <<EOF
 {"apiVersion":"jobset.x-k8s.io/$version","kind":"JobSet",
  "metadata":{"name":"muster-patch-crd-check","namespace":"default"},
  "spec":{"groupSchedulingConfig":{"timeoutAfterSeconds":60},"replicatedJobs":[]}}
 EOF
-	) || return 0
+}
+served() {
+	local kept
+	explained || return 1
+	kept=$(kept_by_handler) || return 0
 	[ "$kept" = 60 ]
 }
 wait_served() {
@@ -136,6 +143,26 @@ wait_served() {
 		sleep 0.5
 	done
 	say "$crd: spec.groupSchedulingConfig is served (kubectl validates it, the apiserver keeps it)"
+}
+
+# A removal is served a moment later in the same way: until then kubectl
+# still knows the field and the handler still keeps it. It is waited for
+# too, so that the field added back right after is never taken as served
+# by the schema from before the removal.
+gone() {
+	local kept
+	! explained || return 1
+	kept=$(kept_by_handler) || return 0
+	[ -z "$kept" ]
+}
+wait_gone() {
+	local deadline=$((SECONDS + ${PATCH_CRD_WAIT_SECONDS:-60}))
+	until gone; do
+		[ "$SECONDS" -lt "$deadline" ] ||
+			die "the field is removed from the schema but the apiserver still served it after ${PATCH_CRD_WAIT_SECONDS:-60} s (kubectl explain jobsets.spec.groupSchedulingConfig); run this script again"
+		sleep 0.5
+	done
+	say "$crd: spec.groupSchedulingConfig is no longer served"
 }
 
 case $mode in
@@ -185,5 +212,6 @@ remove)
 	k patch crd "$crd" --type json --patch \
 		"[{\"op\":\"test\",\"path\":\"/spec/versions/$index/name\",\"value\":\"$version\"},
 		  {\"op\":\"remove\",\"path\":\"/spec/versions/$index/schema/openAPIV3Schema/properties/spec/properties/groupSchedulingConfig\"}]" >&2
+	wait_gone
 	;;
 esac

@@ -217,9 +217,14 @@ def test_crd_patch_keeps_the_field_and_enforces_its_bounds(kube, kubeconfig, nam
     config = {"timeoutAfterSeconds": 300, "targetReplicatedJobs": ["workers"]}
     status = lambda: run(["bash", PATCH_CRD, "--status"], kubeconfig).stdout.strip()  # noqa: E731
 
-    # Start from the stock CRD: the field is pruned silently.
+    # Start from the stock CRD: the field is pruned silently. The removal is
+    # served when the script returns (kubectl no longer knows the field), so
+    # the schema from before it is never mistaken for the patch below.
     run(["bash", PATCH_CRD, "--remove", "--force"], kubeconfig)
     assert status() == "absent"
+    unknown = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "explain", "jobsets.spec.groupSchedulingConfig",
+                              "--api-version=jobset.x-k8s.io/v1alpha2"], capture_output=True, text=True)
+    assert unknown.returncode != 0, unknown.stdout
     counter = iter(range(1000))
 
     def created(config_to_use):
