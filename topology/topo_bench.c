@@ -475,6 +475,27 @@ static void run_case(uint32_t blocks, int runs, int detail)
 	gen_free(&g);
 }
 
+/* Places `req` `runs` times (at most 64); the median time in seconds, and
+ * the last run's placement or cause. */
+static double place_median(const struct topo_tree *t, const struct topo_request *req, int runs,
+			   struct topo_placement **p, char **cause)
+{
+	double times[64];
+
+	for (int r = 0; r < runs; r++) {
+		double t0 = now();
+
+		topo_placement_free(*p);
+		*p = NULL;
+		free(*cause);
+		*cause = NULL;
+		topo_place(t, req, p, cause);
+		times[r] = now() - t0;
+	}
+	qsort(times, (size_t)runs, sizeof(double), cmp_double);
+	return times[runs / 2];
+}
+
 /* The node-level search at scale (lib/topo/topo_place_node.c): 3,000 nodes
  * of one shape (3 blocks x 50 racks x 20 hosts of 64 cpu, 16 pod slots).
  * A JobSet the greedy descent places (16 Jobs x 312 pods, rack each, 4,992
@@ -490,7 +511,7 @@ static void run_exact_scale(int runs)
 	struct topo_request req = { .groups = grp };
 	struct topo_placement *p = NULL;
 	char *cause = NULL;
-	double times[64];
+	double median;
 
 	rng = 777;
 	gen_cluster(&g, 3, 50, 20, 64000, 0);
@@ -519,23 +540,13 @@ static void run_exact_scale(int runs)
 			req.group_count = 2;
 			req.whole = (struct topo_constraint){ TOPO_MODE_REQUIRED, 2 };
 		}
-		for (int r = 0; r < runs; r++) {
-			double t0 = now();
-
-			topo_placement_free(p);
-			p = NULL;
-			free(cause);
-			cause = NULL;
-			topo_place(t, &req, &p, &cause);
-			times[r] = now() - t0;
-		}
-		qsort(times, (size_t)runs, sizeof(double), cmp_double);
+		median = place_median(t, &req, runs, &p, &cause);
 		if (which == 0)
 			printf("  16 x 312 pods, rack each, block preferred: %s in %.2f ms\n",
-			       p ? "placed" : "refused", times[runs / 2] * 1e3);
+			       p ? "placed" : "refused", median * 1e3);
 		else
-			printf("  250 + 6 pods of two shapes in one rack: %.2f ms, %s%.150s\n",
-			       times[runs / 2] * 1e3, p ? "placed" : "refused: ", cause ? cause : "");
+			printf("  250 + 6 pods of two shapes in one rack: %.2f ms, %s%.150s\n", median * 1e3,
+			       p ? "placed" : "refused: ", cause ? cause : "");
 	}
 	topo_placement_free(p);
 	free(cause);
@@ -557,7 +568,7 @@ static void run_slices_scale(int runs)
 		struct topo_request req = { .groups = grp };
 		struct topo_placement *p = NULL;
 		char *cause = NULL;
-		double times[64];
+		double median;
 
 		rng = 99;
 		if (which == 0)
@@ -587,25 +598,15 @@ static void run_slices_scale(int runs)
 		}
 		grp[0].shape.requests[0] = which == 0 ? POD_CPU : 1000;
 		grp[0].slice_level = 1;
-		for (int r = 0; r < runs; r++) {
-			double t0 = now();
-
-			topo_placement_free(p);
-			p = NULL;
-			free(cause);
-			cause = NULL;
-			topo_place(t, &req, &p, &cause);
-			times[r] = now() - t0;
-		}
-		qsort(times, (size_t)runs, sizeof(double), cmp_double);
+		median = place_median(t, &req, runs, &p, &cause);
 		if (which == 0)
 			printf("\nslices kept whole below their level (%zu nodes):\n"
 			       "  50 Jobs of 100 pods, each a slice of a block: %s in %.2f ms\n",
-			       g.cluster.node_count, p ? "placed" : "refused", times[runs / 2] * 1e3);
+			       g.cluster.node_count, p ? "placed" : "refused", median * 1e3);
 		else
 			printf("  5 x 900 pods in slices of 2 per block, then 41 in one rack (%zu nodes, "
 			       "backtracking): %.2f ms, %s%.100s\n",
-			       g.cluster.node_count, times[runs / 2] * 1e3,
+			       g.cluster.node_count, median * 1e3,
 			       p ? "placed" : "refused: ", cause ? cause : "");
 		topo_placement_free(p);
 		free(cause);

@@ -135,13 +135,17 @@ served() {
 	kept=$(kept_by_handler) || return 0
 	[ "$kept" = 60 ]
 }
-wait_served() {
+# Waits until "$1" (served or gone) holds, else dies saying "$2".
+wait_until() {
 	local deadline=$((SECONDS + ${PATCH_CRD_WAIT_SECONDS:-60}))
-	until served; do
+	until "$1"; do
 		[ "$SECONDS" -lt "$deadline" ] ||
-			die "the schema is patched but the apiserver did not serve it within ${PATCH_CRD_WAIT_SECONDS:-60} s (kubectl explain jobsets.spec.groupSchedulingConfig); run this script again"
+			die "$2 within ${PATCH_CRD_WAIT_SECONDS:-60} s (kubectl explain jobsets.spec.groupSchedulingConfig); run this script again"
 		sleep 0.5
 	done
+}
+wait_served() {
+	wait_until served "the schema is patched but the apiserver did not serve it"
 	say "$crd: spec.groupSchedulingConfig is served (kubectl validates it, the apiserver keeps it)"
 }
 
@@ -156,12 +160,7 @@ gone() {
 	[ -z "$kept" ]
 }
 wait_gone() {
-	local deadline=$((SECONDS + ${PATCH_CRD_WAIT_SECONDS:-60}))
-	until gone; do
-		[ "$SECONDS" -lt "$deadline" ] ||
-			die "the field is removed from the schema but the apiserver still served it after ${PATCH_CRD_WAIT_SECONDS:-60} s (kubectl explain jobsets.spec.groupSchedulingConfig); run this script again"
-		sleep 0.5
-	done
+	wait_until gone "the field is removed from the schema but the apiserver still served it"
 	say "$crd: spec.groupSchedulingConfig is no longer served"
 }
 
