@@ -569,6 +569,7 @@ int topo_quality_run(uint64_t seed, size_t cases, size_t examples, struct topo_q
 			measure(&c, &p[0], v[0]);
 			measure(&c, &p[1], v[1]);
 			report->compared++;
+			report->stated += c.req.whole.mode == TOPO_MODE_NONE;
 			buys = v[0][TOPO_QUALITY_LEVEL] > v[1][TOPO_QUALITY_LEVEL] ||
 			       v[0][TOPO_QUALITY_PREFERRED] > v[1][TOPO_QUALITY_PREFERRED];
 			for (int f = 0; f < TOPO_QUALITY_FIGURES; f++) {
@@ -588,6 +589,7 @@ int topo_quality_run(uint64_t seed, size_t cases, size_t examples, struct topo_q
 					return -1;
 				}
 				report->as_good[f] += m >= k;
+				report->stated_as_good[f] += m >= k && c.req.whole.mode == TOPO_MODE_NONE;
 				report->better[f] += m > k;
 				report->worse_buying[f] += m < k && buys;
 				worse |= m < k;

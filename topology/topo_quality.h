@@ -87,6 +87,10 @@ struct topo_quality_report {
 	 * holds the JobSet at a deeper level or meets more preferred levels
 	 * than the greedy (what its order of measures puts first). */
 	size_t worse_buying[TOPO_QUALITY_FIGURES];
+	/* The compared cases Kueue can state (no JobSet-wide level: Kueue has
+	 * none), and of them where muster is as good as the greedy or better. */
+	size_t stated;
+	size_t stated_as_good[TOPO_QUALITY_FIGURES];
 	double sum[TOPO_QUALITY_WAYS][TOPO_QUALITY_FIGURES]; /* for the means */
 	size_t exhaustive_leaves; /* complete assignments the exhaustive search scored */
 	/* Up to the `examples` asked, cases where muster is worse than the

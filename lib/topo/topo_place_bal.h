@@ -41,6 +41,9 @@ typedef int (*order_fn)(const struct bal *, uint32_t, uint32_t);
 
 /* ---- topo_place_balanced.c: the counts and their orders ---- */
 
+/* Kueue's counts for n domains (0, or -1 without memory: release anyway). */
+int bal_alloc(struct bal *b, size_t n);
+void bal_release(struct bal *b);
 /* Whether d is a Kueue domain (not a node leaf). */
 int bal_is_domain(const struct ctx *x, uint32_t d);
 /* Whether d has domain children (else it is a Kueue leaf). */

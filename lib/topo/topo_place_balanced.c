@@ -192,6 +192,27 @@ static void leaf_counts(struct bal *b, uint32_t d)
 	}
 }
 
+int bal_alloc(struct bal *b, size_t n)
+{
+	b->kp = malloc(n * sizeof(*b->kp));
+	b->kpl = malloc(n * sizeof(*b->kpl));
+	b->ks = malloc(n * sizeof(*b->ks));
+	b->ksl = malloc(n * sizeof(*b->ksl));
+	b->lc = malloc(n);
+	b->leader_node = malloc(n * sizeof(*b->leader_node));
+	return b->kp && b->kpl && b->ks && b->ksl && b->lc && b->leader_node ? 0 : -1;
+}
+
+void bal_release(struct bal *b)
+{
+	free(b->kp);
+	free(b->kpl);
+	free(b->ks);
+	free(b->ksl);
+	free(b->lc);
+	free(b->leader_node);
+}
+
 /* Kueue's counts of d's subtree as fillInCounts leaves them (what Kueue's
  * clone of the subtree starts from); -1 where the tree is not Kueue's (a
  * domain holding both nodes and domains). */
@@ -737,16 +758,10 @@ int topo_place_balanced(struct ctx *x, size_t k, uint32_t scope, uint32_t want, 
 	b.slice_level = grp->slice_level ? grp->slice_level : x->t->node_level - 1;
 	if (b.slice_level < level)
 		return 0;
-	b.kp = malloc(n * sizeof(*b.kp));
-	b.kpl = malloc(n * sizeof(*b.kpl));
-	b.ks = malloc(n * sizeof(*b.ks));
-	b.ksl = malloc(n * sizeof(*b.ksl));
-	b.lc = malloc(n);
-	b.leader_node = malloc(n * sizeof(*b.leader_node));
 	cands.v = malloc(n * sizeof(*cands.v));
 	fit.v = malloc(n * sizeof(*fit.v));
 	scratch = malloc(2 * n * sizeof(*scratch));
-	if (!b.kp || !b.kpl || !b.ks || !b.ksl || !b.lc || !b.leader_node || !cands.v || !fit.v || !scratch)
+	if (bal_alloc(&b, n) || !cands.v || !fit.v || !scratch)
 		goto done;
 	out = (struct list){ cands.v, 0 };
 	if (best_block(&b, scope, level, want / b.size, &cands, &fit, scratch, &p) &&
@@ -777,12 +792,7 @@ int topo_place_balanced(struct ctx *x, size_t k, uint32_t scope, uint32_t want, 
 		}
 	}
 done:
-	free(b.kp);
-	free(b.kpl);
-	free(b.ks);
-	free(b.ksl);
-	free(b.lc);
-	free(b.leader_node);
+	bal_release(&b);
 	free(cands.v);
 	free(fit.v);
 	free(scratch);

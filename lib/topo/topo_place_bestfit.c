@@ -1,11 +1,15 @@
 /*
- * topo_place_bestfit: Kueue's BestFit inside balanced placement
- * (topo_place_bal.h): the counts taken over a list of domains in order,
- * the descent to Kueue's leaves, the takes on the nodes, and the fallback
- * for a group with a leader (Kueue's level search, then the descent), as
- * pkg/cache/scheduler/tas_flavor_snapshot.go does them.
+ * topo_place_bestfit: Kueue's BestFit, as
+ * pkg/cache/scheduler/tas_flavor_snapshot.go does it: the counts taken over
+ * a list of domains in order, the descent to Kueue's leaves, the takes on
+ * the nodes, and the level search then the descent for one PodSet (with a
+ * leader or without). Balanced placement falls back to it
+ * (topo_place_bal.h), and the order choice (topo_place_order.c) scores
+ * Kueue's own placement of the whole request beside muster's, so that a
+ * placement Kueue's beats on every measure is not the one kept.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "topo_place_bal.h"
@@ -312,4 +316,88 @@ int bal_best_fit_with_leader(struct bal *b, uint32_t scope, size_t level, int64_
 		memcpy(fit->v, out.v, (fit->n = out.n) * sizeof(*fit->v));
 	}
 	return bal_descend_kueue(b, fit, scratch, scratch2);
+}
+
+int topo_place_kueue_allowed(const struct ctx *x)
+{
+	const struct topo_request *req = x->req;
+
+	if (req->held || x->elastic || x->instance_count == 0 ||
+	    (uint64_t)x->instance_count * x->t->domain_count > TOPO_KUEUE_PASS_WORK)
+		return 0;
+	for (size_t g = 0; g < req->group_count; g++) {
+		const struct topo_group *grp = &req->groups[g];
+
+		if (grp->together || grp->exclusive || grp->inner_count || grp->min_slices || grp->balanced ||
+		    grp->outside_whole || grp->constraint.level < 1 ||
+		    grp->constraint.level >= x->t->node_level ||
+		    (grp->constraint.mode != TOPO_MODE_REQUIRED &&
+		     grp->constraint.mode != TOPO_MODE_PREFERRED))
+			return 0;
+	}
+	return 1;
+}
+
+/* Undoes instances `placed` .. 0 of the pass, last first. */
+static void kueue_undo(struct ctx *x, size_t placed)
+{
+	for (size_t k = placed + 1; k-- > 0;)
+		topo_place_undo(x, x->order[k].group, x->start[k]);
+}
+
+int topo_place_kueue(struct ctx *x, uint32_t *whole)
+{
+	const struct topo_domain *dom = x->t->domains;
+	const struct topo_request *req = x->req;
+	size_t n = x->t->domain_count, k = 0;
+	struct bal b = { .x = x };
+	struct list fit = { malloc(n * sizeof(uint32_t)), 0 };
+	uint32_t *scratch = malloc(2 * n * sizeof(uint32_t)), all = TOPO_NONE;
+	int ok = 0;
+
+	*whole = 0;
+	if (bal_alloc(&b, n) || !fit.v || !scratch)
+		goto done;
+	for (; k < x->instance_count; k++) {
+		const struct instance *in = &x->order[k];
+		const struct topo_group *grp = &req->groups[in->group];
+		size_t level = grp->constraint.level, leader_start;
+		uint32_t top = TOPO_NONE, leader_leaf;
+
+		x->start[k] = x->log_used;
+		b.group = b.leader_group = in->group;
+		b.size = slice_size_of(grp);
+		b.slice_level = grp->slice_level ? grp->slice_level : x->t->node_level - 1;
+		topo_place_compute(x, in->group, 0);
+		if (bal_best_fit_with_leader(&b, 0, level, in->pods, &fit, scratch, scratch + n, &top) ||
+		    top == TOPO_NONE ||
+		    (grp->constraint.mode == TOPO_MODE_REQUIRED && dom[top].level < level) ||
+		    bal_take_all(&b, in->group, &fit, &leader_leaf, &leader_start))
+			break;
+		x->domain[k] = grp->constraint.mode == TOPO_MODE_REQUIRED
+				       ? topo_place_ancestor_at(x, top, level)
+				       : top;
+		x->placed[k] = in->pods;
+		x->sliced[k] = 0;
+		all = all == TOPO_NONE ? x->domain[k] : common(dom, all, x->domain[k]);
+	}
+	if (k < x->instance_count) {
+		kueue_undo(x, k);
+		goto done;
+	}
+	if (req->whole.mode == TOPO_MODE_REQUIRED) {
+		if (dom[all].level < req->whole.level) {
+			kueue_undo(x, k - 1);
+			goto done;
+		}
+		*whole = topo_place_ancestor_at(x, all, req->whole.level);
+	} else if (req->whole.mode == TOPO_MODE_PREFERRED) {
+		*whole = all;
+	}
+	ok = 1;
+done:
+	bal_release(&b);
+	free(fit.v);
+	free(scratch);
+	return ok;
 }

@@ -11,11 +11,13 @@
  *                        the order of the instances
  *   topo_place_node.c    the node-level search, complete within its step
  *                        budget, when the domain search gives up
- *   topo_place_order.c   the order choice: the spec's order against the
- *                        search's, the better placement kept
+ *   topo_place_order.c   the choice between candidates: the spec's order
+ *                        against the search's, Kueue's BestFit, the best
+ *                        placement kept
  *   topo_place_balanced.c  Kueue's balanced placement of one instance, with
  *   topo_place_bestfit.c   Kueue's BestFit inside it (their own private
- *                          header: topo_place_bal.h)
+ *                          header: topo_place_bal.h), and for the whole
+ *                          request as a candidate
  *
  * Only this header's structs and prototypes cross between them (and
  * topo_place_bal.h's between the two balanced files); every other helper
@@ -162,6 +164,26 @@ uint64_t topo_place_whole_fit(struct ctx *x, size_t level);
  * 0 with nothing taken. */
 int topo_place_balanced(struct ctx *x, size_t k, uint32_t scope, uint32_t want, uint32_t *where);
 
+/* ---- topo_place_bestfit.c: Kueue's BestFit as a candidate ---- */
+
+/* The Kueue pass's work bound: instances times domains (each instance
+ * counts the whole tree once, about 25 ns a domain on the 2-vCPU VM), so
+ * that it adds at most about 13 ms (16 Jobs on 10,000 nodes of three
+ * levels: 328,000, 6 ms). */
+#define TOPO_KUEUE_PASS_WORK (1u << 19)
+/* Whether Kueue could state the request (every group a PodSet of its own
+ * with a required or preferred level, at most one layer of slices, no
+ * co-placement, exclusivity, minimum or balanced placement, no Jobs held)
+ * and the pass is within TOPO_KUEUE_PASS_WORK. */
+int topo_place_kueue_allowed(const struct ctx *x);
+/* Kueue's BestFit for the whole request, in x->order (the caller sets the
+ * spec's): each instance alone, by Kueue's level search and descent
+ * (pkg/cache/scheduler/tas_flavor_snapshot.go), then the takes on the
+ * nodes. 1 with the takes logged and *whole the JobSet's domain when every
+ * instance was placed and the JobSet's required level holds; else 0 with
+ * nothing taken. */
+int topo_place_kueue(struct ctx *x, uint32_t *whole);
+
 /* ---- topo_place_node.c: the node-level search ---- */
 
 /* The complete search over the whole request (x->elastic: at least each
@@ -169,7 +191,7 @@ int topo_place_balanced(struct ctx *x, size_t k, uint32_t scope, uint32_t want, 
  * JobSet's domain; else 0, with x->exact_cut when it stopped at its budget. */
 int topo_place_exact(struct ctx *x, uint32_t *whole);
 
-/* ---- topo_place_order.c: the order choice ---- */
+/* ---- topo_place_order.c: the choice between candidates ---- */
 
 /* The request's scarcest resource, or -1. */
 int topo_place_scarcest_resource(const struct ctx *x);

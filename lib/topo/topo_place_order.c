@@ -1,20 +1,24 @@
 /*
- * topo_place_order: the placement core's choice between orders, and the
- * request's scarcest resource that breaks ties between equally tight
- * domains. Not the searches that place in a given order
- * (topo_place_domain.c, topo_place_node.c).
+ * topo_place_order: the placement core's choice between candidate
+ * placements, and the request's scarcest resource that breaks ties between
+ * equally tight domains. Not the searches that place in a given order
+ * (topo_place_domain.c, topo_place_node.c), nor Kueue's BestFit
+ * (topo_place_bestfit.c).
  *
  * The search places the largest instances first (first-fit decreasing).
  * Kueue places PodSets in the order the JobSet lists them, and on some
  * clusters that order leaves the JobSet closer together or a larger domain
  * free. So, when a placement was found, the spec order is tried as well
- * (one more greedy descent per instance) and the better of the two kept, by
- * what users measure, in this order: the pods' preferred node affinity (the
- * sum over the pods of their node's score; Kueue puts it before the
- * placement policy), preferred levels met, the level of the
- * smallest domain holding the whole JobSet, the largest domain left free at
- * the request's level, the fewest domains used.
- */
+ * (one more greedy descent per instance), each order also with ties in
+ * tree order, and Kueue's own BestFit when Kueue could state the request;
+ * the best is kept, by what users measure, in this order: the pods'
+ * preferred node affinity (the sum over the pods of their node's score;
+ * Kueue puts it before the placement policy), preferred levels met, the
+ * JobSet's preferred level met, then one placement at least as good as the
+ * other on every level's largest free domain (pods of the request's
+ * shapes), hosts and domains used, then the level of the smallest domain
+ * holding the whole JobSet, the largest domain left free at the request's
+ * level, the fewest domains used. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,10 +27,30 @@
 struct order_score {
 	uint64_t affinity;
 	uint32_t preferred_met;
+	int whole_met; /* the JobSet's preferred level met */
 	size_t jobset_level;
 	uint64_t largest_free;
 	size_t domains;
+	/* The largest free domain at each level (1 .. the node level), in pods
+	 * of the request's shapes (each shape counted on its own, summed):
+	 * of two placements that tie on the measures above, one at least as
+	 * good at every level and on domains is the better. */
+	uint64_t free_at[TOPO_LEVELS_MAX + 2];
+	size_t levels;
+	size_t hosts; /* per Job, the nodes holding its pods, summed */
 };
+
+/* 1 when a is at least as good as b at every level's free domain, on
+ * domains used and on hosts used. */
+static int covers(const struct order_score *a, const struct order_score *b)
+{
+	if (a->domains > b->domains || a->hosts > b->hosts)
+		return 0;
+	for (size_t l = 1; l < a->levels; l++)
+		if (a->free_at[l] < b->free_at[l])
+			return 0;
+	return 1;
+}
 
 /* Positive when a is better than b. */
 static int compare_scores(const struct order_score *a, const struct order_score *b)
@@ -35,6 +59,10 @@ static int compare_scores(const struct order_score *a, const struct order_score 
 		return a->affinity > b->affinity ? 1 : -1;
 	if (a->preferred_met != b->preferred_met)
 		return a->preferred_met > b->preferred_met ? 1 : -1;
+	if (a->whole_met != b->whole_met)
+		return a->whole_met > b->whole_met ? 1 : -1;
+	if (covers(a, b) != covers(b, a))
+		return covers(a, b) ? 1 : -1;
 	if (a->jobset_level != b->jobset_level)
 		return a->jobset_level > b->jobset_level ? 1 : -1;
 	if (a->largest_free != b->largest_free)
@@ -105,6 +133,65 @@ static uint64_t largest_free_room(struct ctx *x, size_t level)
 	return largest;
 }
 
+/* free_at: per level, the most pods of the request's shapes one domain
+ * of the level still takes (each distinct shape on its own, summed). */
+static void free_pods_at_levels(struct ctx *x, uint64_t *free_at)
+{
+	const struct topo_domain *dom = x->t->domains;
+
+	memset(free_at, 0, (x->t->node_level + 1) * sizeof(*free_at));
+	/* x->pods as scratch: the pods summed up the tree, over the shapes. */
+	memset(x->pods, 0, x->t->domain_count * sizeof(*x->pods));
+	for (size_t g = 0; g < x->req->group_count; g++) {
+		const struct topo_shape *shape = &x->req->groups[g].shape;
+		size_t e;
+
+		for (e = 0; e < g; e++)
+			if (memcmp(&x->req->groups[e].shape, shape, sizeof(*shape)) == 0)
+				break;
+		if (e < g)
+			continue; /* that shape is counted */
+		for (uint32_t d = 0; d < x->t->domain_count; d++) {
+			uint32_t n = dom[d].node;
+
+			if (n != TOPO_NONE && !x->closed[n] && x->eligible[g * x->c->node_count + n])
+				x->pods[d] +=
+					topo_place_fit_free(x->c, x->free + (size_t)n * x->resources, shape);
+		}
+	}
+	for (uint32_t d = x->t->domain_count; d-- > 0;) {
+		if (x->pods[d] > free_at[dom[d].level])
+			free_at[dom[d].level] = x->pods[d];
+		if (d)
+			x->pods[dom[d].parent] += x->pods[d];
+	}
+}
+
+/* Per Job, the nodes holding its pods, summed (SIZE_MAX without memory:
+ * then no placement covers another). The pods come by group and job. */
+static size_t hosts_used(const struct ctx *x, const struct topo_placement *p)
+{
+	uint32_t *seen = calloc(x->c->node_count + 1, sizeof(*seen));
+	size_t hosts = 0;
+	uint32_t job = 1;
+
+	if (!seen)
+		return SIZE_MAX;
+	for (size_t i = 0; i < p->pod_count; i++) {
+		uint32_t n = p->pods[i].node;
+
+		if (i > 0 && (p->pods[i].group != p->pods[i - 1].group ||
+			      p->pods[i].job_index != p->pods[i - 1].job_index))
+			job++;
+		if (n != TOPO_NONE && seen[n] != job) {
+			seen[n] = job;
+			hosts++;
+		}
+	}
+	free(seen);
+	return hosts;
+}
+
 /* The score of placement p, with the context's free capacity as p left it. */
 static struct order_score score_of(struct ctx *x, const struct topo_placement *p)
 {
@@ -148,6 +235,10 @@ static struct order_score score_of(struct ctx *x, const struct topo_placement *p
 				x->prefer[(size_t)p->pods[i].group * x->c->node_count + p->pods[i].node];
 	if (level)
 		s.largest_free = largest_free_room(x, level);
+	s.whole_met = x->req->whole.mode == TOPO_MODE_PREFERRED && s.jobset_level >= x->req->whole.level;
+	s.levels = x->t->node_level + 1;
+	free_pods_at_levels(x, s.free_at);
+	s.hosts = hosts_used(x, p);
 	return s;
 }
 
@@ -189,9 +280,10 @@ static void set_order(struct ctx *x, int spec)
 							 .leader = (uint32_t)k };
 }
 
-/* The best of `first` (the search's order, ties broken by free room) and
- * three more greedy passes: the spec order, and each order with ties left
- * in tree order. The others are freed; ties keep the earlier. */
+/* The best of `first` (the search's order, ties broken by free room), three
+ * more greedy passes when another order may be tried (the spec order, and
+ * each order with ties left in tree order), and Kueue's BestFit when Kueue
+ * could state the request. The others are freed; ties keep the earlier. */
 struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, int one_shape,
 						 struct topo_placement *first)
 {
@@ -202,7 +294,8 @@ struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, 
 	struct order_score best_score = score_of(x, first);
 
 	/* One greedy descent per instance: the order and ties are all that vary. */
-	for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+	for (size_t v = 0; topo_place_second_order_allowed(x) && v < sizeof(variants) / sizeof(variants[0]);
+	     v++) {
 		struct topo_placement *other;
 		struct order_score score;
 		uint32_t whole = 0;
@@ -223,6 +316,27 @@ struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, 
 			best_score = score;
 		} else {
 			topo_placement_free(other);
+		}
+	}
+	if (topo_place_kueue_allowed(x)) {
+		/* Kueue's own placement of the request, in the spec's order. */
+		struct topo_placement *other = NULL;
+		uint32_t whole = 0;
+
+		undo_all(x);
+		set_order(x, 1);
+		if (topo_place_kueue(x, &whole))
+			other = topo_place_build_output(x, whole);
+		if (other) {
+			struct order_score score = score_of(x, other);
+
+			if (compare_scores(&score, &best_score) > 0) {
+				topo_placement_free(best);
+				best = other;
+				best_score = score;
+			} else {
+				topo_placement_free(other);
+			}
 		}
 	}
 	best->descents = x->descents; /* every pass's */
