@@ -352,7 +352,7 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole)
 	size_t n = x->t->domain_count, k = 0;
 	struct bal b = { .x = x };
 	struct list fit = { malloc(n * sizeof(uint32_t)), 0 };
-	uint32_t *scratch = malloc(2 * n * sizeof(uint32_t)), all = TOPO_NONE;
+	uint32_t *scratch = malloc(2 * n * sizeof(uint32_t)), all = TOPO_NONE, counted = 0;
 	int ok = 0;
 
 	*whole = 0;
@@ -368,7 +368,12 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole)
 		b.group = b.leader_group = in->group;
 		b.size = slice_size_of(grp);
 		b.slice_level = grp->slice_level ? grp->slice_level : x->t->node_level - 1;
-		topo_place_compute(x, in->group, 0);
+		/* The whole tree once per group; after an instance of the same
+		 * group, only under the domain its pods went to. */
+		if (k > 0 && x->order[k - 1].group == in->group)
+			topo_place_compute_under(x, in->group, counted);
+		else
+			topo_place_compute(x, in->group, 0);
 		if (bal_best_fit_with_leader(&b, 0, level, in->pods, &fit, scratch, scratch + n, &top) ||
 		    top == TOPO_NONE ||
 		    (grp->constraint.mode == TOPO_MODE_REQUIRED && dom[top].level < level) ||
@@ -379,6 +384,7 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole)
 				       : top;
 		x->placed[k] = in->pods;
 		x->sliced[k] = 0;
+		counted = top;
 		all = all == TOPO_NONE ? x->domain[k] : common(dom, all, x->domain[k]);
 	}
 	if (k < x->instance_count) {

@@ -160,6 +160,36 @@ void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope)
 	}
 }
 
+void topo_place_compute_under(struct ctx *x, uint32_t g, uint32_t d)
+{
+	const struct topo_domain *dom = x->t->domains;
+	const struct topo_group *grp = &x->req->groups[g];
+	size_t slice_level = topo_place_deepest_slices(x, grp);
+	uint64_t size = layer_size(x, grp, slice_level);
+
+	topo_place_compute(x, g, d);
+	/* Each ancestor summed again from its children, as the full count
+	 * adds them up (one layer of slices, no exclusivity). */
+	for (uint32_t a = dom[d].parent; a != TOPO_NONE; a = dom[a].parent) {
+		size_t level = dom[a].level;
+
+		x->pods[a] = x->usable[a] = x->room[a] = x->score[a] = 0;
+		x->occupied[a] = 0;
+		for (uint32_t c = a + 1; c < dom[a].end; c = dom[c].end) {
+			x->pods[a] += x->pods[c];
+			x->room[a] += x->room[c];
+			x->score[a] += x->score[c];
+			x->occupied[a] |= x->occupied[c];
+			if (dom[c].level <= slice_level && !topo_place_skips_layer(x, grp, level, dom[c].level))
+				x->usable[a] += x->usable[c];
+		}
+		if (level == slice_level)
+			x->usable[a] = x->pods[a] / size * size;
+		else if (level > slice_level)
+			x->usable[a] = x->pods[a];
+	}
+}
+
 /* The capacities under d (a domain of the group's slice level) counted again
  * after some of its pods were taken, as topo_place_compute counts them. */
 void topo_place_recount(struct ctx *x, uint32_t g, uint32_t d, uint64_t size)

@@ -130,6 +130,10 @@ size_t topo_place_deepest_slices(const struct ctx *x, const struct topo_group *g
 /* Capacity of group g per domain of the subtree scope (pods, usable, room,
  * occupied). */
 void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope);
+/* The same after takes under d alone (g with no exclusivity and one layer
+ * of slices at most, counted over the whole tree before): d's subtree
+ * counted afresh, its ancestors summed again from their children. */
+void topo_place_compute_under(struct ctx *x, uint32_t g, uint32_t d);
 /* The same under d, a domain of g's one slice level, after some of its pods
  * were taken (pods, usable in slices of `size` at d, room). */
 void topo_place_recount(struct ctx *x, uint32_t g, uint32_t d, uint64_t size);
