@@ -55,6 +55,7 @@ struct pcase {
 	uint32_t at[P_INSTANCES][P_PODS];
 	uint32_t placed[P_INSTANCES];
 	size_t leaves;
+	int held_preferred; /* the rules hold preferred levels as required ones */
 };
 
 static const struct topo_label POOL_A = { "pool", "a" };
@@ -162,6 +163,14 @@ static uint32_t slice_of(const struct topo_group *g)
 	return g->slice_size > 1 ? g->slice_size : 1;
 }
 
+/* Whether g's level must hold its Jobs: a required level, and with
+ * held_preferred a preferred one. */
+static int holds(const struct pcase *c, const struct topo_group *g)
+{
+	return g->constraint.mode == TOPO_MODE_REQUIRED ||
+	       (c->held_preferred && g->constraint.mode == TOPO_MODE_PREFERRED && g->constraint.level > 0);
+}
+
 /* What the assignment in c->at / c->placed breaks, or NULL. */
 static const char *violation(const struct pcase *c)
 {
@@ -192,8 +201,7 @@ static const char *violation(const struct pcase *c)
 			use[node][R_MEM] += g->shape.requests[R_MEM];
 			use[node][R_PODS] += 1;
 		}
-		if (g->constraint.mode == TOPO_MODE_REQUIRED &&
-		    !within(c, c->at[k], c->placed[k], g->constraint.level))
+		if (holds(c, g) && !within(c, c->at[k], c->placed[k], g->constraint.level))
 			return "a Job outside one domain of its required level";
 		for (size_t l = 0; l < nl; l++)
 			for (uint32_t from = 0; from < c->placed[k]; from += sz[l])
@@ -225,7 +233,7 @@ static const char *violation(const struct pcase *c)
 	for (size_t k = 0; k < c->instances; k++) {
 		const struct topo_group *g = &c->g[c->inst_group[k]];
 
-		if (!g->together || g->constraint.mode != TOPO_MODE_REQUIRED)
+		if (!g->together || !holds(c, g))
 			continue;
 		n = 0;
 		for (size_t o = 0; o < c->instances; o++)
@@ -236,7 +244,8 @@ static const char *violation(const struct pcase *c)
 		if (!within(c, set, n, g->constraint.level))
 			return "a co-placed unit outside one domain of its level";
 	}
-	if (c->req.whole.mode == TOPO_MODE_REQUIRED) {
+	if (c->req.whole.mode == TOPO_MODE_REQUIRED ||
+	    (c->held_preferred && c->req.whole.mode == TOPO_MODE_PREFERRED)) {
 		n = 0;
 		for (size_t k = 0; k < c->instances; k++)
 			for (uint32_t r = 0; !c->g[c->inst_group[k]].outside_whole && r < c->placed[k]; r++)
@@ -572,6 +581,21 @@ static int read_placement(struct pcase *c, const struct topo_placement *p)
 	return slot == p->pod_count ? 0 : -1;
 }
 
+/* Whether the request has a preferred level and nothing that may rank
+ * before it or set it aside: no preferred node affinity, no balanced
+ * placement. */
+static int preferences_only_levels(const struct pcase *c)
+{
+	int any = c->req.whole.mode == TOPO_MODE_PREFERRED;
+
+	for (size_t k = 0; k < c->req.group_count; k++) {
+		if (c->g[k].shape.preferred_count || c->g[k].balanced)
+			return 0;
+		any |= c->g[k].constraint.mode == TOPO_MODE_PREFERRED && c->g[k].constraint.level > 0;
+	}
+	return any;
+}
+
 static int one_case(uint64_t seed, struct topo_property_counts *counts, char **failure)
 {
 	struct pcase c;
@@ -635,6 +659,20 @@ static int one_case(uint64_t seed, struct topo_property_counts *counts, char **f
 			broken = "placed where the exhaustive search found nothing (the search's fault?)";
 		counts->placed_full += !partial;
 		counts->placed_partial += (size_t)partial;
+		if (!broken && !partial && preferences_only_levels(&c)) {
+			/* Every preferred level met whenever some placement meets
+			 * them all (the node-level search held to them, step 6c). */
+			c.held_preferred = 1;
+			if (violation(&c)) {
+				c.leaves = 0;
+				if (search_instance(&c, 0, 0))
+					broken =
+						"a preferred level missed though a placement meets every one";
+			} else {
+				counts->preferred_met++;
+			}
+			c.held_preferred = 0;
+		}
 	} else {
 		if (any)
 			broken = code == 2 ? "refused as a request (exit 2) though a placement exists"

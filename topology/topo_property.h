@@ -22,6 +22,9 @@
  * exactly its level.
  *
  * Properties, per case: a placement the core returns keeps every rule;
+ * it meets every preferred level (the groups' and the JobSet's) whenever
+ * some placement meets them all, unless preferred node affinity or
+ * balanced placement may rank first;
  * the core never refuses where the exhaustive search finds a placement;
  * it never places fewer partitions where every one fits; its answer maps to
  * the CLI's exit codes (0 placed, 1 refused, 2 a request no cluster can
@@ -43,6 +46,9 @@ struct topo_property_counts {
 	size_t with_slices, with_layers, with_minimum, with_exclusive, with_group, with_whole;
 	size_t mixed_shapes;
 	size_t exhaustive_leaves; /* complete assignments the exhaustive search checked */
+	/* Placements with preferred levels (and no affinity or balanced
+	 * placement) that met every one of them. */
+	size_t preferred_met;
 };
 
 /* Runs `cases` random cases from `seed`, adding to *counts. 0 when every

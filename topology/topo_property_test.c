@@ -30,6 +30,7 @@ static void random_cases_against_an_exhaustive_search(void **state)
 	assert_true(counts.with_slices > 5000 && counts.with_layers > 300 && counts.with_minimum > 3000);
 	assert_true(counts.with_exclusive > 1000 && counts.with_group > 500 && counts.with_whole > 2000);
 	assert_true(counts.mixed_shapes > 2000);
+	assert_true(counts.preferred_met > 300);
 	print_message(
 		"%zu cases (%zu HyperNode trees): placed %zu whole, %zu with fewer partitions; refused %zu, "
 		"%zu as requests; exhaustive: %zu full, %zu any, %zu assignments\n",
@@ -38,10 +39,31 @@ static void random_cases_against_an_exhaustive_search(void **state)
 		counts.exhaustive_leaves);
 }
 
+/* Cases where the choice between candidates once kept a placement missing
+ * the JobSet's preferred level though another candidate met it: the
+ * JobSet's level was measured over the pods of a replicated job it does
+ * not hold (171318, a review's), and co-placed units' and lone nodes'
+ * preferred levels were not counted (841, 104). */
+static void the_cases_found_once_hold(void **state)
+{
+	static const uint64_t seeds[] = { 171318, 841, 104 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+		struct topo_property_counts counts = { 0 };
+		char *failure = NULL;
+
+		if (topo_property_run(seeds[i], 1, &counts, &failure) != 0)
+			fail_msg("%s", failure);
+		assert_int_equal(counts.preferred_met, 1);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(random_cases_against_an_exhaustive_search),
+		cmocka_unit_test(the_cases_found_once_hold),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1816,6 +1816,48 @@ static void node_search_finds_the_spread_or_says_it_was_cut(void **state)
 	topo_tree_free(t);
 }
 
+/* A preferred level the greedy path misses but a spread meets: block b0
+ * holds the whole JobSet only as R5's spread (rj0 2 + 1 pods, rj2's slice
+ * of 4 on the big host); b1's one host holds rj0 alone. The greedy tries
+ * b0, fails there, and places the JobSet over both blocks; the node-level
+ * search held to the preferred levels finds b0, and that placement is kept
+ * (preferred levels before the rest). With the JobSet's preference on a
+ * rack, which nothing meets, the placement over both blocks stays. */
+static void a_preferred_level_met_by_a_spread_is_kept(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g[2];
+	struct topo_request req = { .groups = g, .group_count = 2 };
+	uint32_t b0;
+
+	(void)state;
+	fx_init(&f);
+	fx_node(&f, "big", "b0", "r1", 6);
+	fx_node(&f, "small", "b0", "r2", 2);
+	fx_node(&f, "x", "b1", "r3", 4);
+	t = levels_tree(&f, 3);
+	g[0] = one_cpu_group("rj0", 1, 3, TOPO_MODE_REQUIRED, 1);
+	g[1] = one_cpu_group("rj2", 1, 4, TOPO_MODE_PREFERRED, 1);
+	g[1].slice_size = 4;
+	g[1].slice_level = 3;
+	req.whole = (struct topo_constraint){ TOPO_MODE_PREFERRED, 1 };
+	b0 = t->node_domain[0];
+	while (t->domains[b0].level > 1)
+		b0 = t->domains[b0].parent;
+	p = place_ok(t, &req);
+	assert_int_equal(p->whole_domain, b0);
+	for (size_t i = 0; i < p->pod_count; i++)
+		assert_true(p->pods[i].node != 2);
+	topo_placement_free(p);
+	req.whole = (struct topo_constraint){ TOPO_MODE_PREFERRED, 2 };
+	p = place_ok(t, &req);
+	assert_int_equal(p->whole_domain, 0);
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
 /* Kueue's multi-layer slices: every 6 consecutive ranks in one block and,
  * inside, every 3 in one rack, on racks with 5, 8, 8 and 8 free: a rack of
  * 5 holds one inner slice, not one and two pods of the next. */
@@ -2430,6 +2472,11 @@ static void random_mixed_shapes_never_over_capacity(void **state)
 		}
 		req.whole.mode = (enum topo_mode)rnd(3);
 		req.whole.level = 1;
+		/* Balanced groups and a search cut short: what a cut leaves
+		 * behind must not count as free room or as used. */
+		for (size_t k = 0; k < req.group_count; k++)
+			g[k].balanced = g[k].constraint.mode == TOPO_MODE_PREFERRED && rnd(2);
+		req.search_budget = rnd(3) == 0 ? 1 + rnd(3) : 0;
 		t = levels_tree(&f, 3);
 		if (topo_place(t, &req, &p, &cause) == 0) {
 			memset(use, 0, sizeof(use));
@@ -2505,6 +2552,7 @@ int main(void)
 		cmocka_unit_test(slice_layers_nest),
 		cmocka_unit_test(exclusive_job_under_a_deeper_jobset_level),
 		cmocka_unit_test(node_search_finds_the_spread_or_says_it_was_cut),
+		cmocka_unit_test(a_preferred_level_met_by_a_spread_is_kept),
 		cmocka_unit_test(requirements_follow_kubernetes),
 		cmocka_unit_test(node_affinity_terms_select_nodes),
 		cmocka_unit_test(tolerations_follow_kubernetes),

@@ -668,7 +668,8 @@ int topo_place(const struct topo_tree *t, const struct topo_request *req, struct
 		*cause = topo_place_format("placement: out of memory");
 		goto out;
 	}
-	if (!x.elastic && (topo_place_second_order_allowed(&x) || topo_place_kueue_allowed(&x)))
+	if (!x.elastic && (topo_place_second_order_allowed(&x) || topo_place_kueue_allowed(&x) ||
+			   topo_place_preferred_search_allowed(&x)))
 		*out = topo_place_best_of_orders(&x, total, one_shape, *out);
 	ret = 0;
 out:

@@ -25,8 +25,10 @@
  * placed); preferred climbs a level at a time to the root, where the descent
  * combines domains greedily (largest first, then the tightest that holds the
  * rest); one without a level takes the tightest domain at the deepest level
- * that holds it. A found placement is compared with the one the JobSet's own
- * order gives, and the better kept (docs/topology.md). Each placed
+ * that holds it. A found placement is compared with other candidates (the
+ * JobSet's own order, Kueue's BestFit, the node-level search held to the
+ * preferred levels when none meets them all) and the best kept
+ * (docs/topology.md, step 6c). Each placed
  * instance's requests are taken off its nodes before the next is placed. If
  * the greedy path fails, a bounded depth-first search tries the other domains
  * at the required levels (`search_budget` descents); the whole JobSet's
@@ -48,7 +50,8 @@
  * level's highest score, else the search climbs; the descent takes
  * children by score, then largest first, its best fit only among children
  * of one score; unconstrained fills the highest scores first. Balanced
- * placement and the node-level search ignore it. No preferences: every
+ * placement, the node-level search and Kueue's BestFit candidate ignore it
+ * (the choice between candidates puts it first). No preferences: every
  * score 0, nothing changes.
  *
  * Rank order: inside an instance, completion indexes are handed out over the

@@ -180,7 +180,8 @@ void topo_place_compute_under(struct ctx *x, uint32_t g, uint32_t d)
 			x->room[a] += x->room[c];
 			x->score[a] += x->score[c];
 			x->occupied[a] |= x->occupied[c];
-			if (dom[c].level <= slice_level && !topo_place_skips_layer(x, grp, level, dom[c].level))
+			if (dom[c].level <= slice_level &&
+			    !topo_place_skips_layer(x, grp, level, dom[c].level))
 				x->usable[a] += x->usable[c];
 		}
 		if (level == slice_level)

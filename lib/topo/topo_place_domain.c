@@ -538,8 +538,14 @@ static int try_count(struct ctx *x, size_t k, uint32_t near, uint32_t scope, uin
 	topo_place_compute(x, in->group, near);
 	if (grp->balanced && (with = topo_place_balanced(x, k, near, want, &first)) > 0) {
 		/* With a leader (with == 2) instance k + 1 is placed too. */
-		if (!budget_left(x))
+		if (!budget_left(x)) {
+			/* Nothing of this instance left behind: the caller undoes
+			 * only its own takes, with its own group's shape. */
+			if (with == 2)
+				topo_place_undo(x, x->order[k + 1].group, x->start[k + 1]);
+			topo_place_undo(x, in->group, mark);
 			return 0;
+		}
 		x->domain[k] = first;
 		x->placed[k] = want;
 		x->sliced[k] = 0;

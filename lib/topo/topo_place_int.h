@@ -94,6 +94,7 @@ struct ctx {
 	size_t descents, budget, scope_descents, level_start;
 	size_t exact_steps, exact_budget; /* the node-level search's work and its budget */
 	int exact_cut; /* the node-level search stopped at its budget */
+	int exact_prefer; /* the node-level search holds preferred levels as required */
 	int budget_hit;
 	int elastic; /* this pass may place fewer slices (min_slices) */
 	char *first_cause;
@@ -175,10 +176,12 @@ int topo_place_balanced(struct ctx *x, size_t k, uint32_t scope, uint32_t want, 
  * that it adds at most about 13 ms (16 Jobs on 10,000 nodes of three
  * levels: 328,000, 6 ms). */
 #define TOPO_KUEUE_PASS_WORK (1u << 19)
-/* Whether Kueue could state the request (every group a PodSet of its own
- * with a required or preferred level, at most one layer of slices, no
- * co-placement, exclusivity, minimum or balanced placement, no Jobs held)
- * and the pass is within TOPO_KUEUE_PASS_WORK. */
+/* Whether Kueue's BestFit may place the request: every group a PodSet of
+ * its own with a required or preferred level, at most one layer of slices,
+ * no co-placement, exclusivity, minimum, balanced placement or group
+ * outside the JobSet's level, no Jobs held (a move), and the pass within
+ * TOPO_KUEUE_PASS_WORK. A JobSet-wide level is checked on what it places
+ * (a required one must hold). */
 int topo_place_kueue_allowed(const struct ctx *x);
 /* Kueue's BestFit for the whole request, in x->order (the caller sets the
  * spec's): each instance alone, by Kueue's level search and descent
@@ -194,6 +197,10 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole);
  * instance's minimum); 1 when it placed every instance, with *whole the
  * JobSet's domain; else 0, with x->exact_cut when it stopped at its budget. */
 int topo_place_exact(struct ctx *x, uint32_t *whole);
+/* The same with every preferred level (the groups' and the JobSet's) held
+ * as a required one, within half the budget: a placement meeting them all
+ * where the greedy path missed one. */
+int topo_place_exact_preferred(struct ctx *x, uint32_t *whole);
 
 /* ---- topo_place_order.c: the choice between candidates ---- */
 
@@ -202,6 +209,9 @@ int topo_place_scarcest_resource(const struct ctx *x);
 /* Whether another order may be tried (no co-placement, no minimum, more
  * than one instance). */
 int topo_place_second_order_allowed(const struct ctx *x);
+/* Whether the node-level search held to the preferences may be tried
+ * (a preferred level, no balanced placement). */
+int topo_place_preferred_search_allowed(const struct ctx *x);
 /* The best of first and the other orders' placements; the rest freed. */
 struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, int one_shape,
 						 struct topo_placement *first);

@@ -95,6 +95,14 @@ static int spend(struct ctx *x, size_t steps)
 	return 1;
 }
 
+/* Whether the group's level holds its instance: a required level, and a
+ * preferred one in the pass held to the preferences. */
+static int held(const struct ctx *x, const struct topo_group *grp)
+{
+	return grp->constraint.mode == TOPO_MODE_REQUIRED ||
+	       (x->exact_prefer && grp->constraint.mode == TOPO_MODE_PREFERRED && grp->constraint.level > 0);
+}
+
 /* Whether no node under d holds pods of the request or is held by an
  * exclusive instance. */
 static int domain_free(const struct ctx *x, uint32_t d)
@@ -241,7 +249,7 @@ static int spread_commit(struct ctx *x, size_t k, uint32_t d, uint32_t want, con
 			topo_place_take(x, in->group, s->node[i], s->cnt[i]);
 			where = lowest_common(x, where, x->t->node_domain[s->node[i]]);
 		}
-	x->domain[k] = grp->constraint.mode == TOPO_MODE_REQUIRED ? d : where;
+	x->domain[k] = held(x, grp) ? d : where;
 	x->placed[k] = want;
 	x->sliced[k] = 0;
 	if (grp->exclusive)
@@ -343,11 +351,11 @@ static int exact_dfs(struct ctx *x, size_t k, uint32_t scope)
 	x->start[k] = x->log_used;
 	region = grp->outside_whole ? 0 : scope;
 	/* A co-placed member: inside its leader's domain of their level. */
-	if (in->leader != k && grp->constraint.mode == TOPO_MODE_REQUIRED)
+	if (in->leader != k && held(x, grp))
 		region = x->domain[in->leader];
 	size = slice_size_of(grp);
 	least = x->elastic ? in->min_pods : in->pods;
-	level = grp->constraint.mode == TOPO_MODE_REQUIRED ? grp->constraint.level : 0;
+	level = held(x, grp) ? grp->constraint.level : 0;
 	for (uint32_t want = in->pods; want >= least && want > 0; want -= size) {
 		if (!level || dom[region].level >= level) {
 			if (domain_allowed(x, grp, region) && spread_try(x, k, region, want, scope))
@@ -413,7 +421,8 @@ int topo_place_exact(struct ctx *x, uint32_t *whole)
 	*whole = 0;
 	if (x->instance_count == 0)
 		return 1;
-	if (req->whole.mode != TOPO_MODE_REQUIRED) {
+	if (req->whole.mode != TOPO_MODE_REQUIRED &&
+	    !(x->exact_prefer && req->whole.mode == TOPO_MODE_PREFERRED)) {
 		if (!exact_dfs(x, 0, 0))
 			return 0;
 		if (req->whole.mode == TOPO_MODE_PREFERRED) {
@@ -438,4 +447,17 @@ int topo_place_exact(struct ctx *x, uint32_t *whole)
 		d = dom[d].end - 1;
 	}
 	return 0;
+}
+
+int topo_place_exact_preferred(struct ctx *x, uint32_t *whole)
+{
+	size_t budget = x->exact_budget;
+	int ok;
+
+	x->exact_prefer = 1;
+	x->exact_budget = budget / 2;
+	ok = topo_place_exact(x, whole);
+	x->exact_prefer = 0;
+	x->exact_budget = budget;
+	return ok;
 }

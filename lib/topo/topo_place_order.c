@@ -52,8 +52,10 @@ static int covers(const struct order_score *a, const struct order_score *b)
 	return 1;
 }
 
-/* Positive when a is better than b. */
-static int compare_scores(const struct order_score *a, const struct order_score *b)
+/* Positive when a is better than b on what users asked for: the pods'
+ * preferred node affinity, preferred levels met, the JobSet's preferred
+ * level met. */
+static int compare_asked(const struct order_score *a, const struct order_score *b)
 {
 	if (a->affinity != b->affinity)
 		return a->affinity > b->affinity ? 1 : -1;
@@ -61,8 +63,15 @@ static int compare_scores(const struct order_score *a, const struct order_score 
 		return a->preferred_met > b->preferred_met ? 1 : -1;
 	if (a->whole_met != b->whole_met)
 		return a->whole_met > b->whole_met ? 1 : -1;
-	if (covers(a, b) != covers(b, a))
-		return covers(a, b) ? 1 : -1;
+	return 0;
+}
+
+/* Positive when a is better than b on the rest, for placements neither of
+ * which covers the other: the level of the smallest domain holding the
+ * whole JobSet, the largest domain left free at the request's level, the
+ * fewest domains used. */
+static int compare_rest(const struct order_score *a, const struct order_score *b)
+{
 	if (a->jobset_level != b->jobset_level)
 		return a->jobset_level > b->jobset_level ? 1 : -1;
 	if (a->largest_free != b->largest_free)
@@ -192,6 +201,80 @@ static size_t hosts_used(const struct ctx *x, const struct topo_placement *p)
 	return hosts;
 }
 
+/* The lowest domain holding both a and b. */
+static uint32_t holding_pair(const struct topo_domain *dom, uint32_t a, uint32_t b)
+{
+	while (a != b) {
+		if (dom[a].level >= dom[b].level && dom[a].parent != TOPO_NONE)
+			a = dom[a].parent;
+		else
+			b = dom[b].parent;
+	}
+	return a;
+}
+
+/* The lowest domain holding the placed pods of p->pods[i .. i + count)
+ * (their lowest domains' common ancestor; the root when none is placed). */
+static uint32_t holding(const struct ctx *x, const struct topo_placement *p, size_t i, size_t count)
+{
+	const struct topo_domain *dom = x->t->domains;
+	uint32_t a = TOPO_NONE;
+
+	for (size_t e = i + count < p->pod_count ? i + count : p->pod_count; i < e; i++) {
+		uint32_t b = p->pods[i].domain;
+
+		if (b != TOPO_NONE)
+			a = a == TOPO_NONE ? b : holding_pair(dom, a, b);
+	}
+	return a == TOPO_NONE ? 0 : a;
+}
+
+/* Whether group g leads its co-placed unit with a preferred level (the
+ * first group of its `together` value). */
+static int leads_preferred_unit(const struct topo_request *req, size_t g)
+{
+	if (!req->groups[g].together || req->groups[g].constraint.mode != TOPO_MODE_PREFERRED)
+		return 0;
+	for (size_t h = 0; h < g; h++)
+		if (req->groups[h].together == req->groups[g].together)
+			return 0;
+	return 1;
+}
+
+/* Co-placed units with a preferred level whose pods (every member's Job
+ * of one index) lie within one domain of it. */
+static uint32_t units_met(const struct ctx *x, const struct topo_placement *p)
+{
+	const struct topo_request *req = x->req;
+	const struct topo_domain *dom = x->t->domains;
+	uint32_t met = 0;
+
+	for (size_t g = 0; g < req->group_count; g++) {
+		if (!leads_preferred_unit(req, g))
+			continue;
+		for (uint32_t j = 0; j < req->groups[g].replicas; j++) {
+			uint32_t a = TOPO_NONE;
+
+			for (size_t h = g, at = 0; h < req->group_count; h++) {
+				uint32_t b;
+
+				if (h == g)
+					for (size_t e = 0; e < g; e++)
+						at += (size_t)req->groups[e].replicas * req->groups[e].pods;
+				if (req->groups[h].together == req->groups[g].together &&
+				    j < req->groups[h].replicas) {
+					b = holding(x, p, at + (size_t)j * req->groups[h].pods,
+						    req->groups[h].pods);
+					a = a == TOPO_NONE ? b : holding_pair(dom, a, b);
+				}
+				at += (size_t)req->groups[h].replicas * req->groups[h].pods;
+			}
+			met += a != TOPO_NONE && dom[a].level >= req->groups[g].constraint.level;
+		}
+	}
+	return met;
+}
+
 /* The score of placement p, with the context's free capacity as p left it. */
 static struct order_score score_of(struct ctx *x, const struct topo_placement *p)
 {
@@ -199,17 +282,20 @@ static struct order_score score_of(struct ctx *x, const struct topo_placement *p
 	struct order_score s = { .domains = p->count_count };
 	size_t level = 0;
 
-	for (size_t g = 0, k = 0; g < x->req->group_count; g++) {
+	for (size_t g = 0, i = 0; g < x->req->group_count; g++) {
 		const struct topo_group *grp = &x->req->groups[g];
 
 		if ((grp->constraint.mode == TOPO_MODE_REQUIRED ||
 		     grp->constraint.mode == TOPO_MODE_PREFERRED) &&
 		    grp->constraint.level > level)
 			level = grp->constraint.level;
-		for (uint32_t j = 0; j < grp->replicas; j++, k++)
+		/* An instance's pods follow each other: the lowest domain holding
+		 * them (one node: the domain listing it) at the level or deeper. */
+		for (uint32_t j = 0; j < grp->replicas; j++, i += grp->pods)
 			s.preferred_met += grp->constraint.mode == TOPO_MODE_PREFERRED &&
-					   dom[p->instance_domain[k]].level >= grp->constraint.level;
+					   dom[holding(x, p, i, grp->pods)].level >= grp->constraint.level;
 	}
+	s.preferred_met += units_met(x, p);
 	for (size_t l = x->t->node_level; l-- > 0 && p->pod_count;) {
 		uint32_t first = TOPO_NONE;
 		int same = 1;
@@ -217,7 +303,10 @@ static struct order_score score_of(struct ctx *x, const struct topo_placement *p
 		for (size_t i = 0; i < p->pod_count && same; i++) {
 			uint32_t a;
 
-			if (p->pods[i].domain == TOPO_NONE)
+			/* With a JobSet-wide level, the pods it holds. */
+			if (p->pods[i].domain == TOPO_NONE ||
+			    (x->req->whole.mode != TOPO_MODE_NONE &&
+			     x->req->groups[p->pods[i].group].outside_whole))
 				continue;
 			a = topo_place_ancestor_at(x, p->pods[i].domain, l);
 			if (dom[a].level != l || (first != TOPO_NONE && a != first))
@@ -250,6 +339,31 @@ int topo_place_second_order_allowed(const struct ctx *x)
 	return x->instance_count > 1;
 }
 
+int topo_place_preferred_search_allowed(const struct ctx *x)
+{
+	int any = x->req->whole.mode == TOPO_MODE_PREFERRED;
+
+	for (size_t g = 0; g < x->req->group_count; g++) {
+		if (x->req->groups[g].balanced)
+			return 0;
+		any |= x->req->groups[g].constraint.mode == TOPO_MODE_PREFERRED &&
+		       x->req->groups[g].constraint.level > 0;
+	}
+	return any && !x->elastic;
+}
+
+/* Whether a placement of this score misses a preferred level. */
+static int misses_a_preference(const struct ctx *x, const struct order_score *s)
+{
+	uint32_t preferred = 0;
+
+	for (size_t g = 0; g < x->req->group_count; g++)
+		if (x->req->groups[g].constraint.mode == TOPO_MODE_PREFERRED)
+			preferred +=
+				x->req->groups[g].replicas * (1u + (uint32_t)leads_preferred_unit(x->req, g));
+	return s->preferred_met < preferred || (x->req->whole.mode == TOPO_MODE_PREFERRED && !s->whole_met);
+}
+
 /* Undoes every instance placed, last first. */
 static void undo_all(struct ctx *x)
 {
@@ -280,65 +394,108 @@ static void set_order(struct ctx *x, int spec)
 							 .leader = (uint32_t)k };
 }
 
+/* The candidates of one choice: at most `first`, three passes, Kueue's and
+ * the preferred-level search. */
+#define CANDIDATES_MAX 6
+
+struct candidate {
+	struct topo_placement *p;
+	struct order_score score;
+};
+
+/* Adds p (NULL: nothing), scored with the context as p left it. */
+static void add_candidate(struct ctx *x, struct candidate *c, size_t *n, struct topo_placement *p)
+{
+	if (!p)
+		return;
+	c[*n].p = p;
+	c[*n].score = score_of(x, p);
+	(*n)++;
+}
+
+/* The one kept: of those best on what users asked for, the ones no other
+ * of them covers strictly (covering is a partial order, so some remain),
+ * and of these the best on the rest; ties keep the earlier. Choosing over
+ * the whole set, not pair by pair, keeps the choice from depending on the
+ * order of the candidates. */
+static size_t choose(const struct candidate *c, size_t n)
+{
+	size_t best = SIZE_MAX;
+
+	for (size_t i = 0; i < n; i++) {
+		int out = 0;
+
+		for (size_t j = 0; j < n && !out; j++)
+			out = compare_asked(&c[j].score, &c[i].score) > 0 ||
+			      (compare_asked(&c[j].score, &c[i].score) == 0 &&
+			       covers(&c[j].score, &c[i].score) && !covers(&c[i].score, &c[j].score));
+		if (!out && (best == SIZE_MAX || compare_rest(&c[i].score, &c[best].score) > 0))
+			best = i;
+	}
+	return best;
+}
+
+/* Whether some candidate meets every preferred level. */
+static int some_meets_every_preference(const struct ctx *x, const struct candidate *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!misses_a_preference(x, &c[i].score))
+			return 1;
+	return 0;
+}
+
 /* The best of `first` (the search's order, ties broken by free room), three
  * more greedy passes when another order may be tried (the spec order, and
- * each order with ties left in tree order), and Kueue's BestFit when Kueue
- * could state the request. The others are freed; ties keep the earlier. */
+ * each order with ties left in tree order), Kueue's BestFit when Kueue
+ * could state the request, and the node-level search held to the preferred
+ * levels when none of these meets them all. The others are freed. */
 struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, int one_shape,
 						 struct topo_placement *first)
 {
 	static const struct {
 		int spec, room_ties;
 	} variants[] = { { 1, 1 }, { 0, 0 }, { 1, 0 } };
-	struct topo_placement *best = first;
-	struct order_score best_score = score_of(x, first);
+	struct candidate c[CANDIDATES_MAX];
+	struct topo_placement *best;
+	size_t n = 0, kept;
 
+	add_candidate(x, c, &n, first);
 	/* One greedy descent per instance: the order and ties are all that vary. */
 	for (size_t v = 0; topo_place_second_order_allowed(x) && v < sizeof(variants) / sizeof(variants[0]);
 	     v++) {
-		struct topo_placement *other;
-		struct order_score score;
 		uint32_t whole = 0;
 
 		undo_all(x);
 		set_order(x, variants[v].spec);
 		x->room_ties = variants[v].room_ties;
 		x->budget = x->instance_count + 1;
-		if (!topo_place_run_pass(x, total, one_shape, &whole))
-			continue;
-		other = topo_place_build_output(x, whole);
-		if (!other)
-			continue;
-		score = score_of(x, other);
-		if (compare_scores(&score, &best_score) > 0) {
-			topo_placement_free(best);
-			best = other;
-			best_score = score;
-		} else {
-			topo_placement_free(other);
-		}
+		if (topo_place_run_pass(x, total, one_shape, &whole))
+			add_candidate(x, c, &n, topo_place_build_output(x, whole));
 	}
 	if (topo_place_kueue_allowed(x)) {
 		/* Kueue's own placement of the request, in the spec's order. */
-		struct topo_placement *other = NULL;
 		uint32_t whole = 0;
 
 		undo_all(x);
 		set_order(x, 1);
 		if (topo_place_kueue(x, &whole))
-			other = topo_place_build_output(x, whole);
-		if (other) {
-			struct order_score score = score_of(x, other);
-
-			if (compare_scores(&score, &best_score) > 0) {
-				topo_placement_free(best);
-				best = other;
-				best_score = score;
-			} else {
-				topo_placement_free(other);
-			}
-		}
+			add_candidate(x, c, &n, topo_place_build_output(x, whole));
 	}
+	if (topo_place_preferred_search_allowed(x) && !some_meets_every_preference(x, c, n)) {
+		/* A spread that meets every preferred level, where the greedy
+		 * passes missed one (within half the node-level budget). */
+		uint32_t whole = 0;
+
+		undo_all(x);
+		set_order(x, 0);
+		if (topo_place_exact_preferred(x, &whole))
+			add_candidate(x, c, &n, topo_place_build_output(x, whole));
+	}
+	kept = choose(c, n);
+	best = c[kept].p;
+	for (size_t i = 0; i < n; i++)
+		if (i != kept)
+			topo_placement_free(c[i].p);
 	best->descents = x->descents; /* every pass's */
 	return best;
 }
