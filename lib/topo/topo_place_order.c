@@ -8,17 +8,20 @@
  * The search places the largest instances first (first-fit decreasing).
  * Kueue places PodSets in the order the JobSet lists them, and on some
  * clusters that order leaves the JobSet closer together or a larger domain
- * free. So, when a placement was found, the spec order is tried as well
- * (one more greedy descent per instance), each order also with ties in
- * tree order, and Kueue's own BestFit when Kueue could state the request;
- * the best is kept, by what users measure, in this order: the pods'
- * preferred node affinity (the sum over the pods of their node's score;
- * Kueue puts it before the placement policy), preferred levels met, the
- * JobSet's preferred level met, then one placement at least as good as the
- * other on every level's largest free domain (pods of the request's
- * shapes), hosts and domains used, then the level of the smallest domain
- * holding the whole JobSet, the largest domain left free at the request's
- * level, the fewest domains used. */
+ * free. So, when a placement of every pod was found, more candidates are
+ * made: the spec order (one more greedy descent per instance), each order
+ * also with ties in tree order, Kueue's own BestFit when it may place the
+ * request, and the node-level search held to the preferred levels when no
+ * candidate meets them all. One is kept, chosen over all of them at once
+ * (choose): the best on what the user asked for (the pods' preferred node
+ * affinity, the sum over the pods of their node's score, which Kueue puts
+ * before the placement policy; preferred levels met; the JobSet's
+ * preferred level met); of those, the ones no other covers (at least as
+ * good on every level's largest free domain in pods of the request's
+ * shapes, on hosts and on domains used, and better on one); of these, the
+ * best by the level of the smallest domain holding the JobSet, the largest
+ * domain left free at the request's level, the fewest domains used.
+ */
 #include <stdlib.h>
 #include <string.h>
 
