@@ -142,18 +142,6 @@ int bal_descend_kueue(struct bal *b, struct list *l, uint32_t *scratch, uint32_t
 	return 0;
 }
 
-/* The lowest domain holding both. */
-static uint32_t common(const struct topo_domain *dom, uint32_t a, uint32_t c)
-{
-	while (a != c) {
-		if (dom[a].level >= dom[c].level && dom[a].parent != TOPO_NONE)
-			a = dom[a].parent;
-		else
-			c = dom[c].parent;
-	}
-	return a;
-}
-
 /* The workers' pods of each leaf of l, then the leader: the takes. The
  * leader goes on the node found for it (with the workers' pods of that
  * leaf then counted anew beside it); *leader_leaf gets its leaf and
@@ -219,7 +207,7 @@ uint32_t bal_top_of(const struct bal *b, const struct list *l)
 
 	for (size_t i = 0; i < l->n; i++)
 		if (b->kp[l->v[i]] > 0 || b->lc[l->v[i]] > 0)
-			top = top == TOPO_NONE ? l->v[i] : common(b->x->t->domains, top, l->v[i]);
+			top = topo_place_common(b->x, top, l->v[i]);
 	return top;
 }
 
@@ -385,7 +373,7 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole)
 		x->placed[k] = in->pods;
 		x->sliced[k] = 0;
 		counted = top;
-		all = all == TOPO_NONE ? x->domain[k] : common(dom, all, x->domain[k]);
+		all = topo_place_common(x, all, x->domain[k]);
 	}
 	if (k < x->instance_count) {
 		kueue_undo(x, k);

@@ -232,6 +232,23 @@ uint32_t topo_place_ancestor_at(const struct ctx *x, uint32_t d, size_t level)
 	return d;
 }
 
+uint32_t topo_place_common(const struct ctx *x, uint32_t a, uint32_t b)
+{
+	const struct topo_domain *dom = x->t->domains;
+
+	if (a == TOPO_NONE)
+		return b;
+	if (b == TOPO_NONE)
+		return a;
+	while (a != b) {
+		if (dom[a].level >= dom[b].level && dom[a].parent != TOPO_NONE)
+			a = dom[a].parent;
+		else
+			b = dom[b].parent;
+	}
+	return a;
+}
+
 /* Whether domain d lies inside a domain of `level` or deeper (d itself, or
  * for a node, the domain that lists it): what a limit of that level asks.
  * Volcano's highestTierAllowed is "the highest tier a job may cross": a

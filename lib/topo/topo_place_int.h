@@ -151,6 +151,9 @@ void topo_place_undo(struct ctx *x, uint32_t g, size_t mark);
 void topo_place_descend(struct ctx *x, uint32_t g, uint32_t d, uint64_t need);
 size_t topo_place_required_level(const struct ctx *x, const struct topo_group *grp, uint32_t scope);
 uint32_t topo_place_ancestor_at(const struct ctx *x, uint32_t d, size_t level);
+/* The lowest domain holding both a and b (either may be TOPO_NONE: the
+ * other). */
+uint32_t topo_place_common(const struct ctx *x, uint32_t a, uint32_t b);
 /* The instances in the search's order (largest units first). */
 void topo_place_make_order(struct ctx *x);
 /* One pass of the search over the whole request; 1 when every instance is

@@ -115,21 +115,6 @@ static int domain_free(const struct ctx *x, uint32_t d)
 	return 1;
 }
 
-static uint32_t lowest_common(const struct ctx *x, uint32_t a, uint32_t b)
-{
-	const struct topo_domain *dom = x->t->domains;
-
-	if (a == TOPO_NONE)
-		return b;
-	while (a != b) {
-		if (dom[a].level >= dom[b].level)
-			a = dom[a].parent;
-		else
-			b = dom[b].parent;
-	}
-	return a;
-}
-
 /* Two adjacent nodes no later choice can tell apart: swapping their counts
  * in any placement gives a placement. */
 static int alike(const struct ctx *x, uint32_t a, uint32_t b)
@@ -247,7 +232,7 @@ static int spread_commit(struct ctx *x, size_t k, uint32_t d, uint32_t want, con
 	for (size_t i = 0; i <= last; i++)
 		if (s->cnt[i]) {
 			topo_place_take(x, in->group, s->node[i], s->cnt[i]);
-			where = lowest_common(x, where, x->t->node_domain[s->node[i]]);
+			where = topo_place_common(x, where, x->t->node_domain[s->node[i]]);
 		}
 	x->domain[k] = held(x, grp) ? d : where;
 	x->placed[k] = want;
@@ -430,7 +415,7 @@ int topo_place_exact(struct ctx *x, uint32_t *whole)
 
 			for (size_t k = 0; k < x->instance_count; k++)
 				if (!req->groups[x->order[k].group].outside_whole)
-					common = lowest_common(x, common, x->domain[k]);
+					common = topo_place_common(x, common, x->domain[k]);
 			*whole = common == TOPO_NONE ? 0 : common;
 		}
 		return 1;

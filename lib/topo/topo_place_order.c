@@ -204,31 +204,14 @@ static size_t hosts_used(const struct ctx *x, const struct topo_placement *p)
 	return hosts;
 }
 
-/* The lowest domain holding both a and b. */
-static uint32_t holding_pair(const struct topo_domain *dom, uint32_t a, uint32_t b)
-{
-	while (a != b) {
-		if (dom[a].level >= dom[b].level && dom[a].parent != TOPO_NONE)
-			a = dom[a].parent;
-		else
-			b = dom[b].parent;
-	}
-	return a;
-}
-
 /* The lowest domain holding the placed pods of p->pods[i .. i + count)
  * (their lowest domains' common ancestor; the root when none is placed). */
 static uint32_t holding(const struct ctx *x, const struct topo_placement *p, size_t i, size_t count)
 {
-	const struct topo_domain *dom = x->t->domains;
 	uint32_t a = TOPO_NONE;
 
-	for (size_t e = i + count < p->pod_count ? i + count : p->pod_count; i < e; i++) {
-		uint32_t b = p->pods[i].domain;
-
-		if (b != TOPO_NONE)
-			a = a == TOPO_NONE ? b : holding_pair(dom, a, b);
-	}
+	for (size_t e = i + count < p->pod_count ? i + count : p->pod_count; i < e; i++)
+		a = topo_place_common(x, a, p->pods[i].domain);
 	return a == TOPO_NONE ? 0 : a;
 }
 
@@ -268,7 +251,7 @@ static uint32_t units_met(const struct ctx *x, const struct topo_placement *p)
 				    j < req->groups[h].replicas) {
 					b = holding(x, p, at + (size_t)j * req->groups[h].pods,
 						    req->groups[h].pods);
-					a = a == TOPO_NONE ? b : holding_pair(dom, a, b);
+					a = topo_place_common(x, a, b);
 				}
 				at += (size_t)req->groups[h].replicas * req->groups[h].pods;
 			}
