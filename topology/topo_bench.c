@@ -281,7 +281,7 @@ static void run_quality(size_t cases, size_t examples)
 {
 	struct topo_quality_report r;
 	char *cause = NULL;
-	double worst;
+	double worst, stated_worst = 0.0, unbought_most = 0.0;
 	int better_measures;
 	size_t n;
 
@@ -319,6 +319,18 @@ static void run_quality(size_t cases, size_t examples)
 	topo_quality_verdicts(&r, &worst, &better_measures);
 	printf("  verdict: muster as good as the greedy in >= 99%% of cases on every figure: %s (lowest %.2f%%)\n",
 	       worst >= 0.99 ? "PASS" : "FAIL", 100.0 * worst);
+	for (int f = 0; f < TOPO_QUALITY_FIGURES; f++) {
+		double stated = r.stated ? (double)r.stated_as_good[f] / (double)r.stated : 0.0;
+		double unbought = n ? (double)(n - r.as_good[f] - r.worse_buying[f]) / (double)n : 0.0;
+
+		stated_worst = f == 0 || stated < stated_worst ? stated : stated_worst;
+		unbought_most = unbought > unbought_most ? unbought : unbought_most;
+	}
+	printf("  verdict: the same over the cases Kueue can state: %s (lowest %.2f%%)\n",
+	       stated_worst >= 0.99 ? "PASS" : "FAIL", 100.0 * stated_worst);
+	printf("  verdict: worse on a figure, buying neither a tighter JobSet nor a preferred level,\n"
+	       "  in <= 1%% of cases: %s (most %.2f%%)\n",
+	       unbought_most <= 0.01 ? "PASS" : "FAIL", 100.0 * unbought_most);
 	printf("  verdict: muster better on average on >= 2 of the 4 measures: %s (%d)\n",
 	       better_measures >= 2 ? "PASS" : "FAIL", better_measures);
 	if (r.example_count)

@@ -56,11 +56,13 @@ static void the_search_bounds_both_and_runs_repeat(void **state)
 
 /* The floor of muster's quality against Kueue's greedy on 3,000 cases:
  * where Kueue can state the JobSet (no JobSet-wide level) muster is as good
- * on every figure in at least 98 % of cases, and in at least 95 % overall
- * (the rest is what a JobSet-wide preferred level costs); better on
- * average on at least three of the four measures. Without Kueue's own
- * placement among the candidates and free room at every level before a
- * JobSet held tighter than asked, the free domains fell to 93 %. */
+ * on every figure in at least 99 % of cases; overall, a case where it is
+ * worse on a figure buys, with at most 1 in 200 exceptions, a tighter
+ * JobSet or a preferred level met (what a JobSet-wide preferred level
+ * costs); better on average on at least three of the four measures.
+ * Without Kueue's own placement among the candidates the free domains fell
+ * to 93 %; while a candidate could trade one figure for another against
+ * Kueue's, the free host was as good in 98.4 % of the cases Kueue states. */
 static void muster_is_as_good_as_kueue_nearly_always(void **state)
 {
 	struct topo_quality_report r;
@@ -71,13 +73,15 @@ static void muster_is_as_good_as_kueue_nearly_always(void **state)
 	run_ok(36, 3000, 0, &r);
 	assert_true(r.stated > 300 && r.stated <= r.compared);
 	for (int f = 0; f < TOPO_QUALITY_FIGURES; f++) {
+		size_t worse = r.compared - r.as_good[f];
+
 		assert_true(r.stated_as_good[f] <= r.stated);
-		if ((double)r.stated_as_good[f] < 0.98 * (double)r.stated)
+		if ((double)r.stated_as_good[f] < 0.99 * (double)r.stated)
 			fail_msg("%s: muster as good as Kueue in %zu of %zu cases Kueue can state",
 				 topo_quality_figures[f].name, r.stated_as_good[f], r.stated);
-		if ((double)r.as_good[f] < 0.95 * (double)r.compared)
-			fail_msg("%s: muster as good as Kueue in %zu of %zu cases",
-				 topo_quality_figures[f].name, r.as_good[f], r.compared);
+		if ((double)(worse - r.worse_buying[f]) > 0.005 * (double)r.compared)
+			fail_msg("%s: muster worse than Kueue in %zu of %zu cases, %zu buying nothing",
+				 topo_quality_figures[f].name, worse, r.compared, worse - r.worse_buying[f]);
 	}
 	topo_quality_verdicts(&r, &worst, &better);
 	assert_true(better >= 3);

@@ -394,6 +394,71 @@ static uint32_t pods_on(const struct topo_placement *p, uint32_t n)
 	return count;
 }
 
+/* The small cluster at the given free units per host (cpu, memory). */
+static void small_cluster_free(struct fixture *f, const int free_units[8][2])
+{
+	small_cluster(f);
+	for (size_t n = 0; n < 8; n++) {
+		f->nodes[n].allocatable[R_MEM] = 4 << 20;
+		f->nodes[n].used[R_CPU] = (4 - free_units[n][0]) * 1000;
+		f->nodes[n].used[R_MEM] = (4 - free_units[n][1]) << 20;
+	}
+}
+
+/* The quality harness's measures of p on the small cluster: hosts (per
+ * group, the nodes holding its pods, summed) and the largest free block,
+ * rack and host, in pods of the shapes asked (1: 2 cpu + 1 unit, 2: 1 cpu
+ * + 2 units, 3: both), each shape counted on its own; big[g] says group g
+ * is of the first shape. */
+struct small_measures {
+	uint64_t hosts, block_room, rack_room, host_room;
+};
+
+static struct small_measures measure_small(const struct topo_placement *p, const int free_units[8][2],
+					   const int *big, int shapes)
+{
+	struct small_measures m = { 0 };
+	int64_t free[8][2];
+
+	for (size_t n = 0; n < 8; n++) {
+		free[n][0] = free_units[n][0];
+		free[n][1] = free_units[n][1];
+	}
+	for (size_t i = 0; i < p->pod_count; i++) {
+		uint32_t n = p->pods[i].node, grp = p->pods[i].group;
+		int first = 1;
+
+		for (size_t j = 0; j < i; j++)
+			first &= !(p->pods[j].node == n && p->pods[j].group == grp &&
+				   p->pods[j].job_index == p->pods[i].job_index);
+		m.hosts += first;
+		free[n][0] -= big[grp] ? 2 : 1;
+		free[n][1] -= big[grp] ? 1 : 2;
+	}
+	for (size_t b = 0; b < 2; b++) {
+		uint64_t in_block = 0;
+
+		for (size_t r = 0; r < 2; r++) {
+			uint64_t in_rack = 0;
+
+			for (size_t h = 0; h < 2; h++) {
+				const int64_t *fr = free[b * 4 + r * 2 + h];
+				int64_t a = fr[0] / 2 < fr[1] ? fr[0] / 2 : fr[1];
+				int64_t c = fr[0] < fr[1] / 2 ? fr[0] : fr[1] / 2;
+				uint64_t room =
+					(uint64_t)((shapes & 1) ? a : 0) + (uint64_t)((shapes & 2) ? c : 0);
+
+				in_rack += room;
+				m.host_room = room > m.host_room ? room : m.host_room;
+			}
+			in_block += in_rack;
+			m.rack_room = in_rack > m.rack_room ? in_rack : m.rack_room;
+		}
+		m.block_room = in_block > m.block_room ? in_block : m.block_room;
+	}
+	return m;
+}
+
 /* A case of topo_bench's quality harness (seed 36) where muster's own
  * passes were beaten by Kueue's BestFit on every measure: 2 blocks x 2
  * racks x 2 hosts of 4 cpu and 4 memory units, partly used; a Job of 2
@@ -407,21 +472,16 @@ static void a_placement_kueue_beats_on_every_measure_is_not_kept(void **state)
 {
 	static const int free_units[8][2] = { { 4, 4 }, { 3, 1 }, { 3, 1 }, { 4, 1 },
 					      { 4, 2 }, { 0, 2 }, { 3, 4 }, { 4, 1 } };
+	static const int big[3] = { 1, 1, 0 };
 	struct fixture f;
 	struct topo_tree *t;
 	struct topo_placement *p;
 	struct topo_group g[3];
 	struct topo_request req = { .groups = g, .group_count = 3 };
-	int64_t free[8][2];
-	uint64_t hosts = 0, block_room = 0, rack_room = 0, host_room = 0;
+	struct small_measures m;
 
 	(void)state;
-	small_cluster(&f);
-	for (size_t n = 0; n < 8; n++) {
-		f.nodes[n].allocatable[R_MEM] = 4 << 20;
-		f.nodes[n].used[R_CPU] = (4 - free_units[n][0]) * 1000;
-		f.nodes[n].used[R_MEM] = (4 - free_units[n][1]) << 20;
-	}
+	small_cluster_free(&f, free_units);
 	t = levels_tree(&f, 2);
 	g[0] = one_cpu_group("g0", 1, 2, TOPO_MODE_REQUIRED, 1);
 	g[1] = one_cpu_group("g1", 1, 2, TOPO_MODE_REQUIRED, 2);
@@ -430,47 +490,79 @@ static void a_placement_kueue_beats_on_every_measure_is_not_kept(void **state)
 	g[0].shape.requests[R_MEM] = g[1].shape.requests[R_MEM] = 1 << 20;
 	g[2].shape.requests[R_MEM] = 2 << 20;
 	p = place_ok(t, &req);
-	for (size_t n = 0; n < 8; n++) {
-		free[n][0] = free_units[n][0];
-		free[n][1] = free_units[n][1];
-	}
-	for (size_t i = 0; i < p->pod_count; i++) {
-		uint32_t n = p->pods[i].node, grp = p->pods[i].group;
-		int first = 1;
-
-		for (size_t j = 0; j < i; j++)
-			first &= !(p->pods[j].node == n && p->pods[j].group == grp);
-		hosts += first;
-		free[n][0] -= grp == 2 ? 1 : 2;
-		free[n][1] -= grp == 2 ? 2 : 1;
-	}
-	/* Free room in pods of both shapes, per host, rack and block. */
-	for (size_t b = 0; b < 2; b++) {
-		uint64_t in_block = 0;
-
-		for (size_t r = 0; r < 2; r++) {
-			uint64_t in_rack = 0;
-
-			for (size_t h = 0; h < 2; h++) {
-				const int64_t *fr = free[b * 4 + r * 2 + h];
-				int64_t a = fr[0] / 2 < fr[1] ? fr[0] / 2 : fr[1];
-				int64_t c = fr[0] < fr[1] / 2 ? fr[0] : fr[1] / 2;
-				uint64_t room = (uint64_t)a + (uint64_t)c;
-
-				in_rack += room;
-				host_room = room > host_room ? room : host_room;
-			}
-			in_block += in_rack;
-			rack_room = in_rack > rack_room ? in_rack : rack_room;
-		}
-		block_room = in_block > block_room ? in_block : block_room;
-	}
+	m = measure_small(p, free_units, big, 3);
 	/* Kueue's: 4 hosts, and 4, 4 and 3 pods of room in a block, a rack, a
 	 * host (muster's passes alone: 4 hosts, and 3, 2 and 1). */
-	assert_true(hosts <= 4);
-	assert_true(block_room >= 4);
-	assert_true(rack_room >= 4);
-	assert_true(host_room >= 3);
+	assert_true(m.hosts <= 4);
+	assert_true(m.block_room >= 4);
+	assert_true(m.rack_room >= 4);
+	assert_true(m.host_room >= 3);
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
+/* A case of the quality harness (seed 36, case 1596) where muster traded
+ * one measure against Kueue's placement for another: two Jobs of 2 pods
+ * (1 cpu + 2 units) each in one block. Kueue's BestFit leaves a host with
+ * room for 2 more pods on 3 hosts; muster's passes used 2 hosts but left
+ * room for 1 at most on any host. Fewer hosts do not make up for less free
+ * room: the kept placement is at least as good as Kueue's on every measure. */
+static void a_placement_worse_than_kueues_on_one_measure_is_not_kept(void **state)
+{
+	static const int free_units[8][2] = { { 0, 1 }, { 4, 0 }, { 4, 1 }, { 4, 4 },
+					      { 1, 3 }, { 3, 2 }, { 3, 4 }, { 2, 0 } };
+	static const int big[1] = { 0 };
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("g0", 2, 2, TOPO_MODE_REQUIRED, 1);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+	struct small_measures m;
+
+	(void)state;
+	small_cluster_free(&f, free_units);
+	t = levels_tree(&f, 2);
+	g.shape.requests[R_MEM] = 2 << 20;
+	p = place_ok(t, &req);
+	m = measure_small(p, free_units, big, 2);
+	/* Kueue's: 3 hosts; 2, 2 and 2 pods of room in a block, a rack, a host. */
+	assert_true(m.hosts <= 3);
+	assert_true(m.block_room >= 2);
+	assert_true(m.rack_room >= 2);
+	assert_true(m.host_room >= 2);
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
+/* Kueue cannot ask for a JobSet-wide level, but its placement is kept when
+ * its pods happen to lie in one domain of it (quality harness, seed 36,
+ * case 979): a JobSet held in one rack, a Job of 1 pod (2 cpu + 1 unit) in
+ * one block. Kueue's BestFit takes the tightest block, b0, and its
+ * tightest host, n-0-0-1, which keeps a block with room for 4; the
+ * tightest rack overall, b1/r0, leaves 3 at most. */
+static void a_jobset_held_in_a_rack_keeps_kueues_placement_when_it_holds(void **state)
+{
+	static const int free_units[8][2] = { { 4, 3 }, { 2, 1 }, { 0, 1 }, { 0, 4 },
+					      { 3, 1 }, { 3, 0 }, { 4, 4 }, { 3, 2 } };
+	static const int big[1] = { 1 };
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("g0", 1, 1, TOPO_MODE_REQUIRED, 1);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+	struct small_measures m;
+
+	(void)state;
+	small_cluster_free(&f, free_units);
+	t = levels_tree(&f, 2);
+	g.shape.requests[R_CPU] = 2000;
+	g.shape.requests[R_MEM] = 1 << 20;
+	req.whole.mode = TOPO_MODE_REQUIRED;
+	req.whole.level = 2;
+	p = place_ok(t, &req);
+	m = measure_small(p, free_units, big, 1);
+	assert_int_equal(p->pods[0].node, 1);
+	assert_true(m.block_room >= 4);
 	topo_placement_free(p);
 	topo_tree_free(t);
 }
@@ -2524,6 +2616,8 @@ int main(void)
 		cmocka_unit_test(equally_tight_children_keep_room_for_a_later_preference),
 		cmocka_unit_test(equally_large_racks_spread_over_fewer_hosts),
 		cmocka_unit_test(a_placement_kueue_beats_on_every_measure_is_not_kept),
+		cmocka_unit_test(a_placement_worse_than_kueues_on_one_measure_is_not_kept),
+		cmocka_unit_test(a_jobset_held_in_a_rack_keeps_kueues_placement_when_it_holds),
 		cmocka_unit_test(required_fails_with_the_reason),
 		cmocka_unit_test(preferred_climbs_a_level),
 		cmocka_unit_test(preferred_spreads_at_the_top),

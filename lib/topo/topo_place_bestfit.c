@@ -341,6 +341,7 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole)
 	struct bal b = { .x = x };
 	struct list fit = { malloc(n * sizeof(uint32_t)), 0 };
 	uint32_t *scratch = malloc(2 * n * sizeof(uint32_t)), all = TOPO_NONE, counted = 0;
+	uint32_t spans = TOPO_NONE; /* the lowest domain holding every pod */
 	int ok = 0;
 
 	*whole = 0;
@@ -374,17 +375,22 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole)
 		x->sliced[k] = 0;
 		counted = top;
 		all = topo_place_common(x, all, x->domain[k]);
+		for (size_t e = x->start[k]; e < x->log_used; e++)
+			if (x->log[e].count)
+				spans = topo_place_common(x, spans, x->t->node_domain[x->log[e].node]);
 	}
 	if (k < x->instance_count) {
 		kueue_undo(x, k);
 		goto done;
 	}
 	if (req->whole.mode == TOPO_MODE_REQUIRED) {
-		if (dom[all].level < req->whole.level) {
+		/* Kueue cannot ask for it: its placement holds when the pods
+		 * happen to lie in one domain of the level. */
+		if (spans == TOPO_NONE || !topo_place_inside_level(x, spans, req->whole.level)) {
 			kueue_undo(x, k - 1);
 			goto done;
 		}
-		*whole = topo_place_ancestor_at(x, all, req->whole.level);
+		*whole = topo_place_ancestor_at(x, spans, req->whole.level);
 	} else if (req->whole.mode == TOPO_MODE_PREFERRED) {
 		*whole = all;
 	}

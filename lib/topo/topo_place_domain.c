@@ -249,14 +249,7 @@ uint32_t topo_place_common(const struct ctx *x, uint32_t a, uint32_t b)
 	return a;
 }
 
-/* Whether domain d lies inside a domain of `level` or deeper (d itself, or
- * for a node, the domain that lists it): what a limit of that level asks.
- * Volcano's highestTierAllowed is "the highest tier a job may cross": a
- * tier-1 HyperNode is within a limit of tier 2 whatever its parent's tier,
- * and a Node listed directly in a tier-3 HyperNode is within none below. In
- * a tree of labels every node is inside a domain of each level, so this is
- * the plain "at or below the level". */
-static int inside_level(const struct ctx *x, uint32_t d, size_t level)
+int topo_place_inside_level(const struct ctx *x, uint32_t d, size_t level)
 {
 	const struct topo_domain *dom = x->t->domains;
 
@@ -285,7 +278,7 @@ static int within_level(const struct ctx *x, uint32_t d, const struct topo_group
 {
 	size_t lowest = grp->constraint.mode == TOPO_MODE_REQUIRED ? grp->constraint.level : 0;
 
-	return !lowest || x->t->domains[d].level <= lowest || inside_level(x, d, lowest);
+	return !lowest || x->t->domains[d].level <= lowest || topo_place_inside_level(x, d, lowest);
 }
 
 /* Whether a node taken whole as an instance's domain lies inside a domain
@@ -764,7 +757,7 @@ static int whole_within(const struct ctx *x, uint32_t d)
 {
 	size_t top = x->req->whole.mode == TOPO_MODE_REQUIRED ? x->req->whole.level : 0;
 
-	return !top || x->t->domains[d].level <= top || inside_level(x, d, top);
+	return !top || x->t->domains[d].level <= top || topo_place_inside_level(x, d, top);
 }
 
 /* Whether candidate a goes before b: less room for the largest instance

@@ -154,6 +154,14 @@ uint32_t topo_place_ancestor_at(const struct ctx *x, uint32_t d, size_t level);
 /* The lowest domain holding both a and b (either may be TOPO_NONE: the
  * other). */
 uint32_t topo_place_common(const struct ctx *x, uint32_t a, uint32_t b);
+/* Whether domain d lies inside a domain of `level` or deeper (d itself, or
+ * for a node, the domain that lists it): what a limit of that level asks.
+ * Volcano's highestTierAllowed is "the highest tier a job may cross": a
+ * tier-1 HyperNode is within a limit of tier 2 whatever its parent's tier,
+ * and a Node listed directly in a tier-3 HyperNode is within none below. In
+ * a tree of labels every node is inside a domain of each level, so this is
+ * the plain "at or below the level". */
+int topo_place_inside_level(const struct ctx *x, uint32_t d, size_t level);
 /* The instances in the search's order (largest units first). */
 void topo_place_make_order(struct ctx *x);
 /* One pass of the search over the whole request; 1 when every instance is

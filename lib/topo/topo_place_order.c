@@ -41,6 +41,9 @@ struct order_score {
 	uint64_t free_at[TOPO_LEVELS_MAX + 2];
 	size_t levels;
 	size_t hosts; /* per Job, the nodes holding its pods, summed */
+	/* per Job and level above the nodes, the domains holding its pods,
+	 * summed: how far Jobs straddle racks and blocks */
+	size_t straddles;
 };
 
 /* 1 when a is at least as good as b at every level's free domain, on
@@ -204,6 +207,34 @@ static size_t hosts_used(const struct ctx *x, const struct topo_placement *p)
 	return hosts;
 }
 
+/* Per Job and level above the nodes, the domains holding its pods, summed
+ * (SIZE_MAX without memory). The pods come by group and job. */
+static size_t straddles_of(const struct ctx *x, const struct topo_placement *p)
+{
+	const struct topo_domain *dom = x->t->domains;
+	uint32_t *seen = calloc(x->t->domain_count, sizeof(*seen));
+	size_t straddles = 0;
+	uint32_t job = 1;
+
+	if (!seen)
+		return SIZE_MAX;
+	for (size_t i = 0; i < p->pod_count; i++) {
+		if (i > 0 && (p->pods[i].group != p->pods[i - 1].group ||
+			      p->pods[i].job_index != p->pods[i - 1].job_index))
+			job++;
+		for (uint32_t d = p->pods[i].domain; d != TOPO_NONE && d != 0; d = dom[d].parent) {
+			if (dom[d].level >= x->t->node_level)
+				continue;
+			if (seen[d] == job)
+				break; /* its ancestors are counted too */
+			seen[d] = job;
+			straddles++;
+		}
+	}
+	free(seen);
+	return straddles;
+}
+
 /* The lowest domain holding the placed pods of p->pods[i .. i + count)
  * (their lowest domains' common ancestor; the root when none is placed). */
 static uint32_t holding(const struct ctx *x, const struct topo_placement *p, size_t i, size_t count)
@@ -314,6 +345,7 @@ static struct order_score score_of(struct ctx *x, const struct topo_placement *p
 	s.levels = x->t->node_level + 1;
 	free_pods_at_levels(x, s.free_at);
 	s.hosts = hosts_used(x, p);
+	s.straddles = straddles_of(x, p);
 	return s;
 }
 
@@ -399,22 +431,51 @@ static void add_candidate(struct ctx *x, struct candidate *c, size_t *n, struct 
 	(*n)++;
 }
 
-/* The one kept: of those best on what users asked for, the ones no other
- * of them covers strictly (covering is a partial order, so some remain),
- * and of these the best on the rest; ties keep the earlier. Choosing over
- * the whole set, not pair by pair, keeps the choice from depending on the
- * order of the candidates. */
-static size_t choose(const struct candidate *c, size_t n)
+/* 1 when a is at least as good as Kueue's placement k on every measure
+ * users compare placements by: hosts used, each level's largest free
+ * domain, the level of the smallest domain holding the JobSet. */
+static int keeps_pace(const struct order_score *a, const struct order_score *k)
+{
+	if (a->hosts > k->hosts || a->jobset_level < k->jobset_level)
+		return 0;
+	for (size_t l = 1; l < a->levels; l++)
+		if (a->free_at[l] < k->free_at[l])
+			return 0;
+	return 1;
+}
+
+/* Whether candidate i may be kept: none is better on what users asked for,
+ * and, when Kueue's placement `kueue` (SIZE_MAX: none) ties with it there,
+ * it keeps pace with Kueue's on every measure (Kueue's always does) or
+ * keeps the Jobs closer: on as many hosts, over fewer racks and blocks. */
+static int eligible(const struct candidate *c, size_t n, size_t kueue, size_t i)
+{
+	const struct order_score *a = &c[i].score, *k;
+
+	for (size_t j = 0; j < n; j++)
+		if (compare_asked(&c[j].score, a) > 0)
+			return 0;
+	if (kueue == SIZE_MAX || compare_asked(a, &c[kueue].score) != 0)
+		return 1;
+	k = &c[kueue].score;
+	return keeps_pace(a, k) || (a->straddles < k->straddles && a->hosts <= k->hosts);
+}
+
+/* The one kept: of the eligible ones, those no other eligible one covers
+ * strictly (covering is a partial order, so some remain), and of these
+ * the best on the rest; ties keep the earlier. Choosing over the whole
+ * set, not pair by pair, keeps the choice from depending on the order of
+ * the candidates. */
+static size_t choose(const struct candidate *c, size_t n, size_t kueue)
 {
 	size_t best = SIZE_MAX;
 
 	for (size_t i = 0; i < n; i++) {
-		int out = 0;
+		int out = !eligible(c, n, kueue, i);
 
 		for (size_t j = 0; j < n && !out; j++)
-			out = compare_asked(&c[j].score, &c[i].score) > 0 ||
-			      (compare_asked(&c[j].score, &c[i].score) == 0 &&
-			       covers(&c[j].score, &c[i].score) && !covers(&c[i].score, &c[j].score));
+			out = eligible(c, n, kueue, j) && compare_asked(&c[j].score, &c[i].score) == 0 &&
+			      covers(&c[j].score, &c[i].score) && !covers(&c[i].score, &c[j].score);
 		if (!out && (best == SIZE_MAX || compare_rest(&c[i].score, &c[best].score) > 0))
 			best = i;
 	}
@@ -443,7 +504,7 @@ struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, 
 	} variants[] = { { 1, 1 }, { 0, 0 }, { 1, 0 } };
 	struct candidate c[CANDIDATES_MAX];
 	struct topo_placement *best;
-	size_t n = 0, kept;
+	size_t n = 0, kept, kueue = SIZE_MAX;
 
 	add_candidate(x, c, &n, first);
 	/* One greedy descent per instance: the order and ties are all that vary. */
@@ -464,8 +525,11 @@ struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, 
 
 		undo_all(x);
 		set_order(x, 1);
-		if (topo_place_kueue(x, &whole))
+		if (topo_place_kueue(x, &whole)) {
+			kueue = n;
 			add_candidate(x, c, &n, topo_place_build_output(x, whole));
+			kueue = kueue < n ? kueue : SIZE_MAX;
+		}
 	}
 	if (topo_place_preferred_search_allowed(x) && !some_meets_every_preference(x, c, n)) {
 		/* A spread that meets every preferred level, where the greedy
@@ -477,7 +541,7 @@ struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, 
 		if (topo_place_exact_preferred(x, &whole))
 			add_candidate(x, c, &n, topo_place_build_output(x, whole));
 	}
-	kept = choose(c, n);
+	kept = choose(c, n, kueue);
 	best = c[kept].p;
 	for (size_t i = 0; i < n; i++)
 		if (i != kept)
