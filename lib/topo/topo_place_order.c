@@ -16,11 +16,14 @@
  * (choose): the best on what the user asked for (the pods' preferred node
  * affinity, the sum over the pods of their node's score, which Kueue puts
  * before the placement policy; preferred levels met; the JobSet's
- * preferred level met); of those, the ones no other covers (at least as
- * good on every level's largest free domain in pods of the request's
- * shapes, on hosts and on domains used, and better on one); of these, the
- * best by the level of the smallest domain holding the JobSet, the largest
- * domain left free at the request's level, the fewest domains used.
+ * preferred level met); of those, when Kueue's placement ties with them
+ * there, the ones as good as Kueue's on every measure or keeping the Jobs
+ * within fewer racks (eligible); of those, the ones no other covers (at
+ * least as good on every level's largest free domain in pods of the
+ * request's shapes, on hosts and on domains used, and better on one); of
+ * these, the best by the level of the smallest domain holding the JobSet,
+ * the largest domain left free at the request's level, the fewest domains
+ * used.
  */
 #include <stdlib.h>
 #include <string.h>
