@@ -43,8 +43,10 @@
 # kube-system and the muster namespace; with matchConditions (1.28+), only
 # JobSets that ask for a gang start (spec.groupSchedulingConfig or a
 # muster.dev/group-scheduling-* annotation), or a topology request, or carry
-# the placement gate's marks (muster.dev/placement, muster.dev/placement-skipped:
-# copied from another JobSet, the webhook removes them); for UPDATE also the
+# the placement gate's marks (muster.dev/placement, muster.dev/placement-reason,
+# muster.dev/placement-skipped, and on a pod template the pin route's
+# muster.dev/job-pinned and muster.dev/job-selector: copied from another
+# JobSet, the webhook removes them); for UPDATE also the
 # old object, so removing the request is seen. Requests of muster's controller are sent too: its resume of
 # a JobSet it placed must raise the gang generation, and only its requests may
 # mark a JobSet placed. deploy/test/ evaluates these expressions in `make
@@ -210,7 +212,8 @@ asks() { # $1: object or oldObject
 ('muster.dev/group-scheduling-timeout' in %s.metadata.annotations || \
 'muster.dev/group-scheduling-targets' in %s.metadata.annotations || \
 'muster.dev/placement' in %s.metadata.annotations || \
-'muster.dev/placement-skipped' in %s.metadata.annotations)) || %s))" "$o" "$o" "$o" "$o" "$o" "$o" "$o" "$o" "$(topology "$o")"
+'muster.dev/placement-reason' in %s.metadata.annotations || \
+'muster.dev/placement-skipped' in %s.metadata.annotations)) || %s))" "$o" "$o" "$o" "$o" "$o" "$o" "$o" "$o" "$o" "$(topology "$o")"
 }
 
 # A topology request muster places (webhook/placement_gate.h): muster's and
@@ -218,7 +221,9 @@ asks() { # $1: object or oldObject
 # exclusive-topology, Kueue's podset-* and muster's on a pod template; and the
 # gate's label muster.dev/placement on a Job or pod template, which the
 # webhook strips from a JobSet it does not gate (its Jobs and pods would be
-# sent to /pin, which refuses them without a placement record). The mutating
+# sent to /pin, which refuses them without a placement record), and the pin
+# route's marks on a pod template (muster.dev/job-pinned would keep its pods
+# from /pin, muster.dev/job-selector would pin them), stripped too. The mutating
 # webhook sees objects before the apiserver validates them: every field
 # below the JobSet's metadata is tested with has() before it is read, so that
 # a missing one gives false and not an error (which failurePolicy Fail would
@@ -234,8 +239,9 @@ k == 'muster.dev/network-topology' || k == 'alpha.jobset.sigs.k8s.io/exclusive-t
 (has(r.template.spec) && has(r.template.spec.template) && has(r.template.spec.template.metadata) && \
 ((has(r.template.spec.template.metadata.annotations) && \
 r.template.spec.template.metadata.annotations.exists(k, k.startsWith('kueue.x-k8s.io/podset-') || \
-k == 'muster.dev/network-topology' || k == 'muster.dev/partition-policy')) || \
-(has(r.template.spec.template.metadata.labels) && 'muster.dev/placement' in r.template.spec.template.metadata.labels))))))" "$o" "$o" "$o" "$o" "$o"
+k == 'muster.dev/network-topology' || k == 'muster.dev/partition-policy' || k == 'muster.dev/job-selector')) || \
+(has(r.template.spec.template.metadata.labels) && ('muster.dev/placement' in r.template.spec.template.metadata.labels || \
+'muster.dev/job-pinned' in r.template.spec.template.metadata.labels)))))))" "$o" "$o" "$o" "$o" "$o"
 }
 
 match_conditions() { # $1: the expression selecting the JobSets

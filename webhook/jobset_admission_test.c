@@ -1441,6 +1441,32 @@ static void gate_cases(void **state)
 	assert_null(template_label(after, 1, MUSTER_LABEL_PLACEMENT));
 	assert_null(job_template_label(after, 0, MUSTER_LABEL_PLACEMENT));
 	cJSON_Delete(js);
+	/* Each alone (what the webhooks' matchConditions send on 1.28+): a
+	 * waiting reason, and the pin route's marks on a pod template. */
+	js = cJSON_Parse(STORY2);
+	cJSON_AddStringToObject(
+		cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(js, "metadata"), "annotations"),
+		MUSTER_ANNOTATION_PLACEMENT_REASON, "rack: no one domain holds the JobSet");
+	assert_int_equal(gate(js, &after, &skip, &cause), 0);
+	assert_null(annotation_of(after, MUSTER_ANNOTATION_PLACEMENT_REASON));
+	cJSON_Delete(js);
+	js = cJSON_Parse(STORY2);
+	{
+		cJSON *metadata = cJSON_AddObjectToObject((cJSON *)pin_template_of(js, 1), "metadata");
+
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(metadata, "labels"), MUSTER_LABEL_JOB_PINNED,
+					"true");
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(metadata, "annotations"),
+					MUSTER_ANNOTATION_JOB_SELECTOR, "rack=r1");
+	}
+	assert_int_equal(gate(js, &after, &skip, &cause), 0);
+	assert_null(template_label(after, 1, MUSTER_LABEL_JOB_PINNED));
+	assert_null(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(pin_template_of(after, 1), "metadata"),
+			"annotations"),
+		MUSTER_ANNOTATION_JOB_SELECTOR));
+	cJSON_Delete(js);
 	js = story2_with_rack();
 	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive((cJSON *)pin_template_of(js, 1), "spec"),
 				"schedulerName", VOLCANO_SCHEDULER_NAME);

@@ -142,6 +142,15 @@ const ROWS = [
 	create("copied annotation muster.dev/placement-skipped alone",
 		jobset({ annotations: { "muster.dev/placement-skipped": "volcano" } }),
 		"call", "removed; else a PlacementSkipped Event says it was left to Volcano"),
+	create("copied annotation muster.dev/placement-reason alone",
+		jobset({ annotations: { "muster.dev/placement-reason": "rack: no one domain holds the JobSet" } }),
+		"call", "removed; else kubectl shows a waiting reason for a JobSet nobody gates"),
+	create("copied label muster.dev/job-pinned alone on a pod template",
+		jobset({ replicatedJobs: [replicatedJob("workers", { pod: { labels: { "muster.dev/job-pinned": "true" } } })] }),
+		"call", "stripped; else the pods of a later gated Job pinned one by one skip /pin"),
+	create("copied annotation muster.dev/job-selector alone on a pod template",
+		jobset({ replicatedJobs: [replicatedJob("workers", { pod: { annotations: { "muster.dev/job-selector": "{}" } } })] }),
+		"call", "stripped; else /pin would take it for the pin route's own"),
 
 	// Nothing muster acts on.
 	create("plain JobSet", jobset(), "skip", "no request"),

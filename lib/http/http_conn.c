@@ -70,22 +70,29 @@ static void conn_shut(struct http_serve *server, struct conn *conn)
 }
 
 /* A new connection took the open count past evict_at: closes the one that
- * has waited longest for its first request's head, or else the one kept
- * alive longest since its last request, never `fresh` itself. So
- * connections that are silent, half-way through a handshake or idle cannot
- * take every slot: a newcomer always gets one, and only a connection that
- * is sending a request or being answered is never closed for room.
+ * has waited longest for its first request's head among those not past
+ * their TLS hello, or else among those past it, or else the one kept alive
+ * longest since its last request, never `fresh` itself. So connections that
+ * are silent, half-way through a handshake or idle cannot take every slot:
+ * a newcomer always gets one, a flood of silent ones does not close a
+ * client past its hello, and only a connection that is sending a request or
+ * being answered is never closed for room.
  * Called with conns_lock held. */
 static void make_room(struct http_serve *server, const struct conn *fresh)
 {
-	struct conn *victim = server->phases[CONN_NEW].head;
+	static const enum conn_phase order[] = { CONN_NEW, CONN_HELLO, CONN_IDLE };
 
-	if (!victim || victim == fresh)
-		victim = server->phases[CONN_IDLE].head;
-	if (!victim || victim == fresh)
-		return;
-	conn_shut(server, victim);
-	server->evicted++;
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		struct conn *victim = server->phases[order[i]].head;
+
+		if (victim == fresh)
+			victim = victim->next;
+		if (victim) {
+			conn_shut(server, victim);
+			server->evicted++;
+			return;
+		}
+	}
 }
 
 /* libmicrohttpd's connection start and close: tracks every connection for
@@ -142,6 +149,18 @@ void http_conn_phase(struct http_serve *server, struct MHD_Connection *connectio
 	pthread_mutex_unlock(&server->conns_lock);
 }
 
+void http_conn_hello(struct http_serve *server, struct conn *conn)
+{
+	pthread_mutex_lock(&server->conns_lock);
+	if (conn->phase == CONN_NEW) {
+		struct timespec accepted = conn->since;
+
+		conn_move(server, conn, CONN_HELLO, 1);
+		conn->since = accepted; /* its deadline still runs from the accept */
+	}
+	pthread_mutex_unlock(&server->conns_lock);
+}
+
 /* libmicrohttpd has read a request line: its headers' deadline starts,
  * unless it is a new connection's first request, whose head has one
  * deadline from the accept. */
@@ -155,7 +174,7 @@ void *http_conn_request_line(void *cls, const char *uri, struct MHD_Connection *
 	(void)uri;
 	if (conn) {
 		pthread_mutex_lock(&server->conns_lock);
-		if (conn->phase != CONN_NEW && conn->phase != CONN_CLOSING)
+		if (conn->phase != CONN_NEW && conn->phase != CONN_HELLO && conn->phase != CONN_CLOSING)
 			conn_move(server, conn, CONN_HEADERS, 1);
 		pthread_mutex_unlock(&server->conns_lock);
 	}
@@ -167,6 +186,7 @@ void *http_conn_request_line(void *cls, const char *uri, struct MHD_Connection *
 static void *sweep(void *arg)
 {
 	static const char *const events[] = { [CONN_NEW] = "http-first-request-too-slow",
+					      [CONN_HELLO] = "http-first-request-too-slow",
 					      [CONN_IDLE] = "http-request-line-too-slow",
 					      [CONN_HEADERS] = "http-headers-too-slow",
 					      [CONN_BODY] = "http-body-too-slow" };
@@ -175,6 +195,7 @@ static void *sweep(void *arg)
 	pthread_mutex_lock(&server->conns_lock);
 	while (!server->sweeper_stop) {
 		const unsigned limits[] = { [CONN_NEW] = server->head_seconds,
+					    [CONN_HELLO] = server->head_seconds,
 					    [CONN_IDLE] = server->idle_seconds,
 					    [CONN_HEADERS] = server->header_seconds,
 					    [CONN_BODY] = server->body_seconds };
@@ -188,12 +209,20 @@ static void *sweep(void *arg)
 		for (int phase = CONN_NEW; phase <= CONN_BODY; phase++) {
 			struct conn *c;
 
-			/* Oldest first: the first within its deadline ends the walk. */
-			while ((c = server->phases[phase].head) != NULL &&
-			       now.tv_sec - c->since.tv_sec > (time_t)limits[phase]) {
-				if (!closed[phase]++)
-					waited[phase] = (long)(now.tv_sec - c->since.tv_sec);
-				conn_shut(server, c);
+			/* Oldest first: the first within its deadline ends the walk;
+			 * CONN_HELLO's list runs in hello order, its deadlines from
+			 * the accept, so all of it is walked (at most the limit). */
+			for (c = server->phases[phase].head; c;) {
+				struct conn *next = c->next;
+
+				if (now.tv_sec - c->since.tv_sec > (time_t)limits[phase]) {
+					if (!closed[phase]++)
+						waited[phase] = (long)(now.tv_sec - c->since.tv_sec);
+					conn_shut(server, c);
+				} else if (phase != CONN_HELLO) {
+					break;
+				}
+				c = next;
 			}
 		}
 		if (server->evicted != server->evicted_logged && now_ms - server->evicted_log_at >= 60000) {

@@ -52,6 +52,12 @@ enum conn_phase {
 	 * head_seconds from the accept. A client that has not got this far has
 	 * proven nothing, so it is also the first to be closed for room. */
 	CONN_NEW,
+	/* A TLS connection whose ClientHello came whole (its handshake took a
+	 * certificate), the rest of its head: the same deadline from the
+	 * accept. Closed for room only when no CONN_NEW one is left, so a
+	 * flood of silent or half-hello connections cannot close a client
+	 * that is past its hello. */
+	CONN_HELLO,
 	CONN_IDLE, /* kept alive, the next request line: idle_seconds from the last request's end */
 	CONN_HEADERS, /* the rest of the headers: header_seconds from the request line */
 	CONN_BODY, /* a POST body: body_seconds from its headers */
@@ -67,13 +73,14 @@ enum conn_phase {
  * ever, so a sweeper thread shuts down those past their phase's deadline.
  * A connection joins the tail of its phase's list when it enters the phase,
  * so each list runs from the longest waiting to the latest: the sweeper
- * stops at the first within its deadline, and room is made from the head. */
+ * stops at the first within its deadline (CONN_HELLO's, whose deadlines run
+ * from the accept, it walks whole), and room is made from the head. */
 struct conn {
 	struct conn *prev, *next; /* server->phases[phase], under conns_lock */
 	struct http_serve *server;
 	int fd;
 	enum conn_phase phase; /* under conns_lock */
-	struct timespec since; /* the phase's start, monotonic; under conns_lock */
+	struct timespec since; /* the phase's start (CONN_HELLO: the accept), monotonic; under conns_lock */
 	struct tls_connection *tls; /* NULL without TLS */
 };
 
@@ -198,6 +205,8 @@ void *http_conn_request_line(void *cls, const char *uri, struct MHD_Connection *
 /* A connection enters a phase (its deadline starts now). One shut down
  * stays closing. */
 void http_conn_phase(struct http_serve *server, struct MHD_Connection *connection, enum conn_phase phase);
+/* conn's TLS handshake has read a whole ClientHello: CONN_NEW to CONN_HELLO. */
+void http_conn_hello(struct http_serve *server, struct conn *conn);
 /* Starts the sweeper thread. Returns 0 or a negative code of lib/base/errors.h with *cause. */
 int http_conn_sweeper_start(struct http_serve *server, char **cause);
 /* Stops the sweeper if it runs; before the daemon stops. */

@@ -351,6 +351,8 @@ int http_tls_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca_
 		result = 0;
 	}
 	pthread_mutex_unlock(&tls->lock);
+	if (result == 0)
+		http_conn_hello(connection->server, conn);
 	return result;
 }
 
