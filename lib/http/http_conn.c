@@ -225,6 +225,11 @@ static void *sweep(void *arg)
 				c = next;
 			}
 		}
+		/* Both are a first request too slow: one line for the two. */
+		if (closed[CONN_HELLO] && (!closed[CONN_NEW] || waited[CONN_HELLO] > waited[CONN_NEW]))
+			waited[CONN_NEW] = waited[CONN_HELLO];
+		closed[CONN_NEW] += closed[CONN_HELLO];
+		closed[CONN_HELLO] = 0;
 		if (server->evicted != server->evicted_logged && now_ms - server->evicted_log_at >= 60000) {
 			evicted = server->evicted - server->evicted_logged;
 			server->evicted_logged = server->evicted;

@@ -390,7 +390,10 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole)
 			kueue_undo(x, k - 1);
 			goto done;
 		}
-		*whole = topo_place_ancestor_at(x, spans, req->whole.level);
+		/* The highest domain holding them still inside the level (past a
+		 * skipped tier, not the ancestor above it). */
+		for (*whole = spans; *whole != 0 && dom[dom[*whole].parent].level >= req->whole.level;)
+			*whole = dom[*whole].parent;
 	} else if (req->whole.mode == TOPO_MODE_PREFERRED) {
 		*whole = all;
 	}

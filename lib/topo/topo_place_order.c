@@ -18,7 +18,8 @@
  * before the placement policy; preferred levels met; the JobSet's
  * preferred level met); of those, when Kueue's placement ties with them
  * there, the ones as good as Kueue's on every measure or keeping the Jobs
- * within fewer racks (eligible); of those, the ones no other covers (at
+ * within fewer racks on as many hosts (eligible); of those, the ones no
+ * other covers (at
  * least as good on every level's largest free domain in pods of the
  * request's shapes, on hosts and on domains used, and better on one); of
  * these, the best by the level of the smallest domain holding the JobSet,
@@ -211,10 +212,13 @@ static size_t hosts_used(const struct ctx *x, const struct topo_placement *p)
 }
 
 /* Per Job and level above the nodes, the domains holding its pods, summed
- * (SIZE_MAX without memory). The pods come by group and job. */
+ * (SIZE_MAX without memory). A node with no domain of a level (a HyperNode
+ * tree that skips a tier) is a domain of its own there. The pods come by
+ * group and job. */
 static size_t straddles_of(const struct ctx *x, const struct topo_placement *p)
 {
 	const struct topo_domain *dom = x->t->domains;
+	size_t above = x->t->node_level > 1 ? x->t->node_level - 1 : 0; /* levels 1 .. node_level - 1 */
 	uint32_t *seen = calloc(x->t->domain_count, sizeof(*seen));
 	size_t straddles = 0;
 	uint32_t job = 1;
@@ -222,17 +226,25 @@ static size_t straddles_of(const struct ctx *x, const struct topo_placement *p)
 	if (!seen)
 		return SIZE_MAX;
 	for (size_t i = 0; i < p->pod_count; i++) {
+		uint32_t leaf = p->pods[i].node != TOPO_NONE ? x->t->node_domain[p->pods[i].node] : TOPO_NONE;
+		size_t present = 0;
+
 		if (i > 0 && (p->pods[i].group != p->pods[i - 1].group ||
 			      p->pods[i].job_index != p->pods[i - 1].job_index))
 			job++;
-		for (uint32_t d = p->pods[i].domain; d != TOPO_NONE && d != 0; d = dom[d].parent) {
+		if (leaf == TOPO_NONE || seen[leaf] == job)
+			continue; /* its domains are counted */
+		seen[leaf] = job;
+		for (uint32_t d = dom[leaf].parent; d != TOPO_NONE && d != 0; d = dom[d].parent) {
 			if (dom[d].level >= x->t->node_level)
 				continue;
-			if (seen[d] == job)
-				break; /* its ancestors are counted too */
-			seen[d] = job;
-			straddles++;
+			present++;
+			if (seen[d] != job) {
+				seen[d] = job;
+				straddles++;
+			}
 		}
+		straddles += above > present ? above - present : 0;
 	}
 	free(seen);
 	return straddles;
@@ -461,7 +473,8 @@ static int eligible(const struct candidate *c, size_t n, size_t kueue, size_t i)
 	if (kueue == SIZE_MAX || compare_asked(a, &c[kueue].score) != 0)
 		return 1;
 	k = &c[kueue].score;
-	return keeps_pace(a, k) || (a->straddles < k->straddles && a->hosts <= k->hosts);
+	return keeps_pace(a, k) ||
+	       (k->straddles != SIZE_MAX && a->straddles < k->straddles && a->hosts <= k->hosts);
 }
 
 /* The one kept: of the eligible ones, those no other eligible one covers
