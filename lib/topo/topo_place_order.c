@@ -19,12 +19,11 @@
  * preferred level met); of those, when Kueue's placement ties with them
  * there, the ones as good as Kueue's on every measure or keeping the Jobs
  * within fewer racks on as many hosts (eligible); of those, the ones no
- * other covers (at
- * least as good on every level's largest free domain in pods of the
- * request's shapes, on hosts and on domains used, and better on one); of
- * these, the best by the level of the smallest domain holding the JobSet,
- * the largest domain left free at the request's level, the fewest domains
- * used.
+ * other covers (at least as good on every level's largest free domain in
+ * pods of the request's shapes, on hosts and on domains used, and better
+ * on one); of these, the best by the level of the smallest domain holding
+ * the JobSet, the largest domain left free at the request's level, the
+ * fewest domains used.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -186,45 +185,24 @@ static void free_pods_at_levels(struct ctx *x, uint64_t *free_at)
 	}
 }
 
-/* Per Job, the nodes holding its pods, summed (SIZE_MAX without memory:
- * then no placement covers another). The pods come by group and job. */
-static size_t hosts_used(const struct ctx *x, const struct topo_placement *p)
-{
-	uint32_t *seen = calloc(x->c->node_count + 1, sizeof(*seen));
-	size_t hosts = 0;
-	uint32_t job = 1;
-
-	if (!seen)
-		return SIZE_MAX;
-	for (size_t i = 0; i < p->pod_count; i++) {
-		uint32_t n = p->pods[i].node;
-
-		if (i > 0 && (p->pods[i].group != p->pods[i - 1].group ||
-			      p->pods[i].job_index != p->pods[i - 1].job_index))
-			job++;
-		if (n != TOPO_NONE && seen[n] != job) {
-			seen[n] = job;
-			hosts++;
-		}
-	}
-	free(seen);
-	return hosts;
-}
-
-/* Per Job and level above the nodes, the domains holding its pods, summed
- * (SIZE_MAX without memory). A node with no domain of a level (a HyperNode
- * tree that skips a tier) is a domain of its own there. The pods come by
- * group and job. */
-static size_t straddles_of(const struct ctx *x, const struct topo_placement *p)
+/* Per Job, the nodes holding its pods (s->hosts), and per Job and level
+ * above the nodes the domains holding them (s->straddles: how far Jobs
+ * straddle racks and blocks), each summed; one pass. A node with no domain
+ * of a level (a HyperNode tree that skips a tier) is a domain of its own
+ * there. Both SIZE_MAX without memory: then no placement covers another and
+ * none keeps its Jobs closer. The pods come by group and job. */
+static void spread_of(const struct ctx *x, const struct topo_placement *p, struct order_score *s)
 {
 	const struct topo_domain *dom = x->t->domains;
 	size_t above = x->t->node_level > 1 ? x->t->node_level - 1 : 0; /* levels 1 .. node_level - 1 */
 	uint32_t *seen = calloc(x->t->domain_count, sizeof(*seen));
-	size_t straddles = 0;
 	uint32_t job = 1;
 
-	if (!seen)
-		return SIZE_MAX;
+	s->hosts = s->straddles = 0;
+	if (!seen) {
+		s->hosts = s->straddles = SIZE_MAX;
+		return;
+	}
 	for (size_t i = 0; i < p->pod_count; i++) {
 		uint32_t leaf = p->pods[i].node != TOPO_NONE ? x->t->node_domain[p->pods[i].node] : TOPO_NONE;
 		size_t present = 0;
@@ -233,21 +211,21 @@ static size_t straddles_of(const struct ctx *x, const struct topo_placement *p)
 			      p->pods[i].job_index != p->pods[i - 1].job_index))
 			job++;
 		if (leaf == TOPO_NONE || seen[leaf] == job)
-			continue; /* its domains are counted */
+			continue; /* this node and its domains are counted */
 		seen[leaf] = job;
+		s->hosts++;
 		for (uint32_t d = dom[leaf].parent; d != TOPO_NONE && d != 0; d = dom[d].parent) {
 			if (dom[d].level >= x->t->node_level)
 				continue;
 			present++;
 			if (seen[d] != job) {
 				seen[d] = job;
-				straddles++;
+				s->straddles++;
 			}
 		}
-		straddles += above > present ? above - present : 0;
+		s->straddles += above > present ? above - present : 0;
 	}
 	free(seen);
-	return straddles;
 }
 
 /* The lowest domain holding the placed pods of p->pods[i .. i + count)
@@ -359,8 +337,7 @@ static struct order_score score_of(struct ctx *x, const struct topo_placement *p
 	s.whole_met = x->req->whole.mode == TOPO_MODE_PREFERRED && s.jobset_level >= x->req->whole.level;
 	s.levels = x->t->node_level + 1;
 	free_pods_at_levels(x, s.free_at);
-	s.hosts = hosts_used(x, p);
-	s.straddles = straddles_of(x, p);
+	spread_of(x, p, &s);
 	return s;
 }
 
@@ -484,13 +461,16 @@ static int eligible(const struct candidate *c, size_t n, size_t kueue, size_t i)
  * the candidates. */
 static size_t choose(const struct candidate *c, size_t n, size_t kueue)
 {
+	int ok[CANDIDATES_MAX];
 	size_t best = SIZE_MAX;
 
+	for (size_t i = 0; i < n; i++)
+		ok[i] = eligible(c, n, kueue, i);
 	for (size_t i = 0; i < n; i++) {
-		int out = !eligible(c, n, kueue, i);
+		int out = !ok[i];
 
 		for (size_t j = 0; j < n && !out; j++)
-			out = eligible(c, n, kueue, j) && compare_asked(&c[j].score, &c[i].score) == 0 &&
+			out = ok[j] && compare_asked(&c[j].score, &c[i].score) == 0 &&
 			      covers(&c[j].score, &c[i].score) && !covers(&c[i].score, &c[j].score);
 		if (!out && (best == SIZE_MAX || compare_rest(&c[i].score, &c[best].score) > 0))
 			best = i;
