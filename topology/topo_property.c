@@ -256,6 +256,28 @@ static const char *violation(const struct pcase *c)
 	return NULL;
 }
 
+/* What the placement reports as the JobSet's domain breaks, or NULL: under
+ * a required JobSet level it holds every pod the level covers and lies at
+ * that level or deeper (past a skipped tier: never the domain above it). */
+static const char *whole_violation(const struct pcase *c, const struct topo_placement *p)
+{
+	uint32_t d = P_NONE;
+
+	if (c->req.whole.mode != TOPO_MODE_REQUIRED)
+		return NULL;
+	for (size_t k = 0; k < c->instances; k++)
+		for (uint32_t r = 0; !c->g[c->inst_group[k]].outside_whole && r < c->placed[k]; r++)
+			d = d == P_NONE ? c->t->node_domain[c->at[k][r]]
+					: common(c->t, d, c->t->node_domain[c->at[k][r]]);
+	if (d == P_NONE)
+		return NULL;
+	if (c->t->domains[p->whole_domain].level < c->req.whole.level)
+		return "the JobSet's domain reported above its required level";
+	while (d != p->whole_domain && d != 0)
+		d = c->t->domains[d].parent;
+	return d == p->whole_domain ? NULL : "the JobSet's domain reported does not hold its pods";
+}
+
 /* ---- the exhaustive search ---- */
 
 static int search_instance(struct pcase *c, size_t k, int fewer);
@@ -649,8 +671,8 @@ static int one_case(uint64_t seed, struct topo_property_counts *counts, char **f
 	if (code == 0) {
 		if (read_placement(&c, p) != 0)
 			broken = "the placement's pods are not laid out by group, job and completion";
-		else
-			broken = violation(&c);
+		else if (!(broken = violation(&c)))
+			broken = whole_violation(&c, p);
 		for (size_t k = 0; k < c.instances; k++)
 			partial |= c.placed[k] < c.g[c.inst_group[k]].pods;
 		if (!broken && partial && full)

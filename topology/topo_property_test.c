@@ -59,11 +59,28 @@ static void the_cases_found_once_hold(void **state)
 	}
 }
 
+/* Kueue's candidate under a JobSet-wide required level reported as the
+ * JobSet's domain the ancestor at that level of the domain holding its pods:
+ * past a skipped tier (a HyperNode of tier 2 hung under the root, beside a
+ * tier-3 one), the cluster itself, above the level (1005833). */
+static void a_jobset_domain_past_a_skipped_tier_stays_inside_its_level(void **state)
+{
+	struct topo_property_counts counts = { 0 };
+	char *failure = NULL;
+
+	(void)state;
+	if (topo_property_run(1005833, 1, &counts, &failure) != 0)
+		fail_msg("%s", failure);
+	assert_int_equal(counts.placed_full, 1);
+	assert_int_equal(counts.with_whole, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(random_cases_against_an_exhaustive_search),
 		cmocka_unit_test(the_cases_found_once_hold),
+		cmocka_unit_test(a_jobset_domain_past_a_skipped_tier_stays_inside_its_level),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
