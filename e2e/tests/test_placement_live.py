@@ -287,6 +287,14 @@ def test_bad_requests_are_refused_at_admission_and_what_only_the_cluster_knows_w
     with pytest.raises(ApiError) as refused:
         kube.create(JOBSETS.format(namespace), jobset("typo", {"kueue.x-k8s.io/podset-requried-topology": RACK}))
     assert "podset-requried-topology" in str(refused.value)
+    # Two Jobs each alone in a rack, and the whole JobSet in one rack: no
+    # cluster holds both, which the names alone tell; refused at once, not
+    # left waiting.
+    with pytest.raises(ApiError) as refused:
+        kube.create(JOBSETS.format(namespace), jobset("twoalone", replicas=2, pods=2, annotations={
+            api.ANNOTATION_TOPOLOGY_REQUIRED: RACK, api.JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY: RACK}))
+    assert "puts all 2 of its Jobs in one" in str(refused.value) and "no placement holds both" in str(refused.value)
+    assert _absent(kube, f"{JOBSETS.format(namespace)}/twoalone")
     # A level the Topology does not have: only the cluster can tell; it waits, saying so.
     kube.create(JOBSETS.format(namespace), jobset("nolevel", {api.KUEUE_ANNOTATION_REQUIRED: "zone"}))
 

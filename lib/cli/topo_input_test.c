@@ -540,6 +540,36 @@ static void jobset_volcano_and_kueue_annotations(void **state)
 	topo_input_free(&in);
 }
 
+/* Each Job alone in a rack and the whole JobSet in one rack: with two Jobs
+ * the names alone say no cluster holds both, so the decoder refuses it (the
+ * webhook's gate then refuses it at creation). One Job, or a replicated job
+ * outside the JobSet-wide level, keeps both. */
+static void exclusive_per_the_jobsets_own_level_with_two_jobs_is_refused(void **state)
+{
+	static const char *const top = "kind: JobSet\nmetadata:\n  name: js\n  annotations:\n"
+				       "    muster.dev/topology-required: rack\n"
+				       "    alpha.jobset.sigs.k8s.io/exclusive-topology: rack\n";
+	static const char *const rest = "spec:\n  replicatedJobs:\n  - name: w\n    replicas: %s\n"
+					"    template:\n      spec:\n        parallelism: 2\n"
+					"        template:\n          spec:\n            containers:\n"
+					"            - resources: {requests: {cpu: 1}}\n";
+	char text[1024], tail[512];
+	struct topo_input in;
+
+	(void)state;
+	snprintf(tail, sizeof(tail), rest, "2");
+	snprintf(text, sizeof(text), "%s%s", top, tail);
+	decode_fails(topo_input_jobset, text,
+		     "jobset: replicated job w is exclusive per rack (each Job alone in its rack), yet the "
+		     "JobSet's required rack puts all 2 of its Jobs in one rack: no placement holds both",
+		     NULL);
+	snprintf(tail, sizeof(tail), rest, "1");
+	snprintf(text, sizeof(text), "%s%s", top, tail);
+	memset(&in, 0, sizeof(in));
+	decode_ok(&in, topo_input_jobset, text);
+	topo_input_free(&in);
+}
+
 /* ---- HyperNodes ---- */
 
 static const char HYPERNODES_YAML[] = "apiVersion: topology.volcano.sh/v1alpha1\n"
@@ -1297,6 +1327,7 @@ int main(void)
 		cmocka_unit_test(pods_init_containers_sidecars_and_overhead),
 		cmocka_unit_test(jobset_json_and_yaml_decode_alike),
 		cmocka_unit_test(jobset_volcano_and_kueue_annotations),
+		cmocka_unit_test(exclusive_per_the_jobsets_own_level_with_two_jobs_is_refused),
 		cmocka_unit_test(hypernodes_from_yaml),
 		cmocka_unit_test(request_resolves_levels_tiers_and_groups),
 		cmocka_unit_test(podset_group_co_places_leader_and_workers),

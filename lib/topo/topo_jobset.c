@@ -441,6 +441,34 @@ int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobs
 	return topo_jobset_decode_counted(s, root, NULL, out, cause);
 }
 
+/* Exclusive per the very level the JobSet-wide required level names, with
+ * two or more Jobs under it: each Job alone in its domain, all of them in
+ * one such domain, which no cluster holds. Told at admission, where the
+ * names are all there is to go by (a deeper JobSet level, which needs the
+ * topology's order, is the placement core's to refuse). */
+static int check_exclusive_whole(const struct topo_jobset *out, char **cause)
+{
+	size_t covered = 0;
+
+	if (!out->whole_required)
+		return 0;
+	for (size_t g = 0; g < out->group_count; g++)
+		covered += out->groups[g].outside_whole ? 0 : out->groups[g].replicas;
+	for (size_t g = 0; g < out->group_count && covered > 1; g++) {
+		const struct topo_jobset_group *grp = &out->groups[g];
+
+		if (grp->exclusive && !grp->outside_whole && strcmp(grp->exclusive, out->whole_required) == 0)
+			return cause_replace(
+				cause,
+				"jobset: replicated job %s is exclusive per %s (each Job alone in "
+				"its %s), yet the JobSet's required %s puts all %zu of its Jobs "
+				"in one %s: no placement holds both",
+				grp->name, grp->exclusive, grp->exclusive, out->whole_required, covered,
+				out->whole_required);
+	}
+	return 0;
+}
+
 int topo_jobset_decode_counted(struct topo_store *s, const cJSON *root, const struct jobset_model *counted,
 			       struct topo_jobset *out, char **cause)
 {
@@ -504,7 +532,7 @@ int topo_jobset_decode_counted(struct topo_store *s, const cJSON *root, const st
 			goto out;
 		out->group_count = ++n;
 	}
-	if (decode_covered(ann, out, cause))
+	if (decode_covered(ann, out, cause) || check_exclusive_whole(out, cause))
 		goto out;
 	rc = 0;
 out:
