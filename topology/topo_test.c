@@ -1865,6 +1865,13 @@ static void exclusive_job_under_a_deeper_jobset_level(void **state)
 	cause = place_refused(t, &req);
 	assert_non_null(strstr(cause, "request: replicated job excl is exclusive per block"));
 	free(cause);
+	/* With no replica, the exclusive replicated job makes no Job: nothing
+	 * to hold alone, the other two Jobs share the rack. */
+	g[0].replicas = 0;
+	g[1].replicas = 2;
+	p = place_ok(t, &req);
+	assert_int_equal(p->pod_count, 6);
+	topo_placement_free(p);
 	topo_tree_free(t);
 }
 

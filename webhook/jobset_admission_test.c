@@ -1689,6 +1689,45 @@ static void an_update_that_makes_a_request_malformed_is_refused(void **state)
 	cJSON_Delete(old);
 }
 
+/* A JobSet stored with a request the decoder now refuses (admitted before
+ * it knew better: two Jobs exclusive per rack, the JobSet in one rack) is
+ * not refused on every update: the controller writing why it waits, or its
+ * user mending it, gets through. An update that makes a good request
+ * malformed is still refused (above). */
+static void an_update_of_a_jobset_stored_malformed_is_let_through(void **state)
+{
+	cJSON *old = cJSON_Parse(STORY2), *now, *patch = cJSON_CreateArray(), *modified = NULL, *ann;
+	char *cause = NULL;
+
+	(void)state;
+	ann = cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(old, "metadata"), "annotations");
+	cJSON_AddStringToObject(ann, MUSTER_ANNOTATION_TOPOLOGY_REQUIRED, "rack");
+	cJSON_AddStringToObject(ann, JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY, "rack");
+	cJSON_AddStringToObject(ann, MUSTER_ANNOTATION_PLACEMENT, MUSTER_PLACEMENT_WAITING);
+	set_suspend_to(old, 1);
+	now = cJSON_Duplicate(old, 1);
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(
+					cJSON_GetObjectItemCaseSensitive(now, "metadata"), "annotations"),
+				MUSTER_ANNOTATION_PLACEMENT_REASON, "placement request: ...");
+	assert_int_equal(gate_update(old, now, 1, patch, &modified, &cause), 0);
+	assert_null(cause);
+	cJSON_Delete(modified);
+	cJSON_Delete(patch);
+	cJSON_Delete(now);
+	/* The same JobSet made so from a good one by the update: refused. */
+	patch = cJSON_CreateArray();
+	modified = NULL;
+	now = cJSON_Duplicate(old, 1);
+	cJSON_DeleteItemFromObjectCaseSensitive(ann, JOBSET_ANNOTATION_EXCLUSIVE_TOPOLOGY);
+	assert_int_equal(gate_update(old, now, 0, patch, &modified, &cause), -1);
+	assert_non_null(strstr(cause, "no placement holds both"));
+	assert_null(modified);
+	free(cause);
+	cJSON_Delete(patch);
+	cJSON_Delete(now);
+	cJSON_Delete(old);
+}
+
 /* An update that adds the pin route's mark of a Job pinned whole to a pod
  * template of a gated JobSet (upstream JobSet lets a suspended JobSet's pod
  * templates change) loses it, as a JobSet created with it does: JobSet
@@ -2218,6 +2257,7 @@ int main(void)
 		cmocka_unit_test(gate_strips_a_job_pinned_mark_an_update_adds),
 		cmocka_unit_test(a_request_given_by_an_update_while_suspended_is_gated),
 		cmocka_unit_test(an_update_that_makes_a_request_malformed_is_refused),
+		cmocka_unit_test(an_update_of_a_jobset_stored_malformed_is_let_through),
 		cmocka_unit_test(pod_route_pins_by_job_and_completion_index),
 		cmocka_unit_test(job_route_pins_a_job_whole),
 		cmocka_unit_test(a_job_split_over_racks_gets_the_rack_of_most_of_its_pods),

@@ -428,12 +428,15 @@ int placement_gate_update(const struct jobset_admission *old, const struct jobse
 {
 	const char *was = old->placement_state, *now = a->placement_state, *want = NULL;
 	cJSON *copy;
-	int hold = 0, err = 0, pinned, asks = a->owner ? 0 : a->asks;
+	int hold = 0, err = 0, pinned, asks = a->owner ? 0 : a->asks, had = old->owner ? 0 : old->asks;
 
 	*modified = NULL;
 	/* A request this update makes malformed is refused, as at creation:
-	 * it would only show at the resume, as a waiting reason. */
-	if (asks < 0)
+	 * it would only show at the resume, as a waiting reason. One stored
+	 * malformed already (admitted before the decoder knew better) is let
+	 * through, so that the controller can still write why it waits and its
+	 * user can mend it. */
+	if (asks < 0 && had >= 0)
 		return cause_fail(cause, "%s", a->placement_cause);
 	if (!was) {
 		/* Not gated at creation. A request given while the JobSet is

@@ -542,8 +542,9 @@ static void jobset_volcano_and_kueue_annotations(void **state)
 
 /* Each Job alone in a rack and the whole JobSet in one rack: with two Jobs
  * the names alone say no cluster holds both, so the decoder refuses it (the
- * webhook's gate then refuses it at creation). One Job, or a replicated job
- * outside the JobSet-wide level, keeps both. */
+ * webhook's gate then refuses it at creation). One Job keeps both. Jobs are
+ * counted as the core places them: a Kueue PodSet of 3 replicas is one
+ * instance, and an exclusive replicated job of no replica makes no Job. */
 static void exclusive_per_the_jobsets_own_level_with_two_jobs_is_refused(void **state)
 {
 	static const char *const top = "kind: JobSet\nmetadata:\n  name: js\n  annotations:\n"
@@ -568,6 +569,30 @@ static void exclusive_per_the_jobsets_own_level_with_two_jobs_is_refused(void **
 	memset(&in, 0, sizeof(in));
 	decode_ok(&in, topo_input_jobset, text);
 	topo_input_free(&in);
+	/* No replica of the exclusive one, and three of a Kueue PodSet, which
+	 * the core places as one instance: one Job's worth, kept. */
+	for (int replicas = 1; replicas >= 0; replicas--) {
+		snprintf(text, sizeof(text),
+			 "kind: JobSet\nmetadata:\n  name: js\n  annotations:\n"
+			 "    muster.dev/topology-required: rack\n"
+			 "spec:\n  replicatedJobs:\n  - name: w\n    replicas: %d\n    template:\n"
+			 "      metadata:\n        annotations:\n"
+			 "          alpha.jobset.sigs.k8s.io/exclusive-topology: rack\n"
+			 "      spec:\n        parallelism: 2\n        template:\n          spec:\n"
+			 "            containers:\n            - resources: {requests: {cpu: 1}}\n"
+			 "  - name: k\n    replicas: 3\n    template:\n      spec:\n        parallelism: 2\n"
+			 "        template:\n          metadata:\n            annotations:\n"
+			 "              kueue.x-k8s.io/podset-required-topology: rack\n          spec:\n"
+			 "            containers:\n            - resources: {requests: {cpu: 1}}\n",
+			 replicas);
+		if (replicas) {
+			decode_fails(topo_input_jobset, text, "puts all 2 of its Jobs in one rack", NULL);
+			continue;
+		}
+		memset(&in, 0, sizeof(in));
+		decode_ok(&in, topo_input_jobset, text);
+		topo_input_free(&in);
+	}
 }
 
 /* ---- HyperNodes ---- */

@@ -441,6 +441,20 @@ int topo_jobset_decode(struct topo_store *s, const cJSON *root, struct topo_jobs
 	return topo_jobset_decode_counted(s, root, NULL, out, cause);
 }
 
+/* A replicated job written for Kueue: any Kueue topology annotation. */
+static int kueue_podset(const struct topo_jobset_group *g)
+{
+	return g->required || g->preferred || g->unconstrained || g->slice_level || g->podset_group;
+}
+
+/* Whether the placement core takes all of g's replicas as one instance:
+ * Kueue's PodSet is the replicated job, ranked job index * pods per job +
+ * completion index (Volcano partitions are per Job). */
+static int one_podset(const struct topo_jobset_group *g)
+{
+	return kueue_podset(g) && g->replicas > 1 && !g->partitions;
+}
+
 /* Exclusive per the very level the JobSet-wide required level names, with
  * two or more Jobs under it: each Job alone in its domain, all of them in
  * one such domain, which no cluster holds. Told at admission, where the
@@ -453,11 +467,14 @@ static int check_exclusive_whole(const struct topo_jobset *out, char **cause)
 	if (!out->whole_required)
 		return 0;
 	for (size_t g = 0; g < out->group_count; g++)
-		covered += out->groups[g].outside_whole ? 0 : out->groups[g].replicas;
+		covered += out->groups[g].outside_whole	 ? 0
+			   : one_podset(&out->groups[g]) ? 1
+							 : out->groups[g].replicas;
 	for (size_t g = 0; g < out->group_count && covered > 1; g++) {
 		const struct topo_jobset_group *grp = &out->groups[g];
 
-		if (grp->exclusive && !grp->outside_whole && strcmp(grp->exclusive, out->whole_required) == 0)
+		if (grp->exclusive && grp->replicas > 0 && !grp->outside_whole &&
+		    strcmp(grp->exclusive, out->whole_required) == 0)
 			return cause_replace(
 				cause,
 				"jobset: replicated job %s is exclusive per %s (each Job alone in "
@@ -616,12 +633,6 @@ int topo_jobset_shape(const struct topo_jobset_group *group, const struct topo_c
 	return rc;
 }
 
-/* A replicated job written for Kueue: any Kueue topology annotation. */
-static int kueue_podset(const struct topo_jobset_group *g)
-{
-	return g->required || g->preferred || g->unconstrained || g->slice_level || g->podset_group;
-}
-
 static int group_request(const struct topo_jobset *in, const struct topo_tree *tree, size_t i, int relax,
 			 struct topo_group *g, char **cause)
 {
@@ -636,9 +647,7 @@ static int group_request(const struct topo_jobset *in, const struct topo_tree *t
 	g->pods = ig->pods;
 	g->outside_whole = ig->outside_whole;
 	g->balanced = in->balanced > 0;
-	/* Kueue's PodSet is the replicated job: all its replicas are placed as
-	 * one, ranked job index * pods per job + completion index. */
-	if (kueue_podset(ig) && ig->replicas > 1 && !ig->partitions) { /* partitions are per Job */
+	if (one_podset(ig)) {
 		if ((uint64_t)ig->replicas * ig->pods > TOPO_PODS_MAX)
 			return cause_replace(cause,
 					     "%s: %u replicas of %u pods, more than %u pods in one PodSet",

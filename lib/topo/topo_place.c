@@ -234,7 +234,8 @@ static char *check_exclusive_whole(const struct topo_tree *t, const struct topo_
 	for (size_t g = 0; g < req->group_count && covered > 1; g++) {
 		const struct topo_group *grp = &req->groups[g];
 
-		if (grp->exclusive && !grp->outside_whole && req->whole.level >= grp->constraint.level)
+		if (grp->exclusive && grp->replicas > 0 && !grp->outside_whole &&
+		    req->whole.level >= grp->constraint.level)
 			return topo_place_format(
 				"request: replicated job %s is exclusive per %s (each Job alone in its "
 				"%s), yet the JobSet's required %s puts all %zu of its Jobs in one %s: no "
