@@ -1217,6 +1217,33 @@ static void tolerations_follow_kubernetes(void **state)
 
 /* ---- Volcano minPartitions and tiers, Kueue podset groups and unconstrained ---- */
 
+/* 5 partitions of 4 (at least 3) under a JobSet-wide block: no rack
+ * holds 3, no block all 5; b0 holds 3 (one host used) and b1 4. The
+ * JobSet-wide search took the first block where the minimum fits (b0, the
+ * tighter); it keeps the one holding the most partitions. */
+static void min_partitions_under_a_jobset_level_take_the_domain_holding_most(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("w", 1, 20, TOPO_MODE_NONE, 0);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+
+	(void)state;
+	small_cluster(&f);
+	g.slice_size = 4;
+	g.slice_level = 2;
+	g.min_slices = 3;
+	req.whole = (struct topo_constraint){ TOPO_MODE_REQUIRED, 1 };
+	f.nodes[0].used[R_CPU] = 4000;
+	t = levels_tree(&f, 2);
+	p = place_ok(t, &req);
+	assert_int_equal(p->instance_pods[0], 16);
+	assert_string_equal(path_of(t, p->whole_domain), "b1");
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
 static void min_partitions_place_fewer_when_all_do_not_fit(void **state)
 {
 	struct fixture f;
@@ -2657,6 +2684,7 @@ int main(void)
 		cmocka_unit_test(requirements_follow_kubernetes),
 		cmocka_unit_test(node_affinity_terms_select_nodes),
 		cmocka_unit_test(tolerations_follow_kubernetes),
+		cmocka_unit_test(min_partitions_under_a_jobset_level_take_the_domain_holding_most),
 		cmocka_unit_test(min_partitions_place_fewer_when_all_do_not_fit),
 		cmocka_unit_test(tiers_in_levels_mode_count_from_the_bottom),
 		cmocka_unit_test(podset_group_leader_and_workers_share_a_rack),

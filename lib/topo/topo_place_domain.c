@@ -800,8 +800,28 @@ static void sort_candidates(const struct ctx *x, uint32_t *v, uint32_t *tmp, siz
 	}
 }
 
+/* Pods placed by the search that just succeeded, over every instance. */
+static uint64_t pods_placed(const struct ctx *x)
+{
+	uint64_t sum = 0;
+
+	for (size_t k = 0; k < x->instance_count; k++)
+		sum += x->placed[k];
+	return sum;
+}
+
+/* Undoes a successful search: every instance's takes, the last first. */
+static void undo_all(struct ctx *x)
+{
+	for (size_t k = x->instance_count; k-- > 0;)
+		topo_place_undo(x, x->order[k].group, x->start[k]);
+}
+
 /* Tries the whole JobSet inside each candidate scope of `level`, tightest
- * first (candidate_before). */
+ * first (candidate_before): the first that holds it. In the elastic pass
+ * (not every partition fits anywhere) every candidate is tried and the one
+ * holding the most pods kept, the tightest of equal ones; the search is
+ * deterministic, so it is run again there. */
 static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape, uint32_t *found)
 {
 	const struct topo_domain *dom = x->t->domains;
@@ -814,7 +834,8 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 		first++;
 	big = &x->order[first];
 	need = x->elastic ? big->min_pods : big->pods;
-	uint32_t *cands = NULL, *tmp = NULL;
+	uint32_t *cands = NULL, *tmp = NULL, best = TOPO_NONE;
+	uint64_t best_placed = 0;
 	size_t n = 0;
 	int ok = 0;
 
@@ -833,11 +854,30 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 	 * it, so a preferred constraint always gets to try the root. */
 	x->level_start = x->descents;
 	for (size_t i = 0; i < n && !ok && x->descents - x->level_start < 8 * (size_t)x->budget; i++) {
+		uint64_t placed;
+
 		x->scope_descents = 0;
 		x->budget_hit = 0;
-		ok = dfs(x, 0, cands[i]);
-		if (ok)
+		if (!dfs(x, 0, cands[i]))
+			continue;
+		if (!x->elastic) {
+			ok = 1;
 			*found = cands[i];
+			break;
+		}
+		placed = pods_placed(x);
+		undo_all(x);
+		if (placed > best_placed) {
+			best_placed = placed;
+			best = cands[i];
+		}
+	}
+	if (best != TOPO_NONE) {
+		x->scope_descents = 0;
+		x->budget_hit = 0;
+		ok = dfs(x, 0, best);
+		if (ok)
+			*found = best;
 	}
 out:
 	free(cands);
