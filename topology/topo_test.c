@@ -596,6 +596,17 @@ static void equally_large_racks_spread_over_fewer_hosts(void **state)
 	topo_tree_free(t);
 }
 
+/* The cluster of Kueue's balanced placement KEP: hosts x1 (b0/r0), x2
+ * (b0/r1) and x3 (b1/r0) of 10 cpu, levels block, rack and hostname. */
+static struct topo_tree *kep_racks(struct fixture *f)
+{
+	fx_init(f);
+	fx_node(f, "x1", "b0", "r0", 10);
+	fx_node(f, "x2", "b0", "r1", 10);
+	fx_node(f, "x3", "b1", "r0", 10);
+	return levels_tree(f, 3);
+}
+
 /* Kueue's balanced placement (its KEP: 12 pods on two domains of 10 are
  * 6 + 6, not 10 + 2): opt-in per group, preferred levels only, and where no
  * domain one level above holds the request, the placement without it. */
@@ -609,11 +620,7 @@ static void balanced_preferred_spreads_evenly(void **state)
 	uint32_t block;
 
 	(void)state;
-	fx_init(&f);
-	fx_node(&f, "x1", "b0", "r0", 10);
-	fx_node(&f, "x2", "b0", "r1", 10);
-	fx_node(&f, "x3", "b1", "r0", 10);
-	t = levels_tree(&f, 3);
+	t = kep_racks(&f);
 	p = place_ok(t, &req);
 	assert_int_equal(pods_on(p, 0), 10); /* packed: 10 + 2 */
 	assert_int_equal(pods_on(p, 1), 2);
@@ -639,6 +646,37 @@ static void balanced_preferred_spreads_evenly(void **state)
 	p = place_ok(t, &req);
 	assert_int_equal(pods_on(p, 0), 10);
 	assert_int_equal(pods_on(p, 1), 2);
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
+/* Kueue's balanced placement sorts by the pods' preferred node affinity
+ * first (TASRespectNodeAffinityPreferred, which step 1b follows): 13 pods
+ * over two hosts of 10 are 7 + 6, the 7 on the first in its order, x1 in
+ * tree order, the preferred x2 with a preference. */
+static void balanced_gives_its_remainder_to_the_preferred_domain_first(void **state)
+{
+	static const char *const X2[] = { "x2" };
+	struct topo_requirement on_x2 = { "kubernetes.io/hostname", TOPO_OP_IN, X2, 1, 0 };
+	struct topo_preference pref = { 50, { &on_x2, 1 } };
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("w", 1, 13, TOPO_MODE_PREFERRED, 2);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+
+	(void)state;
+	t = kep_racks(&f);
+	g.balanced = 1;
+	p = place_ok(t, &req);
+	assert_int_equal(pods_on(p, 0), 7);
+	assert_int_equal(pods_on(p, 1), 6);
+	topo_placement_free(p);
+	g.shape.preferred = &pref;
+	g.shape.preferred_count = 1;
+	p = place_ok(t, &req);
+	assert_int_equal(pods_on(p, 0), 6);
+	assert_int_equal(pods_on(p, 1), 7);
 	topo_placement_free(p);
 	topo_tree_free(t);
 }
@@ -2656,6 +2694,7 @@ int main(void)
 		cmocka_unit_test(preferred_climbs_a_level),
 		cmocka_unit_test(preferred_spreads_at_the_top),
 		cmocka_unit_test(balanced_preferred_spreads_evenly),
+		cmocka_unit_test(balanced_gives_its_remainder_to_the_preferred_domain_first),
 		cmocka_unit_test(random_balanced_keeps_every_rule),
 		cmocka_unit_test(two_levels_instances_in_racks_all_in_one_block),
 		cmocka_unit_test(preferred_reaches_the_root_past_fragmented_blocks),

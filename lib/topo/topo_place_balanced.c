@@ -243,9 +243,23 @@ static int tree_order(uint32_t a, uint32_t c)
 	return a < c ? -1 : a > c;
 }
 
-/* Kueue's sortedDomains (BestFit): slices descending, pods ascending, tree order. */
+/* The preferred node affinity score first, highest first, as Kueue sorts
+ * with TASRespectNodeAffinityPreferred on (step 1b follows it); 0 on a tie. */
+static int by_affinity(const struct bal *b, uint32_t a, uint32_t c)
+{
+	const uint64_t *score = b->x->score;
+
+	return score[a] == score[c] ? 0 : score[a] < score[c] ? 1 : -1;
+}
+
+/* Kueue's sortedDomains (BestFit): affinity, slices descending, pods
+ * ascending, tree order. */
 int bal_by_best_fit(const struct bal *b, uint32_t a, uint32_t c)
 {
+	int o = by_affinity(b, a, c);
+
+	if (o)
+		return o;
 	if (b->ks[a] != b->ks[c])
 		return b->ks[a] < b->ks[c] ? 1 : -1;
 	if (b->kp[a] != b->kp[c])
@@ -253,12 +267,16 @@ int bal_by_best_fit(const struct bal *b, uint32_t a, uint32_t c)
 	return tree_order(a, c);
 }
 
-/* Kueue's sortedDomainsWithLeader: leaders descending, slices with the
- * leader descending, pods with the leader ascending, tree order. */
+/* Kueue's sortedDomainsWithLeader: leaders descending, affinity, slices
+ * with the leader descending, pods with the leader ascending, tree order. */
 int bal_by_best_fit_leader(const struct bal *b, uint32_t a, uint32_t c)
 {
+	int o;
+
 	if (b->lc[a] != b->lc[c])
 		return b->lc[a] < b->lc[c] ? 1 : -1;
+	if ((o = by_affinity(b, a, c)) != 0)
+		return o;
 	if (b->ksl[a] != b->ksl[c])
 		return b->ksl[a] < b->ksl[c] ? 1 : -1;
 	if (b->kpl[a] != b->kpl[c])

@@ -16,14 +16,17 @@
 
 /* Kueue's findBestFitDomainBy: the first domain of l (from `from`) with
  * the fewest `count` that still holds `need` (and the leaders), else the
- * first. */
+ * first; only among the domains of the first one's preferred affinity
+ * score (its topAffinityTierDomains, with TASRespectNodeAffinityPreferred
+ * on, as step 1b follows it). */
 static size_t best_fit_at(const struct bal *b, const struct list *l, size_t from, int64_t need,
 			  int64_t leaders, const int64_t *count)
 {
 	size_t best = from;
 	int64_t best_count = INT64_MAX;
+	uint64_t tier = from < l->n ? b->x->score[l->v[from]] : 0;
 
-	for (size_t i = from; i < l->n; i++) {
+	for (size_t i = from; i < l->n && b->x->score[l->v[i]] == tier; i++) {
 		uint32_t d = l->v[i];
 
 		if (b->lc[d] < leaders)
