@@ -44,6 +44,7 @@ struct topo_property_counts {
 	size_t refused, refused_request; /* the core's refusals: exit 1, exit 2 */
 	size_t exhaustive_full, exhaustive_any; /* cases where the exhaustive search found one */
 	size_t with_slices, with_layers, with_minimum, with_exclusive, with_group, with_whole;
+	size_t with_balanced; /* cases with Kueue's balanced placement asked */
 	size_t mixed_shapes;
 	size_t exhaustive_leaves; /* complete assignments the exhaustive search checked */
 	/* Placements with preferred levels (and no affinity or balanced

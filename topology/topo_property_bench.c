@@ -15,12 +15,13 @@ int main(int argc, char **argv)
 {
 	struct topo_property_counts n = { 0 };
 	size_t cases = argc > 1 ? strtoul(argv[1], NULL, 10) : 500000;
+	uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000; /* the first case's */
 	char *failure = NULL;
 	struct timespec a, b;
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	rc = topo_property_run(1000000, cases, &n, &failure);
+	rc = topo_property_run(seed, cases, &n, &failure);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	printf("topo_property_bench: %zu random cases (%zu on HyperNode trees) against an exhaustive search, %.1f s\n",
 	       n.cases, n.hypernode_cases,
@@ -30,9 +31,9 @@ int main(int argc, char **argv)
 	printf("  exhaustive: a full placement in %zu, any placement in %zu (%zu assignments checked)\n",
 	       n.exhaustive_full, n.exhaustive_any, n.exhaustive_leaves);
 	printf("  replicated jobs with slices %zu (more layers %zu), a minimum %zu, exclusive %zu; co-placed pairs %zu;\n"
-	       "  JobSet-wide required level %zu; shapes other than the first group's %zu\n",
+	       "  JobSet-wide required level %zu; shapes other than the first group's %zu; balanced asked %zu\n",
 	       n.with_slices, n.with_layers, n.with_minimum, n.with_exclusive, n.with_group, n.with_whole,
-	       n.mixed_shapes);
+	       n.mixed_shapes, n.with_balanced);
 	if (rc != 0) {
 		printf("FAILED: %s\n", failure);
 		free(failure);

@@ -29,7 +29,7 @@ static void random_cases_against_an_exhaustive_search(void **state)
 	assert_true(counts.refused > 3000 && counts.refused_request > 100);
 	assert_true(counts.with_slices > 5000 && counts.with_layers > 300 && counts.with_minimum > 3000);
 	assert_true(counts.with_exclusive > 1000 && counts.with_group > 500 && counts.with_whole > 2000);
-	assert_true(counts.mixed_shapes > 2000);
+	assert_true(counts.mixed_shapes > 2000 && counts.with_balanced > 2000);
 	assert_true(counts.preferred_met > 300);
 	print_message(
 		"%zu cases (%zu HyperNode trees): placed %zu whole, %zu with fewer partitions; refused %zu, "
@@ -37,6 +37,17 @@ static void random_cases_against_an_exhaustive_search(void **state)
 		counts.cases, counts.hypernode_cases, counts.placed_full, counts.placed_partial,
 		counts.refused, counts.refused_request, counts.exhaustive_full, counts.exhaustive_any,
 		counts.exhaustive_leaves);
+}
+
+/* One case of the generator, by its seed: every property holds. */
+static struct topo_property_counts one_seed(uint64_t seed)
+{
+	struct topo_property_counts counts = { 0 };
+	char *failure = NULL;
+
+	if (topo_property_run(seed, 1, &counts, &failure) != 0)
+		fail_msg("%s", failure);
+	return counts;
 }
 
 /* Cases where the choice between candidates once kept a placement missing
@@ -49,14 +60,8 @@ static void the_cases_found_once_hold(void **state)
 	static const uint64_t seeds[] = { 171318, 841, 104 };
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
-		struct topo_property_counts counts = { 0 };
-		char *failure = NULL;
-
-		if (topo_property_run(seeds[i], 1, &counts, &failure) != 0)
-			fail_msg("%s", failure);
-		assert_int_equal(counts.preferred_met, 1);
-	}
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
+		assert_int_equal(one_seed(seeds[i]).preferred_met, 1);
 }
 
 /* Kueue's candidate under a JobSet-wide required level reported as the
@@ -65,14 +70,26 @@ static void the_cases_found_once_hold(void **state)
  * tier-3 one), the cluster itself, above the level (1005833). */
 static void a_jobset_domain_past_a_skipped_tier_stays_inside_its_level(void **state)
 {
-	struct topo_property_counts counts = { 0 };
-	char *failure = NULL;
+	struct topo_property_counts counts;
 
 	(void)state;
-	if (topo_property_run(1005833, 1, &counts, &failure) != 0)
-		fail_msg("%s", failure);
+	counts = one_seed(1005833);
 	assert_int_equal(counts.placed_full, 1);
 	assert_int_equal(counts.with_whole, 1);
+}
+
+/* Cases balanced placement got wrong once the generator asked for it: a
+ * one-pod leader counted beside the workers with its "pods" slot left out,
+ * three pods on a node of two (3111); a one-pod "leader" whose own slices
+ * want a level its node lacks, placed where Kueue's leader would go
+ * (1391391). */
+static void balanced_cases_found_once_hold(void **state)
+{
+	static const uint64_t seeds[] = { 3111, 1391391 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
+		assert_int_equal(one_seed(seeds[i]).with_balanced, 1);
 }
 
 int main(void)
@@ -81,6 +98,7 @@ int main(void)
 		cmocka_unit_test(random_cases_against_an_exhaustive_search),
 		cmocka_unit_test(the_cases_found_once_hold),
 		cmocka_unit_test(a_jobset_domain_past_a_skipped_tier_stays_inside_its_level),
+		cmocka_unit_test(balanced_cases_found_once_hold),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -174,7 +174,7 @@ static void leaf_counts(struct bal *b, uint32_t d)
 		if (topo_place_fit_free(x->c, free, &lead->shape) < 1)
 			continue;
 		for (size_t r = 0; r < x->resources; r++)
-			left[r] = free[r] - lead->shape.requests[r];
+			left[r] = free[r] - topo_place_request(x, &lead->shape, r);
 		beside = x->pods[c]
 				 ? (int64_t)topo_place_fit_free(x->c, left, &x->req->groups[b->group].shape)
 				 : 0;
@@ -739,13 +739,20 @@ static int choose_domains(struct bal *b, const struct plan *p, size_t level, int
 }
 
 /* The leader instance of instance k's group (k+1, one pod, the only other
- * member of the unit), or 0 when k is not such a group's workers. */
+ * member of the unit, with no slices, minimum or exclusivity of its own,
+ * which Kueue's leader has not and this placement does not look at), or 0
+ * when k is not such a group's workers. */
 static int leader_of(const struct ctx *x, size_t k, uint32_t *group)
 {
 	const struct instance *in = &x->order[k];
+	const struct topo_group *lead;
 
 	if (k + 1 >= x->instance_count || x->order[k + 1].leader != k || x->order[k + 1].pods != 1 ||
-	    in->unit_pods != (uint64_t)in->pods + 1 || !x->req->groups[x->order[k + 1].group].balanced)
+	    in->unit_pods != (uint64_t)in->pods + 1)
+		return 0;
+	lead = &x->req->groups[x->order[k + 1].group];
+	if (!lead->balanced || lead->slice_level || lead->slice_size > 1 || lead->inner_count ||
+	    lead->min_slices || lead->exclusive)
 		return 0;
 	*group = x->order[k + 1].group;
 	return 1;

@@ -177,7 +177,8 @@ int bal_take_all(struct bal *b, uint32_t g, const struct list *l, uint32_t *lead
 				memcpy(left, free, x->resources * sizeof(*left));
 				if (n == b->leader_node[d])
 					for (size_t r = 0; r < x->resources; r++)
-						left[r] -= x->req->groups[b->leader_group].shape.requests[r];
+						left[r] -= topo_place_request(
+							x, &x->req->groups[b->leader_group].shape, r);
 				fit = topo_place_fit_free(x->c, left, &x->req->groups[g].shape);
 				if (fit > need)
 					fit = (uint32_t)need;

@@ -211,14 +211,18 @@ void topo_place_recount(struct ctx *x, uint32_t g, uint32_t d, uint64_t size)
 	}
 }
 
+int64_t topo_place_request(const struct ctx *x, const struct topo_shape *shape, size_t r)
+{
+	return (int)r == x->pods_resource ? 1 : shape->requests[r];
+}
+
 void topo_place_take(struct ctx *x, uint32_t g, uint32_t node, uint32_t count)
 {
 	const struct topo_group *grp = &x->req->groups[g];
 	int64_t *free = x->free + (size_t)node * x->resources;
 
 	for (size_t r = 0; r < x->resources; r++)
-		free[r] -=
-			(int)r == x->pods_resource ? (int64_t)count : grp->shape.requests[r] * (int64_t)count;
+		free[r] -= topo_place_request(x, &grp->shape, r) * (int64_t)count;
 	x->taken[node] += count;
 	x->log[x->log_used++] = (struct take){ node, count };
 }
@@ -252,7 +256,6 @@ void topo_place_undo(struct ctx *x, uint32_t g, size_t mark)
 		}
 		x->taken[tk->node] -= tk->count;
 		for (size_t r = 0; r < x->resources; r++)
-			free[r] += (int)r == x->pods_resource ? (int64_t)tk->count
-							      : grp->shape.requests[r] * (int64_t)tk->count;
+			free[r] += topo_place_request(x, &grp->shape, r) * (int64_t)tk->count;
 	}
 }

@@ -139,6 +139,9 @@ void topo_place_compute_under(struct ctx *x, uint32_t g, uint32_t d);
  * were taken (pods, usable in slices of `size` at d, room). */
 void topo_place_recount(struct ctx *x, uint32_t g, uint32_t d, uint64_t size);
 /* Puts count pods of group g on node, logged for undo. */
+/* What one pod of `shape` asks of resource r: 1 of "pods", whatever the
+ * shape says, else its request. */
+int64_t topo_place_request(const struct ctx *x, const struct topo_shape *shape, size_t r);
 void topo_place_take(struct ctx *x, uint32_t g, uint32_t node, uint32_t count);
 /* Closes every open node under d (an exclusive instance's domain), logged. */
 void topo_place_close(struct ctx *x, uint32_t d);

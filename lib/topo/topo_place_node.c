@@ -379,7 +379,7 @@ static int scope_may_hold(struct ctx *x, uint32_t d)
 		int64_t pods = x->elastic ? x->order[k].min_pods : x->order[k].pods;
 
 		for (size_t r = 0; !grp->outside_whole && r < x->resources; r++)
-			asked[r] += pods * ((int)r == x->pods_resource ? 1 : grp->shape.requests[r]);
+			asked[r] += pods * topo_place_request(x, &grp->shape, r);
 	}
 	if (!spend(x, dom[d].end - d))
 		return 0;
