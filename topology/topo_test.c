@@ -681,6 +681,43 @@ static void balanced_gives_its_remainder_to_the_preferred_domain_first(void **st
 	topo_tree_free(t);
 }
 
+/* Kueue's balanced placement with two slice layers (slices of 4 per rack,
+ * of 2 per host), 16 pods preferring a block, traced through Kueue's code:
+ * its counts round each host to whole inner slices (b0/r0's hosts of 3 and
+ * 5 count 2 + 4: one slice of 4); the greedy takes two racks of 3 slices,
+ * T = 2; b0/r0 is pruned below it; the racks b0/r1 and b1/r0 get 2 slices
+ * each; below them hosts in slices of 2: 6 + 2 in each. Before, a
+ * multi-layer request was placed without the option (b0 whole). */
+static void balanced_places_multi_layer_slices_as_kueue(void **state)
+{
+	struct fixture f;
+	struct topo_tree *t;
+	struct topo_placement *p;
+	struct topo_group g = one_cpu_group("w", 1, 16, TOPO_MODE_PREFERRED, 1);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+	static const int want[6] = { 0, 0, 6, 2, 6, 2 };
+
+	(void)state;
+	fx_init(&f);
+	fx_node(&f, "h1", "b0", "r0", 3);
+	fx_node(&f, "h2", "b0", "r0", 5);
+	fx_node(&f, "h3", "b0", "r1", 6);
+	fx_node(&f, "h4", "b0", "r1", 6);
+	fx_node(&f, "h5", "b1", "r0", 6);
+	fx_node(&f, "h6", "b1", "r0", 6);
+	t = levels_tree(&f, 3);
+	g.slice_size = 4;
+	g.slice_level = 2;
+	g.inner[0] = (struct topo_slice_layer){ 2, 3 };
+	g.inner_count = 1;
+	g.balanced = 1;
+	p = place_ok(t, &req);
+	for (uint32_t n = 0; n < 6; n++)
+		assert_int_equal(pods_on(p, n), want[n]);
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
 static void preferred_spreads_at_the_top(void **state)
 {
 	struct fixture f;
@@ -2695,6 +2732,7 @@ int main(void)
 		cmocka_unit_test(preferred_spreads_at_the_top),
 		cmocka_unit_test(balanced_preferred_spreads_evenly),
 		cmocka_unit_test(balanced_gives_its_remainder_to_the_preferred_domain_first),
+		cmocka_unit_test(balanced_places_multi_layer_slices_as_kueue),
 		cmocka_unit_test(random_balanced_keeps_every_rule),
 		cmocka_unit_test(two_levels_instances_in_racks_all_in_one_block),
 		cmocka_unit_test(preferred_reaches_the_root_past_fragmented_blocks),

@@ -28,6 +28,11 @@ struct bal {
 	uint32_t *leader_node; /* per Kueue leaf: the node the leader would take */
 	size_t slice_level; /* Kueue's sliceLevelIdx as a tree level */
 	int64_t size; /* slice size */
+	/* Kueue's sliceSizeAtLevel by tree level: the inner slice layers' sizes
+	 * from just below the slice level down to each layer's level (0: no
+	 * layer); off while pruning recounts, as Kueue's passes none there. */
+	int64_t inner[TOPO_LEVELS_MAX + 2];
+	int inner_off;
 	int64_t leaders; /* 0 or 1 */
 	uint32_t group, leader_group; /* the workers' and the leader's */
 };

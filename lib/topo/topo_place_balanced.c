@@ -103,7 +103,8 @@ static void clear_leader(struct bal *b, uint32_t d)
 	memset(b->lc + d, 0, end - d);
 }
 
-/* Kueue's fillInCountsHelper (one slice layer): counts from the leaves up. */
+/* Kueue's fillInCountsHelper: counts from the leaves up; a child at a
+ * level of an inner slice layer counts its pods in whole inner slices. */
 static void recount(struct bal *b, uint32_t d)
 {
 	const struct topo_domain *dom = b->x->t->domains;
@@ -112,16 +113,20 @@ static void recount(struct bal *b, uint32_t d)
 	uint8_t leaders = 0;
 
 	for (uint32_t c = d + 1; c < dom[d].end; c = dom[c].end) {
+		int64_t inner = b->inner_off ? 0 : b->inner[dom[c].level], cp, cpl;
+
 		if (!bal_is_domain(b->x, c))
 			continue;
 		recount(b, c);
+		cp = inner > 0 ? b->kp[c] / inner * inner : b->kp[c];
+		cpl = inner > 0 ? b->kpl[c] / inner * inner : b->kpl[c];
 		any = 1;
-		pods += b->kp[c];
+		pods += cp;
 		slices += b->ks[c];
 		if (!b->leaders || b->lc[c] > 0) {
 			contributor = 1;
-			if (b->kp[c] - b->kpl[c] < min_pods)
-				min_pods = b->kp[c] - b->kpl[c];
+			if (cp - cpl < min_pods)
+				min_pods = cp - cpl;
 			if (b->ks[c] - b->ksl[c] < min_slices)
 				min_slices = b->ks[c] - b->ksl[c];
 		}
@@ -414,10 +419,12 @@ static void prune(struct bal *b, const struct list *cands, int64_t t)
 		for (uint32_t c = cands->v[i] + 1; c < dom[cands->v[i]].end; c = dom[c].end)
 			if (bal_is_domain(b->x, c))
 				prune_one(b, c, t);
+	b->inner_off = 1;
 	for (size_t i = 0; i < cands->n; i++) {
 		recount(b, cands->v[i]);
 		prune_one(b, cands->v[i], t);
 	}
+	b->inner_off = 0;
 }
 
 /* A DP state: `lead` leaders and `left` pods still to place after the set
@@ -772,17 +779,24 @@ int topo_place_balanced(struct ctx *x, size_t k, uint32_t scope, uint32_t want, 
 	int ok = 0, placed = 0;
 
 	if (!grp->balanced || grp->constraint.mode != TOPO_MODE_PREFERRED || grp->exclusive ||
-	    grp->inner_count || grp->min_slices || want != in->pods || level < 1 ||
-	    level >= x->t->node_level || dom[scope].level > level - 1 || want % b.size)
+	    grp->min_slices || want != in->pods || level < 1 || level >= x->t->node_level ||
+	    dom[scope].level > level - 1 || want % b.size)
 		return 0;
 	if (grp->together) {
-		if (in->leader != k || !leader_of(x, k, &b.leader_group))
+		/* Kueue slices a group in one layer only (TASGroupedPodSetSlicing). */
+		if (grp->inner_count || in->leader != k || !leader_of(x, k, &b.leader_group))
 			return 0;
 		b.leaders = 1;
 	}
 	b.slice_level = grp->slice_level ? grp->slice_level : x->t->node_level - 1;
 	if (b.slice_level < level)
 		return 0;
+	/* Kueue's buildSliceSizeAtLevel: each inner layer's size on every level
+	 * from just below the layer above down to its own. */
+	for (size_t i = 0, from = b.slice_level + 1; i < grp->inner_count; from = grp->inner[i++].level + 1)
+		for (size_t l = from; l <= grp->inner[i].level && l < sizeof(b.inner) / sizeof(b.inner[0]);
+		     l++)
+			b.inner[l] = grp->inner[i].size;
 	cands.v = malloc(n * sizeof(*cands.v));
 	fit.v = malloc(n * sizeof(*fit.v));
 	scratch = malloc(2 * n * sizeof(*scratch));

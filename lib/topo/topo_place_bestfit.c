@@ -123,7 +123,12 @@ int bal_descend_kueue(struct bal *b, struct list *l, uint32_t *scratch, uint32_t
 
 	while (l->n && bal_has_domain_children(x, l->v[0])) {
 		struct list next = { scratch2, 0 };
-		int64_t size = x->t->domains[l->v[0]].level < b->slice_level ? b->size : 1;
+		size_t level = x->t->domains[l->v[0]].level;
+		/* Below the slice level, single pods unless an inner layer's
+		 * size holds on the children's level (Kueue's sliceSizeAtLevel). */
+		int64_t size = level < b->slice_level	 ? b->size
+			       : b->inner[level + 1] > 0 ? b->inner[level + 1]
+							 : 1;
 
 		for (size_t i = 0; i < l->n; i++) {
 			struct list kids = { scratch, 0 };
