@@ -33,6 +33,7 @@ struct bal {
 	 * layer); off while pruning recounts, as Kueue's passes none there. */
 	int64_t inner[TOPO_LEVELS_MAX + 2];
 	int inner_off;
+	int required; /* the level is required: Kueue's level search never climbs */
 	int64_t leaders; /* 0 or 1 */
 	uint32_t group, leader_group; /* the workers' and the leader's */
 };

@@ -172,8 +172,10 @@ static void leaf_counts(struct bal *b, uint32_t d)
 		const int64_t *free;
 		int64_t left[TOPO_RESOURCES_MAX], beside;
 
+		/* Kueue looks for the leader among the nodes the workers may use. */
 		if (n == TOPO_NONE || x->closed[n] ||
-		    !x->eligible[(size_t)b->leader_group * x->c->node_count + n])
+		    !x->eligible[(size_t)b->leader_group * x->c->node_count + n] ||
+		    !x->eligible[(size_t)b->group * x->c->node_count + n])
 			continue;
 		free = x->free + (size_t)n * x->resources;
 		if (topo_place_fit_free(x->c, free, &lead->shape) < 1)

@@ -221,8 +221,11 @@ uint32_t bal_top_of(const struct bal *b, const struct list *l)
 }
 
 /* Kueue's findLevelWithFitDomains for BestFit (the fallback of a group with
- * a leader): from `level` up, the level's domains in scope, the tightest
- * that holds it all, else (at the top) several; into fit. */
+ * a leader, and Kueue's candidate): from `level` up, the level's domains in
+ * scope, the tightest that holds it all, else (at the top) several; into
+ * fit. At a required level it never climbs: when the first domain in
+ * Kueue's order (by preferred affinity first) does not hold it, the first
+ * other one that does, best fit from there. */
 static int fit_level(struct bal *b, uint32_t scope, size_t level, int64_t count, struct list *fit,
 		     uint32_t *scratch, size_t *found)
 {
@@ -242,12 +245,19 @@ static int fit_level(struct bal *b, uint32_t scope, size_t level, int64_t count,
 		top = 0;
 		if (b->ksl[all.v[0]] >= slices && b->lc[all.v[0]] >= b->leaders)
 			top = best_fit_at(b, &all, 0, slices, b->leaders, b->ksl);
+		for (size_t j = 1; b->required && j < all.n &&
+				   (b->ksl[all.v[top]] < slices || b->lc[all.v[top]] < b->leaders);
+		     j++)
+			if (b->ksl[all.v[j]] >= slices && b->lc[all.v[j]] >= b->leaders)
+				top = best_fit_at(b, &all, j, slices, b->leaders, b->ksl);
 		if (b->ksl[all.v[top]] >= slices && b->lc[all.v[top]] >= b->leaders) {
 			fit->v[0] = all.v[top];
 			fit->n = 1;
 			*found = level;
 			return 0;
 		}
+		if (b->required)
+			return -1;
 		if (level <= (dom[scope].level > 1 ? (size_t)dom[scope].level : 1))
 			break;
 		level--;
@@ -365,6 +375,7 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole)
 		x->start[k] = x->log_used;
 		b.group = b.leader_group = in->group;
 		b.size = slice_size_of(grp);
+		b.required = grp->constraint.mode == TOPO_MODE_REQUIRED;
 		b.slice_level = grp->slice_level ? grp->slice_level : x->t->node_level - 1;
 		/* The whole tree once per group; after an instance of the same
 		 * group, only under the domain its pods went to. */
