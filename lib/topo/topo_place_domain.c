@@ -835,9 +835,12 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 	big = &x->order[first];
 	need = x->elastic ? big->min_pods : big->pods;
 	uint32_t *cands = NULL, *tmp = NULL, best = TOPO_NONE;
-	uint64_t best_placed = 0;
+	uint64_t best_placed = 0, best_work = 0, all_pods = 0;
 	size_t n = 0;
 	int ok = 0;
+
+	for (size_t k = 0; k < x->instance_count; k++)
+		all_pods += x->order[k].pods;
 
 	topo_place_compute(x, big->group, 0);
 	cands = malloc(x->t->domain_count * sizeof(*cands));
@@ -854,7 +857,7 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 	 * it, so a preferred constraint always gets to try the root. */
 	x->level_start = x->descents;
 	for (size_t i = 0; i < n && !ok && x->descents - x->level_start < 8 * (size_t)x->budget; i++) {
-		uint64_t placed;
+		uint64_t placed, work = x->slice_work;
 
 		x->scope_descents = 0;
 		x->budget_hit = 0;
@@ -870,12 +873,22 @@ static int try_level(struct ctx *x, size_t level, uint64_t total, int one_shape,
 		if (placed > best_placed) {
 			best_placed = placed;
 			best = cands[i];
+			best_work = work;
 		}
+		if (placed == all_pods)
+			break; /* none holds more */
 	}
 	if (best != TOPO_NONE) {
+		/* The same search as when it was found: the slice-by-slice
+		 * descents' work so far decides how they descend. */
+		uint64_t spent = x->slice_work;
+
+		x->slice_work = best_work;
 		x->scope_descents = 0;
 		x->budget_hit = 0;
 		ok = dfs(x, 0, best);
+		if (x->slice_work < spent)
+			x->slice_work = spent;
 		if (ok)
 			*found = best;
 	}
