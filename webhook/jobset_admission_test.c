@@ -1714,6 +1714,28 @@ static void an_update_of_a_jobset_stored_malformed_is_let_through(void **state)
 	cJSON_Delete(modified);
 	cJSON_Delete(patch);
 	cJSON_Delete(now);
+	/* Stored so but never held by the gate (no placement state): refused,
+	 * it would run unplaced. */
+	patch = cJSON_CreateArray();
+	modified = NULL;
+	now = cJSON_Duplicate(old, 1);
+	cJSON_DeleteItemFromObjectCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(now, "metadata"),
+						 "annotations"),
+		MUSTER_ANNOTATION_PLACEMENT);
+	{
+		cJSON *bare = cJSON_Duplicate(now, 1);
+
+		set_suspend_to(now, 0);
+		assert_int_equal(gate_update(bare, now, 0, patch, &modified, &cause), -1);
+		assert_non_null(strstr(cause, "no placement holds both"));
+		free(cause);
+		cause = NULL;
+		cJSON_Delete(bare);
+	}
+	assert_null(modified);
+	cJSON_Delete(patch);
+	cJSON_Delete(now);
 	/* The same JobSet made so from a good one by the update: refused. */
 	patch = cJSON_CreateArray();
 	modified = NULL;

@@ -433,10 +433,11 @@ int placement_gate_update(const struct jobset_admission *old, const struct jobse
 	*modified = NULL;
 	/* A request this update makes malformed is refused, as at creation:
 	 * it would only show at the resume, as a waiting reason. One stored
-	 * malformed already (admitted before the decoder knew better) is let
-	 * through, so that the controller can still write why it waits and its
-	 * user can mend it. */
-	if (asks < 0 && had >= 0)
+	 * malformed already (admitted before the decoder knew better) and held
+	 * by the gate is let through, so that the controller can still write
+	 * why it waits and its user can mend it; one the gate never held would
+	 * run unplaced, so it is refused as before. */
+	if (asks < 0 && (had >= 0 || !was))
 		return cause_fail(cause, "%s", a->placement_cause);
 	if (!was) {
 		/* Not gated at creation. A request given while the JobSet is
