@@ -1,6 +1,6 @@
 /*
- * topo_quality: the placement core against Kueue's greedy BestFit and an
- * exhaustive search (contract and the rules of each in topo_quality.h).
+ * topo_quality: the placement core against Kueue's greedy BestFit (alone,
+ * and given the JobSet's level) and an exhaustive search (contract and the rules of each in topo_quality.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "topo_quality.h"
@@ -173,6 +173,22 @@ static uint32_t fit(const struct qcase *c, int64_t free[Q_NODES][3], const struc
 
 /* ---- the measures ---- */
 
+/* Free pods of the JobSet's shapes on node n (its free resources `free`), each shape counted on its own. */
+static int64_t free_pods_of(const struct qcase *c, const int64_t *free, uint32_t n)
+{
+	int64_t sum = 0;
+
+	for (size_t g = 0; g < c->req.group_count; g++) {
+		size_t h = 0;
+
+		while (h < g && memcmp(&c->g[h].shape, &c->g[g].shape, sizeof(c->g[g].shape)) != 0)
+			h++;
+		if (h == g)
+			sum += topo_node_fit(&c->cluster, &c->nodes[n], free, &c->g[g].shape, NULL);
+	}
+	return sum;
+}
+
 static void measure(const struct qcase *c, const struct qplacement *p, double *v)
 {
 	uint32_t all = 0, hosts = 0, met = 0;
@@ -203,18 +219,8 @@ static void measure(const struct qcase *c, const struct qplacement *p, double *v
 			level = l;
 	}
 	/* Free pods per node: of each of the JobSet's shapes, summed over them. */
-	for (uint32_t n = 0; n < Q_NODES; n++) {
-		free_pods[n] = 0;
-		for (size_t g = 0; g < c->req.group_count; g++) {
-			size_t h = 0;
-
-			while (h < g && memcmp(&c->g[h].shape, &c->g[g].shape, sizeof(c->g[g].shape)) != 0)
-				h++;
-			if (h == g)
-				free_pods[n] += topo_node_fit(&c->cluster, &c->nodes[n], p->free[n],
-							      &c->g[g].shape, NULL);
-		}
-	}
+	for (uint32_t n = 0; n < Q_NODES; n++)
+		free_pods[n] = free_pods_of(c, p->free[n], n);
 	v[TOPO_QUALITY_HOSTS] = hosts;
 	for (int l = 1; l < Q_LEVELS; l++) {
 		int64_t best = 0;
@@ -314,7 +320,7 @@ static size_t kueue_minimum(struct kueue *k, uint32_t *d, size_t n, uint32_t nee
 	return need ? 0 : n;
 }
 
-static int place_greedy_instance(struct kueue *k, struct qplacement *p, size_t which)
+static int place_greedy_instance(struct kueue *k, struct qplacement *p, size_t which, uint32_t within)
 {
 	const struct qcase *c = k->c;
 	const struct topo_tree *t = c->t;
@@ -327,7 +333,8 @@ static int place_greedy_instance(struct kueue *k, struct qplacement *p, size_t w
 	memset(k->count, 0, sizeof(k->count));
 	memset(k->assigned, 0, sizeof(k->assigned));
 	for (uint32_t x = 0; x < Q_NODES; x++)
-		k->count[t->node_domain[x]] = fit(c, p->free, g, x);
+		k->count[t->node_domain[x]] =
+			c->anc[x][t->domains[within].level] == within ? fit(c, p->free, g, x) : 0;
 	for (uint32_t d = (uint32_t)t->domain_count; d-- > 1;)
 		k->count[t->domains[d].parent] += k->count[d];
 	for (;;) { /* findLevelWithFitDomains */
@@ -375,17 +382,26 @@ static int place_greedy_instance(struct kueue *k, struct qplacement *p, size_t w
 	return rank == in->pods;
 }
 
-static int place_greedy(const struct qcase *c, struct qplacement *p)
+/* Every Job in turn on the nodes under domain `within` (0: the cluster). */
+static int place_greedy_in(const struct qcase *c, struct qplacement *p, uint32_t within)
 {
 	struct kueue k = { .c = c };
-	uint32_t d = TOPO_NONE;
 
 	if (c->t->domain_count > 64)
 		return 0;
 	memcpy(p->free, c->free0, sizeof(p->free));
 	for (size_t i = 0; i < c->instances; i++)
-		if (!place_greedy_instance(&k, p, i))
+		if (!place_greedy_instance(&k, p, i, within))
 			return 0;
+	return 1;
+}
+
+static int place_greedy(const struct qcase *c, struct qplacement *p)
+{
+	uint32_t d = TOPO_NONE;
+
+	if (!place_greedy_in(c, p, 0))
+		return 0;
 	if (c->req.whole.mode != TOPO_MODE_REQUIRED)
 		return 1;
 	for (size_t i = 0; i < c->instances; i++) /* Kueue cannot ask for it: a break is a refusal */
@@ -397,6 +413,40 @@ static int place_greedy(const struct qcase *c, struct qplacement *p)
 			d = here;
 		}
 	return 1;
+}
+
+/* The greedy given the JobSet-wide level, as Kueue's level search meets a
+ * PodSet's (findLevelWithFitDomains, the JobSet one PodSet): at that level,
+ * of the domains where every Job fits greedily, the one with the fewest
+ * free pods (the first such); none: refused if required, else one level
+ * up, the cluster last. */
+static int place_greedy_whole(const struct qcase *c, struct qplacement *p)
+{
+	if (c->req.whole.mode == TOPO_MODE_NONE)
+		return place_greedy_in(c, p, 0);
+	for (int level = c->req.whole.level; level >= 0; level--) {
+		int64_t fewest = -1;
+
+		for (uint32_t d = 0; d < c->t->domain_count; d++) {
+			struct qplacement trial;
+			int64_t count = 0;
+
+			if (c->t->domains[d].level != level || !place_greedy_in(c, &trial, d))
+				continue;
+			for (uint32_t n = 0; n < Q_NODES; n++)
+				if (c->anc[n][level] == d)
+					count += free_pods_of(c, c->free0[n], n);
+			if (fewest < 0 || count < fewest) {
+				fewest = count;
+				*p = trial;
+			}
+		}
+		if (fewest >= 0)
+			return 1;
+		if (c->req.whole.mode == TOPO_MODE_REQUIRED)
+			return 0;
+	}
+	return 0;
 }
 
 /* ---- exhaustive ---- */
@@ -487,11 +537,15 @@ static void say(struct text *x, const char *fmt, ...)
 		x->len = x->len + (size_t)n < EXAMPLES_MAX ? x->len + (size_t)n : EXAMPLES_MAX - 1;
 }
 
+/* The case and each placement made (placed[w]): muster, the greedy, the
+ * greedy given the JobSet-wide level. */
 static void describe(struct text *x, const struct qcase *c, size_t index, const struct qplacement *p,
-		     double v[2][TOPO_QUALITY_FIGURES], int buys)
+		     const int *placed, double v[3][TOPO_QUALITY_FIGURES], int buys)
 {
+	static const char *const who[] = { "muster", "greedy", "greedy+" };
+
 	say(x, "case %zu%s: free (cpu/mem) per node:", index,
-	    buys ? " (muster's JobSet tighter or more preferred levels met)" : "");
+	    buys ? " (muster's JobSet tighter or more preferred levels met than the greedy's)" : "");
 	for (uint32_t n = 0; n < Q_NODES; n++)
 		say(x, "%s %s %lld/%lld",
 		    n % 2   ? ""
@@ -507,8 +561,10 @@ static void describe(struct text *x, const struct qcase *c, size_t index, const 
 		    (long long)(g->shape.requests[R_CPU] / 1000), (long long)g->shape.requests[R_MEM],
 		    mode_name(c->inst[k].constraint.mode), level_name(c->inst[k].constraint.level));
 	}
-	for (int w = 0; w < 2; w++) {
-		say(x, "\n  %-7s", w ? "greedy" : "muster");
+	for (int w = 0; w < 3; w++) {
+		if (!placed[w])
+			continue;
+		say(x, "\n  %-7s", who[w]);
 		for (size_t k = 0; k < c->instances; k++) {
 			say(x, " [");
 			for (uint32_t r = 0; r < c->inst[k].pods; r++)
@@ -520,6 +576,33 @@ static void describe(struct text *x, const struct qcase *c, size_t index, const 
 			say(x, " %g", v[w][f]);
 	}
 	say(x, "\n");
+}
+
+/* muster (figures m) against the greedy given the JobSet-wide level
+ * (figures w): -1 with buf set when that greedy beats the exhaustive
+ * search's best; else 0, *worse set when muster is worse on some figure. */
+static int compare_whole(struct topo_quality_report *report, size_t index, const double *m, const double *w,
+			 const double *best, int *worse, char *buf, size_t size)
+{
+	report->whole_compared++;
+	for (int f = 0; f < TOPO_QUALITY_FIGURES; f++) {
+		int lower = topo_quality_figures[f].lower_better;
+		double a = lower ? -m[f] : m[f], b = lower ? -w[f] : w[f], e = lower ? -best[f] : best[f];
+
+		if (b > e) {
+			snprintf(buf, size,
+				 "case %zu: the greedy given the JobSet's level has %s %g, beyond the "
+				 "exhaustive search's %g",
+				 index, topo_quality_figures[f].name, w[f], best[f]);
+			return -1;
+		}
+		report->whole_as_good[f] += a >= b;
+		report->whole_better[f] += a > b;
+		report->whole_sum[0][f] += m[f];
+		report->whole_sum[1][f] += w[f];
+		*worse |= a < b;
+	}
+	return 0;
 }
 
 int topo_quality_run(uint64_t seed, size_t cases, size_t examples, struct topo_quality_report *report,
@@ -535,9 +618,10 @@ int topo_quality_run(uint64_t seed, size_t cases, size_t examples, struct topo_q
 	}
 	for (size_t i = 0; i < cases; i++) {
 		struct qcase c = { .rng = mix(seed + i) };
-		struct qplacement p[2];
+		struct qplacement p[3];
 		struct search s = { .c = &c };
-		int placed[2];
+		double v[3][TOPO_QUALITY_FIGURES];
+		int placed[3], worse = 0;
 		char buf[160];
 
 		if (make_case(&c, cause) != 0) {
@@ -548,30 +632,31 @@ int topo_quality_run(uint64_t seed, size_t cases, size_t examples, struct topo_q
 		search_pod(&s, 0, 0);
 		placed[0] = place_muster(&c, &p[0]);
 		placed[1] = place_greedy(&c, &p[1]);
+		placed[2] = place_greedy_whole(&c, &p[2]);
 		report->cases++;
 		report->exhaustive_leaves += s.leaves;
 		report->placed[TOPO_QUALITY_EXHAUSTIVE] += s.found;
 		report->placed[TOPO_QUALITY_MUSTER] += placed[0];
 		report->placed[TOPO_QUALITY_GREEDY] += placed[1];
-		if ((placed[0] || placed[1]) && !s.found) {
+		report->placed[TOPO_QUALITY_GREEDY_WHOLE] += placed[2];
+		if ((placed[0] || placed[1] || placed[2]) && !s.found) {
 			snprintf(buf, sizeof(buf),
 				 "case %zu: %s placed it, the exhaustive search found nothing", i,
-				 placed[0] ? "muster" : "the greedy");
+				 placed[0] ? "muster" : "a greedy");
 			topo_tree_free(c.t);
 			free(x.buf);
 			*cause = strdup(buf);
 			return -1;
 		}
+		for (int w = 0; w < 3; w++)
+			if (placed[w])
+				measure(&c, &p[w], v[w]);
 		if (placed[0] && placed[1]) {
-			double v[2][TOPO_QUALITY_FIGURES];
-			int worse = 0, buys;
+			int buys = v[0][TOPO_QUALITY_LEVEL] > v[1][TOPO_QUALITY_LEVEL] ||
+				   v[0][TOPO_QUALITY_PREFERRED] > v[1][TOPO_QUALITY_PREFERRED];
 
-			measure(&c, &p[0], v[0]);
-			measure(&c, &p[1], v[1]);
 			report->compared++;
 			report->stated += c.req.whole.mode == TOPO_MODE_NONE;
-			buys = v[0][TOPO_QUALITY_LEVEL] > v[1][TOPO_QUALITY_LEVEL] ||
-			       v[0][TOPO_QUALITY_PREFERRED] > v[1][TOPO_QUALITY_PREFERRED];
 			for (int f = 0; f < TOPO_QUALITY_FIGURES; f++) {
 				double m = topo_quality_figures[f].lower_better ? -v[0][f] : v[0][f];
 				double k = topo_quality_figures[f].lower_better ? -v[1][f] : v[1][f];
@@ -597,10 +682,19 @@ int topo_quality_run(uint64_t seed, size_t cases, size_t examples, struct topo_q
 				report->sum[TOPO_QUALITY_GREEDY][f] += v[1][f];
 				report->sum[TOPO_QUALITY_EXHAUSTIVE][f] += s.best[f];
 			}
-			if (worse && report->example_count < examples) {
-				describe(&x, &c, i, p, v, buys);
-				report->example_count++;
-			}
+		}
+		if (placed[0] && placed[2] &&
+		    compare_whole(report, i, v[0], v[2], s.best, &worse, buf, sizeof(buf)) != 0) {
+			topo_tree_free(c.t);
+			free(x.buf);
+			*cause = strdup(buf);
+			return -1;
+		}
+		if (worse && report->example_count < examples) {
+			describe(&x, &c, i, p, placed, v,
+				 placed[1] && (v[0][TOPO_QUALITY_LEVEL] > v[1][TOPO_QUALITY_LEVEL] ||
+					       v[0][TOPO_QUALITY_PREFERRED] > v[1][TOPO_QUALITY_PREFERRED]));
+			report->example_count++;
 		}
 		topo_tree_free(c.t);
 	}
@@ -639,4 +733,16 @@ void topo_quality_verdicts(const struct topo_quality_report *report, double *wor
 	}
 	for (int i = 0; i < TOPO_QUALITY_MEASURES; i++)
 		*better_measures += up[i] && !down[i];
+}
+
+double topo_quality_whole_worst(const struct topo_quality_report *report)
+{
+	double worst = 1.0;
+
+	for (int f = 0; f < TOPO_QUALITY_FIGURES && report->whole_compared; f++) {
+		double share = (double)report->whole_as_good[f] / (double)report->whole_compared;
+
+		worst = share < worst ? share : worst;
+	}
+	return worst;
 }

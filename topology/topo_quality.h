@@ -9,7 +9,7 @@
  * memory unit, 1 cpu + 2 units), each required or preferred at block or
  * rack, with no JobSet-wide level, a preferred one or a required one.
  *
- * Three placements of the same case:
+ * Four placements of the same case:
  *  - muster: topo_place, as the controller calls it;
  *  - greedy: Kueue's BestFit as kubernetes-sigs/kueue
  *    pkg/cache/scheduler/tas_flavor_snapshot.go does it, each Job a PodSet
@@ -23,6 +23,13 @@
  *    chosen domains pooled, sorted and taken the same way
  *    (updateCountsToMinimumGeneric). A placement that breaks the JobSet's
  *    required level counts as a refusal;
+ *  - greedy given the JobSet's level ("greedy+"): the same greedy answering
+ *    the whole request, as Kueue's level search meets a PodSet's with the
+ *    JobSet one PodSet: at the JobSet-wide level, of the domains where
+ *    every Job fits by the greedy held inside it, the one with the fewest
+ *    free pods of the JobSet's shapes (the first such); none: refused if
+ *    required, else one level up, the cluster last. Without a JobSet-wide
+ *    level it is the greedy;
  *  - exhaustive: every assignment of every pod to a node that keeps the
  *    required levels and fits; per measure, the best any of them reaches
  *    (each measure on its own, so no one placement need reach all).
@@ -64,6 +71,7 @@ enum topo_quality_way {
 	TOPO_QUALITY_MUSTER,
 	TOPO_QUALITY_GREEDY,
 	TOPO_QUALITY_EXHAUSTIVE,
+	TOPO_QUALITY_GREEDY_WHOLE, /* the greedy given the JobSet-wide level too */
 	TOPO_QUALITY_WAYS
 };
 
@@ -91,9 +99,16 @@ struct topo_quality_report {
 	 * none), and of them where muster is as good as the greedy or better. */
 	size_t stated;
 	size_t stated_as_good[TOPO_QUALITY_FIGURES];
-	double sum[TOPO_QUALITY_WAYS][TOPO_QUALITY_FIGURES]; /* for the means */
+	double sum[TOPO_QUALITY_WAYS][TOPO_QUALITY_FIGURES]; /* for the means (not GREEDY_WHOLE) */
+	/* Against the greedy given the JobSet-wide level (every input): the
+	 * cases muster and it both placed, where muster is as good or
+	 * better, strictly better, and the sums of muster's and its figures. */
+	size_t whole_compared;
+	size_t whole_as_good[TOPO_QUALITY_FIGURES];
+	size_t whole_better[TOPO_QUALITY_FIGURES];
+	double whole_sum[2][TOPO_QUALITY_FIGURES];
 	size_t exhaustive_leaves; /* complete assignments the exhaustive search scored */
-	/* Up to the `examples` asked, cases where muster is worse than the
+	/* Up to the `examples` asked, cases where muster is worse than either
 	 * greedy on some figure, described (malloc'd text or NULL; at most
 	 * 64 KiB). */
 	char *examples;
@@ -117,5 +132,10 @@ void topo_quality_report_free(struct topo_quality_report *report);
  * better and none is worse). */
 void topo_quality_verdicts(const struct topo_quality_report *report, double *worst_as_good,
 			   int *better_measures);
+
+/* The lowest share (0..1), over every figure, of the cases muster and the
+ * greedy given the JobSet's level both placed where muster is as good or
+ * better (1 when there are none). */
+double topo_quality_whole_worst(const struct topo_quality_report *report);
 
 #endif

@@ -2059,6 +2059,79 @@ static void a_preferred_level_met_by_a_spread_is_kept(void **state)
 	topo_tree_free(t);
 }
 
+/* The 8 hosts of the quality cases (2 blocks x 2 racks x 2 hosts), with
+ * cpu[i] cpus and, mem non-NULL, mem[i] units of memory free on host i. */
+static struct topo_tree *quality_hosts(struct fixture *f, const int cpu[8], const int *mem)
+{
+	static const char *const racks[] = { "b0r0", "b0r1", "b1r0", "b1r1" };
+
+	fx_init(f);
+	for (unsigned i = 0; i < 8; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "n%u", i);
+		fx_node(f, name, i < 4 ? "b0" : "b1", racks[i / 2], cpu[i]);
+		if (mem)
+			f->nodes[i].allocatable[R_MEM] = mem[i];
+	}
+	return levels_tree(f, 2); /* block and rack, as the quality cases */
+}
+
+/* Places req on quality_hosts' tree t and checks that its `pods` pods all
+ * went to block b1 (hosts 4 to 7); frees both. */
+static void place_in_block_b1(struct topo_tree *t, const struct topo_request *req, size_t pods)
+{
+	struct topo_placement *p = place_ok(t, req);
+
+	assert_int_equal(p->pod_count, pods);
+	for (size_t i = 0; i < p->pod_count; i++)
+		if (p->pods[i].node < 4)
+			fail_msg("pod %zu on n%u, outside block b1", i, p->pods[i].node);
+	topo_placement_free(p);
+	topo_tree_free(t);
+}
+
+/* A JobSet-wide preferred level no domain meets is met as Kueue meets a
+ * preferred level: the level nearest it that holds the JobSet. Three
+ * 1-pod Jobs preferring a block, the JobSet a rack: no rack holds 3, block
+ * b1 holds 4. muster used to keep Kueue's own placement of the Jobs
+ * (n1 | n4 n5: over both blocks), which frees more of b1, since neither
+ * met the rack; the JobSet now stays in b1 (quality case 121). */
+static void a_jobset_preferred_level_missed_climbs_one_level(void **state)
+{
+	static const int free[8] = { 0, 1, 0, 0, 1, 1, 2, 0 };
+	struct fixture f;
+	struct topo_tree *t = quality_hosts(&f, free, NULL);
+	struct topo_group g = one_cpu_group("w", 3, 1, TOPO_MODE_PREFERRED, 1);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+
+	(void)state;
+	req.whole = (struct topo_constraint){ TOPO_MODE_PREFERRED, 2 };
+	place_in_block_b1(t, &req, 3);
+}
+
+/* With a JobSet-wide level, muster keeps pace with Kueue's BestFit given
+ * that level (the JobSet's domain the best fit of its level, each Job by
+ * Kueue's pass inside it) on every measure: a Job of 2 pods of 2 cpu and
+ * 1 unit of memory preferring a block, the JobSet too; block b1 (room for
+ * 2, one per rack) is the best fit, and taking rack b0r1 instead, closer
+ * as it is, leaves no free block of 3 such pods. The request asked for a
+ * block, not a rack (quality case 139). */
+static void a_jobset_level_keeps_pace_with_kueue_given_it(void **state)
+{
+	static const int cpu[8] = { 3, 1, 2, 3, 2, 1, 0, 2 }, mem[8] = { 3, 2, 2, 4, 2, 0, 1, 4 };
+	struct fixture f;
+	struct topo_tree *t = quality_hosts(&f, cpu, mem);
+	struct topo_group g = one_cpu_group("w", 1, 2, TOPO_MODE_PREFERRED, 1);
+	struct topo_request req = { .groups = &g, .group_count = 1 };
+
+	(void)state;
+	g.shape.requests[R_CPU] = 2000;
+	g.shape.requests[R_MEM] = 1;
+	req.whole = (struct topo_constraint){ TOPO_MODE_PREFERRED, 1 };
+	place_in_block_b1(t, &req, 2);
+}
+
 /* Kueue's multi-layer slices: every 6 consecutive ranks in one block and,
  * inside, every 3 in one rack, on racks with 5, 8, 8 and 8 free: a rack of
  * 5 holds one inner slice, not one and two pods of the next. */
@@ -2758,6 +2831,8 @@ int main(void)
 		cmocka_unit_test(exclusive_job_under_a_deeper_jobset_level),
 		cmocka_unit_test(node_search_finds_the_spread_or_says_it_was_cut),
 		cmocka_unit_test(a_preferred_level_met_by_a_spread_is_kept),
+		cmocka_unit_test(a_jobset_preferred_level_missed_climbs_one_level),
+		cmocka_unit_test(a_jobset_level_keeps_pace_with_kueue_given_it),
 		cmocka_unit_test(requirements_follow_kubernetes),
 		cmocka_unit_test(node_affinity_terms_select_nodes),
 		cmocka_unit_test(tolerations_follow_kubernetes),

@@ -352,24 +352,28 @@ static void kueue_undo(struct ctx *x, size_t placed)
 		topo_place_undo(x, x->order[k].group, x->start[k]);
 }
 
-int topo_place_kueue(struct ctx *x, uint32_t *whole)
+/* Kueue's pass over every instance inside domain `scope` (0: the cluster;
+ * an instance whose level lies above it is held to the scope itself). 1
+ * with the takes logged, *all the lowest domain holding every instance's
+ * domain and *spans the lowest holding every pod; else 0, nothing taken. */
+static int kueue_in(struct ctx *x, uint32_t scope, uint32_t *all, uint32_t *spans)
 {
 	const struct topo_domain *dom = x->t->domains;
 	const struct topo_request *req = x->req;
 	size_t n = x->t->domain_count, k = 0;
 	struct bal b = { .x = x };
 	struct list fit = { malloc(n * sizeof(uint32_t)), 0 };
-	uint32_t *scratch = malloc(2 * n * sizeof(uint32_t)), all = TOPO_NONE, counted = 0;
-	uint32_t spans = TOPO_NONE; /* the lowest domain holding every pod */
+	uint32_t *scratch = malloc(2 * n * sizeof(uint32_t)), counted = 0;
 	int ok = 0;
 
-	*whole = 0;
+	*all = *spans = TOPO_NONE;
 	if (bal_alloc(&b, n) || !fit.v || !scratch)
 		goto done;
 	for (; k < x->instance_count; k++) {
 		const struct instance *in = &x->order[k];
 		const struct topo_group *grp = &req->groups[in->group];
 		size_t level = grp->constraint.level, leader_start;
+		size_t search = level > dom[scope].level ? level : dom[scope].level;
 		uint32_t top = TOPO_NONE, leader_leaf;
 
 		x->start[k] = x->log_used;
@@ -377,13 +381,13 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole)
 		b.size = slice_size_of(grp);
 		b.required = grp->constraint.mode == TOPO_MODE_REQUIRED;
 		b.slice_level = grp->slice_level ? grp->slice_level : x->t->node_level - 1;
-		/* The whole tree once per group; after an instance of the same
+		/* The scope once per group; after an instance of the same
 		 * group, only under the domain its pods went to. */
 		if (k > 0 && x->order[k - 1].group == in->group)
 			topo_place_compute_under(x, in->group, counted);
 		else
-			topo_place_compute(x, in->group, 0);
-		if (bal_best_fit_with_leader(&b, 0, level, in->pods, &fit, scratch, scratch + n, &top) ||
+			topo_place_compute(x, in->group, scope);
+		if (bal_best_fit_with_leader(&b, scope, search, in->pods, &fit, scratch, scratch + n, &top) ||
 		    top == TOPO_NONE ||
 		    (grp->constraint.mode == TOPO_MODE_REQUIRED && dom[top].level < level) ||
 		    bal_take_all(&b, in->group, &fit, &leader_leaf, &leader_start))
@@ -394,21 +398,38 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole)
 		x->placed[k] = in->pods;
 		x->sliced[k] = 0;
 		counted = top;
-		all = topo_place_common(x, all, x->domain[k]);
+		*all = topo_place_common(x, *all, x->domain[k]);
 		for (size_t e = x->start[k]; e < x->log_used; e++)
 			if (x->log[e].count)
-				spans = topo_place_common(x, spans, x->t->node_domain[x->log[e].node]);
+				*spans = topo_place_common(x, *spans, x->t->node_domain[x->log[e].node]);
 	}
 	if (k < x->instance_count) {
 		kueue_undo(x, k);
 		goto done;
 	}
+	ok = 1;
+done:
+	bal_release(&b);
+	free(fit.v);
+	free(scratch);
+	return ok;
+}
+
+int topo_place_kueue(struct ctx *x, uint32_t *whole)
+{
+	const struct topo_domain *dom = x->t->domains;
+	const struct topo_request *req = x->req;
+	uint32_t all, spans;
+
+	*whole = 0;
+	if (!kueue_in(x, 0, &all, &spans))
+		return 0;
 	if (req->whole.mode == TOPO_MODE_REQUIRED) {
 		/* Kueue cannot ask for it: its placement holds when the pods
 		 * happen to lie in one domain of the level. */
 		if (spans == TOPO_NONE || !topo_place_inside_level(x, spans, req->whole.level)) {
-			kueue_undo(x, k - 1);
-			goto done;
+			kueue_undo(x, x->instance_count - 1);
+			return 0;
 		}
 		/* The highest domain holding them still inside the level (past a
 		 * skipped tier, not the ancestor above it). */
@@ -417,10 +438,68 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole)
 	} else if (req->whole.mode == TOPO_MODE_PREFERRED) {
 		*whole = all;
 	}
-	ok = 1;
+	return 1;
+}
+
+/* Whether domain a goes before b as the JobSet's domain: fewer free pods
+ * of the request's shapes, then tree order. */
+static int room_before(const uint64_t *room, uint32_t a, uint32_t b)
+{
+	return room[a] != room[b] ? room[a] < room[b] : a < b;
+}
+
+int topo_place_kueue_whole(struct ctx *x, uint32_t *whole)
+{
+	const struct topo_domain *dom = x->t->domains;
+	const struct topo_request *req = x->req;
+	size_t n = x->t->domain_count, top = req->whole.mode == TOPO_MODE_REQUIRED ? req->whole.level : 0;
+	uint64_t *room = calloc(n, sizeof(uint64_t)), total = 0;
+	uint32_t *cands = malloc(n * sizeof(uint32_t));
+	size_t work = 0;
+	int ok = 0;
+
+	*whole = 0;
+	if (!room || !cands || req->whole.mode == TOPO_MODE_NONE)
+		goto done;
+	/* Free pods per domain, each shape of the request counted once. */
+	for (size_t g = 0; g < req->group_count; g++) {
+		size_t h = 0;
+
+		total += (uint64_t)req->groups[g].pods * req->groups[g].replicas;
+		while (h < g && memcmp(&req->groups[h].shape, &req->groups[g].shape,
+				       sizeof(req->groups[g].shape)) != 0)
+			h++;
+		if (h < g)
+			continue;
+		topo_place_compute(x, (uint32_t)g, 0);
+		for (uint32_t d = 0; d < n; d++)
+			room[d] += x->pods[d];
+	}
+	for (size_t level = req->whole.level + 1; !ok && level-- > top;) {
+		size_t m = 0;
+
+		for (uint32_t d = 0; d < n; d++)
+			if (dom[d].level == level && room[d] >= total)
+				cands[m++] = d;
+		for (size_t i = 1; i < m; i++) /* few: the domains of one level that hold it */
+			for (size_t j = i; j > 0 && room_before(room, cands[j], cands[j - 1]); j--) {
+				uint32_t t = cands[j];
+
+				cands[j] = cands[j - 1];
+				cands[j - 1] = t;
+			}
+		for (size_t i = 0; i < m && !ok && work <= TOPO_KUEUE_PASS_WORK; i++) {
+			uint32_t all, spans;
+
+			work += x->instance_count * (size_t)(dom[cands[i]].end - cands[i]);
+			if (kueue_in(x, cands[i], &all, &spans)) {
+				ok = 1;
+				*whole = cands[i];
+			}
+		}
+	}
 done:
-	bal_release(&b);
-	free(fit.v);
-	free(scratch);
+	free(room);
+	free(cands);
 	return ok;
 }

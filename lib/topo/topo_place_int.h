@@ -204,6 +204,14 @@ int topo_place_kueue_allowed(const struct ctx *x);
  * instance was placed and the JobSet's required level holds; else 0 with
  * nothing taken. */
 int topo_place_kueue(struct ctx *x, uint32_t *whole);
+/* Kueue's BestFit given the JobSet-wide level as Kueue's level search meets
+ * a PodSet's (the JobSet one PodSet): at that level, the domain with the
+ * fewest free pods of the request's shapes where every instance fits by
+ * Kueue's pass held inside it; none: refused when the level is required,
+ * else one level up, the cluster last (within TOPO_KUEUE_PASS_WORK). 1
+ * with the takes logged and *whole that domain, else 0 with nothing taken.
+ * 0 without a JobSet-wide level. */
+int topo_place_kueue_whole(struct ctx *x, uint32_t *whole);
 
 /* ---- topo_place_node.c: the node-level search ---- */
 

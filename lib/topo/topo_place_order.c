@@ -33,7 +33,11 @@
 struct order_score {
 	uint64_t affinity;
 	uint32_t preferred_met;
-	int whole_met; /* the JobSet's preferred level met */
+	/* The JobSet's preferred level, as Kueue meets a preferred level: the
+	 * deepest level holding the JobSet in one domain, up to the one asked
+	 * (missed, the level nearest it is the better, as the level search
+	 * climbs one level at a time); 0 without a preferred level. */
+	size_t whole_met;
 	size_t jobset_level;
 	uint64_t largest_free;
 	size_t domains;
@@ -334,7 +338,8 @@ static struct order_score score_of(struct ctx *x, const struct topo_placement *p
 				x->prefer[(size_t)p->pods[i].group * x->c->node_count + p->pods[i].node];
 	if (level)
 		s.largest_free = largest_free_room(x, level);
-	s.whole_met = x->req->whole.mode == TOPO_MODE_PREFERRED && s.jobset_level >= x->req->whole.level;
+	if (x->req->whole.mode == TOPO_MODE_PREFERRED)
+		s.whole_met = s.jobset_level < x->req->whole.level ? s.jobset_level : x->req->whole.level;
 	s.levels = x->t->node_level + 1;
 	free_pods_at_levels(x, s.free_at);
 	spread_of(x, p, &s);
@@ -371,7 +376,8 @@ static int misses_a_preference(const struct ctx *x, const struct order_score *s)
 		if (x->req->groups[g].constraint.mode == TOPO_MODE_PREFERRED)
 			preferred +=
 				x->req->groups[g].replicas * (1u + (uint32_t)leads_preferred_unit(x->req, g));
-	return s->preferred_met < preferred || (x->req->whole.mode == TOPO_MODE_PREFERRED && !s->whole_met);
+	return s->preferred_met < preferred ||
+	       (x->req->whole.mode == TOPO_MODE_PREFERRED && s->whole_met < x->req->whole.level);
 }
 
 /* Undoes every instance placed, last first. */
@@ -404,9 +410,9 @@ static void set_order(struct ctx *x, int spec)
 							 .leader = (uint32_t)k };
 }
 
-/* The candidates of one choice: at most `first`, three passes, Kueue's and
- * the preferred-level search. */
-#define CANDIDATES_MAX 6
+/* The candidates of one choice: at most `first`, three passes, Kueue's,
+ * Kueue's given the JobSet-wide level and the preferred-level search. */
+#define CANDIDATES_MAX 7
 
 struct candidate {
 	struct topo_placement *p;
@@ -437,21 +443,26 @@ static int keeps_pace(const struct order_score *a, const struct order_score *k)
 }
 
 /* Whether candidate i may be kept: none is better on what users asked for,
- * and, when Kueue's placement `kueue` (SIZE_MAX: none) ties with it there,
- * it keeps pace with Kueue's on every measure (Kueue's always does) or
- * keeps the Jobs closer: on as many hosts, over fewer racks and blocks. */
-static int eligible(const struct candidate *c, size_t n, size_t kueue, size_t i)
+ * and, for each of Kueue's placements kueue[0..2) (SIZE_MAX: none) that
+ * ties with it there, it keeps pace with Kueue's on every measure (Kueue's
+ * always does) or keeps the Jobs closer: on as many hosts, over fewer racks
+ * and blocks. */
+static int eligible(const struct candidate *c, size_t n, const size_t kueue[2], size_t i)
 {
 	const struct order_score *a = &c[i].score, *k;
 
 	for (size_t j = 0; j < n; j++)
 		if (compare_asked(&c[j].score, a) > 0)
 			return 0;
-	if (kueue == SIZE_MAX || compare_asked(a, &c[kueue].score) != 0)
-		return 1;
-	k = &c[kueue].score;
-	return keeps_pace(a, k) ||
-	       (k->straddles != SIZE_MAX && a->straddles < k->straddles && a->hosts <= k->hosts);
+	for (int q = 0; q < 2; q++) {
+		if (kueue[q] == SIZE_MAX || compare_asked(a, &c[kueue[q]].score) != 0)
+			continue;
+		k = &c[kueue[q]].score;
+		if (!keeps_pace(a, k) && (q == 1 || !(k->straddles != SIZE_MAX &&
+						      a->straddles < k->straddles && a->hosts <= k->hosts)))
+			return 0;
+	}
+	return 1;
 }
 
 /* The one kept: of the eligible ones, those no other eligible one covers
@@ -459,7 +470,7 @@ static int eligible(const struct candidate *c, size_t n, size_t kueue, size_t i)
  * the best on the rest; ties keep the earlier. Choosing over the whole
  * set, not pair by pair, keeps the choice from depending on the order of
  * the candidates. */
-static size_t choose(const struct candidate *c, size_t n, size_t kueue)
+static size_t choose(const struct candidate *c, size_t n, const size_t kueue[2])
 {
 	int ok[CANDIDATES_MAX];
 	size_t best = SIZE_MAX;
@@ -500,7 +511,7 @@ struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, 
 	} variants[] = { { 1, 1 }, { 0, 0 }, { 1, 0 } };
 	struct candidate c[CANDIDATES_MAX];
 	struct topo_placement *best;
-	size_t n = 0, kept, kueue = SIZE_MAX;
+	size_t n = 0, kept, kueue[2] = { SIZE_MAX, SIZE_MAX };
 
 	add_candidate(x, c, &n, first);
 	/* One greedy descent per instance: the order and ties are all that vary. */
@@ -522,9 +533,16 @@ struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, 
 		undo_all(x);
 		set_order(x, 1);
 		if (topo_place_kueue(x, &whole)) {
-			kueue = n;
+			kueue[0] = n;
 			add_candidate(x, c, &n, topo_place_build_output(x, whole));
-			kueue = kueue < n ? kueue : SIZE_MAX;
+			kueue[0] = kueue[0] < n ? kueue[0] : SIZE_MAX;
+		}
+		/* And with the JobSet-wide level, as Kueue would meet it. */
+		undo_all(x);
+		if (topo_place_kueue_whole(x, &whole)) {
+			kueue[1] = n;
+			add_candidate(x, c, &n, topo_place_build_output(x, whole));
+			kueue[1] = kueue[1] < n ? kueue[1] : SIZE_MAX;
 		}
 	}
 	if (topo_place_preferred_search_allowed(x) && !some_meets_every_preference(x, c, n)) {
@@ -538,6 +556,14 @@ struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, 
 			add_candidate(x, c, &n, topo_place_build_output(x, whole));
 	}
 	kept = choose(c, n, kueue);
+	if (kept == SIZE_MAX) {
+		/* No candidate keeps pace with both of Kueue's: with the one
+		 * given the JobSet-wide level alone (which keeps pace with
+		 * itself), as the request's own meaning comes first. */
+		const size_t one[2] = { SIZE_MAX, kueue[1] };
+
+		kept = choose(c, n, one);
+	}
 	best = c[kept].p;
 	for (size_t i = 0; i < n; i++)
 		if (i != kept)
