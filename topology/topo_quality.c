@@ -581,10 +581,11 @@ static void describe(struct text *x, const struct qcase *c, size_t index, const 
 /* muster (figures m) against the greedy given the JobSet-wide level
  * (figures w): -1 with buf set when that greedy beats the exhaustive
  * search's best; else 0, *worse set when muster is worse on some figure. */
-static int compare_whole(struct topo_quality_report *report, size_t index, const double *m, const double *w,
-			 const double *best, int *worse, char *buf, size_t size)
+static int compare_whole(struct topo_quality_report *report, size_t index, int leveled, const double *m,
+			 const double *w, const double *best, int *worse, char *buf, size_t size)
 {
 	report->whole_compared++;
+	report->leveled_compared += leveled;
 	for (int f = 0; f < TOPO_QUALITY_FIGURES; f++) {
 		int lower = topo_quality_figures[f].lower_better;
 		double a = lower ? -m[f] : m[f], b = lower ? -w[f] : w[f], e = lower ? -best[f] : best[f];
@@ -597,6 +598,7 @@ static int compare_whole(struct topo_quality_report *report, size_t index, const
 			return -1;
 		}
 		report->whole_as_good[f] += a >= b;
+		report->leveled_as_good[f] += a >= b && leveled;
 		report->whole_better[f] += a > b;
 		report->whole_sum[0][f] += m[f];
 		report->whole_sum[1][f] += w[f];
@@ -684,7 +686,8 @@ int topo_quality_run(uint64_t seed, size_t cases, size_t examples, struct topo_q
 			}
 		}
 		if (placed[0] && placed[2] &&
-		    compare_whole(report, i, v[0], v[2], s.best, &worse, buf, sizeof(buf)) != 0) {
+		    compare_whole(report, i, c.req.whole.mode != TOPO_MODE_NONE, v[0], v[2], s.best, &worse,
+				  buf, sizeof(buf)) != 0) {
 			topo_tree_free(c.t);
 			free(x.buf);
 			*cause = strdup(buf);
@@ -735,12 +738,14 @@ void topo_quality_verdicts(const struct topo_quality_report *report, double *wor
 		*better_measures += up[i] && !down[i];
 }
 
-double topo_quality_whole_worst(const struct topo_quality_report *report)
+double topo_quality_whole_worst(const struct topo_quality_report *report, int leveled)
 {
+	size_t n = leveled ? report->leveled_compared : report->whole_compared;
+	const size_t *good = leveled ? report->leveled_as_good : report->whole_as_good;
 	double worst = 1.0;
 
-	for (int f = 0; f < TOPO_QUALITY_FIGURES && report->whole_compared; f++) {
-		double share = (double)report->whole_as_good[f] / (double)report->whole_compared;
+	for (int f = 0; f < TOPO_QUALITY_FIGURES && n; f++) {
+		double share = (double)good[f] / (double)n;
 
 		worst = share < worst ? share : worst;
 	}

@@ -105,6 +105,10 @@ struct topo_quality_report {
 	 * better, strictly better, and the sums of muster's and its figures. */
 	size_t whole_compared;
 	size_t whole_as_good[TOPO_QUALITY_FIGURES];
+	/* The same over the inputs with a JobSet-wide level (where the
+	 * greedy given it differs from the greedy). */
+	size_t leveled_compared;
+	size_t leveled_as_good[TOPO_QUALITY_FIGURES];
 	size_t whole_better[TOPO_QUALITY_FIGURES];
 	double whole_sum[2][TOPO_QUALITY_FIGURES];
 	size_t exhaustive_leaves; /* complete assignments the exhaustive search scored */
@@ -135,7 +139,8 @@ void topo_quality_verdicts(const struct topo_quality_report *report, double *wor
 
 /* The lowest share (0..1), over every figure, of the cases muster and the
  * greedy given the JobSet's level both placed where muster is as good or
- * better (1 when there are none). */
-double topo_quality_whole_worst(const struct topo_quality_report *report);
+ * better (1 when there are none): over every input, or (leveled) over
+ * those with a JobSet-wide level. */
+double topo_quality_whole_worst(const struct topo_quality_report *report, int leveled);
 
 #endif

@@ -441,11 +441,21 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole)
 	return 1;
 }
 
-/* Whether domain a goes before b as the JobSet's domain: fewer free pods
- * of the request's shapes, then tree order. */
-static int room_before(const uint64_t *room, uint32_t a, uint32_t b)
+/* A candidate for the JobSet's domain and its free pods of the request's
+ * shapes. */
+struct room_of {
+	uint64_t room;
+	uint32_t d;
+};
+
+/* qsort's order of candidates: fewer free pods, then tree order. */
+static int room_before(const void *pa, const void *pb)
 {
-	return room[a] != room[b] ? room[a] < room[b] : a < b;
+	const struct room_of *a = pa, *b = pb;
+
+	if (a->room != b->room)
+		return a->room < b->room ? -1 : 1;
+	return a->d < b->d ? -1 : a->d > b->d;
 }
 
 int topo_place_kueue_whole(struct ctx *x, uint32_t *whole)
@@ -454,12 +464,12 @@ int topo_place_kueue_whole(struct ctx *x, uint32_t *whole)
 	const struct topo_request *req = x->req;
 	size_t n = x->t->domain_count, top = req->whole.mode == TOPO_MODE_REQUIRED ? req->whole.level : 0;
 	uint64_t *room = calloc(n, sizeof(uint64_t)), total = 0;
-	uint32_t *cands = malloc(n * sizeof(uint32_t));
+	struct room_of *by_room = malloc(n * sizeof(*by_room));
 	size_t work = 0;
 	int ok = 0;
 
 	*whole = 0;
-	if (!room || !cands || req->whole.mode == TOPO_MODE_NONE)
+	if (!room || !by_room || req->whole.mode == TOPO_MODE_NONE)
 		goto done;
 	/* Free pods per domain, each shape of the request counted once. */
 	for (size_t g = 0; g < req->group_count; g++) {
@@ -480,26 +490,23 @@ int topo_place_kueue_whole(struct ctx *x, uint32_t *whole)
 
 		for (uint32_t d = 0; d < n; d++)
 			if (dom[d].level == level && room[d] >= total)
-				cands[m++] = d;
-		for (size_t i = 1; i < m; i++) /* few: the domains of one level that hold it */
-			for (size_t j = i; j > 0 && room_before(room, cands[j], cands[j - 1]); j--) {
-				uint32_t t = cands[j];
+				by_room[m++] = (struct room_of){ room[d], d };
+		qsort(by_room, m, sizeof(*by_room), room_before); /* a level may have thousands */
+		for (size_t i = 0; i < m && !ok; i++) {
+			uint32_t all, spans, t = by_room[i].d;
+			size_t cost = x->instance_count * (size_t)(dom[t].end - t);
 
-				cands[j] = cands[j - 1];
-				cands[j - 1] = t;
-			}
-		for (size_t i = 0; i < m && !ok && work <= TOPO_KUEUE_PASS_WORK; i++) {
-			uint32_t all, spans;
-
-			work += x->instance_count * (size_t)(dom[cands[i]].end - cands[i]);
-			if (kueue_in(x, cands[i], &all, &spans)) {
+			if (work + cost > TOPO_KUEUE_PASS_WORK)
+				break;
+			work += cost;
+			if (kueue_in(x, t, &all, &spans)) {
 				ok = 1;
-				*whole = cands[i];
+				*whole = t;
 			}
 		}
 	}
 done:
 	free(room);
-	free(cands);
+	free(by_room);
 	return ok;
 }

@@ -208,7 +208,9 @@ int topo_place_kueue(struct ctx *x, uint32_t *whole);
  * a PodSet's (the JobSet one PodSet): at that level, the domain with the
  * fewest free pods of the request's shapes where every instance fits by
  * Kueue's pass held inside it; none: refused when the level is required,
- * else one level up, the cluster last (within TOPO_KUEUE_PASS_WORK). 1
+ * else one level up, the cluster last (the passes tried within
+ * TOPO_KUEUE_PASS_WORK together, each counted as instances times the
+ * domains of its scope; the candidates in O(m log m) per level). 1
  * with the takes logged and *whole that domain, else 0 with nothing taken.
  * 0 without a JobSet-wide level. */
 int topo_place_kueue_whole(struct ctx *x, uint32_t *whole);

@@ -11,14 +11,18 @@
  * free. So, when a placement of every pod was found, more candidates are
  * made: the spec order (one more greedy descent per instance), each order
  * also with ties in tree order, Kueue's own BestFit when it may place the
- * request, and the node-level search held to the preferred levels when no
- * candidate meets them all. One is kept, chosen over all of them at once
- * (choose): the best on what the user asked for (the pods' preferred node
- * affinity, the sum over the pods of their node's score, which Kueue puts
- * before the placement policy; preferred levels met; the JobSet's
- * preferred level met); of those, when Kueue's placement ties with them
+ * request and, with a JobSet-wide level, Kueue's BestFit given that level
+ * (topo_place_kueue_whole), and the node-level search held to the
+ * preferred levels when no candidate meets them all. One is kept, chosen
+ * over all of them at once (choose): the best on what the user asked for
+ * (the pods' preferred node affinity, the sum over the pods of their
+ * node's score, which Kueue puts before the placement policy; preferred
+ * levels met; the JobSet's preferred level, met or else as near as the
+ * JobSet came to it); of those, when Kueue's placement ties with them
  * there, the ones as good as Kueue's on every measure or keeping the Jobs
- * within fewer racks on as many hosts (eligible); of those, the ones no
+ * within fewer racks on as many hosts, and when Kueue's given the level
+ * ties with them, the ones as good as that one on every measure (both at
+ * once, else Kueue's own alone: eligible); of those, the ones no
  * other covers (at least as good on every level's largest free domain in
  * pods of the request's shapes, on hosts and on domains used, and better
  * on one); of these, the best by the level of the smallest domain holding
@@ -557,13 +561,15 @@ struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, 
 	}
 	kept = choose(c, n, kueue);
 	if (kept == SIZE_MAX) {
-		/* No candidate keeps pace with both of Kueue's: with the one
-		 * given the JobSet-wide level alone (which keeps pace with
-		 * itself), as the request's own meaning comes first. */
-		const size_t one[2] = { SIZE_MAX, kueue[1] };
+		/* No candidate keeps pace with both of Kueue's placements: with
+		 * Kueue's own alone (which keeps pace with itself), so that a
+		 * placement Kueue makes is never beaten on every measure. */
+		const size_t own[2] = { kueue[0], SIZE_MAX };
 
-		kept = choose(c, n, one);
+		kept = choose(c, n, own);
 	}
+	if (kept == SIZE_MAX)
+		kept = 0; /* not reached: the best on what was asked are eligible then */
 	best = c[kept].p;
 	for (size_t i = 0; i < n; i++)
 		if (i != kept)
