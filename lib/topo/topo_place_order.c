@@ -22,7 +22,7 @@
  * there, the ones as good as Kueue's on every measure or keeping the Jobs
  * within fewer racks on as many hosts, and when Kueue's given the level
  * ties with them, the ones as good as that one on every measure (both at
- * once, else Kueue's own alone: eligible); of those, the ones no
+ * once, else the one given the level alone: eligible); of those, the ones no
  * other covers (at least as good on every level's largest free domain in
  * pods of the request's shapes, on hosts and on domains used, and better
  * on one); of these, the best by the level of the smallest domain holding
@@ -562,11 +562,12 @@ struct topo_placement *topo_place_best_of_orders(struct ctx *x, uint64_t total, 
 	kept = choose(c, n, kueue);
 	if (kept == SIZE_MAX) {
 		/* No candidate keeps pace with both of Kueue's placements: with
-		 * Kueue's own alone (which keeps pace with itself), so that a
-		 * placement Kueue makes is never beaten on every measure. */
-		const size_t own[2] = { kueue[0], SIZE_MAX };
+		 * the one given the JobSet-wide level alone (which keeps pace
+		 * with itself), Kueue's reading of the whole request; Kueue's
+		 * own ignores that level. */
+		const size_t given[2] = { SIZE_MAX, kueue[1] };
 
-		kept = choose(c, n, own);
+		kept = choose(c, n, given);
 	}
 	if (kept == SIZE_MAX)
 		kept = 0; /* not reached: the best on what was asked are eligible then */
