@@ -823,3 +823,31 @@ def test_balanced_placement_with_a_leader_gives_kueues_assignment_in_each_case_o
         if got != {"leader": leader, "workers": want}:
             wrong.append((name, got))
     assert not wrong, wrong
+
+
+def test_a_jobset_preferring_a_rack_no_rack_holds_stays_in_one_block(tmp_path):
+    """A JobSet-wide preferred level that no domain meets is met as Kueue
+    meets a preferred level: the level nearest it that holds the JobSet.
+    Three replicated jobs of one one-pod Job each (three PodSets) prefer a
+    block, the JobSet a rack; no rack holds 3, block b1 holds 4 (1 + 1 and
+    2 + 0). muster used to keep Kueue's own placement of the Jobs (n1 in b0,
+    n4 and n5 in b1), since neither met the rack; now all three stay in b1."""
+    free = [0, 1, 0, 0, 1, 1, 2, 0]
+    items = [{"metadata": {"name": f"n{i}", "labels": {"block": f"b{i // 4}", "rack": f"b{i // 4}r{i // 2 % 2}",
+                                                      "kubernetes.io/hostname": f"n{i}"}},
+              "status": {"allocatable": {"cpu": str(cpu), "memory": "64Gi", "pods": "110"}}}
+             for i, cpu in enumerate(free)]
+    (tmp_path / "nodes.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    (tmp_path / "js.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "train", "annotations": {api.ANNOTATION_TOPOLOGY_PREFERRED: "rack"}},
+        "spec": {"replicatedJobs": [{"name": name, "replicas": 1, "template": {"spec": {
+            "parallelism": 1, "completions": 1, "template": {
+                "metadata": {"annotations": {api.KUEUE_ANNOTATION_PREFERRED: "block"}},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}}}
+            for name in ("a", "b", "c")]}}))
+    result = run("--nodes", tmp_path / "nodes.json", "--levels", LEVELS, "--jobset", tmp_path / "js.yaml",
+                 "--output", "json")
+    assert result.returncode == 0
+    domains = [pod["domain"] for pod in json.loads(result.stdout)["pods"]]
+    assert len(domains) == 3 and all(d.startswith("b1/") for d in domains), domains
