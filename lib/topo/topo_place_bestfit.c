@@ -463,7 +463,7 @@ int topo_place_kueue_whole(struct ctx *x, uint32_t *whole)
 	const struct topo_domain *dom = x->t->domains;
 	const struct topo_request *req = x->req;
 	size_t n = x->t->domain_count, top = req->whole.mode == TOPO_MODE_REQUIRED ? req->whole.level : 0;
-	uint64_t *room = calloc(n, sizeof(uint64_t)), total = 0;
+	uint64_t *room = malloc(n * sizeof(uint64_t)), total = 0;
 	struct room_of *by_room = malloc(n * sizeof(*by_room));
 	size_t work = 0;
 	int ok = 0;
@@ -471,20 +471,10 @@ int topo_place_kueue_whole(struct ctx *x, uint32_t *whole)
 	*whole = 0;
 	if (!room || !by_room || req->whole.mode == TOPO_MODE_NONE)
 		goto done;
-	/* Free pods per domain, each shape of the request counted once. */
-	for (size_t g = 0; g < req->group_count; g++) {
-		size_t h = 0;
-
+	for (size_t g = 0; g < req->group_count; g++)
 		total += (uint64_t)req->groups[g].pods * req->groups[g].replicas;
-		while (h < g && memcmp(&req->groups[h].shape, &req->groups[g].shape,
-				       sizeof(req->groups[g].shape)) != 0)
-			h++;
-		if (h < g)
-			continue;
-		topo_place_compute(x, (uint32_t)g, 0);
-		for (uint32_t d = 0; d < n; d++)
-			room[d] += x->pods[d];
-	}
+	topo_place_free_pods(x); /* x->pods, which the passes below reuse */
+	memcpy(room, x->pods, n * sizeof(*room));
 	for (size_t level = req->whole.level + 1; !ok && level-- > top;) {
 		size_t m = 0;
 

@@ -5,7 +5,8 @@
  * the scarcest resource, and the preferred-affinity score), counted for a
  * scope and again under one domain after some of its pods were taken; and
  * the takes themselves (a node's pods, a closed node), logged so that a
- * failed branch of the search is undone exactly.
+ * failed branch of the search is undone exactly; and the free pods of the
+ * request's shapes per domain, which candidates are measured in.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -258,4 +259,30 @@ void topo_place_undo(struct ctx *x, uint32_t g, size_t mark)
 		for (size_t r = 0; r < x->resources; r++)
 			free[r] += topo_place_request(x, &grp->shape, r) * (int64_t)tk->count;
 	}
+}
+
+void topo_place_free_pods(struct ctx *x)
+{
+	const struct topo_domain *dom = x->t->domains;
+
+	memset(x->pods, 0, x->t->domain_count * sizeof(*x->pods));
+	for (size_t g = 0; g < x->req->group_count; g++) {
+		const struct topo_shape *shape = &x->req->groups[g].shape;
+		size_t e;
+
+		for (e = 0; e < g; e++)
+			if (memcmp(&x->req->groups[e].shape, shape, sizeof(*shape)) == 0)
+				break;
+		if (e < g)
+			continue; /* that shape is counted */
+		for (uint32_t d = 0; d < x->t->domain_count; d++) {
+			uint32_t n = dom[d].node;
+
+			if (n != TOPO_NONE && !x->closed[n] && x->eligible[g * x->c->node_count + n])
+				x->pods[d] +=
+					topo_place_fit_free(x->c, x->free + (size_t)n * x->resources, shape);
+		}
+	}
+	for (uint32_t d = x->t->domain_count; d-- > 1;)
+		x->pods[dom[d].parent] += x->pods[d];
 }

@@ -131,6 +131,10 @@ size_t topo_place_deepest_slices(const struct ctx *x, const struct topo_group *g
 /* Capacity of group g per domain of the subtree scope (pods, usable, room,
  * occupied). */
 void topo_place_compute(struct ctx *x, uint32_t g, uint32_t scope);
+/* Free pods of the request's shapes per domain into x->pods, each distinct
+ * shape counted on its own and the counts summed, rolled up the tree (what
+ * the candidates' free domains are measured in). */
+void topo_place_free_pods(struct ctx *x);
 /* The same after takes under d alone (g with no exclusivity and one layer
  * of slices at most, counted over the whole tree before): d's subtree
  * counted afresh, its ancestors summed again from their children. */

@@ -166,31 +166,10 @@ static void free_pods_at_levels(struct ctx *x, uint64_t *free_at)
 	const struct topo_domain *dom = x->t->domains;
 
 	memset(free_at, 0, (x->t->node_level + 1) * sizeof(*free_at));
-	/* x->pods as scratch: the pods summed up the tree, over the shapes. */
-	memset(x->pods, 0, x->t->domain_count * sizeof(*x->pods));
-	for (size_t g = 0; g < x->req->group_count; g++) {
-		const struct topo_shape *shape = &x->req->groups[g].shape;
-		size_t e;
-
-		for (e = 0; e < g; e++)
-			if (memcmp(&x->req->groups[e].shape, shape, sizeof(*shape)) == 0)
-				break;
-		if (e < g)
-			continue; /* that shape is counted */
-		for (uint32_t d = 0; d < x->t->domain_count; d++) {
-			uint32_t n = dom[d].node;
-
-			if (n != TOPO_NONE && !x->closed[n] && x->eligible[g * x->c->node_count + n])
-				x->pods[d] +=
-					topo_place_fit_free(x->c, x->free + (size_t)n * x->resources, shape);
-		}
-	}
-	for (uint32_t d = x->t->domain_count; d-- > 0;) {
+	topo_place_free_pods(x);
+	for (uint32_t d = 0; d < x->t->domain_count; d++)
 		if (x->pods[d] > free_at[dom[d].level])
 			free_at[dom[d].level] = x->pods[d];
-		if (d)
-			x->pods[dom[d].parent] += x->pods[d];
-	}
 }
 
 /* Per Job, the nodes holding its pods (s->hosts), and per Job and level
